@@ -1,0 +1,48 @@
+// @ts-check
+import js from '@eslint/js';
+import tseslint from 'typescript-eslint';
+
+/** Layer rules of STYLE.md: what each folder may never import. */
+const layer = (files, patterns) => ({
+  files,
+  rules: { 'no-restricted-imports': ['error', { patterns }] },
+});
+const io = ['ioredis', 'bullmq', 'express', '@slack/*', 'nodemailer', 'pino', 'node:fs*', 'node:net', 'node:http*', 'node:dns*'];
+
+export default tseslint.config(
+  { ignores: ['node_modules/**', 'data/**', 'coverage/**', 'manifest/**'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommendedTypeChecked,
+  {
+    languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
+    rules: {
+      '@typescript-eslint/no-floating-promises': 'error',
+      '@typescript-eslint/no-misused-promises': 'error',
+      '@typescript-eslint/switch-exhaustiveness-check': ['error', { considerDefaultExhaustiveForUnions: true }],
+      '@typescript-eslint/no-explicit-any': 'error',
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      '@typescript-eslint/consistent-type-imports': 'error',
+    },
+  },
+  layer(['src/domain/**'], [{ group: [...io, '**/services/**', '**/store/**', '**/delivery/**', '**/http/**', '**/slack/**', '**/cli/**', '**/ports*', '**/app*', '**/config*'], message: 'domain is pure: no I/O and no outer layers' }]),
+  layer(['src/services/**'], [{ group: [...io, '**/store/**', '**/delivery/**', '**/http/**', '**/slack/**', '**/cli/**', '**/app*'], message: 'services see the world only through ports.ts' }]),
+  layer(['src/store/**', 'src/delivery/**'], [{ group: ['**/services/**', '**/http/**', '**/slack/**', '**/cli/**', '**/app*'], message: 'adapters never import services or edges' }]),
+  layer(['src/http/**'], [{ group: ['ioredis', 'bullmq', '**/store/**', '**/delivery/**', '**/slack/**', '**/cli/**'], message: 'http talks to services and domain only' }]),
+  layer(['src/slack/**'], [{ group: ['ioredis', 'bullmq', '**/store/**', '**/delivery/**', '**/http/**', '**/cli/**'], message: 'slack talks to services and domain only' }]),
+  layer(['src/cli/**'], [{ group: ['ioredis', 'bullmq', '**/store/**', '**/delivery/**', '**/http/**', '**/slack/**'], message: 'cli talks to services and domain only' }]),
+  {
+    files: ['test/**', 'bench/**'],
+    rules: {
+      '@typescript-eslint/no-unsafe-assignment': 'off',
+      '@typescript-eslint/no-unsafe-member-access': 'off',
+      '@typescript-eslint/no-unsafe-argument': 'off',
+      '@typescript-eslint/no-unsafe-call': 'off',
+      '@typescript-eslint/no-unsafe-return': 'off',
+      '@typescript-eslint/no-non-null-assertion': 'off',
+      '@typescript-eslint/no-explicit-any': 'off',
+      '@typescript-eslint/require-await': 'off',
+      '@typescript-eslint/no-base-to-string': 'off',
+    },
+  },
+  { files: ['eslint.config.js'], ...tseslint.configs.disableTypeChecked },
+);

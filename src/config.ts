@@ -1,0 +1,60 @@
+import { z } from 'zod';
+
+/**
+ * The environment, parsed once by zod. A bad variable stops start-up with a message naming it;
+ * nothing else in the code reads process.env.
+ */
+const bool = z.enum(['true', 'false', '1', '0', 'yes', 'no']).transform((v) => v === 'true' || v === '1' || v === 'yes');
+const csv = z.string().transform((s) => s.split(',').map((x) => x.trim()).filter((x) => x.length > 0));
+const port = z.coerce.number().int().min(0).max(65535);
+const positiveInt = z.coerce.number().int().min(1);
+const url = z.url({ protocol: /^(redis|rediss|unix|http|https)$/ });
+
+const EnvSchema = z.object({
+  PORT: port.default(3000),
+  HOST: z.string().min(1).default('0.0.0.0'),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  HERALD_ROLE: z.enum(['api', 'worker', 'all']).default('all'),
+  /** Redis to use; without it Herald runs its own redis-server under HERALD_DATA_DIR. */
+  REDIS_URL: z.string().regex(/^(rediss?:\/\/|\/)/, 'must be redis://, rediss:// or a unix socket path').optional(),
+  HERALD_DATA_DIR: z.string().min(1).default('./data'),
+  /** Prefix of every Redis key (inside the hash tag): several Heralds can share one Redis. */
+  HERALD_KEY_PREFIX: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/).default('herald'),
+  HERALD_SECRET_KEY: z
+    .string()
+    .refine((s) => Buffer.from(s, 'base64').length === 32, 'must be 32 random bytes, base64 (openssl rand -base64 32)')
+    .optional(),
+  HERALD_RATE_LIMIT: positiveInt.default(600),
+  HERALD_EXECUTE_RATE_LIMIT: positiveInt.default(60),
+  HERALD_METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+  /** Base URL of this Herald, for {{incident.url}} and links in messages. */
+  HERALD_PUBLIC_URL: url.optional(),
+  HERALD_OUTBOUND_ALLOW: csv.default([]),
+  HERALD_SHUTDOWN_MS: positiveInt.default(10_000),
+  SLACK_SIGNING_SECRET: z.string().min(1).optional(),
+  SLACK_BOT_TOKEN: z.string().min(1).optional(),
+  SLACK_APP_TOKEN: z.string().min(1).optional(),
+  SLACK_API_URL: url.default('https://slack.com/api/'),
+  TELEGRAM_API_URL: url.default('https://api.telegram.org'),
+  HERALD_SLACK_CHANNEL: z.string().min(1).optional(),
+  HERALD_SLACK_ADMINS: csv.default([]),
+  HERALD_TRUST_PROXY: bool.default(false),
+});
+
+export type Config = z.infer<typeof EnvSchema>;
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/** Parses the environment; empty strings count as unset (a blank line in a .env is not a value). */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
+  const r = EnvSchema.safeParse(cleaned);
+  if (r.success) return r.data;
+  // Name the variable, never echo its value: it may be a secret.
+  throw new ConfigError(r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`));
+}

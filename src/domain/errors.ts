@@ -1,0 +1,71 @@
+/**
+ * Domain errors carry a stable snake_case code; the edges own the mapping to HTTP statuses
+ * (http/problem.ts) and to Slack messages (slack/errors.ts). Nothing here knows about HTTP.
+ */
+
+export const ERROR_CODES = [
+  'validation_failed',
+  'invalid_json',
+  'invalid_cursor',
+  'unsupported_media_type',
+  'payload_too_large',
+  'not_found',
+  'method_not_allowed',
+  'unauthenticated',
+  'insufficient_scope',
+  'incident_closed',
+  'use_close_endpoint',
+  'invalid_transition',
+  'unknown_template',
+  'unknown_connection',
+  'undeclared_variable',
+  'missing_variables',
+  'no_connections',
+  'template_name_taken',
+  'template_in_use',
+  'secret_required',
+  'destination_not_allowed',
+  'legacy_webhook_not_supported',
+  'idempotency_key_reused',
+  'idempotency_key_in_use',
+  'precondition_failed',
+  'conflict',
+  'rate_limited',
+  'not_implemented',
+  'internal_error',
+] as const;
+
+export type ErrorCode = (typeof ERROR_CODES)[number];
+
+/** One problem with one input field: `field` is a dotted path into the request body. */
+export interface FieldError {
+  field: string;
+  code: string;
+  message: string;
+}
+
+export class DomainError extends Error {
+  readonly code: ErrorCode;
+  readonly errors: FieldError[];
+  /** Extra, non-sensitive facts for the edge (e.g. the missing scope, Retry-After seconds). */
+  readonly meta: Record<string, string | number>;
+
+  constructor(code: ErrorCode, message: string, errors: FieldError[] = [], meta: Record<string, string | number> = {}) {
+    super(message);
+    this.name = 'DomainError';
+    this.code = code;
+    this.errors = errors;
+    this.meta = meta;
+  }
+}
+
+export const isDomainError = (e: unknown): e is DomainError => e instanceof DomainError;
+
+/** Shorthand for the common "one field is wrong" case. */
+export function fieldError(code: ErrorCode, field: string, message: string, fieldCode: string = code): DomainError {
+  return new DomainError(code, message, [{ field, code: fieldCode, message }]);
+}
+
+export function notFound(what: string, id: string): DomainError {
+  return new DomainError('not_found', `${what} ${id} was not found.`);
+}

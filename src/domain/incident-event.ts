@@ -1,0 +1,28 @@
+import { z } from 'zod';
+import { ActorSchema, type Actor } from './actor.js';
+
+export const EVENT_TYPES = [
+  'incident.created',
+  'incident.updated',
+  'incident.status_changed',
+  'incident.executed',
+  'delivery.failed',
+  'incident.closed',
+] as const;
+
+export const IncidentEventSchema = z
+  .object({
+    id: z.string(),
+    type: z.enum(EVENT_TYPES),
+    at: z.string(),
+    actor: ActorSchema,
+    data: z.record(z.string(), z.unknown()),
+  })
+  .meta({ id: 'IncidentEvent', description: 'One entry of an incident timeline (oldest first).' });
+
+export type IncidentEvent = z.infer<typeof IncidentEventSchema>;
+export type IncidentEventType = IncidentEvent['type'];
+
+export function newEvent(id: string, type: IncidentEventType, at: string, actor: Actor, data: Record<string, unknown> = {}): IncidentEvent {
+  return { id, type, at, actor, data };
+}

@@ -1,0 +1,19 @@
+import type { Request, Response } from 'express';
+import { DomainError } from '../domain/errors.js';
+
+/** ETags are the record's revision: strong, opaque to clients. */
+export function setEtag(res: Response, rev: number): void {
+  res.setHeader('ETag', `"r${rev}"`);
+}
+
+/**
+ * The revision named by If-Match, or null when there is none (or `*`). A value we could never
+ * have issued cannot match, so it is 412 like any stale one.
+ */
+export function ifMatchRevision(req: Request): number | null {
+  const raw = req.get('If-Match');
+  if (raw === undefined || raw.trim() === '*') return null;
+  const m = /^\s*(?:W\/)?"r(\d{1,15})"\s*$/.exec(raw);
+  if (!m) throw new DomainError('precondition_failed', 'If-Match does not match the current ETag.');
+  return Number(m[1]);
+}

@@ -1,0 +1,84 @@
+import { Router } from 'express';
+import { z } from 'zod';
+import { presentIncident, SeveritySchema, StatusSchema } from '../../domain/incident.js';
+import { parsePageRequest } from '../../domain/pagination.js';
+import { parseInput } from '../../domain/validation.js';
+import type { IncidentService } from '../../services/incidents.js';
+import { actorOf } from '../context.js';
+import { endpoint, queryList, type EdgeDeps } from '../endpoint.js';
+import { ifMatchRevision, setEtag } from '../etag.js';
+import { presentPage } from '../present.js';
+
+const FilterSchema = z.object({
+  status: z.array(StatusSchema).optional(),
+  severity: z.array(SeveritySchema).optional(),
+});
+
+export function incidentRoutes(deps: EdgeDeps & { incidents: IncidentService }): Router {
+  const r = Router();
+  const svc = deps.incidents;
+
+  endpoint(r, deps, '/incidents', {
+    post: {
+      scope: 'incidents:write',
+      handler: async (req, res) => {
+        const incident = await svc.create(req.body, actorOf(res));
+        setEtag(res, incident.rev);
+        res.status(201).location(`/v1/incidents/${incident.id}`).json(presentIncident(incident));
+      },
+    },
+    get: {
+      scope: 'incidents:read',
+      handler: async (req, res) => {
+        const page = parsePageRequest(req.query.limit, req.query.cursor);
+        const filter = parseInput(FilterSchema, { status: queryList(req.query.status), severity: queryList(req.query.severity) });
+        const result = await svc.list(filter, page);
+        res.json(presentPage(result, page, presentIncident));
+      },
+    },
+  });
+
+  endpoint(r, deps, '/incidents/:id', {
+    get: {
+      scope: 'incidents:read',
+      handler: async (req, res) => {
+        const incident = await svc.get(String(req.params.id));
+        setEtag(res, incident.rev);
+        res.json(presentIncident(incident));
+      },
+    },
+    patch: {
+      scope: 'incidents:write',
+      handler: async (req, res) => {
+        const incident = await svc.update(String(req.params.id), req.body, actorOf(res), ifMatchRevision(req));
+        setEtag(res, incident.rev);
+        res.json(presentIncident(incident));
+      },
+    },
+  });
+
+  endpoint(r, deps, '/incidents/:id/close', {
+    post: {
+      scope: 'incidents:write',
+      body: 'optional',
+      handler: async (req, res) => {
+        const incident = await svc.close(String(req.params.id), req.body, actorOf(res), ifMatchRevision(req));
+        setEtag(res, incident.rev);
+        res.json(presentIncident(incident));
+      },
+    },
+  });
+
+  endpoint(r, deps, '/incidents/:id/events', {
+    get: {
+      scope: 'incidents:read',
+      handler: async (req, res) => {
+        const page = parsePageRequest(req.query.limit, req.query.cursor);
+        const result = await svc.events(String(req.params.id), page);
+        res.json(presentPage(result, page, (e) => e));
+      },
+    },
+  });
+
+  return r;
+}

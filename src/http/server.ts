@@ -1,0 +1,86 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import express, { type Express, type RequestHandler, type Router } from 'express';
+import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
+import { DomainError } from '../domain/errors.js';
+import { requestIdOf } from './context.js';
+import { problemHandler } from './problem.js';
+import { requestId } from './request-id.js';
+import { httpMetrics } from './metrics.js';
+
+export interface Readiness {
+  redis: 'ok' | 'unreachable';
+  persistence: 'aof' | 'rdb' | 'none' | 'unknown';
+}
+
+export interface ServerDeps {
+  log: Logger;
+  registry: Registry;
+  metricsToken: string | undefined;
+  readiness(): Promise<Readiness>;
+  /** The /v1 router (its own express.json lives inside, never in front of Slack's receiver). */
+  v1: Router;
+  trustProxy: boolean;
+}
+
+/**
+ * The Express app: probes, metrics and /v1. Slack's receiver is mounted on the same app by the
+ * composition root, at /slack/events, before the final 404.
+ */
+export function createHttpApp(deps: ServerDeps): { app: Express; finish: () => void } {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  app.set('trust proxy', deps.trustProxy);
+  app.use(requestId);
+  app.use(accessLog(deps.log));
+  app.use(httpMetrics(deps.registry));
+
+  app.get('/healthz', (_req, res) => {
+    res.json({ status: 'ok' });
+  });
+  app.get('/readyz', async (_req, res) => {
+    const r = await deps.readiness();
+    res.status(r.redis === 'ok' ? 200 : 503).json({ status: r.redis === 'ok' ? 'ready' : 'unavailable', ...r });
+  });
+  app.get('/metrics', async (req, res) => {
+    if (deps.metricsToken !== undefined && !constantTimeEquals(req.get('Authorization') ?? '', `Bearer ${deps.metricsToken}`)) {
+      res.setHeader('WWW-Authenticate', 'Bearer realm="herald-metrics"');
+      res.status(401).type('text/plain').send('unauthorized\n');
+      return;
+    }
+    res.type(deps.registry.contentType).send(await deps.registry.metrics());
+  });
+  app.use('/v1', deps.v1);
+
+  /** Called once every other route (Slack) is mounted: the catch-all 404 and the error handler. */
+  const finish = () => {
+    app.use(() => {
+      throw new DomainError('not_found', 'No such endpoint.');
+    });
+    app.use(
+      problemHandler((err, req) => {
+        deps.log.error({ err, request_id: requestIdOf(req, req.res!), method: req.method, path: req.path }, 'unhandled error');
+      }),
+    );
+  };
+  return { app, finish };
+}
+
+function constantTimeEquals(a: string, b: string): boolean {
+  // timingSafeEqual throws on unequal lengths: compare fixed-size digests instead.
+  const digest = (s: string) => createHash('sha256').update(s).digest();
+  return timingSafeEqual(digest(a), digest(b));
+}
+
+function accessLog(log: Logger): RequestHandler {
+  return (req, res, next) => {
+    const start = process.hrtime.bigint();
+    res.on('finish', () => {
+      const ms = Number(process.hrtime.bigint() - start) / 1e6;
+      // Only the path: query strings can carry cursors and are not worth the noise.
+      log.info({ request_id: requestIdOf(req, res), method: req.method, path: req.path, status: res.statusCode, ms: Math.round(ms) }, 'request');
+    });
+    next();
+  };
+}

@@ -1,0 +1,134 @@
+import type { Actor } from '../domain/actor.js';
+import { iso } from '../domain/clock.js';
+import { DomainError, notFound, type FieldError } from '../domain/errors.js';
+import { isId } from '../domain/ids.js';
+import {
+  applyPatch,
+  closeIncident,
+  IncidentCloseSchema,
+  IncidentCreateSchema,
+  IncidentPatchSchema,
+  newIncident,
+  type Incident,
+} from '../domain/incident.js';
+import { newEvent, type IncidentEvent } from '../domain/incident-event.js';
+import type { Page, PageRequest } from '../domain/pagination.js';
+import { parseInput } from '../domain/validation.js';
+import type { Clock, IdGenerator, IncidentFilter, IncidentRepo } from '../ports.js';
+
+export interface IncidentServiceDeps {
+  incidents: IncidentRepo;
+  /** Which of these template ids exist (kept narrow so this service needs no template repo). */
+  templatesExist(ids: string[]): Promise<boolean[]>;
+  clock: Clock;
+  ids: IdGenerator;
+  /** Called after an incident is created or changes (Slack announcements hook in here). */
+  onChange?: (incident: Incident, kind: 'created' | 'updated' | 'closed') => void;
+}
+
+/** Optimistic writes retry this often before answering 409 `conflict`. */
+const MAX_ATTEMPTS = 8;
+
+export class IncidentService {
+  constructor(private readonly d: IncidentServiceDeps) {}
+
+  async create(input: unknown, actor: Actor): Promise<Incident> {
+    const body = parseInput(IncidentCreateSchema, input);
+    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+      await this.assertTemplatesExist(body.template_ids);
+      const now = iso(this.d.clock.now());
+      const incident = newIncident(this.d.ids.next('incident'), body, actor, now);
+      const created = newEvent(this.d.ids.next('event'), 'incident.created', now, actor, {
+        title: incident.title,
+        severity: incident.severity,
+      });
+      if (await this.d.incidents.create(incident, [created])) {
+        this.d.onChange?.(incident, 'created');
+        return incident;
+      }
+    }
+    throw conflict();
+  }
+
+  async get(id: string): Promise<Incident> {
+    const incident = isId('incident', id) ? await this.d.incidents.get(id) : null;
+    if (!incident) throw notFound('Incident', id);
+    return incident;
+  }
+
+  list(filter: IncidentFilter, page: PageRequest): Promise<Page<Incident>> {
+    return this.d.incidents.list(filter, page);
+  }
+
+  /**
+   * PATCH under the state machine; `ifMatch` is the revision the caller saw (from the ETag), and
+   * a stale one answers 412 instead of overwriting someone else's change.
+   */
+  async update(id: string, input: unknown, actor: Actor, ifMatch: number | null = null): Promise<Incident> {
+    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+      const current = await this.get(id);
+      checkRevision(current, ifMatch);
+      // Order of checks (SPEC §1): closed (409) before the body's content (422).
+      if (current.status === 'closed') applyPatch(current, {}, '');
+      const patch = parseInput(IncidentPatchSchema, input);
+      const now = iso(this.d.clock.now());
+      const { next, changes, statusChange } = applyPatch(current, patch, now);
+      if (next === current) return current;
+      if (patch.template_ids) await this.assertTemplatesExist(patch.template_ids);
+      const events: IncidentEvent[] = [];
+      if (Object.keys(changes).length > 0) events.push(newEvent(this.d.ids.next('event'), 'incident.updated', now, actor, { changes }));
+      if (statusChange) events.push(newEvent(this.d.ids.next('event'), 'incident.status_changed', now, actor, { ...statusChange }));
+      if (await this.d.incidents.update(current, next, events)) {
+        this.d.onChange?.(next, 'updated');
+        return next;
+      }
+    }
+    throw conflict();
+  }
+
+  async close(id: string, input: unknown, actor: Actor, ifMatch: number | null = null): Promise<Incident> {
+    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+      const current = await this.get(id);
+      checkRevision(current, ifMatch);
+      if (current.status === 'closed') closeIncident(current, {}, '');
+      const body = parseInput(IncidentCloseSchema, input ?? {});
+      const now = iso(this.d.clock.now());
+      const next = closeIncident(current, body, now);
+      const events: IncidentEvent[] = [];
+      if (current.status !== 'resolved') {
+        events.push(newEvent(this.d.ids.next('event'), 'incident.status_changed', now, actor, { from: current.status, to: 'closed' }));
+      }
+      events.push(newEvent(this.d.ids.next('event'), 'incident.closed', now, actor, { resolution_summary: next.resolution_summary }));
+      if (await this.d.incidents.update(current, next, events)) {
+        this.d.onChange?.(next, 'closed');
+        return next;
+      }
+    }
+    throw conflict();
+  }
+
+  async events(id: string, page: PageRequest): Promise<Page<IncidentEvent>> {
+    await this.get(id);
+    return this.d.incidents.listEvents(id, page);
+  }
+
+  private async assertTemplatesExist(ids: string[]): Promise<void> {
+    if (ids.length === 0) return;
+    const exist = await this.d.templatesExist(ids);
+    const errors: FieldError[] = [];
+    ids.forEach((tid, i) => {
+      if (!exist[i]) errors.push({ field: `template_ids.${i}`, code: 'unknown_template', message: `Template ${tid} does not exist.` });
+    });
+    if (errors.length > 0) throw new DomainError('unknown_template', 'Some template_ids do not exist.', errors);
+  }
+}
+
+function checkRevision(current: Incident, ifMatch: number | null): void {
+  if (ifMatch !== null && ifMatch !== current.rev) {
+    throw new DomainError('precondition_failed', 'The incident changed since you read it (If-Match does not match its ETag).');
+  }
+}
+
+function conflict(): DomainError {
+  return new DomainError('conflict', 'The incident kept changing concurrently; try again.');
+}

@@ -1,0 +1,97 @@
+import type { Redis } from 'ioredis';
+
+/**
+ * commit — an atomic compare-and-set over several keys, in one Lua script.
+ *
+ * Why a script and not WATCH/MULTI: one ioredis connection is shared by every request, and WATCH
+ * state belongs to the connection, so concurrent WATCHes would watch each other's keys. The script
+ * runs the checks and the writes as one step, so check-then-write can never interleave.
+ *
+ * KEYS    every key the change checks or writes (all under the one hash tag, see keys.ts)
+ * ARGV[1] JSON array of checks, each {k = key index (1-based), op, v?, f?}:
+ *           op "eq"      GET key == v          ("absent" when v is missing: the key must not exist)
+ *           op "exists"  EXISTS key == 1
+ *           op "empty"   SCARD key == 0
+ *           op "hget"    HGET key f == v       (v missing: the field must not exist)
+ * ARGV[2] JSON array of writes, each {c = command, k = key index, a = [args…]}, run in order;
+ *         commands: SET DEL ZADD ZREM SADD SREM HSET HDEL RPUSH HINCRBY PEXPIRE
+ * Returns 0 when every check held and every write ran, else the 1-based index of the first
+ * failed check (nothing written).
+ */
+const COMMIT_LUA = `
+local checks = cjson.decode(ARGV[1])
+local writes = cjson.decode(ARGV[2])
+for i, c in ipairs(checks) do
+  local key = KEYS[c.k]
+  local ok
+  if c.op == 'eq' then
+    local cur = redis.call('GET', key)
+    if c.v == nil then ok = (cur == false) else ok = (cur == c.v) end
+  elseif c.op == 'exists' then
+    ok = redis.call('EXISTS', key) == 1
+  elseif c.op == 'empty' then
+    ok = redis.call('SCARD', key) == 0
+  elseif c.op == 'hget' then
+    local cur = redis.call('HGET', key, c.f)
+    if c.v == nil then ok = (cur == false) else ok = (cur == c.v) end
+  else
+    return redis.error_reply('commit: unknown check ' .. tostring(c.op))
+  end
+  if not ok then return i end
+end
+local allowed = {SET=1, DEL=1, ZADD=1, ZREM=1, SADD=1, SREM=1, HSET=1, HDEL=1, RPUSH=1, HINCRBY=1, PEXPIRE=1}
+for _, w in ipairs(writes) do
+  if not allowed[w.c] then return redis.error_reply('commit: command not allowed ' .. tostring(w.c)) end
+  redis.call(w.c, KEYS[w.k], unpack(w.a or {}))
+end
+return 0
+`;
+
+type Check = { k: number; op: 'eq' | 'exists' | 'empty' | 'hget'; v?: string; f?: string };
+type Write = { c: string; k: number; a: (string | number)[] };
+
+/** Builds one atomic change: record checks and writes, then `commit()`. */
+export class Change {
+  private readonly keys: string[] = [];
+  private readonly checks: Check[] = [];
+  private readonly writes: Write[] = [];
+
+  constructor(private readonly redis: Redis) {}
+
+  private idx(key: string): number {
+    const i = this.keys.indexOf(key);
+    if (i >= 0) return i + 1;
+    this.keys.push(key);
+    return this.keys.length;
+  }
+
+  /** The key must hold exactly `value` (or not exist, for null). */
+  expect(key: string, value: string | null): this {
+    this.checks.push(value === null ? { k: this.idx(key), op: 'eq' } : { k: this.idx(key), op: 'eq', v: value });
+    return this;
+  }
+  expectExists(key: string): this {
+    this.checks.push({ k: this.idx(key), op: 'exists' });
+    return this;
+  }
+  expectEmptySet(key: string): this {
+    this.checks.push({ k: this.idx(key), op: 'empty' });
+    return this;
+  }
+  expectHashField(key: string, field: string, value: string | null): this {
+    this.checks.push(value === null ? { k: this.idx(key), op: 'hget', f: field } : { k: this.idx(key), op: 'hget', f: field, v: value });
+    return this;
+  }
+
+  write(command: 'SET' | 'DEL' | 'ZADD' | 'ZREM' | 'SADD' | 'SREM' | 'HSET' | 'HDEL' | 'RPUSH' | 'HINCRBY' | 'PEXPIRE', key: string, ...args: (string | number)[]): this {
+    this.writes.push({ c: command, k: this.idx(key), a: args });
+    return this;
+  }
+
+  /** Runs the change; true when every check held (and the writes happened), false otherwise. */
+  async commit(): Promise<boolean> {
+    if (this.keys.length === 0) return true;
+    const result = await this.redis.eval(COMMIT_LUA, this.keys.length, ...this.keys, JSON.stringify(this.checks), JSON.stringify(this.writes));
+    return result === 0;
+  }
+}

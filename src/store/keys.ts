@@ -1,0 +1,45 @@
+/**
+ * The ONLY place a Redis key is spelled. Every key lives under one hash tag, `{<prefix>}`, so a
+ * Redis Cluster keeps them in one slot and multi-key scripts stay legal. Tests give each file its
+ * own prefix, which is also how several Heralds could share one Redis.
+ */
+export function createKeys(prefix: string) {
+  if (!/^[A-Za-z0-9_.-]{1,64}$/.test(prefix)) throw new Error(`Invalid key prefix "${prefix}"`);
+  const t = `{${prefix}}`;
+  return {
+    /** Hash tag itself; BullMQ's queue prefix is built from it so its keys share the slot. */
+    tag: t,
+    bullPrefix: `${t}:bull`,
+    meta: (name: string) => `${t}:meta:${name}`,
+
+    incident: (id: string) => `${t}:inc:${id}`,
+    incidents: () => `${t}:incs`,
+    incidentsByStatus: (status: string) => `${t}:incs:status:${status}`,
+    incidentEvents: (id: string) => `${t}:inc:${id}:events`,
+    incidentExecutions: (id: string) => `${t}:inc:${id}:exes`,
+
+    template: (id: string) => `${t}:tpl:${id}`,
+    templates: () => `${t}:tpls`,
+    templateVersions: (id: string) => `${t}:tpl:${id}:versions`,
+    templateNames: () => `${t}:tpl-names`,
+    /** Non-closed incidents that attach a template: the in-use rule of SPEC §4. */
+    templateIncidents: (id: string) => `${t}:tpl:${id}:incs`,
+
+    connection: (id: string) => `${t}:con:${id}`,
+    connections: () => `${t}:cons`,
+
+    execution: (id: string) => `${t}:exe:${id}`,
+    delivery: (id: string) => `${t}:dlv:${id}`,
+
+    apiKey: (id: string) => `${t}:key:${id}`,
+    apiKeys: () => `${t}:keys`,
+    apiKeyByHash: (sha256hex: string) => `${t}:key-hash:${sha256hex}`,
+    apiKeyLastUsed: () => `${t}:key-used`,
+
+    idempotency: (apiKeyId: string, keyDigest: string) => `${t}:idem:${apiKeyId}:${keyDigest}`,
+    rateLimitPrefix: (name: string) => `${t}:rl:${name}`,
+    pacing: (connectionId: string) => `${t}:pace:${connectionId}`,
+  };
+}
+
+export type Keys = ReturnType<typeof createKeys>;

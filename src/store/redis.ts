@@ -1,0 +1,42 @@
+import { Redis, type RedisOptions } from 'ioredis';
+
+/**
+ * Redis connections. `worker: true` is for BullMQ workers, which block and must never give up a
+ * command (`maxRetriesPerRequest: null`).
+ */
+export function createRedis(url: string, opts: { worker?: boolean; name?: string } = {}): Redis {
+  const options: RedisOptions = {
+    connectionName: opts.name ?? 'herald',
+    maxRetriesPerRequest: opts.worker ? null : 3,
+    enableReadyCheck: true,
+    lazyConnect: false,
+  };
+  return new Redis(url, options);
+}
+
+export type Persistence = 'aof' | 'rdb' | 'none';
+
+export interface RedisFacts {
+  maxmemoryPolicy: string;
+  persistence: Persistence;
+}
+
+/**
+ * Reads what start-up must judge: the eviction policy (anything but noeviction can silently drop
+ * queued deliveries) and whether anything survives a restart. CONFIG GET of several names comes
+ * back as a flat [name, value, …] array in any order (or a map under RESP3), so it is paired up.
+ */
+export async function readRedisFacts(redis: Redis): Promise<RedisFacts> {
+  const raw: unknown = await redis.call('CONFIG', 'GET', 'maxmemory-policy', 'appendonly', 'save');
+  const cfg = new Map<string, string>();
+  if (Array.isArray(raw)) {
+    for (let i = 0; i + 1 < raw.length; i += 2) cfg.set(String(raw[i]), String(raw[i + 1]));
+  } else if (raw instanceof Map) {
+    for (const [k, v] of raw) cfg.set(String(k), String(v));
+  } else if (raw && typeof raw === 'object') {
+    for (const [k, v] of Object.entries(raw)) cfg.set(k, String(v));
+  }
+  const aof = cfg.get('appendonly') === 'yes';
+  const rdb = (cfg.get('save') ?? '').trim() !== '';
+  return { maxmemoryPolicy: cfg.get('maxmemory-policy') ?? 'unknown', persistence: aof ? 'aof' : rdb ? 'rdb' : 'none' };
+}

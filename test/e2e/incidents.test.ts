@@ -1,0 +1,97 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startHerald, type TestHerald } from '../support/herald.js';
+
+let h: TestHerald;
+beforeAll(async () => {
+  h = await startHerald();
+});
+afterAll(async () => {
+  await h.close();
+});
+
+const create = (body: Record<string, unknown> = {}) => h.api('POST', '/v1/incidents', { body: { title: 'DB down', severity: 'critical', ...body } });
+
+describe('incidents over HTTP', () => {
+  it('creates with 201, Location, ETag and the full shape', async () => {
+    const r = await create({ description: 'primary is gone' });
+    expect(r.status).toBe(201);
+    expect(r.headers.get('location')).toBe(`/v1/incidents/${r.body.id}`);
+    expect(r.headers.get('etag')).toMatch(/^"r\d+"$/);
+    expect(r.headers.get('x-request-id')).toBeTruthy();
+    expect(r.body).toMatchObject({
+      title: 'DB down',
+      severity: 'critical',
+      status: 'investigating',
+      description: 'primary is gone',
+      impact: '',
+      template_ids: [],
+      resolution_summary: null,
+      resolved_at: null,
+      closed_at: null,
+      last_executed_at: null,
+      execution_count: 0,
+      created_by: { type: 'api_key', name: 'admin' },
+    });
+    expect(r.body.id).toMatch(/^inc_[0-9A-Z]{26}$/);
+    expect(r.body.created_at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    expect(r.body).not.toHaveProperty('rev');
+  });
+
+  it('rejects bad bodies with one error per field', async () => {
+    const r = await h.api('POST', '/v1/incidents', { body: { title: 'x'.repeat(201), severity: 'huge', colour: 'red' } });
+    expect(r.status).toBe(422);
+    expect(r.headers.get('content-type')).toMatch(/application\/problem\+json/);
+    expect(r.body.code).toBe('validation_failed');
+    const fields = r.body.errors.map((e: { field: string }) => e.field).sort();
+    expect(fields).toEqual(['colour', 'severity', 'title']);
+  });
+
+  it('walks the state machine and records the timeline', async () => {
+    const { body: inc } = await create();
+    const p1 = await h.api('PATCH', `/v1/incidents/${inc.id}`, { body: { status: 'identified', impact: 'EU users' } });
+    expect(p1.status).toBe(200);
+    expect(p1.body.status).toBe('identified');
+    const noop = await h.api('PATCH', `/v1/incidents/${inc.id}`, { body: { status: 'identified' } });
+    expect(noop.status).toBe(200);
+    expect(noop.body.updated_at).toBe(p1.body.updated_at);
+    const res = await h.api('PATCH', `/v1/incidents/${inc.id}`, { body: { status: 'resolved', resolution_summary: 'failover' } });
+    expect(res.body.resolved_at).not.toBeNull();
+    const reopen = await h.api('PATCH', `/v1/incidents/${inc.id}`, { body: { status: 'monitoring' } });
+    expect(reopen.body.resolved_at).toBeNull();
+    const closedViaPatch = await h.api('PATCH', `/v1/incidents/${inc.id}`, { body: { status: 'closed' } });
+    expect(closedViaPatch.status).toBe(422);
+    expect(closedViaPatch.body.code).toBe('use_close_endpoint');
+    expect(closedViaPatch.body.errors[0].field).toBe('status');
+    const close = await h.api('POST', `/v1/incidents/${inc.id}/close`);
+    expect(close.status).toBe(200);
+    expect(close.body.status).toBe('closed');
+    const after = await h.api('PATCH', `/v1/incidents/${inc.id}`, { body: { title: 'again' } });
+    expect(after.status).toBe(409);
+    expect(after.body.code).toBe('incident_closed');
+    const again = await h.api('POST', `/v1/incidents/${inc.id}/close`);
+    expect(again.status).toBe(409);
+    const events = await h.api('GET', `/v1/incidents/${inc.id}/events`);
+    expect(events.body.data.map((e: { type: string }) => e.type)).toEqual([
+      'incident.created',
+      'incident.updated',
+      'incident.status_changed',
+      'incident.updated',
+      'incident.status_changed',
+      'incident.status_changed',
+      'incident.status_changed',
+      'incident.closed',
+    ]);
+    expect(events.body.data[1].data.changes).toEqual({ impact: { from: '', to: 'EU users' } });
+  });
+
+  it('answers 404 for unknown paths before auth, 405 with Allow, 401 without a token', async () => {
+    const unknown = await h.api('GET', '/v1/nope', { token: null });
+    expect(unknown.status).toBe(404);
+    const wrong = await h.api('DELETE', '/v1/incidents', { token: null });
+    expect(wrong.status).toBe(405);
+    expect(wrong.headers.get('allow')).toContain('POST');
+    const anon = await h.api('GET', '/v1/incidents', { token: null });
+    expect(anon.status).toBe(401);
+    expect(anon.headers.get('www-authenticate')).toBe('Bearer realm="herald"');
+  });
+});

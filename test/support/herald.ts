@@ -1,0 +1,97 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Server } from 'node:http';
+import { createHerald, type Herald } from '../../src/app.js';
+import { loadConfig } from '../../src/config.js';
+import { createLogger } from '../../src/log.js';
+import type { Scope } from '../../src/domain/api-key.js';
+import { dropPrefix, testRedisUrl, uniquePrefix } from './redis.js';
+
+export interface ApiResponse {
+  status: number;
+  headers: Headers;
+  /** Parsed JSON when the body is JSON, else the text ('' when empty). */
+  body: any;
+  text: string;
+}
+
+export interface RequestOptions {
+  body?: unknown;
+  /** Raw body text, sent as is (for malformed-JSON tests). */
+  raw?: string;
+  headers?: Record<string, string>;
+  /** Token to use; null sends no Authorization header. Default: the admin token. */
+  token?: string | null;
+}
+
+export interface TestHerald {
+  url: string;
+  token: string;
+  herald: Herald;
+  prefix: string;
+  api(method: string, path: string, opts?: RequestOptions): Promise<ApiResponse>;
+  /** Makes another key with just these scopes and returns its token. */
+  tokenWith(scopes: (Scope | '*')[], name?: string): Promise<string>;
+  close(): Promise<void>;
+}
+
+/**
+ * A real Herald on a random port over the shared test Redis, with its own key prefix, data
+ * directory and an all-scopes API key. Everything it made is removed by close().
+ */
+export async function startHerald(env: Record<string, string> = {}): Promise<TestHerald> {
+  const prefix = uniquePrefix('h');
+  const dataDir = mkdtempSync(join(tmpdir(), 'herald-test-'));
+  const config = loadConfig({
+    HERALD_KEY_PREFIX: prefix,
+    HERALD_DATA_DIR: dataDir,
+    HERALD_SECRET_KEY: randomBytes(32).toString('base64'),
+    LOG_LEVEL: 'silent',
+    HERALD_OUTBOUND_ALLOW: '127.0.0.1/32,::1/128,localhost',
+    ...env,
+  });
+  const herald = await createHerald({ config, redisUrl: testRedisUrl(), log: createLogger(config.LOG_LEVEL) });
+  const server: Server = await new Promise((resolve) => {
+    const s = herald.app.listen(0, '127.0.0.1', () => resolve(s));
+  });
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const system = { type: 'system' as const, id: 'test', name: 'test' };
+  const tokenWith = async (scopes: (Scope | '*')[], name = 'test key') => (await herald.services.apiKeys.create({ name, scopes }, system)).token;
+  const token = await tokenWith(['*'], 'admin');
+
+  const api = async (method: string, path: string, opts: RequestOptions = {}): Promise<ApiResponse> => {
+    const headers: Record<string, string> = { ...opts.headers };
+    const tok = opts.token === undefined ? token : opts.token;
+    if (tok !== null) headers.Authorization = `Bearer ${tok}`;
+    let body: string | undefined;
+    if (opts.raw !== undefined) body = opts.raw;
+    else if (opts.body !== undefined) {
+      body = JSON.stringify(opts.body);
+      headers['Content-Type'] ??= 'application/json';
+    }
+    const res = await fetch(`${url}${path}`, { method, headers, body });
+    const text = await res.text();
+    let parsed: unknown = text;
+    if (/json/.test(res.headers.get('content-type') ?? '') && text !== '') parsed = JSON.parse(text);
+    return { status: res.status, headers: res.headers, body: parsed, text };
+  };
+
+  return {
+    url,
+    token,
+    herald,
+    prefix,
+    api,
+    tokenWith,
+    async close() {
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+      await dropPrefix(herald.redis, prefix);
+      await herald.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
