@@ -1,0 +1,93 @@
+import { DelayedError, Queue, Worker, type Job } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import { z } from 'zod';
+import type { DeliveryQueue, ProcessOutcome, QueuedJob } from '../ports.js';
+
+export const QUEUE_NAME = 'deliveries';
+
+/** A job's payload, validated when the worker picks it up (STYLE §6: typed jobs). */
+const JobData = z.strictObject({ deliveryId: z.string().regex(/^dlv_[0-9A-Z]{26}$/) });
+
+/**
+ * BullMQ carries only "which delivery, when": everything else (attempts, status, content) lives
+ * in the delivery record, so retry policy is ours and a job can run twice harmlessly. BullMQ's
+ * own retries are off (attempts: 1); a retry or a pacing wait moves the job to delayed.
+ */
+export class BullDeliveryQueue implements DeliveryQueue {
+  readonly queue: Queue;
+
+  constructor(connection: Redis, prefix: string) {
+    this.queue = new Queue(QUEUE_NAME, { connection, prefix, defaultJobOptions: { attempts: 1, removeOnComplete: true, removeOnFail: 1000 } });
+  }
+
+  async enqueue(jobs: QueuedJob[]): Promise<void> {
+    if (jobs.length === 0) return;
+    // Job ids are stable (delivery id + round), so adding one that already exists is a no-op.
+    await this.queue.addBulk(jobs.map((j) => ({ name: 'deliver', data: { deliveryId: j.deliveryId }, opts: { jobId: j.jobId, delay: j.delayMs } })));
+  }
+
+  async remove(jobIds: string[]): Promise<void> {
+    for (const id of jobIds) {
+      // A locked (running) job cannot be removed; the worker re-reads the delivery anyway.
+      await this.queue.remove(id).catch(() => 0);
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.queue.close();
+  }
+}
+
+export interface WorkerOptions {
+  connection: Redis;
+  prefix: string;
+  concurrency: number;
+  /** How long a job stays claimed without a heartbeat: a killed worker's jobs return after this. */
+  lockDurationMs: number;
+  process(deliveryId: string): Promise<ProcessOutcome>;
+  log: Logger;
+}
+
+/**
+ * The delivery worker. A job whose worker dies (SIGKILL) keeps its lock until `lockDurationMs`
+ * passes, then the stalled-job check puts it back to wait for any worker; `maxStalledCount` is
+ * high because a stalled delivery must be retried, never failed by the queue.
+ */
+export function startDeliveryWorker(o: WorkerOptions): Worker {
+  const worker = new Worker(
+    QUEUE_NAME,
+    async (job: Job, token?: string) => {
+      const { deliveryId } = JobData.parse(job.data);
+      let outcome: ProcessOutcome;
+      try {
+        outcome = await o.process(deliveryId);
+      } catch (err) {
+        // Redis hiccup or a bug: never let the queue fail a delivery; look at it again shortly.
+        o.log.error({ delivery_id: deliveryId, err: (err as Error).message }, 'delivery processing error; retrying');
+        outcome = { kind: 'delay', ms: 2000, reason: 'retry' };
+      }
+      if (outcome.kind === 'delay') {
+        await job.moveToDelayed(Date.now() + outcome.ms, token);
+        throw new DelayedError();
+      }
+      return outcome.status;
+    },
+    {
+      connection: o.connection,
+      prefix: o.prefix,
+      concurrency: o.concurrency,
+      lockDuration: o.lockDurationMs,
+      stalledInterval: Math.max(500, Math.floor(o.lockDurationMs / 2)),
+      maxStalledCount: 1000,
+      autorun: true,
+    },
+  );
+  worker.on('failed', (job, err) => {
+    o.log.error({ job_id: job?.id, err: err.message }, 'delivery job failed unexpectedly');
+  });
+  worker.on('error', (err) => {
+    o.log.error({ err: err.message }, 'delivery worker error');
+  });
+  return worker;
+}

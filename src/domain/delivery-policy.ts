@@ -1,0 +1,68 @@
+import type { ChannelType } from './channel-types.js';
+
+/**
+ * The delivery policy of SPEC §6, declared once: how many attempts, how long to wait, what is
+ * worth retrying, and how fast each platform may be sent to.
+ */
+export const MAX_ATTEMPTS = 8;
+const BASE_MS = 2_000;
+const CAP_MS = 5 * 60_000;
+/** A platform asking for more than this is treated as a permanent "not now" (we won't wait a day). */
+export const MAX_RETRY_AFTER_MS = 60 * 60_000;
+
+/**
+ * Wait before the attempt after failed attempt `n` (1-based): the platform's Retry-After when it
+ * gave one, else min(5 min, 2 s × 2^(n−1)) × a random factor in [0.5, 1] (jitter spreads retries
+ * of a fan-out so they do not hit the platform together).
+ */
+export function retryDelayMs(n: number, retryAfterMs: number | null, random: () => number): number {
+  if (retryAfterMs !== null && retryAfterMs >= 0) return retryAfterMs;
+  const backoff = Math.min(CAP_MS, BASE_MS * 2 ** (n - 1));
+  return Math.round(backoff * (0.5 + random() * 0.5));
+}
+
+export type HttpClass = 'delivered' | 'retryable' | 'permanent';
+
+/** 2xx delivered; 408, 425, 429, 5xx retryable; 3xx (never followed) and other 4xx permanent. */
+export function classifyHttpStatus(status: number): HttpClass {
+  if (status >= 200 && status < 300) return 'delivered';
+  if (status === 408 || status === 425 || status === 429 || status >= 500) return 'retryable';
+  return 'permanent';
+}
+
+/** SMTP: 2xx accepted, 4xx transient, 5xx permanent. */
+export function classifySmtpCode(code: number): HttpClass {
+  if (code >= 200 && code < 400) return 'delivered';
+  if (code >= 400 && code < 500) return 'retryable';
+  return 'permanent';
+}
+
+/** Types addressed by a webhook URL: a 404/410 there means the URL is dead, so the connection is disabled. */
+const URL_ADDRESSED: ReadonlySet<ChannelType> = new Set(['teams', 'discord', 'mattermost', 'google_chat', 'webhook']);
+export function disablesConnection(type: ChannelType, status: number, slackWebhookMode: boolean): boolean {
+  if (status !== 404 && status !== 410) return false;
+  return URL_ADDRESSED.has(type) || (type === 'slack' && slackWebhookMode);
+}
+
+/** Default pacing per platform: a token bucket of `burst` tokens refilled at `perSecond`. */
+export interface PacingRule {
+  perSecond: number;
+  burst: number;
+}
+
+const PLATFORM_PACING: Record<ChannelType, PacingRule> = {
+  slack: { perSecond: 1, burst: 1 }, // 1 message per second per channel
+  teams: { perSecond: 4, burst: 4 },
+  discord: { perSecond: 2.5, burst: 5 }, // 5 per 2 s per webhook
+  telegram: { perSecond: 1, burst: 1 }, // 1 per second per chat
+  google_chat: { perSecond: 1, burst: 1 }, // 60 per minute per space
+  mattermost: { perSecond: 10, burst: 10 },
+  email: { perSecond: 5, burst: 5 },
+  webhook: { perSecond: 20, burst: 20 },
+};
+
+/** The connection's override (`rate_limit_per_minute`) wins over the platform default. */
+export function pacingFor(type: ChannelType, ratePerMinute: number | null): PacingRule {
+  if (ratePerMinute !== null && ratePerMinute > 0) return { perSecond: ratePerMinute / 60, burst: 1 };
+  return PLATFORM_PACING[type];
+}

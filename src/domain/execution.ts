@@ -1,0 +1,169 @@
+import { z } from 'zod';
+import { ChannelTypeSchema, type ChannelType } from './channel-types.js';
+import { LIMITS } from './limits.js';
+
+export const DELIVERY_STATUSES = ['queued', 'sending', 'delivered', 'retrying', 'failed', 'cancelled'] as const;
+export const EXECUTION_STATUSES = ['queued', 'in_progress', 'delivered', 'partially_failed', 'failed', 'cancelled'] as const;
+export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
+export type ExecutionStatus = (typeof EXECUTION_STATUSES)[number];
+
+/** Caller variables: ≤ 50 names of the variable-name shape, values ≤ 4,000 characters. */
+export const ExecuteVariablesSchema = z
+  .record(
+    z.string().regex(LIMITS.variableName, 'Variable names start with a letter or _ and hold letters, digits and _ (≤ 64).'),
+    z.string().max(LIMITS.variableValue, `Variable values are at most ${LIMITS.variableValue} characters.`),
+  )
+  .refine((v) => Object.keys(v).length <= LIMITS.variables, `At most ${LIMITS.variables} variables.`);
+
+export const ExecuteRequestSchema = z
+  .strictObject({
+    variables: ExecuteVariablesSchema.default({}),
+    connection_ids: z.array(z.string().min(1).max(64)).min(1).max(200).optional(),
+  })
+  .meta({ id: 'ExecuteRequest' });
+export type ExecuteRequest = z.infer<typeof ExecuteRequestSchema>;
+
+export const ATTEMPT_OUTCOMES = ['delivered', 'retryable_failure', 'permanent_failure', 'interrupted', 'cancelled'] as const;
+
+export const AttemptSchema = z
+  .object({
+    at: z.string(),
+    outcome: z.enum(ATTEMPT_OUTCOMES),
+    http_status: z.number().int().nullable(),
+    provider_code: z.string().nullable(),
+    latency_ms: z.number().int().nullable(),
+    retry_after_ms: z.number().int().nullable(),
+    error: z.string().nullable(),
+  })
+  .meta({ id: 'DeliveryAttempt' });
+export type Attempt = z.infer<typeof AttemptSchema>;
+
+export const DeliverySchema = z
+  .object({
+    id: z.string(),
+    connection_id: z.string(),
+    connection_type: ChannelTypeSchema,
+    template_id: z.string().nullable(),
+    template_version: z.number().int().nullable(),
+    status: z.enum(DELIVERY_STATUSES),
+    attempts: z.array(AttemptSchema),
+    possible_duplicate: z.boolean(),
+    delivered_at: z.string().nullable(),
+  })
+  .meta({ id: 'Delivery' });
+
+/** What a delivery sends: rendered once at execute, so every retry sends the same words. */
+export interface RenderedContent {
+  subject: string;
+  body: string;
+  /** E-mail only: the HTML part. */
+  html?: string;
+}
+
+/** The stored delivery: the wire shape plus what the worker needs. */
+export interface Delivery extends z.infer<typeof DeliverySchema> {
+  execution_id: string;
+  incident_id: string;
+  content: RenderedContent;
+  /** When the delivery reached a terminal state (for the execution's completed_at). */
+  finished_at: string | null;
+  /** Set while an attempt is in flight: finding it set on pick-up means the last attempt was cut off. */
+  sending_since: string | null;
+  /** Bumped by redeliver so the re-queued job gets a fresh queue id. */
+  round: number;
+  rev: number;
+}
+
+export const ExecutionSchema = z
+  .object({
+    id: z.string(),
+    incident_id: z.string(),
+    status: z.enum(EXECUTION_STATUSES),
+    variables: z.record(z.string(), z.string()),
+    created_at: z.string(),
+    completed_at: z.string().nullable(),
+    deliveries: z.array(DeliverySchema),
+  })
+  .meta({ id: 'Execution' });
+export type ExecutionView = z.infer<typeof ExecutionSchema>;
+
+export interface Execution {
+  id: string;
+  incident_id: string;
+  variables: Record<string, string>;
+  created_at: string;
+  template_versions: Record<string, number>;
+  delivery_ids: string[];
+}
+
+export const isTerminal = (s: DeliveryStatus): boolean => s === 'delivered' || s === 'failed' || s === 'cancelled';
+
+/** The execution's status is derived from its deliveries, never stored (no write contention). */
+export function executionStatus(deliveries: Pick<Delivery, 'status'>[]): ExecutionStatus {
+  const s = deliveries.map((d) => d.status);
+  if (s.length === 0) return 'cancelled';
+  if (s.every((x) => x === 'queued')) return 'queued';
+  if (!s.every(isTerminal)) return 'in_progress';
+  if (s.every((x) => x === 'delivered')) return 'delivered';
+  if (s.every((x) => x === 'cancelled')) return 'cancelled';
+  if (s.some((x) => x === 'delivered')) return 'partially_failed';
+  return 'failed';
+}
+
+export function presentExecution(e: Execution, deliveries: Delivery[]): ExecutionView {
+  const done = deliveries.length > 0 && deliveries.every((d) => isTerminal(d.status));
+  const completed = done ? deliveries.map((d) => d.finished_at ?? e.created_at).sort().at(-1) ?? null : null;
+  return {
+    id: e.id,
+    incident_id: e.incident_id,
+    status: executionStatus(deliveries),
+    variables: e.variables,
+    created_at: e.created_at,
+    completed_at: completed,
+    deliveries: deliveries.map(presentDelivery),
+  };
+}
+
+export function presentDelivery(d: Delivery): z.infer<typeof DeliverySchema> {
+  return {
+    id: d.id,
+    connection_id: d.connection_id,
+    connection_type: d.connection_type,
+    template_id: d.template_id,
+    template_version: d.template_version,
+    status: d.status,
+    attempts: d.attempts,
+    possible_duplicate: d.possible_duplicate,
+    delivered_at: d.delivered_at,
+  };
+}
+
+export function newDelivery(p: {
+  id: string;
+  executionId: string;
+  incidentId: string;
+  connectionId: string;
+  connectionType: ChannelType;
+  templateId: string | null;
+  templateVersion: number | null;
+  content: RenderedContent;
+}): Delivery {
+  return {
+    id: p.id,
+    execution_id: p.executionId,
+    incident_id: p.incidentId,
+    connection_id: p.connectionId,
+    connection_type: p.connectionType,
+    template_id: p.templateId,
+    template_version: p.templateVersion,
+    status: 'queued',
+    attempts: [],
+    possible_duplicate: false,
+    delivered_at: null,
+    content: p.content,
+    finished_at: null,
+    sending_since: null,
+    round: 0,
+    rev: 1,
+  };
+}

@@ -1,0 +1,55 @@
+import { describe, expect, it } from 'vitest';
+import { classifyHttpStatus, classifySmtpCode, disablesConnection, MAX_ATTEMPTS, pacingFor, retryDelayMs } from '../../src/domain/delivery-policy.js';
+import { executionStatus } from '../../src/domain/execution.js';
+
+describe('retry policy', () => {
+  it('backs off exponentially with jitter in [0.5, 1], capped at 5 minutes', () => {
+    expect(retryDelayMs(1, null, () => 1)).toBe(2000);
+    expect(retryDelayMs(1, null, () => 0)).toBe(1000);
+    expect(retryDelayMs(3, null, () => 1)).toBe(8000);
+    expect(retryDelayMs(20, null, () => 1)).toBe(300_000);
+    expect(MAX_ATTEMPTS).toBe(8);
+  });
+
+  it("honours the platform's Retry-After over the backoff", () => {
+    expect(retryDelayMs(1, 7000, () => 1)).toBe(7000);
+  });
+
+  it('classifies statuses as SPEC §6 says', () => {
+    for (const s of [200, 201, 202, 204]) expect(classifyHttpStatus(s)).toBe('delivered');
+    for (const s of [408, 425, 429, 500, 502, 503]) expect(classifyHttpStatus(s)).toBe('retryable');
+    for (const s of [301, 302, 400, 401, 403, 404, 410, 413, 422]) expect(classifyHttpStatus(s)).toBe('permanent');
+    expect(classifySmtpCode(250)).toBe('delivered');
+    expect(classifySmtpCode(421)).toBe('retryable');
+    expect(classifySmtpCode(550)).toBe('permanent');
+  });
+
+  it('disables only URL-addressed destinations on 404/410', () => {
+    expect(disablesConnection('discord', 404, false)).toBe(true);
+    expect(disablesConnection('webhook', 410, false)).toBe(true);
+    expect(disablesConnection('slack', 404, true)).toBe(true);
+    expect(disablesConnection('slack', 404, false)).toBe(false);
+    expect(disablesConnection('telegram', 404, false)).toBe(false);
+    expect(disablesConnection('teams', 400, false)).toBe(false);
+  });
+
+  it('paces per platform unless the connection overrides it', () => {
+    expect(pacingFor('slack', null)).toEqual({ perSecond: 1, burst: 1 });
+    expect(pacingFor('discord', null)).toEqual({ perSecond: 2.5, burst: 5 });
+    expect(pacingFor('slack', 120)).toEqual({ perSecond: 2, burst: 1 });
+  });
+});
+
+describe('execution status', () => {
+  const of = (...s: ('queued' | 'sending' | 'delivered' | 'retrying' | 'failed' | 'cancelled')[]) => executionStatus(s.map((status) => ({ status })));
+  it('is derived from the deliveries', () => {
+    expect(of('queued', 'queued')).toBe('queued');
+    expect(of('queued', 'delivered')).toBe('in_progress');
+    expect(of('retrying')).toBe('in_progress');
+    expect(of('delivered', 'delivered')).toBe('delivered');
+    expect(of('delivered', 'failed')).toBe('partially_failed');
+    expect(of('failed', 'failed')).toBe('failed');
+    expect(of('cancelled')).toBe('cancelled');
+    expect(of('failed', 'cancelled')).toBe('failed');
+  });
+});
