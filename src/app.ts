@@ -8,21 +8,38 @@ import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import type { Config } from './config.js';
+import type { ChannelSenders } from './ports.js';
+import { OutboundAllowError, parseOutboundAllow, type OutboundAllow } from './domain/address-policy.js';
 import { systemClock, type Clock } from './domain/clock.js';
 import { createIdGenerator } from './domain/ids.js';
 import type { EdgeDeps } from './http/endpoint.js';
+import { connectionRoutes } from './http/routes/connections.js';
+import { executionRoutes } from './http/routes/executions.js';
+import { composeDelivery, type DeliveryWiring } from './compose-delivery.js';
+import { unavailableSenders } from './delivery/unavailable-senders.js';
 import { incidentRoutes } from './http/routes/incidents.js';
+import { templateRoutes } from './http/routes/templates.js';
 import { createHttpApp, type Readiness } from './http/server.js';
+import { AnnouncementService } from './services/announcements.js';
 import { ApiKeyService } from './services/api-keys.js';
+import { ConnectionService } from './services/connections.js';
 import { IncidentService } from './services/incidents.js';
+import { ExecutionService } from './services/executions.js';
+import { TemplateService } from './services/templates.js';
+import { createSlackEdge, type SlackEdge } from './slack/app.js';
+import { RedisAnnouncementRepo } from './store/announcements.js';
 import { RedisApiKeyRepo } from './store/api-keys.js';
+import { RedisConnectionRepo } from './store/connections.js';
 import { createSecretBox, nodeTokenCrypto } from './store/crypto.js';
 import { keysExist } from './store/exists.js';
 import { RedisIdempotencyStore } from './store/idempotency.js';
 import { RedisIncidentRepo } from './store/incidents.js';
 import { createKeys, type Keys } from './store/keys.js';
+import { RedisTemplateRepo } from './store/templates.js';
 import { RedisRateLimiter } from './store/rate-limit.js';
 import { createRedis, readRedisFacts } from './store/redis.js';
+import { EmbeddedRedisError, openEmbeddedRedis, type EmbeddedRedis } from './store/embedded-redis.js';
+import { redisLocation } from './store/redis-location.js';
 import { loadOrCreateSecretKey, verifySecretKey } from './store/secret-key.js';
 
 export interface HeraldOptions {
@@ -30,11 +47,18 @@ export interface HeraldOptions {
   redisUrl: string;
   log: Logger;
   clock?: Clock;
+  /** Run the delivery worker in this process (default: HERALD_ROLE is worker or all). */
+  worker?: boolean;
+  /** Replaces the channel senders (tests that exercise the engine without a platform). */
+  senders?: ChannelSenders;
 }
 
 export interface Services {
   apiKeys: ApiKeyService;
   incidents: IncidentService;
+  templates: TemplateService;
+  connections: ConnectionService;
+  executions: ExecutionService;
 }
 
 export interface Herald {
@@ -44,6 +68,8 @@ export interface Herald {
   services: Services;
   /** The Express app (routes, probes, metrics); `listen` it, or hand it to a test. */
   app: Express;
+  /** The Slack app, when configured (SLACK_BOT_TOKEN with a signing secret or an app token). */
+  slack: SlackEdge | null;
   /** Stops background work and closes connections. */
   close(): Promise<void>;
 }
@@ -80,13 +106,52 @@ export async function createHerald(opts: HeraldOptions): Promise<Herald> {
 
     const ids = createIdGenerator(() => clock.now().getTime());
     const apiKeys = new ApiKeyService({ repo: new RedisApiKeyRepo(redis, keys), clock, ids, crypto: nodeTokenCrypto });
+    // The Slack edge is built after the services it reads; their hooks reach it late-bound.
+    let slack: SlackEdge | null = null;
     const incidents = new IncidentService({
       incidents: new RedisIncidentRepo(redis, keys),
       templatesExist: (tids) => keysExist(redis, tids.map((t) => keys.template(t))),
       clock,
       ids,
+      onChange: (incident, kind) => slack?.announcer.incidentChanged(incident, kind),
     });
-    const services: Services = { apiKeys, incidents };
+    const allow = outboundAllow(config.HERALD_OUTBOUND_ALLOW);
+    // Deleting or disabling a connection cancels its queued deliveries (bound once delivery exists).
+    let cancelQueued: (connectionId: string, reason: string) => Promise<unknown> = () => Promise.resolve();
+    const connections = new ConnectionService({
+      repo: new RedisConnectionRepo(redis, keys),
+      box,
+      clock,
+      ids,
+      crypto: nodeTokenCrypto,
+      allow,
+      onDeleted: (id) => cancelQueued(id, 'connection deleted').then(() => undefined),
+      onDisabled: (id) => cancelQueued(id, 'connection disabled').then(() => undefined),
+    });
+    const incidentReader = new RedisIncidentRepo(redis, keys);
+    const templates = new TemplateService({
+      templates: new RedisTemplateRepo(redis, keys),
+      clock,
+      ids,
+      getIncident: (id) => incidentReader.get(id),
+      connectionsExist: (cids) => keysExist(redis, cids.map((c) => keys.connection(c))),
+      publicUrl: config.HERALD_PUBLIC_URL,
+    });
+    const delivery: DeliveryWiring = composeDelivery({
+      config,
+      redisUrl: opts.redisUrl,
+      redis,
+      keys,
+      log,
+      clock,
+      ids,
+      incidents: incidentReader,
+      templates,
+      connections,
+      senders: opts.senders ?? unavailableSenders(),
+    });
+    cancelQueued = (id, reason) => delivery.deliveries.cancelForConnection(id, reason);
+    const services: Services = { apiKeys, incidents, connections, templates, executions: delivery.executions };
 
     const edge: EdgeDeps = {
       keys: apiKeys,
@@ -95,19 +160,32 @@ export async function createHerald(opts: HeraldOptions): Promise<Herald> {
     };
     const v1 = Router();
     v1.use(incidentRoutes({ ...edge, incidents }));
+    v1.use(templateRoutes({ ...edge, templates }));
+    v1.use(connectionRoutes({ ...edge, connections }));
+    v1.use(executionRoutes({ ...edge, executions: delivery.executions }));
 
     const registry = new Registry();
     collectDefaultMetrics({ register: registry, prefix: 'herald_' });
     const readiness = async (): Promise<Readiness> => {
       try {
-        const f = await readRedisFacts(redis);
+        // A Redis that hangs (stopped, black-holed) must not hang the probe: 503 within 2 s.
+        const f = await withDeadline(readRedisFacts(redis), READINESS_TIMEOUT_MS);
         return { redis: 'ok', persistence: f.persistence };
       } catch {
         return { redis: 'unreachable', persistence: 'unknown' };
       }
     };
     const { app, finish } = createHttpApp({ log, registry, metricsToken: config.HERALD_METRICS_TOKEN, readiness, v1, trustProxy: config.HERALD_TRUST_PROXY });
+    slack = slackEdge(config, log, clock, app, {
+      services: { ...services, announcements: new AnnouncementService(new RedisAnnouncementRepo(redis, keys)) },
+      idempotency: edge.idempotency,
+    });
     finish();
+    // The worker runs in role worker or all; an api-only process just enqueues.
+    if (opts.worker ?? config.HERALD_ROLE !== 'api') delivery.startWorker();
+    if (slack?.mode === 'socket' && config.HERALD_ROLE !== 'worker') {
+      slack.start().catch((err: unknown) => log.error({ err }, 'Slack Socket Mode could not connect'));
+    }
 
     return {
       config,
@@ -115,12 +193,116 @@ export async function createHerald(opts: HeraldOptions): Promise<Herald> {
       keys,
       services,
       app,
+      slack,
       async close() {
+        await slack?.stop();
+        await delivery.close();
         await redis.quit().catch(() => undefined);
       },
     };
   } catch (e) {
     redis.disconnect();
     throw e;
+  }
+}
+
+/**
+ * The Slack app when Slack is configured: SLACK_BOT_TOKEN plus SLACK_SIGNING_SECRET (HTTP mode,
+ * mounted on `app` at /slack/events) or SLACK_APP_TOKEN (Socket Mode). Without any Slack setting
+ * Herald runs the API alone and says so; a half-done setup is refused, naming what is missing.
+ */
+function slackEdge(
+  config: Config,
+  log: Logger,
+  clock: Clock,
+  app: Express,
+  wiring: Pick<Parameters<typeof createSlackEdge>[0], 'services' | 'idempotency'>,
+): SlackEdge | null {
+  const { SLACK_BOT_TOKEN: botToken, SLACK_SIGNING_SECRET: signingSecret, SLACK_APP_TOKEN: appToken } = config;
+  if (botToken === undefined && signingSecret === undefined && appToken === undefined) {
+    log.info('Slack is not configured (no SLACK_BOT_TOKEN): running the API alone.');
+    return null;
+  }
+  if (botToken === undefined) throw new StartupError('Slack is half configured: SLACK_BOT_TOKEN (xoxb-…) is missing. Set it, or unset SLACK_SIGNING_SECRET and SLACK_APP_TOKEN to run the API alone.');
+  if (signingSecret === undefined && appToken === undefined) {
+    throw new StartupError('Slack is half configured: set SLACK_SIGNING_SECRET (HTTP mode, /slack/events) or SLACK_APP_TOKEN (Socket Mode), or unset SLACK_BOT_TOKEN to run the API alone.');
+  }
+  const edge = createSlackEdge(
+    {
+      botToken,
+      ...(signingSecret !== undefined ? { signingSecret } : {}),
+      ...(appToken !== undefined ? { appToken } : {}),
+      apiUrl: config.SLACK_API_URL,
+      settings: { admins: config.HERALD_SLACK_ADMINS, defaultChannel: config.HERALD_SLACK_CHANNEL ?? null },
+      log,
+      now: () => clock.now(),
+      ...wiring,
+    },
+    app,
+  );
+  log.info({ mode: edge.mode, admins: config.HERALD_SLACK_ADMINS.length, channel: config.HERALD_SLACK_CHANNEL ?? null }, edge.mode === 'http' ? 'Slack app on /slack/events (HTTP mode)' : 'Slack app over Socket Mode');
+  return edge;
+}
+
+const READINESS_TIMEOUT_MS = 1500;
+const CORE_CONNECT_TIMEOUT_MS = 5000;
+
+/** Rejects when `p` has not settled within `ms` (p's own late rejection is swallowed). */
+function withDeadline<T>(p: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+  });
+  p.catch(() => undefined);
+  return Promise.race([p, late]).finally(() => clearTimeout(timer));
+}
+
+/** What a short-lived command (the CLI) gets: the API key service over the configured Redis. */
+export interface Core {
+  services: Pick<Services, 'apiKeys'>;
+  close(): Promise<void>;
+}
+
+/**
+ * Opens the core for the CLI, with the server's configuration: REDIS_URL, or the embedded Redis of
+ * HERALD_DATA_DIR (the running Herald's socket, or a server started for the command and stopped
+ * by close()). No HTTP, no start-up checks. Throws StartupError when Redis cannot be had.
+ */
+export async function openCore(opts: { config: Config; log: Logger; clock?: Clock }): Promise<Core> {
+  const { config, log } = opts;
+  let embedded: EmbeddedRedis | null = null;
+  if (config.REDIS_URL === undefined) {
+    try {
+      embedded = await openEmbeddedRedis({ dataDir: config.HERALD_DATA_DIR, log });
+    } catch (e) {
+      throw e instanceof EmbeddedRedisError ? new StartupError(e.message) : e;
+    }
+  }
+  const url = config.REDIS_URL ?? embedded?.socketPath ?? '';
+  const redis = createRedis(url, { name: 'herald-cli' });
+  redis.on('error', (err: Error) => log.debug({ err }, 'redis connection error'));
+  const close = async () => {
+    await withDeadline(redis.quit(), 2000).catch(() => redis.disconnect());
+    await embedded?.stop();
+  };
+  try {
+    await withDeadline(redis.ping(), CORE_CONNECT_TIMEOUT_MS);
+  } catch {
+    redis.disconnect();
+    await embedded?.stop();
+    throw new StartupError(`Cannot reach Redis at ${redisLocation(url)}; check REDIS_URL and that Redis is running.`);
+  }
+  const clock = opts.clock ?? systemClock;
+  const ids = createIdGenerator(() => clock.now().getTime());
+  const apiKeys = new ApiKeyService({ repo: new RedisApiKeyRepo(redis, createKeys(config.HERALD_KEY_PREFIX)), clock, ids, crypto: nodeTokenCrypto });
+  return { services: { apiKeys }, close };
+}
+
+/** HERALD_OUTBOUND_ALLOW, parsed once; a bad entry stops start-up naming it. */
+function outboundAllow(entries: string[]): OutboundAllow {
+  try {
+    return parseOutboundAllow(entries);
+  } catch (e) {
+    throw e instanceof OutboundAllowError ? new StartupError(e.message) : e;
   }
 }

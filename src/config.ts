@@ -31,6 +31,12 @@ const EnvSchema = z.object({
   HERALD_PUBLIC_URL: url.optional(),
   HERALD_OUTBOUND_ALLOW: csv.default([]),
   HERALD_SHUTDOWN_MS: positiveInt.default(10_000),
+  /** Deliveries one worker process sends at once. */
+  HERALD_WORKER_CONCURRENCY: positiveInt.max(1000).default(50),
+  /** How long a worker's claim on a job lasts without a heartbeat: a killed worker's jobs return after it. */
+  HERALD_JOB_LOCK_MS: z.coerce.number().int().min(1000).default(30_000),
+  /** How often the outbox is swept for deliveries committed but never queued (a crash in between). */
+  HERALD_OUTBOX_SWEEP_MS: z.coerce.number().int().min(100).default(5_000),
   SLACK_SIGNING_SECRET: z.string().min(1).optional(),
   SLACK_BOT_TOKEN: z.string().min(1).optional(),
   SLACK_APP_TOKEN: z.string().min(1).optional(),

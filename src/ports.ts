@@ -3,11 +3,16 @@
  * the Redis adapters (store/) and the delivery machinery (delivery/) in behind these interfaces.
  */
 import type { ApiKey } from './domain/api-key.js';
+import type { ChannelType } from './domain/channel-types.js';
 import type { Clock } from './domain/clock.js';
+import type { ConnectionRecord, ConnectionTestResult, DeliveryConnection } from './domain/connection.js';
+import type { PacingRule } from './domain/delivery-policy.js';
+import type { Delivery, Execution, RenderedContent } from './domain/execution.js';
 import type { IdGenerator } from './domain/ids.js';
 import type { Incident, IncidentStatus, Severity } from './domain/incident.js';
 import type { IncidentEvent } from './domain/incident-event.js';
 import type { Page, PageRequest } from './domain/pagination.js';
+import type { Template } from './domain/template.js';
 
 export type { Clock, IdGenerator };
 
@@ -37,6 +42,32 @@ export interface IncidentRepo {
   listEvents(incidentId: string, page: PageRequest): Promise<Page<IncidentEvent>>;
 }
 
+// ── templates ────────────────────────────────────────────────────────────────────────────────
+
+/** Why a template write did not happen. */
+export type TemplateWriteOutcome =
+  | { ok: true }
+  /** Names already used by another template (indexes into the batch; [0] for a single write). */
+  | { ok: false; reason: 'name_taken'; indexes: number[] }
+  /** Delete only: a non-closed incident attaches the template. */
+  | { ok: false; reason: 'in_use' }
+  /** The template changed or went away concurrently: read again and retry. */
+  | { ok: false; reason: 'conflict' };
+
+export interface TemplateRepo {
+  get(id: string): Promise<Template | null>;
+  /** Stores new templates (version 1), all or none; names must be free (case-insensitively). */
+  create(templates: Template[]): Promise<TemplateWriteOutcome>;
+  /** Replaces `prev` with `next` (compare-and-set) and keeps `next` as a readable version. */
+  update(prev: Template, next: Template): Promise<TemplateWriteOutcome>;
+  /** Deletes with every version, unless a non-closed incident attaches it (compare-and-set). */
+  delete(t: Template): Promise<TemplateWriteOutcome>;
+  list(page: PageRequest): Promise<Page<Template>>;
+  getVersion(id: string, version: number): Promise<Template | null>;
+  /** Versions `latest` down to 1, newest first. */
+  listVersions(id: string, latest: number, page: PageRequest): Promise<Page<Template>>;
+}
+
 // ── API keys ─────────────────────────────────────────────────────────────────────────────────
 
 export interface ApiKeyRepo {
@@ -48,6 +79,36 @@ export interface ApiKeyRepo {
   update(prev: ApiKey, next: ApiKey): Promise<boolean>;
   /** Records use; cheap and last-writer-wins (it is a hint, not an audit trail). */
   touch(id: string, at: string): Promise<void>;
+}
+
+// ── connections ──────────────────────────────────────────────────────────────────────────────
+
+export interface ConnectionFilter {
+  type?: ChannelType[];
+  enabled?: boolean;
+}
+
+export interface ConnectionRepo {
+  get(id: string): Promise<ConnectionRecord | null>;
+  getMany(ids: string[]): Promise<(ConnectionRecord | null)[]>;
+  /** Stores a new connection (secrets already sealed) and indexes it. */
+  create(connection: ConnectionRecord): Promise<boolean>;
+  /** Compare-and-set: replaces `prev` with `next` if the stored record is still exactly `prev`. */
+  update(prev: ConnectionRecord, next: ConnectionRecord): Promise<boolean>;
+  /** Compare-and-set delete: false when the record changed (or is gone) since `prev` was read. */
+  delete(prev: ConnectionRecord): Promise<boolean>;
+  list(filter: ConnectionFilter, page: PageRequest): Promise<Page<ConnectionRecord>>;
+}
+
+/**
+ * Runs the network part of a connection test: the read-only check of the type (auth.test, GET
+ * webhook, SMTP verify, getMe) or, with `sendMessage`, a marked test message — through the
+ * outbound guard, so a name resolving to a non-public address answers `blocked_by_policy`.
+ * Implemented by the delivery layer; the service has already done 404, config validity, the
+ * literal-address policy and `needs_send_message`.
+ */
+export interface ConnectionTester {
+  test(connection: DeliveryConnection, opts: { sendMessage: boolean }): Promise<ConnectionTestResult>;
 }
 
 // ── crypto and secrets ───────────────────────────────────────────────────────────────────────
@@ -96,4 +157,111 @@ export interface RateDecision {
 
 export interface RateLimiter {
   consume(policy: 'default' | 'execute', subject: string): Promise<RateDecision>;
+}
+
+// ── executions and delivery ──────────────────────────────────────────────────────────────────
+
+export interface ExecutionRepo {
+  /**
+   * Stores an execution with all its deliveries and the incident's execute bookkeeping (CAS on the
+   * incident, so a concurrent close wins cleanly), and marks the deliveries as awaiting enqueue
+   * (the outbox that makes "202 = durably queued" survive a crash between commit and enqueue).
+   */
+  create(execution: Execution, deliveries: Delivery[], incidentPrev: Incident, incidentNext: Incident, events: IncidentEvent[]): Promise<boolean>;
+  get(id: string): Promise<Execution | null>;
+  listForIncident(incidentId: string, page: PageRequest): Promise<Page<Execution>>;
+  getDeliveries(ids: string[]): Promise<(Delivery | null)[]>;
+  getDelivery(id: string): Promise<Delivery | null>;
+  /**
+   * Compare-and-set on the delivery; keeps the per-connection active index in step. `outbox`
+   * also records it as awaiting enqueue (redeliver), in the same atomic step.
+   */
+  updateDelivery(prev: Delivery, next: Delivery, opts?: { outbox?: boolean }): Promise<boolean>;
+  /** Deliveries of a connection that are not terminal yet. */
+  activeForConnection(connectionId: string): Promise<string[]>;
+  /** Outbox: deliveries committed but maybe not enqueued (older than `olderThanMs`). */
+  pendingEnqueue(olderThanMs: number): Promise<string[]>;
+  markEnqueued(ids: string[]): Promise<void>;
+}
+
+export interface QueuedJob {
+  deliveryId: string;
+  /** Queue-unique id: the delivery id, plus the redeliver round. */
+  jobId: string;
+  delayMs?: number;
+}
+
+export interface DeliveryQueue {
+  enqueue(jobs: QueuedJob[]): Promise<void>;
+  /** Best effort: a job that is running is left alone (the worker re-checks the delivery). */
+  remove(jobIds: string[]): Promise<void>;
+}
+
+/** Per-connection pacing: 0 = go now (a token was taken), else wait this many ms and ask again. */
+export interface Pacer {
+  take(connectionId: string, rule: PacingRule): Promise<number>;
+}
+
+/** A connection as a sender needs it: config with its secrets opened. Never presented. */
+export type DeliveryTarget = DeliveryConnection;
+
+export interface OutboundMessage {
+  deliveryId: string;
+  executionId: string;
+  incident: { id: string; title: string; severity: string; status: string; url: string | null };
+  content: RenderedContent;
+  /** Marked test messages (connection test with send_message) say so to the reader. */
+  test?: boolean;
+}
+
+export type SendResult =
+  | { outcome: 'delivered'; httpStatus: number | null; providerCode: string | null; latencyMs: number }
+  | {
+      outcome: 'retryable';
+      httpStatus: number | null;
+      providerCode: string | null;
+      latencyMs: number | null;
+      retryAfterMs: number | null;
+      error: string;
+      /** The platform may have received it (time-out after sending): a retry may duplicate. */
+      ambiguous: boolean;
+    }
+  | {
+      outcome: 'permanent';
+      httpStatus: number | null;
+      providerCode: string | null;
+      latencyMs: number | null;
+      error: string;
+      /** Why the destination is gone for good (404/410 on a webhook URL): disable the connection. */
+      disable: string | null;
+    };
+
+/** One sender per channel type; `T` narrows the connection's config to that type's. */
+export interface ChannelSender<T extends ChannelType = ChannelType> {
+  send(target: Extract<DeliveryConnection, { type: T }>, message: OutboundMessage): Promise<SendResult>;
+}
+
+export type ChannelSenders = { [T in ChannelType]: ChannelSender<T> };
+
+/** What the queue adapter should do with a job: finish it, or run it again after a delay. */
+export type ProcessOutcome = { kind: 'done'; status: Delivery['status'] } | { kind: 'delay'; ms: number; reason: 'pacing' | 'retry' };
+
+// ── Slack announcements ──────────────────────────────────────────────────────────────────────
+
+/** Where an incident's Slack announcement lives, and which execute its receipts follow. */
+export interface Announcement {
+  channel: string;
+  ts: string;
+  execution_id: string | null;
+}
+
+export interface AnnouncementRepo {
+  get(incidentId: string): Promise<Announcement | null>;
+  /** Records the announcement; false when the incident already has one (the first one stays). */
+  create(incidentId: string, announcement: Announcement): Promise<boolean>;
+  /**
+   * Makes the receipts follow `executionId` when it is newer than the one they follow (ids sort
+   * by creation), atomically. Returns the record after the change, null when there is none.
+   */
+  trackExecution(incidentId: string, executionId: string): Promise<Announcement | null>;
 }

@@ -1,27 +1,22 @@
 import { z } from 'zod';
 import { ChannelTypeSchema, type ChannelType } from './channel-types.js';
-import { LIMITS } from './limits.js';
+import { VariablesSchema } from './variables.js';
 
 export const DELIVERY_STATUSES = ['queued', 'sending', 'delivered', 'retrying', 'failed', 'cancelled'] as const;
 export const EXECUTION_STATUSES = ['queued', 'in_progress', 'delivered', 'partially_failed', 'failed', 'cancelled'] as const;
 export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
 export type ExecutionStatus = (typeof EXECUTION_STATUSES)[number];
 
-/** Caller variables: ≤ 50 names of the variable-name shape, values ≤ 4,000 characters. */
-export const ExecuteVariablesSchema = z
-  .record(
-    z.string().regex(LIMITS.variableName, 'Variable names start with a letter or _ and hold letters, digits and _ (≤ 64).'),
-    z.string().max(LIMITS.variableValue, `Variable values are at most ${LIMITS.variableValue} characters.`),
-  )
-  .refine((v) => Object.keys(v).length <= LIMITS.variables, `At most ${LIMITS.variables} variables.`);
-
 export const ExecuteRequestSchema = z
   .strictObject({
-    variables: ExecuteVariablesSchema.default({}),
+    variables: VariablesSchema.default({}),
     connection_ids: z.array(z.string().min(1).max(64)).min(1).max(200).optional(),
   })
   .meta({ id: 'ExecuteRequest' });
 export type ExecuteRequest = z.infer<typeof ExecuteRequestSchema>;
+
+/** Redeliver takes no options today; a strict empty object keeps typos from passing silently. */
+export const RedeliverRequestSchema = z.strictObject({}).meta({ id: 'RedeliverRequest' });
 
 export const ATTEMPT_OUTCOMES = ['delivered', 'retryable_failure', 'permanent_failure', 'interrupted', 'cancelled'] as const;
 

@@ -101,7 +101,7 @@ export class DeliveryService {
     };
     let result: SendResult;
     try {
-      result = await this.d.senders[target.type].send(target, message);
+      result = await sendVia(this.d.senders, target, message);
     } catch (e) {
       // A sender bug must not lose the delivery: treat it as a retryable failure.
       result = { outcome: 'retryable', httpStatus: null, providerCode: null, latencyMs: null, retryAfterMs: null, error: `sender error: ${(e as Error).message}`, ambiguous: true };
@@ -244,4 +244,13 @@ export class DeliveryService {
 
 function attemptRecord(at: string, outcome: Attempt['outcome'], httpStatus: number | null, error: string | null): Attempt {
   return { at, outcome, http_status: httpStatus, provider_code: null, latency_ms: null, retry_after_ms: null, error };
+}
+
+/**
+ * Dispatches to the sender of the target's type. TypeScript cannot correlate `senders[t.type]`
+ * with `t` across the union; the mapped ChannelSenders type guarantees they match.
+ */
+function sendVia(senders: ChannelSenders, target: DeliveryTarget, message: OutboundMessage): Promise<SendResult> {
+  const sender = senders[target.type] as unknown as { send(t: DeliveryTarget, m: OutboundMessage): Promise<SendResult> };
+  return sender.send(target, message);
 }

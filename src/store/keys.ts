@@ -17,6 +17,8 @@ export function createKeys(prefix: string) {
     incidentsByStatus: (status: string) => `${t}:incs:status:${status}`,
     incidentEvents: (id: string) => `${t}:inc:${id}:events`,
     incidentExecutions: (id: string) => `${t}:inc:${id}:exes`,
+    /** Where the incident's Slack announcement is (channel, ts) and which execute it shows. */
+    incidentAnnouncement: (id: string) => `${t}:inc:${id}:announcement`,
 
     template: (id: string) => `${t}:tpl:${id}`,
     templates: () => `${t}:tpls`,
@@ -30,6 +32,10 @@ export function createKeys(prefix: string) {
 
     execution: (id: string) => `${t}:exe:${id}`,
     delivery: (id: string) => `${t}:dlv:${id}`,
+    /** Non-terminal deliveries of a connection (cancelled when it is deleted or disabled). */
+    connectionActiveDeliveries: (connectionId: string) => `${t}:con:${connectionId}:active`,
+    /** Outbox: deliveries committed but not yet confirmed on the queue (score = commit time, ms). */
+    deliveryOutbox: () => `${t}:dlv-outbox`,
 
     apiKey: (id: string) => `${t}:key:${id}`,
     apiKeys: () => `${t}:keys`,

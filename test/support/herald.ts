@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Server } from 'node:http';
-import { createHerald, type Herald } from '../../src/app.js';
+import { createHerald, type Herald, type HeraldOptions } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { createLogger } from '../../src/log.js';
 import type { Scope } from '../../src/domain/api-key.js';
@@ -42,7 +42,7 @@ export interface TestHerald {
  * A real Herald on a random port over the shared test Redis, with its own key prefix, data
  * directory and an all-scopes API key. Everything it made is removed by close().
  */
-export async function startHerald(env: Record<string, string> = {}): Promise<TestHerald> {
+export async function startHerald(env: Record<string, string> = {}, opts: Pick<HeraldOptions, 'senders' | 'worker'> = {}): Promise<TestHerald> {
   const prefix = uniquePrefix('h');
   const dataDir = mkdtempSync(join(tmpdir(), 'herald-test-'));
   const config = loadConfig({
@@ -53,7 +53,7 @@ export async function startHerald(env: Record<string, string> = {}): Promise<Tes
     HERALD_OUTBOUND_ALLOW: '127.0.0.1/32,::1/128,localhost',
     ...env,
   });
-  const herald = await createHerald({ config, redisUrl: testRedisUrl(), log: createLogger(config.LOG_LEVEL) });
+  const herald = await createHerald({ config, redisUrl: testRedisUrl(), log: createLogger(config.LOG_LEVEL), ...opts });
   const server: Server = await new Promise((resolve) => {
     const s = herald.app.listen(0, '127.0.0.1', () => resolve(s));
   });

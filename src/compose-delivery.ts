@@ -1,0 +1,145 @@
+/**
+ * The delivery half of the composition root: the queue, the execution and delivery services, and
+ * (for the worker role) the BullMQ worker and the outbox sweep. Kept apart from app.ts so each
+ * file stays one job; nothing here decides a rule.
+ */
+import type { Worker } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import type { Config } from './config.js';
+import type { Clock } from './domain/clock.js';
+import type { Delivery } from './domain/execution.js';
+import type { IdGenerator } from './domain/ids.js';
+import { BullDeliveryQueue, startDeliveryWorker } from './delivery/queue.js';
+import type { ChannelSenders, IncidentRepo } from './ports.js';
+import type { ConnectionService } from './services/connections.js';
+import { DeliveryService } from './services/deliveries.js';
+import { ExecutionService } from './services/executions.js';
+import type { TemplateService } from './services/templates.js';
+import { RedisExecutionRepo } from './store/executions.js';
+import type { Keys } from './store/keys.js';
+import { RedisPacer } from './store/pacing.js';
+import { createRedis } from './store/redis.js';
+
+export interface DeliveryWiring {
+  executions: ExecutionService;
+  deliveries: DeliveryService;
+  /** Subscribers told after every delivery change (Slack receipts). */
+  onDeliveryChanged: ((d: Delivery) => void)[];
+  /** Starts the worker and the outbox sweep (role worker/all). */
+  startWorker(): void;
+  /** Stops taking jobs, waits for the running ones (up to the drain deadline), closes connections. */
+  close(): Promise<void>;
+}
+
+export function composeDelivery(o: {
+  config: Config;
+  redisUrl: string;
+  redis: Redis;
+  keys: Keys;
+  log: Logger;
+  clock: Clock;
+  ids: IdGenerator;
+  incidents: IncidentRepo;
+  templates: TemplateService;
+  connections: ConnectionService;
+  senders: ChannelSenders;
+}): DeliveryWiring {
+  const { config, log, keys } = o;
+  // BullMQ gets connections of its own: workers block, and must never give up a command.
+  const queueConnection = createRedis(o.redisUrl, { worker: true, name: 'herald-queue' });
+  queueConnection.on('error', (err: Error) => log.warn({ err: err.message }, 'queue redis error'));
+  const queue = new BullDeliveryQueue(queueConnection, keys.bullPrefix);
+  const repo = new RedisExecutionRepo(o.redis, keys, () => o.clock.now().getTime());
+  const listeners: ((d: Delivery) => void)[] = [];
+
+  const deliveries = new DeliveryService({
+    repo,
+    targets: {
+      get: (id) => o.connections.getForDelivery(id),
+      disable: async (id, reason) => {
+        await o.connections.disable(id, reason);
+      },
+      recordOutcome: async (id, ok, error) => {
+        await o.connections.recordHealth(id, ok ? { ok: true } : { ok: false, error: error ?? 'failed' });
+      },
+    },
+    senders: o.senders,
+    pacer: new RedisPacer(o.redis, keys),
+    queue,
+    clock: o.clock,
+    ids: o.ids,
+    random: Math.random,
+    getIncident: (id) => o.incidents.get(id),
+    appendEvents: (id, events) => o.incidents.appendEvents(id, events),
+    publicUrl: config.HERALD_PUBLIC_URL ?? null,
+    onDeliveryChanged: (d) => {
+      for (const l of listeners) {
+        try {
+          l(d);
+        } catch (err) {
+          log.warn({ err: (err as Error).message }, 'delivery listener failed');
+        }
+      }
+    },
+  });
+
+  const executions = new ExecutionService({
+    incidents: o.incidents,
+    repo,
+    deliveries,
+    getTemplates: (ids) => o.templates.getMany(ids),
+    listConnections: () => o.connections.listAll(),
+    enqueue: (jobs) => queue.enqueue(jobs),
+    clock: o.clock,
+    ids: o.ids,
+    publicUrl: config.HERALD_PUBLIC_URL,
+  });
+
+  let worker: Worker | null = null;
+  let workerConnection: Redis | null = null;
+  let sweep: NodeJS.Timeout | null = null;
+
+  return {
+    executions,
+    deliveries,
+    onDeliveryChanged: listeners,
+    startWorker() {
+      if (worker) return;
+      workerConnection = createRedis(o.redisUrl, { worker: true, name: 'herald-worker' });
+      workerConnection.on('error', (err: Error) => log.warn({ err: err.message }, 'worker redis error'));
+      worker = startDeliveryWorker({
+        connection: workerConnection,
+        prefix: keys.bullPrefix,
+        concurrency: config.HERALD_WORKER_CONCURRENCY,
+        lockDurationMs: config.HERALD_JOB_LOCK_MS,
+        process: (id) => deliveries.process(id),
+        log,
+      });
+      const runSweep = () => {
+        deliveries.sweepOutbox(config.HERALD_OUTBOX_SWEEP_MS).then(
+          (n) => {
+            if (n > 0) log.warn({ count: n }, 'outbox: re-queued deliveries that were committed but not queued');
+          },
+          (err: unknown) => log.warn({ err: (err as Error).message }, 'outbox sweep failed'),
+        );
+      };
+      runSweep();
+      sweep = setInterval(runSweep, config.HERALD_OUTBOX_SWEEP_MS);
+      sweep.unref();
+    },
+    async close() {
+      if (sweep) clearInterval(sweep);
+      if (worker) {
+        // close() waits for running jobs; past the drain deadline they are abandoned to the
+        // stalled-job check (another worker, or the restarted one, completes them).
+        const w = worker;
+        await Promise.race([w.close(), new Promise((r) => setTimeout(r, Math.max(1000, config.HERALD_SHUTDOWN_MS - 2000)).unref())]);
+        if (w.isRunning()) await w.close(true).catch(() => undefined);
+      }
+      await queue.close().catch(() => undefined);
+      await queueConnection.quit().catch(() => undefined);
+      await workerConnection?.quit().catch(() => undefined);
+    },
+  };
+}

@@ -1,0 +1,97 @@
+import { z } from 'zod';
+import type { OutboundAllow } from '../address-policy.js';
+import { normalizeHost } from '../address-policy.js';
+import type { ChannelType } from '../channel-types.js';
+import type { DomainError } from '../errors.js';
+
+/**
+ * What one channel type declares about its connections. Adding a type = one file that exports a
+ * definition made with `defineConnectionType`, plus one line in ./index.ts (and its sender under
+ * src/delivery/channels/).
+ */
+
+/** A place secrets are sent to, named by a field of the config. */
+export interface Destination {
+  /** Dotted path into the request body, for errors: `config.webhook_url`. */
+  field: string;
+  /** `url` destinations must be https (unless allowed); `host` ones (SMTP) are judged by host only. */
+  kind: 'url' | 'host';
+  /** The URL or host as configured. */
+  value: string;
+  /** Normalized host name or address (lower-case, no brackets), what the policy judges. */
+  host: string;
+  /**
+   * Secret keys (as in the connection's `secrets`) sent to this destination besides the field
+   * itself: moving the destination to another host requires re-sending each of them.
+   */
+  secrets: string[];
+}
+
+export interface ConnectionTypeDefinition<S extends z.ZodType = z.ZodType, C extends z.ZodType = S> {
+  type: ChannelType;
+  /** The complete config, secrets included: what is stored (sealed) and what a PATCH must merge into. */
+  configSchema: S;
+  /** The config accepted on create, when it differs (a generated secret may be absent). */
+  createConfigSchema: C;
+  /** Top-level config fields whose values are secret: write-only, sealed at rest, never returned. */
+  secretFields: readonly string[];
+  /** Object fields whose every value is secret (webhook `headers`), presented as `<field>.<key>`. */
+  secretMaps: readonly string[];
+  /** Where this config sends things; platform APIs from the operator's configuration are not listed. */
+  destinations(config: z.output<S>): Destination[];
+  /** Name of the read-only check the tester runs (`auth.test`, `getMe`, …), or null when there is none. */
+  readOnlyCheck(config: z.output<S>): string | null;
+  /** Type-specific rules that need the allow list (legacy Teams URLs, Discord URL shape). */
+  rules?(config: z.output<S>, allow: OutboundAllow): DomainError | null;
+  /** Fills generated values on create (a webhook's signing secret); randomness is injected. */
+  complete?(config: z.output<C>, randomBytes: (n: number) => Buffer): z.output<S>;
+  /** The config field returned once, as `signing_secret`, in the create response. */
+  signingSecretField?: string;
+}
+
+/** Identity helper that keeps each definition's config type. */
+export function defineConnectionType<S extends z.ZodType, C extends z.ZodType = S>(def: ConnectionTypeDefinition<S, C>): ConnectionTypeDefinition<S, C> {
+  return def;
+}
+
+// ── field builders shared by the types ──────────────────────────────────────────────────────
+
+const URL_MAX = 2048;
+
+/**
+ * An http(s) URL. Plain http is accepted by the schema so an allow-listed host (a test sink on
+ * 127.0.0.1) can use it; the address policy then requires https for every other host.
+ */
+export const httpUrl = (what = 'URL') =>
+  z
+    .url({ protocol: /^https?$/, message: `${what} must be an http(s) URL.` })
+    .max(URL_MAX, `${what} is at most ${URL_MAX} characters.`);
+
+/** A secret string: non-empty, bounded, no surrounding whitespace (a pasted newline is a classic). */
+export const secretString = (what: string, max = 1024) =>
+  z
+    .string()
+    .trim()
+    .min(1, `${what} is required.`)
+    .max(max, `${what} is at most ${max} characters.`);
+
+export const shortText = (what: string, max: number) =>
+  z
+    .string()
+    .trim()
+    .min(1, `${what} must not be empty.`)
+    .max(max, `${what} is at most ${max} characters.`);
+
+/** The destination named by a URL field. */
+export function urlDestination(field: string, url: string, secrets: string[] = []): Destination {
+  return { field: `config.${field}`, kind: 'url', value: url, host: hostOfUrl(url), secrets };
+}
+
+/** The host of a URL, normalized (`https://[::1]:8443/x` → `::1`); '' when it does not parse. */
+export function hostOfUrl(url: string): string {
+  try {
+    return normalizeHost(new URL(url).hostname);
+  } catch {
+    return '';
+  }
+}

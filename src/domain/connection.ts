@@ -1,0 +1,467 @@
+import { z } from 'zod';
+import { refuseLiteralHost, type OutboundAllow } from './address-policy.js';
+import { ChannelTypeSchema, CHANNEL_TYPES, type ChannelType } from './channel-types.js';
+import { CONNECTION_TYPES, definitionOf, type ConfigOf, type Destination } from './connection-types/index.js';
+import { DomainError, type FieldError } from './errors.js';
+import { LIMITS } from './limits.js';
+import { toFieldErrors } from './validation.js';
+
+/**
+ * Connections (SPEC §5): the wire schemas, the stored record, and the pure rules — config
+ * validation per type, merge-PATCH, the secret_required rule, the address policy at write time,
+ * health bookkeeping and the presenter. Secrets are plaintext here; sealing them is the
+ * service's job (through the SecretBox port), so the rules stay pure and testable.
+ */
+
+const RATE_LIMIT_MAX = 60_000;
+
+// ── health and test results ──────────────────────────────────────────────────────────────────
+
+export const HEALTH_STATES = ['ok', 'degraded', 'disabled'] as const;
+
+export const ConnectionHealthSchema = z
+  .object({
+    state: z.enum(HEALTH_STATES),
+    consecutive_failures: z.number().int().min(0),
+    last_error: z.string().nullable(),
+    disabled_reason: z.string().nullable(),
+  })
+  .meta({ id: 'ConnectionHealth' });
+export type ConnectionHealth = z.infer<typeof ConnectionHealthSchema>;
+
+export const HEALTHY: ConnectionHealth = { state: 'ok', consecutive_failures: 0, last_error: null, disabled_reason: null };
+
+export const TEST_STATUSES = [
+  'ok',
+  'auth_failed',
+  'not_found',
+  'rate_limited',
+  'unreachable',
+  'blocked_by_policy',
+  'invalid_config',
+  'accepted_unverified',
+  'needs_send_message',
+] as const;
+export type TestStatus = (typeof TEST_STATUSES)[number];
+
+export const ConnectionTestResultSchema = z
+  .object({
+    ok: z.boolean(),
+    status: z.enum(TEST_STATUSES),
+    method: z.string().nullable().meta({ description: 'What was tried: auth.test, get_webhook, smtp_verify, getMe, send_message; null when nothing was.' }),
+    sent_message: z.boolean(),
+    http_status: z.number().int().nullable(),
+    provider_code: z.string().nullable(),
+    latency_ms: z.number().int().min(0).nullable(),
+    checked_at: z.string(),
+    detail: z.string(),
+  })
+  .meta({ id: 'ConnectionTestResult' });
+export type ConnectionTestResult = z.infer<typeof ConnectionTestResultSchema>;
+
+export const ConnectionTestRequestSchema = z
+  .strictObject({ send_message: z.boolean().optional().meta({ description: 'Deliver a marked test message (default false: read-only check).' }) })
+  .meta({ id: 'ConnectionTestRequest' });
+
+// ── wire shapes ──────────────────────────────────────────────────────────────────────────────
+
+export const SecretStateSchema = z
+  .object({ set: z.literal(true), last4: z.string().nullable().meta({ description: 'Last 4 characters; null for values shorter than 12.' }) })
+  .meta({ id: 'SecretState' });
+
+export const ConnectionSchema = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    type: ChannelTypeSchema,
+    enabled: z.boolean(),
+    config: z.record(z.string(), z.unknown()).meta({ description: 'The non-secret part of the config.' }),
+    secrets: z.record(z.string(), SecretStateSchema).meta({ description: 'One entry per secret that is set; values are never returned.' }),
+    rate_limit_per_minute: z.number().int().nullable(),
+    health: ConnectionHealthSchema,
+    last_test: ConnectionTestResultSchema.nullable(),
+    created_at: z.string(),
+    updated_at: z.string(),
+  })
+  .meta({ id: 'Connection' });
+export type ConnectionWire = z.infer<typeof ConnectionSchema>;
+
+export const ConnectionCreatedSchema = ConnectionSchema.extend({
+  signing_secret: z.string().optional().meta({ description: 'webhook only: the signing secret, shown this once.' }),
+}).meta({ id: 'ConnectionCreated' });
+
+const name = z.string().trim().min(1, 'name is required.').max(LIMITS.connectionName, `name is at most ${LIMITS.connectionName} characters.`);
+const rateLimit = z
+  .number()
+  .int()
+  .min(1)
+  .max(RATE_LIMIT_MAX)
+  .nullable()
+  .meta({ description: 'Messages per minute to this connection; null = the platform default.' });
+
+/** The create body with `config` left open: the type's own schema judges it (see parseConnectionCreate). */
+const CreateEnvelopeSchema = z.strictObject({
+  name,
+  type: ChannelTypeSchema,
+  enabled: z.boolean().default(true),
+  rate_limit_per_minute: rateLimit.default(null),
+  config: z.record(z.string(), z.unknown()),
+});
+
+/** The create body as documented: one shape per type (OpenAPI). Built from the same pieces. */
+export const ConnectionCreateSchema = z
+  .discriminatedUnion(
+    'type',
+    CHANNEL_TYPES.map((t) => CreateEnvelopeSchema.extend({ type: z.literal(t), config: CONNECTION_TYPES[t].createConfigSchema })) as unknown as [
+      z.ZodObject,
+      ...z.ZodObject[],
+    ],
+  )
+  .meta({ id: 'ConnectionCreate' });
+
+export const ConnectionPatchSchema = z
+  .strictObject({
+    name: name.optional(),
+    enabled: z.boolean().optional(),
+    rate_limit_per_minute: rateLimit.optional(),
+    config: z
+      .record(z.string(), z.unknown())
+      .optional()
+      .meta({ description: 'Merged into the config: fields sent replace, fields left out are kept, null removes an optional field. Secrets stay unless a new value is sent.' }),
+  })
+  .meta({ id: 'ConnectionPatch' });
+export type ConnectionPatch = z.infer<typeof ConnectionPatchSchema>;
+
+// ── the stored record ────────────────────────────────────────────────────────────────────────
+
+/** A secret at rest: the SecretBox envelope and the hint the presenter shows. */
+export interface SealedSecret {
+  sealed: string;
+  last4: string | null;
+}
+
+/** The stored connection: config without secrets, sealed secrets, and a revision for ETag/CAS. */
+export interface ConnectionRecord {
+  id: string;
+  name: string;
+  type: ChannelType;
+  enabled: boolean;
+  /** Non-secret config fields only. */
+  config: Record<string, unknown>;
+  /** Secret key (`webhook_url`, `headers.X-Token`) → sealed value. */
+  secrets: Record<string, SealedSecret>;
+  rate_limit_per_minute: number | null;
+  health: ConnectionHealth;
+  last_test: ConnectionTestResult | null;
+  created_at: string;
+  updated_at: string;
+  rev: number;
+}
+
+/**
+ * A connection with its secrets opened, typed per channel type: what senders and the tester get.
+ * `config` is the full config (secrets included, `switch (c.type)` narrows it); `secrets` holds
+ * the same secret values by key (`webhook_url`, `headers.X-Token`). Never presented.
+ */
+export type DeliveryConnection = {
+  [T in ChannelType]: {
+    id: string;
+    name: string;
+    type: T;
+    enabled: boolean;
+    config: ConfigOf<T>;
+    secrets: Record<string, string>;
+    rateLimitPerMinute: number | null;
+    health: ConnectionHealth;
+  };
+}[ChannelType];
+
+export type PlainConfig = Record<string, unknown>;
+
+// ── create ───────────────────────────────────────────────────────────────────────────────────
+
+export interface ConnectionDraft {
+  name: string;
+  type: ChannelType;
+  enabled: boolean;
+  rate_limit_per_minute: number | null;
+  /** Full config, secrets in plaintext (generated ones not yet filled: see completeConfig). */
+  config: PlainConfig;
+}
+
+/**
+ * Validates a create body: the envelope, then the config against its type's schema (errors at
+ * `config.<field>`), reporting every bad field at once. Type rules and the address policy come
+ * after (checkConfigRules), once the shape is right.
+ */
+export function parseConnectionCreate(input: unknown): ConnectionDraft {
+  const envelope = CreateEnvelopeSchema.safeParse(input);
+  const errors: FieldError[] = envelope.success ? [] : toFieldErrors(envelope.error.issues);
+  const raw = typeof input === 'object' && input !== null && !Array.isArray(input) ? (input as Record<string, unknown>) : {};
+  const type = ChannelTypeSchema.safeParse(raw.type);
+  let config: PlainConfig | null = null;
+  if (type.success && isPlainObject(raw.config)) {
+    const parsed = definitionOf(type.data).createConfigSchema.safeParse(raw.config);
+    if (parsed.success) config = parsed.data as PlainConfig;
+    else errors.push(...toFieldErrors(parsed.error.issues, ['config']));
+  }
+  if (!envelope.success || config === null || errors.length > 0) {
+    throw new DomainError('validation_failed', 'The request has invalid fields; see errors.', dedupe(errors));
+  }
+  return { ...envelope.data, config };
+}
+
+/** Fills generated config values (a webhook's signing secret) with injected randomness. */
+export function completeConfig(type: ChannelType, config: PlainConfig, randomBytes: (n: number) => Buffer): PlainConfig {
+  const def = definitionOf(type);
+  return def.complete ? (def.complete(config, randomBytes) as PlainConfig) : config;
+}
+
+/** The value returned once as `signing_secret` on create, for types that have one. */
+export function signingSecretOf(type: ChannelType, config: PlainConfig): string | null {
+  const field = definitionOf(type).signingSecretField;
+  const value = field === undefined ? undefined : config[field];
+  return typeof value === 'string' ? value : null;
+}
+
+// ── validation against the rules that need the allow list ────────────────────────────────────
+
+/** Re-validates a full config against its type's schema; errors at `config.<field>`. */
+export function configShapeErrors(type: ChannelType, config: PlainConfig): FieldError[] {
+  const r = definitionOf(type).configSchema.safeParse(config);
+  return r.success ? [] : toFieldErrors(r.error.issues, ['config']);
+}
+
+/**
+ * The write-time rules after the shape: the type's own (legacy Teams URL, Discord URL form), then
+ * the address policy on every destination (or only the ones in `changed`, on PATCH): a
+ * non-allowed URL must be https, and a literal non-public address is refused. Host names are not
+ * resolved here; the connect-time guard judges them.
+ */
+export function checkConfigRules(type: ChannelType, config: PlainConfig, allow: OutboundAllow, changed: ((d: Destination) => boolean) | null = null): void {
+  const def = definitionOf(type);
+  const ruleError = def.rules?.(config, allow) ?? null;
+  if (ruleError) throw ruleError;
+  const errors = destinationErrors(type, config, allow, changed);
+  if (errors.length > 0) {
+    throw new DomainError('destination_not_allowed', errors.map((e) => e.message).join(' '), errors);
+  }
+}
+
+/** The address policy alone, as field errors (also used by the test endpoint's `blocked_by_policy`). */
+export function destinationErrors(type: ChannelType, config: PlainConfig, allow: OutboundAllow, changed: ((d: Destination) => boolean) | null = null): FieldError[] {
+  const errors: FieldError[] = [];
+  for (const d of definitionOf(type).destinations(config)) {
+    if (changed && !changed(d)) continue;
+    const allowed = allow.allows(d.host);
+    if (d.kind === 'url' && !allowed && !d.value.trim().toLowerCase().startsWith('https:')) {
+      errors.push({ field: d.field, code: 'https_required', message: `${d.field} must use https (only hosts in HERALD_OUTBOUND_ALLOW may use http).` });
+      continue;
+    }
+    const refusal = refuseLiteralHost(d.host, allow);
+    if (refusal) {
+      errors.push({
+        field: d.field,
+        code: 'destination_not_allowed',
+        message: `${d.field} points at ${refusal.detail}; Herald only sends to public addresses (an operator can allow it in HERALD_OUTBOUND_ALLOW).`,
+      });
+    }
+  }
+  return errors;
+}
+
+// ── PATCH ────────────────────────────────────────────────────────────────────────────────────
+
+/**
+ * Merge-patch of a config (RFC 7396 style): fields sent replace, fields left out are kept, null
+ * removes. Secret maps (webhook `headers`) merge per key, names compared case-insensitively.
+ */
+export function mergeConfig(type: ChannelType, current: PlainConfig, patch: PlainConfig): PlainConfig {
+  const maps = new Set(definitionOf(type).secretMaps);
+  const next: PlainConfig = { ...current };
+  for (const [key, value] of Object.entries(patch)) {
+    if (value === null) {
+      delete next[key];
+    } else if (maps.has(key) && isPlainObject(value) && isPlainObject(current[key])) {
+      next[key] = mergeMap(current[key], value);
+    } else {
+      next[key] = value;
+    }
+  }
+  return next;
+}
+
+function mergeMap(current: Record<string, unknown>, patch: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...current };
+  for (const [key, value] of Object.entries(patch)) {
+    for (const existing of Object.keys(out)) if (existing.toLowerCase() === key.toLowerCase()) delete out[existing];
+    if (value !== null) out[key] = value;
+  }
+  return out;
+}
+
+/**
+ * SPEC §5: moving a destination to another host without re-sending every secret that goes there
+ * would hand those secrets to the new host. One `secret_required` entry per secret not sent.
+ * (A webhook's signing secret never travels, so it is kept.)
+ */
+export function missingSecrets(type: ChannelType, before: PlainConfig, after: PlainConfig, patch: PlainConfig): FieldError[] {
+  const def = definitionOf(type);
+  const old = new Map(def.destinations(before).map((d) => [d.field, d.host]));
+  const errors: FieldError[] = [];
+  for (const d of def.destinations(after)) {
+    const previous = old.get(d.field);
+    if (previous === undefined || previous === d.host) continue;
+    for (const key of d.secrets) {
+      if (wasSent(patch, key)) continue;
+      errors.push({
+        field: `config.${key}`,
+        code: 'secret_required',
+        message: `${d.field} moves to another host (${d.host}); send ${key} again so it is not handed to the new host unasked.`,
+      });
+    }
+  }
+  return errors;
+}
+
+function wasSent(patch: PlainConfig, key: string): boolean {
+  const dot = key.indexOf('.');
+  if (dot < 0) return typeof patch[key] === 'string';
+  const map = patch[key.slice(0, dot)];
+  const name = key.slice(dot + 1).toLowerCase();
+  return isPlainObject(map) && Object.entries(map).some(([k, v]) => k.toLowerCase() === name && typeof v === 'string');
+}
+
+/** Destinations of `after` whose host differs from (or is absent in) `before`. */
+export function changedDestinations(type: ChannelType, before: PlainConfig): (d: Destination) => boolean {
+  const old = new Map(definitionOf(type).destinations(before).map((d) => [d.field, d.value]));
+  return (d) => old.get(d.field) !== d.value;
+}
+
+// ── secrets: split and join ──────────────────────────────────────────────────────────────────
+
+/** Splits a full config into its non-secret fields and its secrets (`headers.X-Token` for maps). */
+export function splitSecrets(type: ChannelType, config: PlainConfig): { plain: PlainConfig; secrets: Record<string, string> } {
+  const def = definitionOf(type);
+  const plain: PlainConfig = {};
+  const secrets: Record<string, string> = {};
+  for (const [key, value] of Object.entries(config)) {
+    if (def.secretFields.includes(key) && typeof value === 'string') {
+      secrets[key] = value;
+    } else if (def.secretMaps.includes(key) && isPlainObject(value)) {
+      for (const [k, v] of Object.entries(value)) if (typeof v === 'string') secrets[`${key}.${k}`] = v;
+    } else {
+      plain[key] = value;
+    }
+  }
+  return { plain, secrets };
+}
+
+/** The inverse of splitSecrets. */
+export function joinSecrets(type: ChannelType, plain: PlainConfig, secrets: Record<string, string>): PlainConfig {
+  const def = definitionOf(type);
+  const config: PlainConfig = { ...plain };
+  for (const [key, value] of Object.entries(secrets)) {
+    const dot = key.indexOf('.');
+    const map = dot < 0 ? '' : key.slice(0, dot);
+    if (dot >= 0 && def.secretMaps.includes(map)) {
+      const into = isPlainObject(config[map]) ? config[map] : {};
+      config[map] = { ...into, [key.slice(dot + 1)]: value };
+    } else {
+      config[key] = value;
+    }
+  }
+  return config;
+}
+
+/** The last four characters, or null when the secret is too short to show any of it safely. */
+export function lastFour(secret: string): string | null {
+  return secret.length >= 12 ? secret.slice(-4) : null;
+}
+
+// ── records ──────────────────────────────────────────────────────────────────────────────────
+
+export function newConnectionRecord(
+  id: string,
+  draft: Omit<ConnectionDraft, 'config'>,
+  plain: PlainConfig,
+  secrets: Record<string, SealedSecret>,
+  now: string,
+): ConnectionRecord {
+  return {
+    id,
+    name: draft.name,
+    type: draft.type,
+    enabled: draft.enabled,
+    config: plain,
+    secrets,
+    rate_limit_per_minute: draft.rate_limit_per_minute,
+    health: HEALTHY,
+    last_test: null,
+    created_at: now,
+    updated_at: now,
+    rev: 1,
+  };
+}
+
+/**
+ * The health after one delivery outcome: a success clears the failure streak (and `degraded`); a
+ * failure counts and degrades. A disabled connection stays disabled until re-enabled.
+ */
+export function nextHealth(health: ConnectionHealth, outcome: { ok: true } | { ok: false; error: string }): ConnectionHealth {
+  if (outcome.ok) {
+    return health.state === 'disabled' ? { ...health, consecutive_failures: 0 } : { ...health, state: 'ok', consecutive_failures: 0 };
+  }
+  return {
+    ...health,
+    state: health.state === 'disabled' ? 'disabled' : 'degraded',
+    consecutive_failures: health.consecutive_failures + 1,
+    last_error: outcome.error,
+  };
+}
+
+/** Disables a connection the system found dead (a 404/410 from its webhook), saying why. */
+export function disabledHealth(health: ConnectionHealth, reason: string): ConnectionHealth {
+  return { ...health, state: 'disabled', disabled_reason: reason, last_error: health.last_error ?? reason };
+}
+
+/** What goes on the wire: no sealed value, no revision; secrets as `{set, last4}`. */
+export function presentConnection(c: ConnectionRecord): ConnectionWire {
+  return {
+    id: c.id,
+    name: c.name,
+    type: c.type,
+    enabled: c.enabled,
+    config: c.config,
+    secrets: Object.fromEntries(Object.entries(c.secrets).map(([k, s]) => [k, { set: true as const, last4: s.last4 }])),
+    rate_limit_per_minute: c.rate_limit_per_minute,
+    health: c.health,
+    last_test: c.last_test,
+    created_at: c.created_at,
+    updated_at: c.updated_at,
+  };
+}
+
+/** A test outcome decided without contacting anyone (invalid config, policy, no read-only check). */
+export function localTestResult(status: TestStatus, method: string | null, detail: string, checkedAt: string): ConnectionTestResult {
+  return { ok: false, status, method, sent_message: false, http_status: null, provider_code: null, latency_ms: null, checked_at: checkedAt, detail };
+}
+
+/** Name of the read-only check of this config, or null when its type has none. */
+export function readOnlyCheckOf(type: ChannelType, config: PlainConfig): string | null {
+  return definitionOf(type).readOnlyCheck(config);
+}
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function dedupe(errors: FieldError[]): FieldError[] {
+  const seen = new Set<string>();
+  return errors.filter((e) => {
+    const k = `${e.field}\u0000${e.code}`;
+    if (seen.has(k)) return false;
+    seen.add(k);
+    return true;
+  });
+}

@@ -1,0 +1,67 @@
+import { Router } from 'express';
+import { z } from 'zod';
+import { parsePageRequest } from '../../domain/pagination.js';
+import { parseInput } from '../../domain/validation.js';
+import type { ExecutionService } from '../../services/executions.js';
+import { actorOf } from '../context.js';
+import { endpoint, type EdgeDeps } from '../endpoint.js';
+import { presentPage } from '../present.js';
+
+const DryRunQuery = z.object({ dry_run: z.enum(['true', 'false']).optional() });
+
+export function executionRoutes(deps: EdgeDeps & { executions: ExecutionService }): Router {
+  const r = Router();
+  const svc = deps.executions;
+
+  endpoint(r, deps, '/incidents/:id/execute', {
+    post: {
+      scope: 'incidents:execute',
+      execute: true,
+      // Every field is optional, so an empty POST executes with no variables.
+      body: 'optional',
+      handler: async (req, res) => {
+        const { dry_run } = parseInput(DryRunQuery, { dry_run: req.query.dry_run });
+        const id = String(req.params.id);
+        const result = await svc.execute(id, req.body, actorOf(res), { dryRun: dry_run === 'true' });
+        if (result.dryRun) {
+          res.status(200).json({ dry_run: true, deliveries: result.deliveries });
+          return;
+        }
+        res.status(202).location(`/v1/incidents/${id}/executions/${result.execution.id}`).json(result.execution);
+      },
+    },
+  });
+
+  endpoint(r, deps, '/incidents/:id/executions', {
+    get: {
+      scope: 'incidents:read',
+      handler: async (req, res) => {
+        const page = parsePageRequest(req.query.limit, req.query.cursor);
+        res.json(presentPage(await svc.list(String(req.params.id), page), page, (e) => e));
+      },
+    },
+  });
+
+  endpoint(r, deps, '/incidents/:id/executions/:executionId', {
+    get: {
+      scope: 'incidents:read',
+      handler: async (req, res) => {
+        res.json(await svc.get(String(req.params.id), String(req.params.executionId)));
+      },
+    },
+  });
+
+  endpoint(r, deps, '/incidents/:id/executions/:executionId/redeliver', {
+    post: {
+      scope: 'incidents:execute',
+      body: 'optional',
+      handler: async (req, res) => {
+        const id = String(req.params.id);
+        const execution = await svc.redeliver(id, String(req.params.executionId), req.body, actorOf(res));
+        res.status(202).location(`/v1/incidents/${id}/executions/${execution.id}`).json(execution);
+      },
+    },
+  });
+
+  return r;
+}

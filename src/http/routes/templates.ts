@@ -1,0 +1,94 @@
+import { Router } from 'express';
+import { parsePageRequest } from '../../domain/pagination.js';
+import { presentTemplate } from '../../domain/template.js';
+import type { TemplateService } from '../../services/templates.js';
+import { endpoint, type EdgeDeps } from '../endpoint.js';
+import { ifMatchRevision, setEtag } from '../etag.js';
+import { presentPage } from '../present.js';
+
+export function templateRoutes(deps: EdgeDeps & { templates: TemplateService }): Router {
+  const r = Router();
+  const svc = deps.templates;
+
+  endpoint(r, deps, '/templates', {
+    post: {
+      scope: 'templates:write',
+      handler: async (req, res) => {
+        // The one JSON-array body of the API: a bulk create, all or nothing (SPEC §4).
+        if (Array.isArray(req.body)) {
+          const created = await svc.createMany(req.body);
+          res.status(201).json({ data: created.map(presentTemplate) });
+          return;
+        }
+        const template = await svc.create(req.body);
+        setEtag(res, template.version);
+        res.status(201).location(`/v1/templates/${template.id}`).json(presentTemplate(template));
+      },
+    },
+    get: {
+      scope: 'templates:read',
+      handler: async (req, res) => {
+        const page = parsePageRequest(req.query.limit, req.query.cursor);
+        res.json(presentPage(await svc.list(page), page, presentTemplate));
+      },
+    },
+  });
+
+  endpoint(r, deps, '/templates/:id', {
+    get: {
+      scope: 'templates:read',
+      handler: async (req, res) => {
+        const template = await svc.get(String(req.params.id));
+        setEtag(res, template.version);
+        res.json(presentTemplate(template));
+      },
+    },
+    patch: {
+      scope: 'templates:write',
+      handler: async (req, res) => {
+        const template = await svc.update(String(req.params.id), req.body, ifMatchRevision(req));
+        setEtag(res, template.version);
+        res.json(presentTemplate(template));
+      },
+    },
+    delete: {
+      scope: 'templates:write',
+      handler: async (req, res) => {
+        await svc.delete(String(req.params.id), ifMatchRevision(req));
+        res.status(204).end();
+      },
+    },
+  });
+
+  endpoint(r, deps, '/templates/:id/versions', {
+    get: {
+      scope: 'templates:read',
+      handler: async (req, res) => {
+        const page = parsePageRequest(req.query.limit, req.query.cursor);
+        res.json(presentPage(await svc.versions(String(req.params.id), page), page, presentTemplate));
+      },
+    },
+  });
+
+  endpoint(r, deps, '/templates/:id/versions/:n', {
+    get: {
+      scope: 'templates:read',
+      handler: async (req, res) => {
+        res.json(presentTemplate(await svc.version(String(req.params.id), String(req.params.n))));
+      },
+    },
+  });
+
+  endpoint(r, deps, '/templates/:id/render', {
+    post: {
+      scope: 'templates:read',
+      // `{}` is a valid request for a template without required variables, so no body is too.
+      body: 'optional',
+      handler: async (req, res) => {
+        res.json({ previews: await svc.render(String(req.params.id), req.body) });
+      },
+    },
+  });
+
+  return r;
+}

@@ -1,0 +1,181 @@
+/**
+ * The entry of `npm start` (SPEC §8): configuration, Redis (REDIS_URL or the embedded server),
+ * the roles, and an orderly stop on SIGTERM/SIGINT.
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Logger } from 'pino';
+import { createHerald, StartupError, type Herald } from './app.js';
+import { ConfigError, loadConfig, type Config } from './config.js';
+import { createLogger } from './log.js';
+import { EmbeddedRedisError, openEmbeddedRedis, type EmbeddedRedis } from './store/embedded-redis.js';
+import { redisLocation } from './store/redis-location.js';
+import { readRedisFacts } from './store/redis.js';
+
+/** Something started that must be stopped in order on shutdown. */
+interface Running {
+  close(): Promise<void>;
+}
+
+async function main(): Promise<void> {
+  let config: Config;
+  try {
+    config = loadConfig();
+  } catch (e) {
+    if (!(e instanceof ConfigError)) throw e;
+    // The message names the variables, never their values (they may be secrets).
+    process.stderr.write(`Herald cannot start. ${e.message}\n`);
+    process.exit(1);
+  }
+  const log = createLogger(config.LOG_LEVEL);
+  const refuse: (message: string) => never = (message) => {
+    log.fatal(message);
+    process.stderr.write(`Herald cannot start: ${message}\n`);
+    process.exit(1);
+  };
+
+  let embedded: EmbeddedRedis | null = null;
+  if (config.REDIS_URL === undefined) {
+    try {
+      embedded = await openEmbeddedRedis({ dataDir: config.HERALD_DATA_DIR, log });
+    } catch (e) {
+      if (e instanceof EmbeddedRedisError) refuse(e.message);
+      throw e;
+    }
+  }
+  const redisUrl = config.REDIS_URL ?? embedded?.socketPath ?? '';
+
+  let herald: Herald;
+  try {
+    herald = await createHerald({ config, redisUrl, log });
+  } catch (e) {
+    await embedded?.stop();
+    if (e instanceof StartupError) refuse(e.message);
+    // Anything else here is Redis refusing us (unreachable, WRONGPASS, ...): say which Redis.
+    refuse(`could not set up over Redis at ${redisLocation(redisUrl)}: ${e instanceof Error ? e.message : String(e)}`);
+  }
+
+  const role = config.HERALD_ROLE;
+  const server =
+    role === 'worker'
+      ? null
+      : await listen(herald, config, log).catch(async (e: Error) => {
+          await herald.close();
+          await embedded?.stop();
+          return refuse(e.message);
+        });
+  const port = server ? (server.address() as AddressInfo).port : null;
+  const worker = role === 'api' ? null : startDeliveryWorker(herald, log);
+
+  const persistence = (await readRedisFacts(herald.redis).catch(() => null))?.persistence ?? 'unknown';
+  log.info(
+    {
+      port,
+      host: server ? config.HOST : null,
+      role,
+      redis: embedded ? `embedded (${embedded.started ? 'started' : 'reused'}, ${embedded.socketPath})` : `external (${redisLocation(redisUrl)})`,
+      persistence,
+      slack: herald.slack ? `${herald.slack.mode} mode` : 'Slack not configured: API only',
+    },
+    server ? `Herald listening on http://${config.HOST}:${port} (role ${role})` : `Herald running (role ${role}, no HTTP)`,
+  );
+
+  let stopping = false;
+  const stop = (signal: string) => {
+    // A terminal's Ctrl-C reaches both tsx (which relays it) and this process: a repeated signal
+    // must not cut the drain short. The backstop in shutdown() bounds the time anyway.
+    if (stopping) {
+      log.info({ signal }, 'already shutting down');
+      return;
+    }
+    stopping = true;
+    shutdown({ signal, server, worker, herald, embedded, log, budgetMs: config.HERALD_SHUTDOWN_MS }).then(
+      () => process.exit(0),
+      (err: unknown) => {
+        log.error({ err }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+}
+
+function listen(herald: Herald, config: Config, log: Logger): Promise<Server> {
+  const server = createServer(herald.app);
+  return new Promise((resolve, reject) => {
+    server.once('error', (e: NodeJS.ErrnoException) => {
+      reject(new Error(e.code === 'EADDRINUSE' ? `${config.HOST}:${config.PORT} is already in use; set PORT to a free port.` : `Cannot listen on ${config.HOST}:${config.PORT}: ${e.message}`));
+    });
+    server.listen(config.PORT, config.HOST, () => {
+      server.on('error', (err) => log.error({ err }, 'http server error'));
+      resolve(server);
+    });
+  });
+}
+
+/**
+ * Seam for the delivery worker (HERALD_ROLE worker or all). The delivery engineer starts it here
+ * over `herald` and returns its close(), which shutdown() awaits after HTTP has drained so the jobs
+ * in flight finish (or go back to the queue) within the budget.
+ */
+function startDeliveryWorker(_herald: Herald, log: Logger): Running | null {
+  log.warn('HERALD_ROLE includes worker, but the delivery worker is not built yet: executions stay queued.');
+  return null;
+}
+
+interface ShutdownParts {
+  signal: string;
+  server: Server | null;
+  worker: Running | null;
+  herald: Herald;
+  embedded: EmbeddedRedis | null;
+  log: Logger;
+  /** HERALD_SHUTDOWN_MS: the whole shutdown fits in it. */
+  budgetMs: number;
+}
+
+/**
+ * Stops accepting, lets in-flight requests finish, then closes the worker, Herald's connections and
+ * the embedded Redis (SHUTDOWN flushes the AOF). Requests get the budget minus a reserve for the
+ * rest; connections still busy then are cut. A backstop exits if anything hangs past the budget.
+ */
+async function shutdown(p: ShutdownParts): Promise<void> {
+  const started = Date.now();
+  const backstop = setTimeout(() => {
+    p.log.error({ ms: p.budgetMs }, 'shutdown did not finish within HERALD_SHUTDOWN_MS: exiting anyway');
+    process.exit(1);
+  }, p.budgetMs);
+  backstop.unref();
+  p.log.info({ signal: p.signal }, 'shutting down: no new connections; draining in-flight requests');
+
+  if (p.server) {
+    const server = p.server;
+    const drainMs = Math.max(p.budgetMs - 3000, Math.floor(p.budgetMs / 2));
+    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    // Keep-alive connections become idle as their last response ends: close them as they do.
+    const idle = setInterval(() => server.closeIdleConnections(), 100);
+    server.closeIdleConnections();
+    let timer: NodeJS.Timeout | undefined;
+    const cut = new Promise<'cut'>((resolve) => {
+      timer = setTimeout(() => resolve('cut'), drainMs);
+    });
+    if ((await Promise.race([closed, cut])) === 'cut') {
+      p.log.warn({ ms: drainMs }, 'requests still in flight after the drain time: closing their connections');
+      server.closeAllConnections();
+      await closed;
+    }
+    clearInterval(idle);
+    clearTimeout(timer);
+  }
+  await p.worker?.close();
+  await p.herald.close();
+  await p.embedded?.stop();
+  clearTimeout(backstop);
+  p.log.info({ ms: Date.now() - started }, 'stopped');
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`Herald failed to start: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,304 @@
+import type { OutboundAllow } from '../domain/address-policy.js';
+import { iso } from '../domain/clock.js';
+import {
+  changedDestinations,
+  checkConfigRules,
+  completeConfig,
+  ConnectionPatchSchema,
+  ConnectionTestRequestSchema,
+  configShapeErrors,
+  destinationErrors,
+  disabledHealth,
+  HEALTHY,
+  joinSecrets,
+  lastFour,
+  localTestResult,
+  mergeConfig,
+  missingSecrets,
+  newConnectionRecord,
+  nextHealth,
+  parseConnectionCreate,
+  readOnlyCheckOf,
+  signingSecretOf,
+  splitSecrets,
+  type ConnectionRecord,
+  type ConnectionTestResult,
+  type DeliveryConnection,
+  type PlainConfig,
+  type SealedSecret,
+} from '../domain/connection.js';
+import { DomainError, notFound } from '../domain/errors.js';
+import { isId } from '../domain/ids.js';
+import type { Page, PageRequest } from '../domain/pagination.js';
+import { parseInput } from '../domain/validation.js';
+import type { Clock, ConnectionFilter, ConnectionRepo, ConnectionTester, IdGenerator, SecretBox, TokenCrypto } from '../ports.js';
+
+export interface ConnectionServiceDeps {
+  repo: ConnectionRepo;
+  /** Seals secrets before they reach the store and opens them for delivery. */
+  box: SecretBox;
+  clock: Clock;
+  ids: IdGenerator;
+  /** Randomness for generated signing secrets. */
+  crypto: Pick<TokenCrypto, 'randomBytes'>;
+  /** HERALD_OUTBOUND_ALLOW, parsed. */
+  allow: OutboundAllow;
+  /** The network half of POST /test (delivery layer); without it such tests answer `unreachable`. */
+  tester?: ConnectionTester;
+  /** Called after a connection is deleted: the delivery layer cancels its queued deliveries here. */
+  onDeleted?: (connectionId: string) => Promise<void> | void;
+  /** Called after a connection is disabled (PATCH enabled=false, or found dead): cancel its queue. */
+  onDisabled?: (connectionId: string) => Promise<void> | void;
+}
+
+export type DeliveryOutcome = { ok: true } | { ok: false; error: string };
+
+/** Optimistic writes retry this often before answering 409 `conflict`. */
+const MAX_ATTEMPTS = 8;
+/**
+ * System updates (health, last test) may race many deliveries of one connection at once. Every
+ * compare-and-set round has a winner, so each writer gets through within (concurrent writers)
+ * rounds; this bound only stops a pathological loop.
+ */
+const MAX_SYSTEM_ATTEMPTS = 100;
+
+/**
+ * Connections (SPEC §5): CRUD with sealed secrets, merge-PATCH with the secret_required rule, the
+ * write-time address policy, the non-network part of POST /test, and the seams the delivery
+ * layer uses (getForDelivery, recordHealth, disable, setLastTest).
+ */
+export class ConnectionService {
+  constructor(private readonly d: ConnectionServiceDeps) {}
+
+  /** Creates a connection. `signingSecret` is the webhook secret, to be shown this once. */
+  async create(input: unknown): Promise<{ connection: ConnectionRecord; signingSecret: string | null }> {
+    const draft = parseConnectionCreate(input);
+    const config = completeConfig(draft.type, draft.config, (n) => this.d.crypto.randomBytes(n));
+    checkConfigRules(draft.type, config, this.d.allow);
+    const { plain, secrets } = splitSecrets(draft.type, config);
+    const now = iso(this.d.clock.now());
+    const record = newConnectionRecord(this.d.ids.next('connection'), draft, plain, this.seal(secrets, {}, {}), now);
+    if (!(await this.d.repo.create(record))) throw conflict();
+    return { connection: record, signingSecret: signingSecretOf(draft.type, config) };
+  }
+
+  async get(id: string): Promise<ConnectionRecord> {
+    const connection = isId('connection', id) ? await this.d.repo.get(id) : null;
+    if (!connection) throw notFound('Connection', id);
+    return connection;
+  }
+
+  list(filter: ConnectionFilter, page: PageRequest): Promise<Page<ConnectionRecord>> {
+    return this.d.repo.list(filter, page);
+  }
+
+  /** Every connection, page by page (execute fans out to all of them). */
+  async listAll(): Promise<ConnectionRecord[]> {
+    const all: ConnectionRecord[] = [];
+    let cursor: PageRequest['cursor'] = null;
+    do {
+      const page = await this.d.repo.list({}, { limit: 100, cursor });
+      all.push(...page.data);
+      cursor = page.nextCursor;
+    } while (cursor);
+    return all;
+  }
+
+  /**
+   * PATCH: `config` merges (null removes an optional field), secrets stay unless sent, and moving
+   * a destination to another host needs every secret sent there again. Re-enabling resets health.
+   */
+  async update(id: string, input: unknown, ifMatch: number | null = null): Promise<ConnectionRecord> {
+    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+      const current = await this.get(id);
+      checkRevision(current, ifMatch);
+      const patch = parseInput(ConnectionPatchSchema, input);
+      if (Object.keys(patch).length === 0) {
+        throw new DomainError('validation_failed', 'The patch is empty: send at least one field.', [
+          { field: '', code: 'empty_patch', message: 'Send at least one field to change.' },
+        ]);
+      }
+      const next: ConnectionRecord = { ...current };
+      if (patch.name !== undefined) next.name = patch.name;
+      if (patch.rate_limit_per_minute !== undefined) next.rate_limit_per_minute = patch.rate_limit_per_minute;
+      if (patch.enabled !== undefined) {
+        // Turning a connection back on is the operator saying "it is fixed": start healthy.
+        if (patch.enabled && (!current.enabled || current.health.state === 'disabled')) next.health = HEALTHY;
+        next.enabled = patch.enabled;
+      }
+      if (patch.config !== undefined) {
+        const { config: before, secrets: openSecrets } = this.open(current);
+        const after = mergeConfig(current.type, before, patch.config);
+        const shape = configShapeErrors(current.type, after);
+        if (shape.length > 0) throw new DomainError('validation_failed', 'The request has invalid fields; see errors.', shape);
+        checkConfigRules(current.type, after, this.d.allow, changedDestinations(current.type, before));
+        const missing = missingSecrets(current.type, before, after, patch.config);
+        if (missing.length > 0) {
+          throw new DomainError('secret_required', 'The destination moves to another host: send its secrets again.', missing);
+        }
+        const { plain, secrets } = splitSecrets(current.type, after);
+        next.config = plain;
+        next.secrets = this.seal(secrets, current.secrets, openSecrets);
+      }
+      if (sameContent(current, next)) return current;
+      next.updated_at = iso(this.d.clock.now());
+      next.rev = current.rev + 1;
+      if (await this.d.repo.update(current, next)) {
+        if (current.enabled && !next.enabled) await this.d.onDisabled?.(id);
+        return next;
+      }
+    }
+    throw conflict();
+  }
+
+  /** Deletes (If-Match honoured), then lets the delivery layer cancel what was queued for it. */
+  async delete(id: string, ifMatch: number | null = null): Promise<void> {
+    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+      const current = await this.get(id);
+      checkRevision(current, ifMatch);
+      if (await this.d.repo.delete(current)) {
+        await this.d.onDeleted?.(id);
+        return;
+      }
+    }
+    throw conflict();
+  }
+
+  /**
+   * The connection with its secrets opened, for senders and the tester — never for presenting.
+   * Null when it no longer exists (the caller cancels the delivery).
+   */
+  async getForDelivery(id: string): Promise<DeliveryConnection | null> {
+    const record = isId('connection', id) ? await this.d.repo.get(id) : null;
+    if (!record) return null;
+    return this.forDelivery(record);
+  }
+
+  /** Records one delivery outcome in `health` (failure streak, degraded/ok). Null when gone. */
+  recordHealth(id: string, outcome: DeliveryOutcome): Promise<ConnectionRecord | null> {
+    return this.mutate(id, (c) => ({ ...c, health: nextHealth(c.health, outcome) }));
+  }
+
+  /** Disables a connection the delivery layer found dead (404/410 from its webhook URL). */
+  disable(id: string, reason: string): Promise<ConnectionRecord | null> {
+    return this.mutate(id, (c) => ({ ...c, enabled: false, health: disabledHealth(c.health, reason) }));
+  }
+
+  /** Stores a test outcome as `last_test`. Null when the connection is gone. */
+  setLastTest(id: string, result: ConnectionTestResult): Promise<ConnectionRecord | null> {
+    return this.mutate(id, (c) => ({ ...c, last_test: result }));
+  }
+
+  /**
+   * POST /test: 200 with the outcome as data. Decided here without contacting anyone: an invalid
+   * stored config, a literal non-public destination (`blocked_by_policy`) and a type with no
+   * read-only check asked for none (`needs_send_message`). The rest is the injected tester's.
+   */
+  async test(id: string, input: unknown): Promise<ConnectionTestResult> {
+    const current = await this.get(id);
+    const body = parseInput(ConnectionTestRequestSchema, input ?? {});
+    const sendMessage = body.send_message ?? false;
+    const conn = this.forDelivery(current);
+    const config = conn.config as PlainConfig;
+    const now = iso(this.d.clock.now());
+    const check = readOnlyCheckOf(current.type, config);
+    const method = sendMessage ? 'send_message' : check;
+    let result: ConnectionTestResult;
+    const invalid = configShapeErrors(current.type, config);
+    const ruleError = invalid.length > 0 ? null : this.ruleError(current.type, config);
+    const blocked = destinationErrors(current.type, config, this.d.allow);
+    if (invalid.length > 0 || ruleError) {
+      const detail = (ruleError?.errors ?? invalid).map((e) => `${e.field}: ${e.message}`).join(' ') || (ruleError?.message ?? '');
+      result = localTestResult('invalid_config', method, detail, now);
+    } else if (blocked.length > 0) {
+      result = localTestResult('blocked_by_policy', method, blocked.map((e) => e.message).join(' '), now);
+    } else if (!sendMessage && check === null) {
+      result = localTestResult(
+        'needs_send_message',
+        null,
+        `A ${current.type} connection has no read-only check; send {"send_message": true} to deliver a marked test message.`,
+        now,
+      );
+    } else if (this.d.tester) {
+      result = await this.d.tester.test(conn, { sendMessage });
+    } else {
+      result = localTestResult('unreachable', method, 'connection testing is not available in this process', now);
+    }
+    await this.setLastTest(id, result);
+    return result;
+  }
+
+  // ── internals ──────────────────────────────────────────────────────────────────────────────
+
+  private ruleError(type: ConnectionRecord['type'], config: PlainConfig): DomainError | null {
+    try {
+      // Only the type's own rules here; the address policy is reported as blocked_by_policy.
+      checkConfigRules(type, config, this.d.allow, () => false);
+      return null;
+    } catch (e) {
+      if (e instanceof DomainError) return e;
+      throw e;
+    }
+  }
+
+  private forDelivery(record: ConnectionRecord): DeliveryConnection {
+    const { config, secrets } = this.open(record);
+    return {
+      id: record.id,
+      name: record.name,
+      type: record.type,
+      enabled: record.enabled,
+      config,
+      secrets,
+      rateLimitPerMinute: record.rate_limit_per_minute,
+      health: record.health,
+      // The stored config was validated against its type's schema when written, so the pairing
+      // of `type` and `config` holds; TypeScript cannot see that through the JSON round trip.
+    } as DeliveryConnection;
+  }
+
+  /** Opens every sealed secret and joins them back into the full config. */
+  private open(record: ConnectionRecord): { config: PlainConfig; secrets: Record<string, string> } {
+    const secrets = Object.fromEntries(Object.entries(record.secrets).map(([k, s]) => [k, this.d.box.open(s.sealed)]));
+    return { config: joinSecrets(record.type, record.config, secrets), secrets };
+  }
+
+  /** Seals secrets; one whose value did not change keeps its sealed form (no churn, stable CAS). */
+  private seal(secrets: Record<string, string>, previous: Record<string, SealedSecret>, previousPlain: Record<string, string>): Record<string, SealedSecret> {
+    const out: Record<string, SealedSecret> = {};
+    for (const [key, value] of Object.entries(secrets)) {
+      const kept = previous[key];
+      out[key] = kept !== undefined && previousPlain[key] === value ? kept : { sealed: this.d.box.seal(value), last4: lastFour(value) };
+    }
+    return out;
+  }
+
+  /** Compare-and-set loop for system updates (health, last test); they do not move updated_at. */
+  private async mutate(id: string, change: (c: ConnectionRecord) => ConnectionRecord): Promise<ConnectionRecord | null> {
+    for (let attempt = 0; attempt < MAX_SYSTEM_ATTEMPTS; attempt++) {
+      const current = isId('connection', id) ? await this.d.repo.get(id) : null;
+      if (!current) return null;
+      const next = change(current);
+      if (sameContent(current, next)) return current;
+      next.rev = current.rev + 1;
+      if (await this.d.repo.update(current, next)) return next;
+    }
+    throw conflict();
+  }
+}
+
+/** Equal apart from bookkeeping: a PATCH that changes nothing is a no-op (same ETag, same updated_at). */
+function sameContent(a: ConnectionRecord, b: ConnectionRecord): boolean {
+  const strip = (c: ConnectionRecord) => JSON.stringify({ ...c, updated_at: '', rev: 0 });
+  return strip(a) === strip(b);
+}
+
+function checkRevision(current: ConnectionRecord, ifMatch: number | null): void {
+  if (ifMatch !== null && ifMatch !== current.rev) {
+    throw new DomainError('precondition_failed', 'The connection changed since you read it (If-Match does not match its ETag).');
+  }
+}
+
+function conflict(): DomainError {
+  return new DomainError('conflict', 'The connection kept changing concurrently; try again.');
+}

@@ -1,0 +1,211 @@
+import type { Actor } from '../domain/actor.js';
+import type { ChannelType } from '../domain/channel-types.js';
+import { iso } from '../domain/clock.js';
+import { DomainError, notFound, type FieldError } from '../domain/errors.js';
+import { ExecuteRequestSchema, RedeliverRequestSchema, newDelivery, presentExecution, type Delivery, type Execution, type ExecutionView, type RenderedContent } from '../domain/execution.js';
+import { isId } from '../domain/ids.js';
+import { assertWritable, type Incident } from '../domain/incident.js';
+import { newEvent } from '../domain/incident-event.js';
+import type { Page, PageRequest } from '../domain/pagination.js';
+import { defaultMessageSource, incidentView, renderMessage } from '../domain/render.js';
+import type { TelegramParseMode } from '../domain/escape.js';
+import { sourceForChannel, type Template } from '../domain/template.js';
+import { missingVariablesError, resolveVariables, type TemplateVariable } from '../domain/variables.js';
+import { parseInput } from '../domain/validation.js';
+import type { Clock, ExecutionRepo, IdGenerator, IncidentRepo } from '../ports.js';
+import { jobIdOf, type DeliveryService } from './deliveries.js';
+
+/** What execute needs to know of a connection (no secrets). */
+export interface ExecuteConnection {
+  id: string;
+  type: ChannelType;
+  enabled: boolean;
+  config: Record<string, unknown>;
+}
+
+export interface ExecutionServiceDeps {
+  incidents: IncidentRepo;
+  repo: ExecutionRepo;
+  deliveries: DeliveryService;
+  getTemplates(ids: string[]): Promise<(Template | null)[]>;
+  /** Every connection (execute fans out to all enabled ones, or a listed subset). */
+  listConnections(): Promise<ExecuteConnection[]>;
+  enqueue(jobs: { deliveryId: string; jobId: string }[]): Promise<void>;
+  clock: Clock;
+  ids: IdGenerator;
+  publicUrl: string | undefined;
+}
+
+export interface PlannedDelivery {
+  connection_id: string;
+  connection_type: ChannelType;
+  template_id: string | null;
+  template_version: number | null;
+  subject: string;
+  body: string;
+}
+
+export type ExecuteResult = { dryRun: true; deliveries: PlannedDelivery[] } | { dryRun: false; execution: ExecutionView };
+
+const MAX_ATTEMPTS = 8;
+
+/**
+ * Execute (SPEC §6): render every (connection × template that targets it) pair once, store the
+ * execution and all its deliveries in one atomic step, then put them on the queue. The 202 is
+ * answered only after the queue has them; a crash in between is covered by the outbox sweep.
+ */
+export class ExecutionService {
+  constructor(private readonly d: ExecutionServiceDeps) {}
+
+  async execute(incidentId: string, input: unknown, actor: Actor, opts: { dryRun: boolean }): Promise<ExecuteResult> {
+    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+      const incident = await this.getIncident(incidentId);
+      assertWritable(incident);
+      const body = parseInput(ExecuteRequestSchema, input ?? {});
+      const executionId = this.d.ids.next('execution');
+      const plan = await this.plan(incident, executionId, body.variables, body.connection_ids);
+      if (opts.dryRun) {
+        return {
+          dryRun: true,
+          deliveries: plan.items.map((p) => ({
+            connection_id: p.connection.id,
+            connection_type: p.connection.type,
+            template_id: p.template?.id ?? null,
+            template_version: p.template?.version ?? null,
+            subject: p.content.subject,
+            body: p.content.body,
+          })),
+        };
+      }
+      const now = iso(this.d.clock.now());
+      const deliveries = plan.items.map((p) =>
+        newDelivery({
+          id: this.d.ids.next('delivery'),
+          executionId,
+          incidentId: incident.id,
+          connectionId: p.connection.id,
+          connectionType: p.connection.type,
+          templateId: p.template?.id ?? null,
+          templateVersion: p.template?.version ?? null,
+          content: p.content,
+        }),
+      );
+      const templateVersions = Object.fromEntries(plan.templates.map((t) => [t.id, t.version]));
+      const execution: Execution = {
+        id: executionId,
+        incident_id: incident.id,
+        variables: plan.variables,
+        created_at: now,
+        template_versions: templateVersions,
+        delivery_ids: deliveries.map((x) => x.id),
+      };
+      const next: Incident = { ...incident, execution_count: incident.execution_count + 1, last_executed_at: now, rev: incident.rev + 1 };
+      const event = newEvent(this.d.ids.next('event'), 'incident.executed', now, actor, {
+        execution_id: executionId,
+        deliveries: deliveries.length,
+        template_versions: templateVersions,
+      });
+      if (!(await this.d.repo.create(execution, deliveries, incident, next, [event]))) continue;
+      await this.d.enqueue(deliveries.map((x) => ({ deliveryId: x.id, jobId: jobIdOf(x) })));
+      await this.d.repo.markEnqueued(deliveries.map((x) => x.id));
+      return { dryRun: false, execution: presentExecution(execution, deliveries) };
+    }
+    throw new DomainError('conflict', 'The incident kept changing while executing; try again.');
+  }
+
+  async get(incidentId: string, executionId: string): Promise<ExecutionView> {
+    await this.getIncident(incidentId);
+    const execution = isId('execution', executionId) ? await this.d.repo.get(executionId) : null;
+    if (!execution || execution.incident_id !== incidentId) throw notFound('Execution', executionId);
+    return presentExecution(execution, await this.deliveriesOf(execution));
+  }
+
+  async list(incidentId: string, page: PageRequest): Promise<Page<ExecutionView>> {
+    await this.getIncident(incidentId);
+    const result = await this.d.repo.listForIncident(incidentId, page);
+    const views = await Promise.all(result.data.map(async (e) => presentExecution(e, await this.deliveriesOf(e))));
+    return { data: views, nextCursor: result.nextCursor };
+  }
+
+  /** Re-queues the execution's failed deliveries → the execution (202). */
+  async redeliver(incidentId: string, executionId: string, input: unknown, actor: Actor): Promise<ExecutionView> {
+    const incident = await this.getIncident(incidentId);
+    const execution = isId('execution', executionId) ? await this.d.repo.get(executionId) : null;
+    if (!execution || execution.incident_id !== incidentId) throw notFound('Execution', executionId);
+    assertWritable(incident);
+    parseInput(RedeliverRequestSchema, input ?? {});
+    await this.d.deliveries.requeueFailed(await this.deliveriesOf(execution), actor);
+    return presentExecution(execution, await this.deliveriesOf(execution));
+  }
+
+  private async getIncident(id: string): Promise<Incident> {
+    const incident = isId('incident', id) ? await this.d.incidents.get(id) : null;
+    if (!incident) throw notFound('Incident', id);
+    return incident;
+  }
+
+  private async deliveriesOf(e: Execution): Promise<Delivery[]> {
+    return (await this.d.repo.getDeliveries(e.delivery_ids)).filter((x): x is Delivery => x !== null);
+  }
+
+  private async plan(incident: Incident, executionId: string, supplied: Record<string, string>, connectionIds: string[] | undefined) {
+    const connections = await this.targetConnections(connectionIds);
+    const templates = (await this.d.getTemplates(incident.template_ids)).filter((t): t is Template => t !== null);
+    const pairs: { connection: ExecuteConnection; template: Template | null }[] = [];
+    if (templates.length === 0) {
+      for (const c of connections) pairs.push({ connection: c, template: null });
+    } else {
+      for (const t of templates) {
+        for (const c of connections) if (t.connection_ids.length === 0 || t.connection_ids.includes(c.id)) pairs.push({ connection: c, template: t });
+      }
+    }
+    if (pairs.length === 0) {
+      throw new DomainError('no_connections', "No enabled connection is targeted by this incident's templates.");
+    }
+    const used = templates.filter((t) => pairs.some((p) => p.template === t));
+    const { values, missing } = resolveVariables(mergeDeclared(used), supplied);
+    if (missing.length > 0) throw missingVariablesError(missing);
+    const ctx = { incident: incidentView(incident, this.d.publicUrl), execution: { id: executionId }, variables: values };
+    const items = pairs.map((p) => {
+      const source = p.template ? sourceForChannel(p.template, p.connection.type) : defaultMessageSource();
+      const parseMode = p.connection.type === 'telegram' ? (p.connection.config.parse_mode as TelegramParseMode | undefined) : undefined;
+      const content: RenderedContent = renderMessage(source, ctx, p.connection.type, { telegramParseMode: parseMode ?? null });
+      return { ...p, content };
+    });
+    return { items, templates: used, variables: values };
+  }
+
+  private async targetConnections(ids: string[] | undefined): Promise<ExecuteConnection[]> {
+    const all = await this.d.listConnections();
+    if (ids === undefined) {
+      const enabled = all.filter((c) => c.enabled);
+      if (enabled.length === 0) throw new DomainError('no_connections', 'There is no enabled connection to deliver to.');
+      return enabled;
+    }
+    const byId = new Map(all.map((c) => [c.id, c]));
+    const errors: FieldError[] = [];
+    const picked: ExecuteConnection[] = [];
+    [...new Set(ids)].forEach((id, i) => {
+      const c = byId.get(id);
+      if (!c) errors.push({ field: `connection_ids.${i}`, code: 'unknown_connection', message: `Connection ${id} does not exist.` });
+      else if (!c.enabled) errors.push({ field: `connection_ids.${i}`, code: 'connection_disabled', message: `Connection ${id} is disabled.` });
+      else picked.push(c);
+    });
+    if (errors.some((e) => e.code === 'unknown_connection')) throw new DomainError('unknown_connection', 'Some connection_ids do not exist.', errors);
+    if (errors.length > 0) throw new DomainError('no_connections', 'Some listed connections are disabled.', errors);
+    return picked;
+  }
+}
+
+/** One declaration per name across templates: required if any template requires it, first default wins. */
+function mergeDeclared(templates: Template[]): TemplateVariable[] {
+  const byName = new Map<string, TemplateVariable>();
+  for (const t of templates) {
+    for (const v of t.variables) {
+      const seen = byName.get(v.name);
+      if (!seen) byName.set(v.name, { ...v });
+      else byName.set(v.name, { ...seen, required: seen.required || v.required, default: seen.default ?? v.default });
+    }
+  }
+  return [...byName.values()];
+}

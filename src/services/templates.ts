@@ -1,0 +1,220 @@
+import { CHANNEL_TYPES, type ChannelType } from '../domain/channel-types.js';
+import { iso } from '../domain/clock.js';
+import { DomainError, fieldError, isDomainError, notFound, type ErrorCode, type FieldError } from '../domain/errors.js';
+import { isId } from '../domain/ids.js';
+import type { Incident } from '../domain/incident.js';
+import type { Page, PageRequest } from '../domain/pagination.js';
+import { incidentView, renderMessage, sampleIncident, SAMPLE_EXECUTION_ID, type RenderContext, type RenderedMessage } from '../domain/render.js';
+import {
+  applyTemplatePatch,
+  newTemplate,
+  sourceForChannel,
+  TemplateBulkCreateSchema,
+  TemplateCreateSchema,
+  templateNameKey,
+  TemplatePatchSchema,
+  TemplateRenderRequestSchema,
+  type Template,
+} from '../domain/template.js';
+import { parseInput } from '../domain/validation.js';
+import { missingVariablesError, resolveVariables } from '../domain/variables.js';
+import type { Clock, IdGenerator, TemplateRepo } from '../ports.js';
+
+export interface TemplateServiceDeps {
+  templates: TemplateRepo;
+  clock: Clock;
+  ids: IdGenerator;
+  /** Reads an incident for a preview with `incident_id` (kept narrow: no incident service needed). */
+  getIncident(id: string): Promise<Incident | null>;
+  /**
+   * Which of these connection ids exist. Optional so templates work before connections are
+   * wired; without it `connection_ids` are stored unchecked.
+   */
+  connectionsExist?: (ids: string[]) => Promise<boolean[]>;
+  /** HERALD_PUBLIC_URL, the base of `{{incident.url}}`. */
+  publicUrl?: string;
+}
+
+export type TemplatePreviews = Record<ChannelType, RenderedMessage>;
+
+/** Optimistic writes retry this often before answering 409 `conflict`. */
+const MAX_ATTEMPTS = 8;
+
+export class TemplateService {
+  constructor(private readonly d: TemplateServiceDeps) {}
+
+  async create(input: unknown): Promise<Template> {
+    const body = parseInput(TemplateCreateSchema, input);
+    const template = newTemplate(this.d.ids.next('template'), body, iso(this.d.clock.now()));
+    await this.assertConnectionsExist([template], false);
+    const outcome = await this.d.templates.create([template]);
+    if (outcome.ok) return template;
+    if (outcome.reason === 'name_taken') throw nameTaken([{ field: 'name', name: template.name }]);
+    throw conflict();
+  }
+
+  /**
+   * Bulk create (SPEC §4): all or nothing, in one atomic write. Errors name the item, as in
+   * `3.name`; names must be unique within the batch as well as against stored templates.
+   */
+  async createMany(input: unknown): Promise<Template[]> {
+    const items = parseInput(TemplateBulkCreateSchema, input);
+    const firstByName = new Map<string, number>();
+    const duplicates: FieldError[] = [];
+    items.forEach((item, i) => {
+      const key = templateNameKey(item.name);
+      const first = firstByName.get(key);
+      if (first === undefined) firstByName.set(key, i);
+      else duplicates.push({ field: `${i}.name`, code: 'duplicate_name', message: `Template ${first} in this batch already has the name "${item.name}".` });
+    });
+    if (duplicates.length > 0) throw new DomainError('validation_failed', 'Template names must be unique within the batch.', duplicates);
+
+    const now = iso(this.d.clock.now());
+    const templates: Template[] = [];
+    const failures: { code: ErrorCode; errors: FieldError[] }[] = [];
+    items.forEach((item, i) => {
+      try {
+        templates.push(newTemplate(this.d.ids.next('template'), item, now));
+      } catch (e) {
+        if (!isDomainError(e)) throw e;
+        failures.push({ code: e.code, errors: e.errors.map((f) => ({ ...f, field: f.field === '' ? String(i) : `${i}.${f.field}` })) });
+      }
+    });
+    if (failures.length > 0) {
+      const codes = new Set(failures.map((f) => f.code));
+      const [only] = codes;
+      const code: ErrorCode = codes.size === 1 && only ? only : 'validation_failed';
+      throw new DomainError(code, 'Some templates in the batch are invalid; nothing was created. See errors.', failures.flatMap((f) => f.errors));
+    }
+    await this.assertConnectionsExist(templates, true);
+    const outcome = await this.d.templates.create(templates);
+    if (outcome.ok) return templates;
+    if (outcome.reason === 'name_taken') {
+      throw nameTaken(outcome.indexes.map((i) => ({ field: `${i}.name`, name: templates[i]?.name ?? '' })));
+    }
+    throw conflict();
+  }
+
+  async get(id: string): Promise<Template> {
+    const template = isId('template', id) ? await this.d.templates.get(id) : null;
+    if (!template) throw notFound('Template', id);
+    return template;
+  }
+
+  /** Templates by id, null where one does not exist (execute tolerates stale references). */
+  getMany(ids: string[]): Promise<(Template | null)[]> {
+    return Promise.all(ids.map((id) => (isId('template', id) ? this.d.templates.get(id) : Promise.resolve(null))));
+  }
+
+  list(page: PageRequest): Promise<Page<Template>> {
+    if (page.cursor && !('after' in page.cursor)) throw invalidCursor();
+    return this.d.templates.list(page);
+  }
+
+  /**
+   * PATCH: a new version (old ones stay readable). `ifMatch` is the version the caller saw (from
+   * the ETag); a stale one answers 412 instead of overwriting someone else's edit.
+   */
+  async update(id: string, input: unknown, ifMatch: number | null = null): Promise<Template> {
+    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+      const current = await this.get(id);
+      checkVersion(current, ifMatch);
+      const patch = parseInput(TemplatePatchSchema, input);
+      const next = applyTemplatePatch(current, patch, iso(this.d.clock.now()));
+      if (next === current) return current;
+      if (patch.connection_ids) await this.assertConnectionsExist([next], false);
+      const outcome = await this.d.templates.update(current, next);
+      if (outcome.ok) return next;
+      if (outcome.reason === 'name_taken') throw nameTaken([{ field: 'name', name: next.name }]);
+    }
+    throw conflict();
+  }
+
+  /** DELETE: refused (409 `template_in_use`) while a non-closed incident attaches the template. */
+  async delete(id: string, ifMatch: number | null = null): Promise<void> {
+    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+      const current = await this.get(id);
+      checkVersion(current, ifMatch);
+      const outcome = await this.d.templates.delete(current);
+      if (outcome.ok) return;
+      if (outcome.reason === 'in_use') {
+        throw new DomainError('template_in_use', `Template ${id} is attached to an incident that is not closed; detach it or close the incident first.`);
+      }
+    }
+    throw conflict();
+  }
+
+  async versions(id: string, page: PageRequest): Promise<Page<Template>> {
+    const current = await this.get(id);
+    if (page.cursor && !('offset' in page.cursor)) throw invalidCursor();
+    return this.d.templates.listVersions(id, current.version, page);
+  }
+
+  /** One version; `raw` is the path segment, and anything but an existing version number is 404. */
+  async version(id: string, raw: string): Promise<Template> {
+    await this.get(id);
+    const n = /^[1-9]\d{0,8}$/.test(raw) ? Number(raw) : null;
+    const found = n === null ? null : await this.d.templates.getVersion(id, n);
+    if (!found) throw new DomainError('not_found', `Template ${id} has no version ${raw}.`);
+    return found;
+  }
+
+  /**
+   * The render preview (SPEC §4): the current version for every channel type, with the caller's
+   * variables (defaults applied) and the built-ins of `incident_id` or a sample incident.
+   * Nothing is sent. Variables the template does not use are ignored, as at execute.
+   */
+  async render(id: string, input: unknown): Promise<TemplatePreviews> {
+    const template = await this.get(id);
+    const req = parseInput(TemplateRenderRequestSchema, input ?? {});
+    let incident = sampleIncident(this.d.publicUrl);
+    if (req.incident_id !== undefined && req.incident_id !== null) {
+      const found = isId('incident', req.incident_id) ? await this.d.getIncident(req.incident_id) : null;
+      if (!found) throw fieldError('validation_failed', 'incident_id', `Incident ${req.incident_id} does not exist.`, 'not_found');
+      incident = incidentView(found, this.d.publicUrl);
+    }
+    const { values, missing } = resolveVariables(template.variables, req.variables);
+    if (missing.length > 0) throw missingVariablesError(missing);
+    const ctx: RenderContext = { incident, execution: { id: SAMPLE_EXECUTION_ID }, variables: values };
+    const previews = {} as TemplatePreviews;
+    for (const type of CHANNEL_TYPES) previews[type] = renderMessage(sourceForChannel(template, type), ctx, type);
+    return previews;
+  }
+
+  /** `bulk` prefixes each error with the item's index (`3.connection_ids.0`). */
+  private async assertConnectionsExist(templates: Template[], bulk: boolean): Promise<void> {
+    const check = this.d.connectionsExist;
+    const all = templates.flatMap((t) => t.connection_ids);
+    if (!check || all.length === 0) return;
+    const exist = await check(all);
+    const errors: FieldError[] = [];
+    let k = 0;
+    templates.forEach((t, i) => {
+      const prefix = bulk ? `${i}.` : '';
+      t.connection_ids.forEach((cid, j) => {
+        if (!exist[k++]) errors.push({ field: `${prefix}connection_ids.${j}`, code: 'unknown_connection', message: `Connection ${cid} does not exist.` });
+      });
+    });
+    if (errors.length > 0) throw new DomainError('unknown_connection', 'Some connection_ids do not exist.', errors);
+  }
+}
+
+function checkVersion(current: Template, ifMatch: number | null): void {
+  if (ifMatch !== null && ifMatch !== current.version) {
+    throw new DomainError('precondition_failed', 'The template changed since you read it (If-Match does not match its ETag).');
+  }
+}
+
+function nameTaken(items: { field: string; name: string }[]): DomainError {
+  return new DomainError(
+    'template_name_taken',
+    items.length === 1 ? `A template named "${items[0]?.name}" already exists.` : 'Some template names are already taken; nothing was created.',
+    items.map(({ field, name }) => ({ field, code: 'template_name_taken', message: `A template named "${name}" already exists.` })),
+  );
+}
+
+const invalidCursor = () => new DomainError('invalid_cursor', 'The cursor is not one this list issued.');
+
+function conflict(): DomainError {
+  return new DomainError('conflict', 'The template kept changing concurrently; try again.');
+}

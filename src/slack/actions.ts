@@ -1,0 +1,82 @@
+import type { App, BlockAction, ButtonAction } from '@slack/bolt';
+import { isAdmin, slackActor, type SlackDeps } from './deps.js';
+import { publishHome } from './home.js';
+import { openCreateModal, openStepModal, type IncidentStep } from './modals.js';
+import { once } from './once.js';
+import { ACTIONS, ADMIN_ACTIONS } from './views/action-ids.js';
+import { generateApiKeyModal } from './views/api-key-modals.js';
+
+const STEP_BY_ACTION: Record<string, IncidentStep> = {
+  [ACTIONS.incidentExecute]: 'execute',
+  [ACTIONS.incidentUpdate]: 'update',
+  [ACTIONS.incidentResolve]: 'resolve',
+  [ACTIONS.incidentClose]: 'close',
+};
+
+type ButtonClick = BlockAction<ButtonAction>;
+
+/**
+ * Buttons: on announcements, `show` answers and the App Home. Each is acked first (Slack wants
+ * an answer within 3 s) and does its work after; a button that opens a modal does so once per
+ * trigger, so a retried click never opens two. Admin buttons re-check the clicking user every
+ * time: hiding them from non-admins is presentation, this is the rule.
+ */
+export function registerActions(app: App, deps: SlackDeps): void {
+  for (const [actionId, step] of Object.entries(STEP_BY_ACTION)) {
+    app.action<ButtonClick>({ type: 'block_actions', action_id: actionId }, async ({ ack, body, action }) => {
+      await ack();
+      const user = { id: body.user.id, name: slackActor(body.user).name };
+      await once(deps.idempotency, `trigger:${body.trigger_id}`, () => openStepModal(deps, body.trigger_id, step, action.value ?? '', user));
+    });
+  }
+
+  app.action<ButtonClick>({ type: 'block_actions', action_id: ACTIONS.incidentNew }, async ({ ack, body }) => {
+    await ack();
+    // From the App Home there is no channel: the announcement goes to HERALD_SLACK_CHANNEL or a DM.
+    const channel = body.channel?.id;
+    await once(deps.idempotency, `trigger:${body.trigger_id}`, () => openCreateModal(deps, body.trigger_id, { ctx: channel ? { channel_id: channel } : {} }));
+  });
+
+  app.action<ButtonClick>({ type: 'block_actions', action_id: ACTIONS.connectionTest }, async ({ ack, body, action }) => {
+    await ack();
+    if (!allowed(deps, body, action.action_id)) return;
+    await once(deps.idempotency, `trigger:${body.trigger_id}`, async () => {
+      try {
+        await deps.services.connections.test(action.value ?? '', { send_message: false });
+      } catch (err) {
+        deps.log.warn({ err, connection_id: action.value }, 'connection test from the App Home failed');
+      }
+      await publishHome(deps, body.user.id);
+    });
+  });
+
+  app.action<ButtonClick>({ type: 'block_actions', action_id: ACTIONS.apiKeyGenerate }, async ({ ack, body, action }) => {
+    await ack();
+    if (!allowed(deps, body, action.action_id)) return;
+    await once(deps.idempotency, `trigger:${body.trigger_id}`, () => deps.client.views.open({ trigger_id: body.trigger_id, view: generateApiKeyModal() }).then(() => undefined));
+  });
+
+  app.action<ButtonClick>({ type: 'block_actions', action_id: ACTIONS.apiKeyRevoke }, async ({ ack, body, action }) => {
+    await ack();
+    if (!allowed(deps, body, action.action_id)) return;
+    try {
+      // Idempotent in the service: a retried click revokes nothing twice.
+      await deps.services.apiKeys.revoke(action.value ?? '');
+      deps.log.info({ api_key_id: action.value, slack_user: body.user.id }, 'API key revoked from the App Home');
+    } catch (err) {
+      deps.log.warn({ err, api_key_id: action.value }, 'API key revoke from the App Home failed');
+    }
+    await publishHome(deps, body.user.id);
+  });
+}
+
+/**
+ * The admin gate for buttons. A refused click changes nothing; the user's Home is re-published
+ * (without the admin parts), which is all a forged or stale click gets back.
+ */
+function allowed(deps: SlackDeps, body: ButtonClick, actionId: string): boolean {
+  if (!ADMIN_ACTIONS.has(actionId) || isAdmin(deps, body.user.id)) return true;
+  deps.log.warn({ slack_user: body.user.id, action_id: actionId }, 'refused an admin action from a non-admin Slack user');
+  publishHome(deps, body.user.id).catch((err: unknown) => deps.log.warn({ err }, 'could not re-publish the App Home'));
+  return false;
+}

@@ -1,0 +1,152 @@
+import type { Delivery, ExecutionView } from '../domain/execution.js';
+import { isDomainError } from '../domain/errors.js';
+import type { Incident } from '../domain/incident.js';
+import type { SlackDeps } from './deps.js';
+import { announcementMessage, type ReceiptLine, type Receipts } from './views/announcement.js';
+
+/**
+ * The announcement message of each incident: posted once, then kept current with chat.update
+ * whenever the incident changes or a delivery of its newest execute moves (receipts).
+ *
+ * Every refresh rebuilds the whole message from the stored state, so refreshes are idempotent and
+ * the last one wins. Within a process they are coalesced per incident: while one runs, further
+ * requests collapse into a single re-run after it, so a burst of delivery updates costs at most
+ * two chat.update calls and an older state can never overwrite a newer one.
+ */
+export class Announcer {
+  private readonly running = new Map<string, { again: boolean; done: Promise<void> }>();
+
+  constructor(private readonly deps: SlackDeps) {}
+
+  /**
+   * Announces a new incident in the first channel that takes the message: where the command ran,
+   * then HERALD_SLACK_CHANNEL, then a direct message to the person who declared it.
+   */
+  async announce(incidentId: string, channels: (string | null | undefined)[]): Promise<void> {
+    const tried = new Set<string>();
+    for (const channel of channels) {
+      if (!channel || tried.has(channel)) continue;
+      tried.add(channel);
+      // Read at post time: an update made meanwhile is already in the first version.
+      const incident = await this.deps.services.incidents.get(incidentId);
+      const message = announcementMessage(incident, null);
+      try {
+        const res = await this.deps.client.chat.postMessage({ channel, text: message.text, blocks: message.blocks, unfurl_links: false });
+        if (res.channel && res.ts) {
+          await this.deps.services.announcements.remember(incidentId, res.channel, res.ts);
+          // The incident may have changed between the read and the remember: show the latest.
+          this.refresh(incidentId);
+        }
+        return;
+      } catch (err) {
+        this.deps.log.warn({ err: slackError(err), channel, incident_id: incidentId }, 'could not post the incident announcement; trying the next channel');
+      }
+    }
+    this.deps.log.warn({ incident_id: incidentId }, 'incident not announced in Slack: no channel took the message');
+  }
+
+  /** IncidentService hook. Slack-made incidents are announced by the listener (it knows the channel). */
+  incidentChanged(incident: Incident, kind: 'created' | 'updated' | 'closed'): void {
+    if (kind === 'created') {
+      if (incident.created_by.type !== 'slack_user' && this.deps.settings.defaultChannel) {
+        this.background(this.announce(incident.id, [this.deps.settings.defaultChannel]), incident.id);
+      }
+      return;
+    }
+    this.refresh(incident.id);
+  }
+
+  /** DeliveryService hook: the receipts follow the newest execution of the incident. */
+  deliveryChanged(d: Pick<Delivery, 'incident_id' | 'execution_id'>): void {
+    this.background(
+      this.deps.services.announcements.trackExecution(d.incident_id, d.execution_id).then((a) => {
+        if (a) this.refresh(d.incident_id);
+      }),
+      d.incident_id,
+    );
+  }
+
+  /** After an execute from Slack: show its receipts (queued) right away. */
+  executed(incidentId: string, executionId: string): void {
+    this.deliveryChanged({ incident_id: incidentId, execution_id: executionId });
+  }
+
+  /** Re-renders the announcement from the stored state (fire and forget; errors are logged). */
+  refresh(incidentId: string): void {
+    const current = this.running.get(incidentId);
+    if (current) {
+      current.again = true;
+      return;
+    }
+    const state = { again: false, done: Promise.resolve() };
+    state.done = (async () => {
+      try {
+        do {
+          state.again = false;
+          await this.update(incidentId).catch((err: unknown) => this.deps.log.warn({ err: slackError(err), incident_id: incidentId }, 'could not update the incident announcement'));
+        } while (state.again);
+      } finally {
+        this.running.delete(incidentId);
+      }
+    })();
+    this.running.set(incidentId, state);
+  }
+
+  /** Resolves once no refresh is running (shutdown; tests). */
+  async idle(): Promise<void> {
+    while (this.running.size > 0) await Promise.all([...this.running.values()].map((s) => s.done));
+  }
+
+  private async update(incidentId: string): Promise<void> {
+    const announcement = await this.deps.services.announcements.find(incidentId);
+    if (!announcement) return;
+    const incident = await this.deps.services.incidents.get(incidentId);
+    const receipts = announcement.execution_id ? await this.receipts(incidentId, announcement.execution_id) : null;
+    const message = announcementMessage(incident, receipts);
+    await this.deps.client.chat.update({ channel: announcement.channel, ts: announcement.ts, text: message.text, blocks: message.blocks });
+  }
+
+  private async receipts(incidentId: string, executionId: string): Promise<Receipts | null> {
+    let execution: ExecutionView;
+    try {
+      execution = await this.deps.services.executions.get(incidentId, executionId);
+    } catch (e) {
+      if (isDomainError(e) && e.code === 'not_found') return null;
+      throw e;
+    }
+    const names = await this.connectionNames(execution.deliveries.map((d) => d.connection_id));
+    const lines: ReceiptLine[] = execution.deliveries.map((d) => ({
+      connectionName: names.get(d.connection_id) ?? d.connection_id,
+      connectionType: d.connection_type,
+      status: d.status,
+      attempts: d.attempts.length,
+      error: d.attempts.at(-1)?.error ?? null,
+    }));
+    return { executionId: execution.id, status: execution.status, lines };
+  }
+
+  private async connectionNames(ids: string[]): Promise<Map<string, string>> {
+    const names = new Map<string, string>();
+    await Promise.all(
+      [...new Set(ids)].map(async (id) => {
+        // A deleted connection keeps its receipt line, named by id.
+        const c = await this.deps.services.connections.get(id).catch(() => null);
+        if (c) names.set(id, c.name);
+      }),
+    );
+    return names;
+  }
+
+  private background(p: Promise<unknown>, incidentId: string): void {
+    p.catch((err: unknown) => this.deps.log.warn({ err: slackError(err), incident_id: incidentId }, 'announcement work failed'));
+  }
+}
+
+/** Web API errors carry `data.error` (e.g. `channel_not_found`); log that, never the request. */
+export function slackError(err: unknown): { message: string; code?: string } {
+  if (err instanceof Error) {
+    const data = (err as Error & { data?: { error?: unknown } }).data;
+    return { message: err.message, ...(typeof data?.error === 'string' ? { code: data.error } : {}) };
+  }
+  return { message: String(err) };
+}

@@ -1,0 +1,166 @@
+import { App, ExpressReceiver, LogLevel, type Logger as BoltLogger } from '@slack/bolt';
+import { WebClient } from '@slack/web-api';
+import express, { type Express, type RequestHandler } from 'express';
+import type { Logger } from 'pino';
+import type { IdempotencyStore } from '../ports.js';
+import { registerActions } from './actions.js';
+import { Announcer } from './announcer.js';
+import { registerCommands } from './commands.js';
+import type { SlackDeps, SlackServices, SlackSettings } from './deps.js';
+import { publishHome } from './home.js';
+import { registerSubmissions } from './submissions.js';
+import { verifySlackRequest } from './verify-request.js';
+
+/** Where Slack posts commands, interactivity and events in HTTP mode (see slack-app-manifest.yml). */
+export const SLACK_EVENTS_PATH = '/slack/events';
+
+/** Slack payloads are small; a modal submission with 50 variables stays far below this. */
+const BODY_LIMIT = '1mb';
+
+export interface SlackEdgeOptions {
+  /** HTTP mode: verifies every request. Not needed in Socket Mode. */
+  signingSecret?: string;
+  botToken: string;
+  /** Socket Mode when set (xapp-…): no public URL needed. */
+  appToken?: string;
+  /** SLACK_API_URL: Slack's Web API, or the local fake in tests. */
+  apiUrl: string;
+  settings: SlackSettings;
+  services: SlackServices;
+  idempotency: IdempotencyStore;
+  log: Logger;
+  now(): Date;
+}
+
+export interface SlackEdge {
+  mode: 'http' | 'socket';
+  /** The hooks the composition root connects to incident and delivery changes. */
+  announcer: Announcer;
+  /** Connects Socket Mode (a no-op in HTTP mode, where Express carries the requests). */
+  start(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/**
+ * The Slack app (Bolt 5). In HTTP mode it is mounted on Herald's own Express app at
+ * /slack/events, behind a signature check that also refuses timestamps from the future; in
+ * Socket Mode it connects out with the app token. Listeners only translate: they parse the
+ * payload, call one service and present the answer.
+ */
+export function createSlackEdge(opts: SlackEdgeOptions, expressApp: Express): SlackEdge {
+  const log = opts.log.child({ component: 'slack' });
+  const client = new WebClient(opts.botToken, {
+    slackApiUrl: opts.apiUrl,
+    logger: boltLogger(log),
+    // A few quick retries on network errors and 5xx; announcements are refreshed again on the
+    // next change anyway, so holding a promise open for Slack's default half hour buys nothing.
+    retryConfig: { retries: 2, factor: 2, minTimeout: 200, maxTimeout: 2000 },
+  });
+  const now = () => opts.now();
+  const deps: SlackDeps = { services: opts.services, settings: opts.settings, client, idempotency: opts.idempotency, log, now };
+  const announcer = new Announcer(deps);
+
+  // A fixed authorization: Herald is installed in one workspace with one bot token. Returning it
+  // here (instead of passing `token`) keeps Bolt from calling auth.test on every request.
+  const authorize = () => Promise.resolve({ botToken: opts.botToken });
+  const common = {
+    authorize,
+    logger: boltLogger(log),
+    ignoreSelf: false,
+    convoStore: false as const,
+    clientOptions: { slackApiUrl: opts.apiUrl, retryConfig: { retries: 0 } },
+  };
+
+  let app: App;
+  let mode: SlackEdge['mode'];
+  if (opts.appToken !== undefined) {
+    mode = 'socket';
+    app = new App({ ...common, appToken: opts.appToken, socketMode: true });
+  } else {
+    if (opts.signingSecret === undefined) throw new Error('Slack HTTP mode needs SLACK_SIGNING_SECRET');
+    mode = 'http';
+    expressApp.post(SLACK_EVENTS_PATH, express.raw({ type: () => true, limit: BODY_LIMIT }), verifyRequests(opts.signingSecret, now, log));
+    // Bolt adds its router to the same Express app (no second server, no global body parser).
+    const receiver = new ExpressReceiver({ signingSecret: opts.signingSecret, app: expressApp, endpoints: SLACK_EVENTS_PATH, logger: boltLogger(log), processBeforeResponse: false });
+    app = new App({ ...common, receiver });
+  }
+
+  registerCommands(app, deps);
+  registerActions(app, deps);
+  registerSubmissions(app, deps, announcer);
+  app.event('app_home_opened', async ({ event }) => {
+    if (event.tab !== 'home') return;
+    await publishHome(deps, event.user);
+  });
+  app.error(async (err) => {
+    log.error({ err }, 'Slack listener failed');
+    return Promise.resolve();
+  });
+
+  return {
+    mode,
+    announcer,
+    async start() {
+      if (mode === 'socket') await app.start();
+    },
+    async stop() {
+      if (mode === 'socket') await app.stop().catch((err: unknown) => log.warn({ err }, 'Socket Mode did not stop cleanly'));
+      await announcer.idle();
+    },
+  };
+}
+
+/**
+ * Verifies Slack's signature and timestamp (±5 minutes) before Bolt runs; Bolt verifies again
+ * with the same raw body, which this hands on as `req.rawBody`. Slack sends forms as exactly
+ * `application/x-www-form-urlencoded`; a charset suffix from a proxy is normalised so Bolt
+ * parses the form instead of failing on it as JSON.
+ */
+function verifyRequests(signingSecret: string, now: () => Date, log: Logger): RequestHandler {
+  return (req, res, next) => {
+    const raw = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
+    const result = verifySlackRequest({
+      signingSecret,
+      timestamp: req.get('x-slack-request-timestamp'),
+      signature: req.get('x-slack-signature'),
+      rawBody: raw.toString('utf8'),
+      nowMs: now().getTime(),
+    });
+    if (!result.ok) {
+      log.warn({ reason: result.reason }, 'refused a Slack request');
+      res.status(401).type('text/plain').send('invalid Slack request signature or timestamp\n');
+      return;
+    }
+    (req as typeof req & { rawBody?: Buffer }).rawBody = raw;
+    const type = req.headers['content-type'];
+    if (type !== undefined && /^application\/x-www-form-urlencoded\s*;/i.test(type)) req.headers['content-type'] = 'application/x-www-form-urlencoded';
+    next();
+  };
+}
+
+/** Bolt and the Web API client log through Herald's pino logger. */
+function boltLogger(log: Logger): BoltLogger {
+  let level = LogLevel.INFO;
+  const text = (msg: unknown[]) => msg.map(show).join(' ');
+  return {
+    debug: (...msg: unknown[]) => log.debug(text(msg)),
+    info: (...msg: unknown[]) => log.info(text(msg)),
+    warn: (...msg: unknown[]) => log.warn(text(msg)),
+    error: (...msg: unknown[]) => log.error(text(msg)),
+    setLevel: (l: LogLevel) => {
+      level = l;
+    },
+    getLevel: () => level,
+    setName: () => undefined,
+  };
+}
+
+function show(m: unknown): string {
+  if (typeof m === 'string') return m;
+  if (m instanceof Error) return m.message;
+  try {
+    return JSON.stringify(m);
+  } catch {
+    return String(m);
+  }
+}

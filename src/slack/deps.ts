@@ -1,0 +1,46 @@
+import type { WebClient } from '@slack/web-api';
+import type { Logger } from 'pino';
+import type { Actor } from '../domain/actor.js';
+import type { IdempotencyStore } from '../ports.js';
+import type { AnnouncementService } from '../services/announcements.js';
+import type { ApiKeyService } from '../services/api-keys.js';
+import type { ConnectionService } from '../services/connections.js';
+import type { ExecutionService } from '../services/executions.js';
+import type { IncidentService } from '../services/incidents.js';
+import type { TemplateService } from '../services/templates.js';
+
+export interface SlackServices {
+  incidents: Pick<IncidentService, 'create' | 'get' | 'list' | 'update' | 'close'>;
+  apiKeys: Pick<ApiKeyService, 'create' | 'list' | 'revoke'>;
+  templates: Pick<TemplateService, 'get' | 'list'>;
+  connections: Pick<ConnectionService, 'get' | 'list' | 'test'>;
+  executions: Pick<ExecutionService, 'execute' | 'get'>;
+  announcements: AnnouncementService;
+}
+
+export interface SlackSettings {
+  /** HERALD_SLACK_ADMINS: Slack user ids that see and may use the admin parts of the App Home. */
+  admins: readonly string[];
+  /** HERALD_SLACK_CHANNEL: where incidents created outside Slack are announced. */
+  defaultChannel: string | null;
+}
+
+export interface SlackDeps {
+  services: SlackServices;
+  settings: SlackSettings;
+  /** The bot's Web API client (SLACK_API_URL, SLACK_BOT_TOKEN). */
+  client: WebClient;
+  /** Deduplicates Slack's retries and double submissions (view ids, trigger ids). */
+  idempotency: IdempotencyStore;
+  log: Logger;
+  now(): Date;
+}
+
+/** The Slack user behind a request, as recorded on the incident timeline. */
+export function slackActor(user: { id: string; name?: string | undefined; username?: string | undefined }): Actor {
+  return { type: 'slack_user', id: user.id, name: user.name ?? user.username ?? user.id };
+}
+
+export function isAdmin(deps: SlackDeps, userId: string): boolean {
+  return deps.settings.admins.includes(userId);
+}

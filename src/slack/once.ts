@@ -1,0 +1,26 @@
+import type { IdempotencyStore } from '../ports.js';
+
+/**
+ * Slack may deliver the same interaction twice (a retry after a slow ack, a double-clicked
+ * submit), and both carry the same view id or trigger id. `once` runs the work for the first and
+ * reports the others as repeats, across every Herald instance (the claim is in Redis, shared with
+ * the /v1 Idempotency-Key store under its own scope). A failed first run frees the claim, so a
+ * user can correct a refused form and submit it again.
+ */
+const SCOPE = 'slack';
+
+export type Once<T> = { repeat: false; value: T } | { repeat: true };
+
+export async function once<T>(store: IdempotencyStore, key: string, work: () => Promise<T>): Promise<Once<T>> {
+  const claim = await store.begin(SCOPE, key, key);
+  if (claim.state !== 'new') return { repeat: true };
+  let value: T;
+  try {
+    value = await work();
+  } catch (e) {
+    await store.release(SCOPE, key).catch(() => undefined);
+    throw e;
+  }
+  await store.complete(SCOPE, key, key, { status: 200, body: '', headers: {} });
+  return { repeat: false, value };
+}

@@ -1,0 +1,156 @@
+import type { AckFn, App, ViewResponseAction, ViewSubmitAction } from '@slack/bolt';
+import { DomainError, isDomainError } from '../domain/errors.js';
+import type { Announcer } from './announcer.js';
+import { isAdmin, slackActor, type SlackDeps } from './deps.js';
+import { ephemeralMessage, modalErrors } from './errors.js';
+import { publishHome } from './home.js';
+import { messageModal } from './modals.js';
+import { once } from './once.js';
+import { CALLBACKS, decodeContext } from './views/action-ids.js';
+import { apiKeyCreatedModal } from './views/api-key-modals.js';
+import type { ModalView } from './views/block-kit.js';
+import { listOf, optionalTextOf, readViewState, selectedOf, textOf, variablesOf, type FieldValue } from './view-state.js';
+
+type Submission = { body: ViewSubmitAction; ack: AckFn<ViewResponseAction> };
+
+/**
+ * Modal submissions. Each builds the same request body /v1 takes and calls one service method.
+ * A refusal is answered in the ack as `response_action: errors` on the inputs the service named;
+ * success closes the modal (or shows the next view), and slow follow-up (the announcement, Home)
+ * runs after the ack. A submission runs once per view id: Slack's retries and double clicks of
+ * "Submit" carry the same view id, and the repeats are acked without doing anything again.
+ */
+export function registerSubmissions(app: App, deps: SlackDeps, announcer: Announcer): void {
+  const s = deps.services;
+
+  submit(app, deps, CALLBACKS.create, async ({ state, body, ctx }) => {
+    const incident = await s.incidents.create(
+      {
+        title: textOf(state, 'title'),
+        severity: selectedOf(state, 'severity'),
+        description: textOf(state, 'description'),
+        impact: textOf(state, 'impact'),
+        template_ids: listOf(state, 'template_ids') ?? [],
+      },
+      slackActor(body.user),
+    );
+    return {
+      after: () => announcer.announce(incident.id, [ctx.channel_id, deps.settings.defaultChannel, body.user.id]),
+    };
+  });
+
+  submit(app, deps, CALLBACKS.update, async ({ state, body, ctx }) => {
+    const patch: Record<string, unknown> = {
+      status: selectedOf(state, 'status'),
+      title: textOf(state, 'title'),
+      severity: selectedOf(state, 'severity'),
+      description: optionalTextOf(state, 'description'),
+      impact: optionalTextOf(state, 'impact'),
+      // The multi-select is only in the modal when templates exist; absent means "leave alone".
+      template_ids: state.has('template_ids') ? (listOf(state, 'template_ids') ?? []) : undefined,
+    };
+    await s.incidents.update(incidentIdOf(ctx), withoutUndefined(patch), slackActor(body.user));
+    return {};
+  });
+
+  submit(app, deps, CALLBACKS.resolve, async ({ state, body, ctx }) => {
+    await s.incidents.update(incidentIdOf(ctx), { status: 'resolved', resolution_summary: textOf(state, 'resolution_summary') }, slackActor(body.user));
+    return {};
+  });
+
+  submit(app, deps, CALLBACKS.close, async ({ state, body, ctx }) => {
+    const summary = textOf(state, 'resolution_summary');
+    await s.incidents.close(incidentIdOf(ctx), summary.trim() === '' ? {} : { resolution_summary: summary }, slackActor(body.user));
+    return {};
+  });
+
+  submit(app, deps, CALLBACKS.execute, async ({ state, body, ctx }) => {
+    const incidentId = incidentIdOf(ctx);
+    const result = await s.executions.execute(incidentId, { variables: variablesOf(state) }, slackActor(body.user), { dryRun: false });
+    return { after: () => Promise.resolve(result.dryRun ? undefined : announcer.executed(incidentId, result.execution.id)) };
+  });
+
+  submit(app, deps, CALLBACKS.apiKeyGenerate, async ({ state, body }) => {
+    const expires = selectedOf(state, 'expires_in');
+    const { key, token } = await s.apiKeys.create(
+      {
+        name: textOf(state, 'name'),
+        scopes: listOf(state, 'scopes') ?? [],
+        ...(expires && expires !== 'never' ? { expires_in: expires } : {}),
+      },
+      slackActor(body.user),
+    );
+    deps.log.info({ api_key_id: key.id, slack_user: body.user.id }, 'API key generated from the App Home');
+    // The token is shown in place of the form, once; it is in no log and no store.
+    return { view: apiKeyCreatedModal({ id: key.id, name: key.name, token }), after: () => publishHome(deps, body.user.id) };
+  }, { adminOnly: true });
+}
+
+interface SubmitContext {
+  state: Map<string, FieldValue>;
+  body: ViewSubmitAction;
+  ctx: ReturnType<typeof decodeContext>;
+}
+
+interface SubmitOutcome {
+  /** A view to show instead of closing the modal. */
+  view?: ModalView;
+  /** Follow-up work after the ack (errors are logged, never shown). */
+  after?: () => Promise<void>;
+}
+
+function submit(app: App, deps: SlackDeps, callbackId: string, handle: (c: SubmitContext) => Promise<SubmitOutcome>, opts: { adminOnly?: boolean } = {}): void {
+  app.view<ViewSubmitAction>({ callback_id: callbackId, type: 'view_submission' }, async ({ body, ack }: Submission) => {
+    const view = body.view;
+    const inputs = inputBlockIds(view.blocks);
+    // Errors must name an input of this view; a view without inputs gets an explanation instead.
+    const refuse = (e: unknown) => {
+      const fallback = inputs[0];
+      return fallback === undefined
+        ? ack({ response_action: 'update', view: messageModal('Cannot do that', ephemeralMessage(e)) })
+        : ack({ response_action: 'errors', errors: modalErrors(e, inputs, fallback) });
+    };
+    if (opts.adminOnly && !isAdmin(deps, body.user.id)) {
+      deps.log.warn({ slack_user: body.user.id, callback_id: callbackId }, 'refused an admin submission from a non-admin Slack user');
+      await refuse(new DomainError('insufficient_scope', 'Only Herald admins can do this.'));
+      return;
+    }
+    const state = readViewState(view.state.values);
+    let outcome: Awaited<ReturnType<typeof once<SubmitOutcome>>>;
+    try {
+      outcome = await once(deps.idempotency, `view:${view.id}`, () => handle({ state, body, ctx: decodeContext(view.private_metadata) }));
+    } catch (e) {
+      if (!isDomainError(e)) deps.log.error({ err: e, callback_id: callbackId }, 'Slack submission failed');
+      await refuse(e);
+      return;
+    }
+    if (outcome.repeat) {
+      await ack();
+      return;
+    }
+    const { view: next, after } = outcome.value;
+    await (next ? ack({ response_action: 'update', view: next }) : ack());
+    if (after) await after().catch((err: unknown) => deps.log.warn({ err, callback_id: callbackId }, 'follow-up after a Slack submission failed'));
+  });
+}
+
+/** The modal's input block ids, in order: where field errors can be shown. */
+function inputBlockIds(blocks: readonly unknown[]): string[] {
+  const ids: string[] = [];
+  for (const b of blocks) {
+    if (b && typeof b === 'object' && (b as { type?: unknown }).type === 'input') {
+      const id = (b as { block_id?: unknown }).block_id;
+      if (typeof id === 'string') ids.push(id);
+    }
+  }
+  return ids;
+}
+
+function incidentIdOf(ctx: ReturnType<typeof decodeContext>): string {
+  return ctx.incident_id ?? '';
+}
+
+function withoutUndefined(o: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined));
+}
+

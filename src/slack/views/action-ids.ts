@@ -1,0 +1,53 @@
+/**
+ * The ids that tie a view to its handler: button action ids, modal callback ids and the App Home
+ * buttons. Views set them, listeners in slack/actions.ts and slack/submissions.ts match on them.
+ */
+export const ACTIONS = {
+  incidentNew: 'incident_new',
+  incidentExecute: 'incident_execute',
+  incidentUpdate: 'incident_update',
+  incidentResolve: 'incident_resolve',
+  incidentClose: 'incident_close',
+  connectionTest: 'connection_test',
+  apiKeyGenerate: 'api_key_generate',
+  apiKeyRevoke: 'api_key_revoke',
+} as const;
+
+export const CALLBACKS = {
+  create: 'incident_create',
+  execute: 'incident_execute',
+  update: 'incident_update',
+  resolve: 'incident_resolve',
+  close: 'incident_close',
+  apiKeyGenerate: 'api_key_generate',
+} as const;
+
+/** Actions and modals only HERALD_SLACK_ADMINS may use; checked on every request, not just hidden. */
+export const ADMIN_ACTIONS: ReadonlySet<string> = new Set([ACTIONS.connectionTest, ACTIONS.apiKeyGenerate, ACTIONS.apiKeyRevoke]);
+export const ADMIN_CALLBACKS: ReadonlySet<string> = new Set([CALLBACKS.apiKeyGenerate]);
+
+/** What a modal carries from opening to submission (its private_metadata, as JSON). */
+export interface ModalContext {
+  incident_id?: string;
+  /** The channel the command ran in: where a created incident is announced. */
+  channel_id?: string;
+}
+
+export function encodeContext(ctx: ModalContext): string {
+  return JSON.stringify(ctx);
+}
+
+/** Never trusts the metadata's shape: it comes back from Slack inside a payload a user could forge. */
+export function decodeContext(raw: string | undefined): ModalContext {
+  try {
+    const v: unknown = JSON.parse(raw ?? '{}');
+    if (v === null || typeof v !== 'object') return {};
+    const o = v as Record<string, unknown>;
+    return {
+      ...(typeof o.incident_id === 'string' ? { incident_id: o.incident_id } : {}),
+      ...(typeof o.channel_id === 'string' ? { channel_id: o.channel_id } : {}),
+    };
+  } catch {
+    return {};
+  }
+}

@@ -1,0 +1,74 @@
+import { escapeSlack } from '../../domain/escape.js';
+import type { DeliveryStatus, ExecutionStatus } from '../../domain/execution.js';
+import type { Incident } from '../../domain/incident.js';
+import { context, divider, section, truncate, type KnownBlock } from './block-kit.js';
+import { incidentActions, incidentBlocks, incidentFallbackText } from './incident.js';
+
+/** One delivery of the last execute, as the announcement shows it. */
+export interface ReceiptLine {
+  connectionName: string;
+  connectionType: string;
+  status: DeliveryStatus;
+  attempts: number;
+  /** The last attempt's error, when it failed. */
+  error: string | null;
+}
+
+export interface Receipts {
+  executionId: string;
+  status: ExecutionStatus;
+  lines: ReceiptLine[];
+}
+
+const RECEIPT: Record<DeliveryStatus, string> = {
+  queued: ':hourglass_flowing_sand: queued',
+  sending: ':outbox_tray: sending',
+  delivered: ':white_check_mark: delivered',
+  retrying: ':repeat: retrying',
+  failed: ':x: failed',
+  cancelled: ':no_entry_sign: cancelled',
+};
+
+/** A section holds 3,000 characters; past this many lines the rest is summarised. */
+const MAX_RECEIPT_LINES = 25;
+
+export function receiptLine(r: ReceiptLine): string {
+  let line = `${RECEIPT[r.status]} — *${escapeSlack(truncate(r.connectionName, 80))}* (${r.connectionType})`;
+  if (r.status === 'retrying') line += ` · attempt ${r.attempts}`;
+  if ((r.status === 'retrying' || r.status === 'failed') && r.error) line += ` · ${escapeSlack(truncate(r.error, 100))}`;
+  return line;
+}
+
+export function receiptBlocks(receipts: Receipts): KnownBlock[] {
+  const shown = receipts.lines.slice(0, MAX_RECEIPT_LINES).map(receiptLine);
+  const rest = receipts.lines.length - shown.length;
+  if (rest > 0) shown.push(`…and ${rest} more`);
+  const counts = countBy(receipts.lines.map((l) => l.status));
+  const summary = Object.entries(counts)
+    .map(([s, n]) => `${n} ${s}`)
+    .join(', ');
+  return [
+    section(`*Delivery receipts* · \`${receipts.executionId}\` · ${receipts.status.replace('_', ' ')}\n${shown.join('\n') || '_No deliveries._'}`, 'receipts'),
+    context(summary === '' ? 'No deliveries.' : summary),
+  ];
+}
+
+/**
+ * The announcement of an incident: its facts, the last execute's receipts, and the buttons. Kept
+ * current with chat.update, so it is always rebuilt whole from the stored state.
+ */
+export function announcementMessage(incident: Incident, receipts: Receipts | null): { text: string; blocks: KnownBlock[] } {
+  const blocks: KnownBlock[] = [
+    section(`:rotating_light: *Incident declared*`),
+    ...incidentBlocks(incident),
+  ];
+  if (receipts) blocks.push(divider(), ...receiptBlocks(receipts));
+  blocks.push(...incidentActions(incident, 'incident_actions'));
+  return { text: incidentFallbackText(incident), blocks };
+}
+
+function countBy(values: string[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const v of values) out[v] = (out[v] ?? 0) + 1;
+  return out;
+}

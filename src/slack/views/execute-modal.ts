@@ -1,0 +1,83 @@
+import type { Incident } from '../../domain/incident.js';
+import { LIMITS } from '../../domain/limits.js';
+import { CALLBACKS, encodeContext } from './action-ids.js';
+import { context, divider, header, input, modal, plain, section, SLACK_LIMITS, textInput, truncate, type KnownBlock, type ModalView } from './block-kit.js';
+import { incidentLine } from './incident.js';
+
+/** A variable declared by one or more of the incident's templates. */
+export interface DeclaredVariable {
+  name: string;
+  description: string;
+  required: boolean;
+  default: string | null;
+}
+
+/** What one connection would receive, from the execute dry run. */
+export interface PreviewItem {
+  connectionName: string;
+  connectionType: string;
+  templateName: string | null;
+  subject: string;
+  body: string;
+}
+
+/** The block id of a variable's input: the same dotted path as `errors[].field` of a 422. */
+export const variableField = (name: string): string => `variables.${name}`;
+
+/**
+ * Merges the variables of several templates into one input each: required if any template
+ * requires it, the first default and description found.
+ */
+export function mergeDeclaredVariables(lists: readonly (readonly DeclaredVariable[])[]): DeclaredVariable[] {
+  const byName = new Map<string, DeclaredVariable>();
+  for (const list of lists) {
+    for (const v of list) {
+      const seen = byName.get(v.name);
+      if (!seen) byName.set(v.name, { ...v });
+      else byName.set(v.name, { name: v.name, description: seen.description || v.description, required: seen.required || v.required, default: seen.default ?? v.default });
+    }
+  }
+  return [...byName.values()];
+}
+
+/** The values the preview renders with: defaults, and a visible marker where the user will type. */
+export function previewVariables(vars: readonly DeclaredVariable[]): Record<string, string> {
+  return Object.fromEntries(vars.map((v) => [v.name, v.default ?? `‹${v.name}›`]));
+}
+
+const PREVIEW_BODY_MAX = 1500;
+const MAX_PREVIEWS = 10;
+
+export function executeModal(p: { incident: Incident; variables: DeclaredVariable[]; previews: PreviewItem[]; previewNote?: string }): ModalView {
+  const blocks: KnownBlock[] = [section(incidentLine(p.incident))];
+  if (p.variables.length === 0) blocks.push(context('The attached templates declare no variables.'));
+  for (const v of p.variables.slice(0, LIMITS.variables)) {
+    blocks.push(
+      input(variableField(v.name), v.name, textInput({ initial: v.default, multiline: false, maxLength: LIMITS.variableValue }), {
+        optional: !v.required,
+        ...(v.description ? { hint: v.description } : {}),
+      }),
+    );
+  }
+  blocks.push(divider(), header('Preview'));
+  blocks.push(context(p.previewNote ?? 'Rendered with the defaults; ‹name› stands for a value you type above.'));
+  // Two blocks per preview, and a view holds 100 blocks: the budget decides how many fit.
+  const budget = Math.floor((SLACK_LIMITS.blocksPerView - blocks.length - 1) / 2);
+  const shown = p.previews.slice(0, Math.max(0, Math.min(MAX_PREVIEWS, budget)));
+  for (const item of shown) {
+    const via = item.templateName ? ` · template ${item.templateName}` : ' · built-in message';
+    blocks.push(context(`*${truncate(item.connectionName, 80)}* (${item.connectionType})${via}`));
+    const text = item.subject ? `${item.subject}\n\n${item.body}` : item.body;
+    blocks.push({ type: 'section', text: plain(truncate(text, PREVIEW_BODY_MAX)) });
+  }
+  const rest = p.previews.length - shown.length;
+  if (rest > 0) blocks.push(context(`…and ${rest} more deliveries.`));
+  if (p.previews.length === 0) blocks.push(context('Nothing to preview.'));
+  return modal({
+    callbackId: CALLBACKS.execute,
+    title: 'Execute incident',
+    submit: 'Send',
+    privateMetadata: encodeContext({ incident_id: p.incident.id }),
+    blocks,
+  });
+}

@@ -1,0 +1,102 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import { waitFor } from './wait.js';
+
+/**
+ * Child processes for the end-to-end tests of the entry points: `src/main.ts` and the CLI run
+ * through tsx exactly as `npm start` and `npm run herald` do (node + tsx's CLI, without npx's
+ * start-up cost), with an environment built from scratch so the developer's own REDIS_URL or
+ * HERALD_* variables never leak in.
+ */
+export const ROOT = join(import.meta.dirname, '..', '..');
+const TSX_CLI = join(ROOT, 'node_modules', 'tsx', 'dist', 'cli.mjs');
+
+export interface Child {
+  proc: ChildProcess;
+  /** Everything written so far. */
+  stdout(): string;
+  stderr(): string;
+  /** Resolves with the exit code (null when killed by a signal). */
+  exited: Promise<number | null>;
+}
+
+/** The minimum environment: PATH and HOME plus what the test sets (undefined removes a name). */
+export function childEnv(vars: Record<string, string | undefined>): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: 'info' };
+  for (const [k, v] of Object.entries(vars)) {
+    if (v === undefined) delete env[k];
+    else env[k] = v;
+  }
+  return env;
+}
+
+/**
+ * Starts `tsx <script> ...args` in the project root. `direct` runs it as one process
+ * (`node --import tsx`), for tests that must signal the program itself rather than tsx's relay.
+ */
+export function spawnTsx(script: string, args: string[], env: NodeJS.ProcessEnv, opts: { direct?: boolean } = {}): Child {
+  const argv = opts.direct ? ['--import', 'tsx', script, ...args] : [TSX_CLI, script, ...args];
+  const proc = spawn(process.execPath, argv, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  proc.stdout?.on('data', (c: Buffer) => (out += c.toString('utf8')));
+  proc.stderr?.on('data', (c: Buffer) => (err += c.toString('utf8')));
+  const exited = new Promise<number | null>((resolve) => proc.on('close', (code) => resolve(code)));
+  return { proc, stdout: () => out, stderr: () => err, exited };
+}
+
+export interface RunResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `tsx <script> ...args` to completion (killed at the deadline). */
+export async function runTsx(script: string, args: string[], env: NodeJS.ProcessEnv, timeoutMs = 20_000): Promise<RunResult> {
+  const child = spawnTsx(script, args, env);
+  const timer = setTimeout(() => child.proc.kill('SIGKILL'), timeoutMs);
+  const code = await child.exited.finally(() => clearTimeout(timer));
+  return { code, stdout: child.stdout(), stderr: child.stderr() };
+}
+
+/** Stops a child that a test left running (first politely, then not). */
+export async function stopChild(child: Child | undefined): Promise<void> {
+  if (!child || child.proc.exitCode !== null || child.proc.signalCode !== null) return;
+  child.proc.kill('SIGTERM');
+  const t = setTimeout(() => child.proc.kill('SIGKILL'), 10_000);
+  await child.exited;
+  clearTimeout(t);
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const addr = s.address();
+      s.close(() => (addr && typeof addr === 'object' ? resolve(addr.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+/** A private redis-server on a free TCP port with extra arguments; kill() it when done. */
+export async function startPrivateRedis(extra: string[]): Promise<{ url: string; proc: ChildProcess; kill(): void }> {
+  const port = await freePort();
+  const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', '/tmp', ...extra], { stdio: 'ignore' });
+  const url = `redis://127.0.0.1:${port}`;
+  await waitFor(
+    async () => {
+      const r = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+      r.on('error', () => undefined);
+      try {
+        await r.connect();
+        return (await r.ping()) === 'PONG';
+      } finally {
+        r.disconnect();
+      }
+    },
+    { what: 'private redis-server', timeoutMs: 10_000, intervalMs: 50 },
+  );
+  return { url, proc, kill: () => proc.kill('SIGKILL') };
+}

@@ -1,0 +1,212 @@
+import { waitFor } from '../wait.js';
+import { startHttpSink, type RecordedRequest, type Reply, type ScriptedReply } from './http-sink.js';
+
+/**
+ * Slack on loopback: incoming webhooks under `/services/…` and the Web API under `/api/<method>`
+ * (point SLACK_API_URL at `apiUrl`). Answers the way Slack does: webhooks reply in plain text
+ * (`ok`, `invalid_payload`, `no_text`, 404 `no_service`, 410 `channel_is_archived`); the Web API
+ * replies HTTP 200 `{ok: true, …}` or `{ok: false, error}`, and 429 + Retry-After when rate limited.
+ */
+
+/** One Web API call as Slack would see it. */
+export interface SlackApiCall {
+  /** e.g. `chat.postMessage`. */
+  method: string;
+  /** Form or JSON arguments; form fields holding JSON (blocks, view, …) are parsed. */
+  args: Record<string, unknown>;
+  /** Bearer token, or the `token` argument. */
+  token: string | null;
+  request: RecordedRequest;
+}
+
+export interface SlackPeer {
+  url: string;
+  /** For SLACK_API_URL: `<url>/api/`. */
+  apiUrl: string;
+  /** An incoming-webhook URL on this peer (`/services/<path>`). */
+  webhookUrl(path?: string): string;
+  /** Every HTTP request (webhooks and API). */
+  requests: RecordedRequest[];
+  /** Every Web API call, oldest first. */
+  calls: SlackApiCall[];
+  /** Calls of one method. */
+  callsTo(method: string): SlackApiCall[];
+  /** Payloads accepted by incoming webhooks (200 ok). */
+  webhookMessages: { path: string; payload: Record<string, unknown> }[];
+  /** Makes a webhook path answer 410 channel_is_archived (or 404 no_service when removed). */
+  setWebhookState(path: string, state: 'ok' | 'archived' | 'removed'): void;
+  /** Raw scripting (see http-sink). */
+  script(...replies: ScriptedReply[]): void;
+  /** The next call of `method` answers `{ok: false, error}`. */
+  failNext(method: string, error: string): void;
+  /** The next call of `method` (or the next webhook post when method is 'webhook') answers 429. */
+  rateLimitNext(method: string, retryAfterSeconds: number): void;
+  waitForCalls(method: string, n: number, timeoutMs?: number): Promise<SlackApiCall[]>;
+  clear(): void;
+  close(): Promise<void>;
+}
+
+export interface SlackPeerOptions {
+  /** Tokens that authenticate; others get `invalid_auth`. Default: any `xox…` token. */
+  tokens?: string[];
+  teamId?: string;
+  botUserId?: string;
+}
+
+const JSON_FIELDS = new Set(['blocks', 'attachments', 'view', 'metadata']);
+
+function argsOf(req: RecordedRequest): Record<string, unknown> {
+  const args: Record<string, unknown> = { ...req.query };
+  if (req.body !== null && typeof req.body === 'object' && !Array.isArray(req.body)) Object.assign(args, req.body);
+  for (const [k, v] of Object.entries(args)) {
+    if (JSON_FIELDS.has(k) && typeof v === 'string') {
+      try {
+        args[k] = JSON.parse(v) as unknown;
+      } catch {
+        // leave as sent: a malformed field is what the test wants to see
+      }
+    }
+  }
+  return args;
+}
+
+function tokenOf(req: RecordedRequest, args: Record<string, unknown>): string | null {
+  const auth = req.headers.authorization;
+  if (auth?.startsWith('Bearer ')) return auth.slice(7);
+  return typeof args.token === 'string' ? args.token : null;
+}
+
+const WEBHOOK_PREFIX = '/services/';
+const API_PREFIX = '/api/';
+
+export async function startSlack(opts: SlackPeerOptions = {}): Promise<SlackPeer> {
+  const calls: SlackApiCall[] = [];
+  const webhookMessages: SlackPeer['webhookMessages'] = [];
+  const webhookStates = new Map<string, 'ok' | 'archived' | 'removed'>();
+  const teamId = opts.teamId ?? 'T0HERALD';
+  const botUserId = opts.botUserId ?? 'U0HERALDBOT';
+  let tsCounter = 0;
+  const nextTs = (): string => `${1_700_000_000 + Math.floor(Date.now() / 1000 - 1_700_000_000)}.${String(++tsCounter).padStart(6, '0')}`;
+  let viewCounter = 0;
+
+  const webhook = (req: RecordedRequest): Reply => {
+    const path = req.path.slice(WEBHOOK_PREFIX.length);
+    const state = webhookStates.get(path) ?? 'ok';
+    if (state === 'removed') return { status: 404, body: 'no_service', headers: { 'content-type': 'text/html' } };
+    if (state === 'archived') return { status: 410, body: 'channel_is_archived', headers: { 'content-type': 'text/html' } };
+    if (req.method !== 'POST') return { status: 405, body: 'invalid_method', headers: { 'content-type': 'text/html' } };
+    // Slack takes a JSON body, or a form with the JSON in `payload`.
+    let payload: unknown = req.body;
+    if (typeof payload === 'string') payload = tryJson(payload);
+    else if (isRecord(payload) && typeof payload.payload === 'string' && /form/.test(req.headers['content-type'] ?? '')) payload = tryJson(payload.payload);
+    if (!isRecord(payload)) return { status: 400, body: 'invalid_payload', headers: { 'content-type': 'text/html' } };
+    const p = payload;
+    if (!p.text && !p.blocks && !p.attachments) return { status: 400, body: 'no_text', headers: { 'content-type': 'text/html' } };
+    webhookMessages.push({ path, payload: p });
+    return { status: 200, body: 'ok', headers: { 'content-type': 'text/html' } };
+  };
+
+  /** Records every Web API call, scripted or not (runs before the reply is chosen). */
+  const record = (req: RecordedRequest): void => {
+    if (!req.path.startsWith(API_PREFIX)) return;
+    const args = argsOf(req);
+    calls.push({ method: req.path.slice(API_PREFIX.length), args, token: tokenOf(req, args), request: req });
+  };
+
+  const api = (req: RecordedRequest): Reply => {
+    const { args, token } = calls.find((c) => c.request === req)!;
+    const method = req.path.slice(API_PREFIX.length);
+    if (token === null) return { body: { ok: false, error: 'not_authed' } };
+    const valid = opts.tokens ? opts.tokens.includes(token) : token.startsWith('xox');
+    if (!valid) return { body: { ok: false, error: 'invalid_auth' } };
+    const channel = typeof args.channel === 'string' ? args.channel : 'C0HERALD';
+    switch (method) {
+      case 'auth.test':
+        return { body: { ok: true, url: 'https://herald-test.slack.com/', team: 'Herald Test', user: 'herald', team_id: teamId, user_id: botUserId, bot_id: 'B0HERALD', is_enterprise_install: false } };
+      case 'chat.postMessage': {
+        if (!args.text && !args.blocks && !args.attachments) return { body: { ok: false, error: 'no_text' } };
+        const ts = nextTs();
+        return { body: { ok: true, channel, ts, message: { type: 'message', subtype: 'bot_message', text: args.text ?? '', ts, bot_id: 'B0HERALD', blocks: args.blocks } } };
+      }
+      case 'chat.update':
+        return { body: { ok: true, channel, ts: args.ts, text: args.text ?? '', message: { text: args.text ?? '', blocks: args.blocks } } };
+      case 'chat.postEphemeral':
+        return { body: { ok: true, message_ts: nextTs() } };
+      case 'views.open':
+      case 'views.update':
+      case 'views.push':
+      case 'views.publish': {
+        const view = (args.view ?? {}) as Record<string, unknown>;
+        const id = typeof args.view_id === 'string' ? args.view_id : `V${String(++viewCounter).padStart(8, '0')}`;
+        return { body: { ok: true, view: { ...view, id, team_id: teamId, hash: `${Date.now()}.hash` } } };
+      }
+      case 'conversations.info':
+        return { body: { ok: true, channel: { id: channel, name: 'incidents', is_channel: true, is_archived: false, is_member: true } } };
+      default:
+        return { body: { ok: true } };
+    }
+  };
+
+  const sink = await startHttpSink({
+    annotate(req) {
+      record(req);
+      return {};
+    },
+    respond(req) {
+      if (req.path.startsWith(WEBHOOK_PREFIX)) return webhook(req);
+      if (req.path.startsWith(API_PREFIX)) return api(req);
+      return { status: 404, body: 'not_found' };
+    },
+  });
+
+  const apiPath = (method: string) => `${API_PREFIX}${method}`;
+  return {
+    url: sink.url,
+    apiUrl: `${sink.url}${API_PREFIX}`,
+    webhookUrl: (path = 'T0HERALD/B0HERALD/abcdefghijklmnopqrstuvwx') => `${sink.url}${WEBHOOK_PREFIX}${path}`,
+    requests: sink.requests,
+    calls,
+    callsTo: (method) => calls.filter((c) => c.method === method),
+    webhookMessages,
+    setWebhookState: (path, state) => void webhookStates.set(path, state),
+    script: (...replies) => sink.script(...replies),
+    failNext(method, error) {
+      sink.script({ match: apiPath(method), body: { ok: false, error } });
+    },
+    rateLimitNext(method, retryAfterSeconds) {
+      const webhookPost = method === 'webhook';
+      sink.script({
+        match: webhookPost ? (r) => r.path.startsWith(WEBHOOK_PREFIX) : apiPath(method),
+        status: 429,
+        headers: { 'retry-after': String(retryAfterSeconds), 'content-type': webhookPost ? 'text/html' : 'application/json; charset=utf-8' },
+        body: webhookPost ? 'rate_limited' : { ok: false, error: 'ratelimited' },
+      });
+    },
+    waitForCalls: (method, n, timeoutMs = 10_000) =>
+      waitFor(
+        () => {
+          const c = calls.filter((x) => x.method === method);
+          return c.length >= n && c;
+        },
+        { timeoutMs, what: `${n} Slack ${method} call(s)` },
+      ),
+    clear() {
+      sink.clear();
+      calls.length = 0;
+      webhookMessages.length = 0;
+    },
+    close: () => sink.close(),
+  };
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
+function tryJson(s: string): unknown {
+  try {
+    return JSON.parse(s) as unknown;
+  } catch {
+    return null;
+  }
+}

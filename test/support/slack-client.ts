@@ -1,0 +1,191 @@
+import { createHmac, randomBytes } from 'node:crypto';
+
+/**
+ * Plays Slack's side of HTTP mode: signed POSTs to /slack/events exactly as Slack sends them —
+ * slash commands as forms, interactivity as a form with one `payload` field, events as JSON —
+ * signed with v0 HMAC-SHA256 of `v0:<timestamp>:<body>`.
+ */
+
+export interface SlackUser {
+  id: string;
+  name: string;
+}
+
+export interface SlackResponse {
+  status: number;
+  text: string;
+  /** Parsed JSON when the body is JSON, else null. */
+  json: any;
+}
+
+export interface SignOptions {
+  /** Seconds to add to now for the timestamp (negative = in the past). */
+  skewSeconds?: number;
+  /** Sign with another secret (forgery). */
+  secret?: string;
+  /** Send this signature instead of the computed one. */
+  signature?: string;
+  contentType?: string;
+}
+
+export const TEAM = { id: 'T0HERALD', domain: 'herald-test' };
+
+export function signature(secret: string, timestamp: number, body: string): string {
+  return `v0=${createHmac('sha256', secret).update(`v0:${timestamp}:${body}`).digest('hex')}`;
+}
+
+export const newTriggerId = (): string => `${Date.now()}.${randomBytes(4).readUInt32BE()}.${randomBytes(8).toString('hex')}`;
+
+export interface SlackClient {
+  post(body: string, opts?: SignOptions): Promise<SlackResponse>;
+  command(text: string, opts?: { user?: SlackUser; channel?: string; triggerId?: string; command?: string }): Promise<SlackResponse>;
+  /** A button click; `view` is the home or modal it was in (container), else a channel message. */
+  click(actionId: string, value: string, opts?: { user?: SlackUser; channel?: string; triggerId?: string; inHome?: boolean; blockId?: string }): Promise<SlackResponse>;
+  /**
+   * Submits a modal as opened through views.open: `values` fills inputs by block id (text, an
+   * option value, or a list for multi-selects and checkboxes); inputs left out keep their
+   * initial values, as in Slack.
+   */
+  submit(view: any, values?: Record<string, string | string[] | null>, opts?: { user?: SlackUser; viewId?: string }): Promise<SlackResponse>;
+  event(event: Record<string, unknown>): Promise<SlackResponse>;
+}
+
+export function slackClient(baseUrl: string, secret: string, defaultUser: SlackUser = { id: 'UALICE', name: 'alice' }): SlackClient {
+  const post = async (body: string, opts: SignOptions = {}): Promise<SlackResponse> => {
+    const ts = Math.floor(Date.now() / 1000) + (opts.skewSeconds ?? 0);
+    const res = await fetch(`${baseUrl}/slack/events`, {
+      method: 'POST',
+      headers: {
+        'content-type': opts.contentType ?? 'application/x-www-form-urlencoded',
+        'x-slack-request-timestamp': String(ts),
+        'x-slack-signature': opts.signature ?? signature(opts.secret ?? secret, ts, body),
+      },
+      body,
+    });
+    const text = await res.text();
+    let json: any = null;
+    try {
+      json = text === '' ? null : JSON.parse(text);
+    } catch {
+      json = null;
+    }
+    return { status: res.status, text, json };
+  };
+
+  const interaction = (payload: Record<string, unknown>) => post(new URLSearchParams({ payload: JSON.stringify(payload) }).toString());
+  const userOf = (u: SlackUser) => ({ id: u.id, username: u.name, name: u.name, team_id: TEAM.id });
+
+  return {
+    post,
+    command(text, opts = {}) {
+      const user = opts.user ?? defaultUser;
+      const form = new URLSearchParams({
+        token: 'legacy-verification-token',
+        team_id: TEAM.id,
+        team_domain: TEAM.domain,
+        channel_id: opts.channel ?? 'CGENERAL',
+        channel_name: 'general',
+        user_id: user.id,
+        user_name: user.name,
+        command: opts.command ?? '/incident',
+        text,
+        api_app_id: 'A0HERALD',
+        is_enterprise_install: 'false',
+        response_url: 'https://hooks.slack.com/commands/T0HERALD/1/abc',
+        trigger_id: opts.triggerId ?? newTriggerId(),
+      });
+      return post(form.toString());
+    },
+    click(actionId, value, opts = {}) {
+      const user = opts.user ?? defaultUser;
+      const channel = opts.channel ?? 'CGENERAL';
+      const action = { type: 'button', action_id: actionId, block_id: opts.blockId ?? 'b', value, text: { type: 'plain_text', text: actionId }, action_ts: `${Date.now() / 1000}` };
+      const where = opts.inHome
+        ? { container: { type: 'view', view_id: 'VHOME' }, view: { id: 'VHOME', type: 'home', blocks: [], state: { values: {} } } }
+        : { container: { type: 'message', message_ts: '1.1', channel_id: channel, is_ephemeral: false }, channel: { id: channel, name: 'general' }, message: { ts: '1.1', text: '' } };
+      return interaction({
+        type: 'block_actions',
+        team: TEAM,
+        user: userOf(user),
+        api_app_id: 'A0HERALD',
+        token: 'legacy-verification-token',
+        trigger_id: opts.triggerId ?? newTriggerId(),
+        response_url: 'https://hooks.slack.com/actions/T0HERALD/1/abc',
+        actions: [action],
+        ...where,
+      });
+    },
+    submit(view, values = {}, opts = {}) {
+      const user = opts.user ?? defaultUser;
+      return interaction({
+        type: 'view_submission',
+        team: TEAM,
+        user: userOf(user),
+        api_app_id: 'A0HERALD',
+        token: 'legacy-verification-token',
+        trigger_id: newTriggerId(),
+        view: { ...view, id: opts.viewId ?? view.id ?? 'V0SUBMIT', team_id: TEAM.id, hash: 'h', state: { values: stateOf(view, values) } },
+        response_urls: [],
+      });
+    },
+    event(event) {
+      const body = JSON.stringify({
+        token: 'legacy-verification-token',
+        team_id: TEAM.id,
+        api_app_id: 'A0HERALD',
+        event: { event_ts: `${Date.now() / 1000}`, ...event },
+        type: 'event_callback',
+        event_id: `Ev${randomBytes(6).toString('hex')}`,
+        event_time: Math.floor(Date.now() / 1000),
+        authorizations: [{ team_id: TEAM.id, user_id: 'U0HERALDBOT', is_bot: true }],
+      });
+      return post(body, { contentType: 'application/json' });
+    },
+  };
+}
+
+/** Builds `view.state.values` the way Slack does from the view's input blocks. */
+export function stateOf(view: any, values: Record<string, string | string[] | null>): Record<string, Record<string, unknown>> {
+  const out: Record<string, Record<string, unknown>> = {};
+  for (const block of view.blocks ?? []) {
+    if (block.type !== 'input') continue;
+    const el = block.element;
+    const given = Object.hasOwn(values, block.block_id) ? values[block.block_id] : undefined;
+    let state: Record<string, unknown>;
+    switch (el.type) {
+      case 'plain_text_input':
+        state = { type: el.type, value: given !== undefined ? given : (el.initial_value ?? null) };
+        break;
+      case 'static_select': {
+        const opt = given !== undefined ? (el.options ?? []).find((o: any) => o.value === given) ?? (given === null ? null : { text: { type: 'plain_text', text: String(given) }, value: given }) : (el.initial_option ?? null);
+        state = { type: el.type, selected_option: opt };
+        break;
+      }
+      case 'multi_static_select':
+      case 'checkboxes': {
+        const list = given !== undefined ? (Array.isArray(given) ? given : given === null ? [] : [given]) : (el.initial_options ?? []).map((o: any) => o.value);
+        state = { type: el.type, selected_options: list.map((v: string) => (el.options ?? []).find((o: any) => o.value === v) ?? { text: { type: 'plain_text', text: v }, value: v }) };
+        break;
+      }
+      default:
+        state = { type: el.type };
+    }
+    out[block.block_id] = { [el.action_id]: state };
+  }
+  return out;
+}
+
+/** Every mrkdwn/plain text in a block list, joined: for asserting what a person would read. */
+export function textOfBlocks(blocks: any[] | undefined): string {
+  const parts: string[] = [];
+  const walk = (v: unknown) => {
+    if (Array.isArray(v)) v.forEach(walk);
+    else if (v && typeof v === 'object') {
+      const o = v as Record<string, unknown>;
+      if (typeof o.text === 'string') parts.push(o.text);
+      for (const [k, x] of Object.entries(o)) if (k !== 'text' || typeof x !== 'string') walk(x);
+    }
+  };
+  walk(blocks ?? []);
+  return parts.join('\n');
+}
