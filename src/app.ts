@@ -15,8 +15,12 @@ import { createIdGenerator } from './domain/ids.js';
 import type { EdgeDeps } from './http/endpoint.js';
 import { connectionRoutes } from './http/routes/connections.js';
 import { executionRoutes } from './http/routes/executions.js';
+import { openApiRoutes } from './http/routes/openapi.js';
 import { composeDelivery, type DeliveryWiring } from './compose-delivery.js';
-import { unavailableSenders } from './delivery/unavailable-senders.js';
+import { createChannelSenders } from './delivery/channels/index.js';
+import { createSmtpClient } from './delivery/channels/email.js';
+import { createConnectionTester } from './delivery/connection-tester.js';
+import { createOutboundHttp } from './delivery/outbound-http.js';
 import { incidentRoutes } from './http/routes/incidents.js';
 import { templateRoutes } from './http/routes/templates.js';
 import { createHttpApp, type Readiness } from './http/server.js';
@@ -24,7 +28,7 @@ import { AnnouncementService } from './services/announcements.js';
 import { ApiKeyService } from './services/api-keys.js';
 import { ConnectionService } from './services/connections.js';
 import { IncidentService } from './services/incidents.js';
-import { ExecutionService } from './services/executions.js';
+import type { ExecutionService } from './services/executions.js';
 import { TemplateService } from './services/templates.js';
 import { createSlackEdge, type SlackEdge } from './slack/app.js';
 import { RedisAnnouncementRepo } from './store/announcements.js';
@@ -116,6 +120,13 @@ export async function createHerald(opts: HeraldOptions): Promise<Herald> {
       onChange: (incident, kind) => slack?.announcer.incidentChanged(incident, kind),
     });
     const allow = outboundAllow(config.HERALD_OUTBOUND_ALLOW);
+    // Every request to a user-supplied destination goes through this guarded client (SPEC §5);
+    // the operator's platform API bases are trusted.
+    const outbound = createOutboundHttp(allow, { trustedBaseUrls: [config.SLACK_API_URL, config.TELEGRAM_API_URL] });
+    const channelDeps = { http: outbound, slackApiUrl: config.SLACK_API_URL, telegramApiUrl: config.TELEGRAM_API_URL, now: () => clock.now().getTime() };
+    const smtp = createSmtpClient({ guard: outbound.guard });
+    const senders = createChannelSenders(channelDeps, smtp);
+    const tester = createConnectionTester({ ...channelDeps, senders, smtp, clock });
     // Deleting or disabling a connection cancels its queued deliveries (bound once delivery exists).
     let cancelQueued: (connectionId: string, reason: string) => Promise<unknown> = () => Promise.resolve();
     const connections = new ConnectionService({
@@ -125,6 +136,7 @@ export async function createHerald(opts: HeraldOptions): Promise<Herald> {
       ids,
       crypto: nodeTokenCrypto,
       allow,
+      tester,
       onDeleted: (id) => cancelQueued(id, 'connection deleted').then(() => undefined),
       onDisabled: (id) => cancelQueued(id, 'connection disabled').then(() => undefined),
     });
@@ -148,7 +160,7 @@ export async function createHerald(opts: HeraldOptions): Promise<Herald> {
       incidents: incidentReader,
       templates,
       connections,
-      senders: opts.senders ?? unavailableSenders(),
+      senders: opts.senders ?? senders,
     });
     cancelQueued = (id, reason) => delivery.deliveries.cancelForConnection(id, reason);
     const services: Services = { apiKeys, incidents, connections, templates, executions: delivery.executions };
@@ -159,6 +171,7 @@ export async function createHerald(opts: HeraldOptions): Promise<Herald> {
       idempotency: new RedisIdempotencyStore(redis, keys),
     };
     const v1 = Router();
+    v1.use(openApiRoutes(edge));
     v1.use(incidentRoutes({ ...edge, incidents }));
     v1.use(templateRoutes({ ...edge, templates }));
     v1.use(connectionRoutes({ ...edge, connections }));
@@ -180,6 +193,11 @@ export async function createHerald(opts: HeraldOptions): Promise<Herald> {
       services: { ...services, announcements: new AnnouncementService(new RedisAnnouncementRepo(redis, keys)) },
       idempotency: edge.idempotency,
     });
+    if (slack) {
+      // Receipts on the announcement follow every delivery change, in whichever process made it.
+      const { announcer } = slack;
+      delivery.onDeliveryChanged.push((d) => announcer.deliveryChanged(d));
+    }
     finish();
     // The worker runs in role worker or all; an api-only process just enqueues.
     if (opts.worker ?? config.HERALD_ROLE !== 'api') delivery.startWorker();

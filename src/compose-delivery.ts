@@ -49,7 +49,7 @@ export function composeDelivery(o: {
   // BullMQ gets connections of its own: workers block, and must never give up a command.
   const queueConnection = createRedis(o.redisUrl, { worker: true, name: 'herald-queue' });
   queueConnection.on('error', (err: Error) => log.warn({ err: err.message }, 'queue redis error'));
-  const queue = new BullDeliveryQueue(queueConnection, keys.bullPrefix);
+  const queue = new BullDeliveryQueue(queueConnection, keys.bullPrefix, (err) => log.warn({ err: err.message }, 'delivery queue error'));
   const repo = new RedisExecutionRepo(o.redis, keys, () => o.clock.now().getTime());
   const listeners: ((d: Delivery) => void)[] = [];
 

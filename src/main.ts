@@ -12,11 +12,6 @@ import { EmbeddedRedisError, openEmbeddedRedis, type EmbeddedRedis } from './sto
 import { redisLocation } from './store/redis-location.js';
 import { readRedisFacts } from './store/redis.js';
 
-/** Something started that must be stopped in order on shutdown. */
-interface Running {
-  close(): Promise<void>;
-}
-
 async function main(): Promise<void> {
   let config: Config;
   try {
@@ -65,7 +60,6 @@ async function main(): Promise<void> {
           return refuse(e.message);
         });
   const port = server ? (server.address() as AddressInfo).port : null;
-  const worker = role === 'api' ? null : startDeliveryWorker(herald, log);
 
   const persistence = (await readRedisFacts(herald.redis).catch(() => null))?.persistence ?? 'unknown';
   log.info(
@@ -73,6 +67,8 @@ async function main(): Promise<void> {
       port,
       host: server ? config.HOST : null,
       role,
+      // createHerald runs the delivery worker for roles worker and all.
+      delivery_worker: role !== 'api',
       redis: embedded ? `embedded (${embedded.started ? 'started' : 'reused'}, ${embedded.socketPath})` : `external (${redisLocation(redisUrl)})`,
       persistence,
       slack: herald.slack ? `${herald.slack.mode} mode` : 'Slack not configured: API only',
@@ -89,7 +85,7 @@ async function main(): Promise<void> {
       return;
     }
     stopping = true;
-    shutdown({ signal, server, worker, herald, embedded, log, budgetMs: config.HERALD_SHUTDOWN_MS }).then(
+    shutdown({ signal, server, herald, embedded, log, budgetMs: config.HERALD_SHUTDOWN_MS }).then(
       () => process.exit(0),
       (err: unknown) => {
         log.error({ err }, 'shutdown failed');
@@ -114,20 +110,9 @@ function listen(herald: Herald, config: Config, log: Logger): Promise<Server> {
   });
 }
 
-/**
- * Seam for the delivery worker (HERALD_ROLE worker or all). The delivery engineer starts it here
- * over `herald` and returns its close(), which shutdown() awaits after HTTP has drained so the jobs
- * in flight finish (or go back to the queue) within the budget.
- */
-function startDeliveryWorker(_herald: Herald, log: Logger): Running | null {
-  log.warn('HERALD_ROLE includes worker, but the delivery worker is not built yet: executions stay queued.');
-  return null;
-}
-
 interface ShutdownParts {
   signal: string;
   server: Server | null;
-  worker: Running | null;
   herald: Herald;
   embedded: EmbeddedRedis | null;
   log: Logger;
@@ -136,9 +121,10 @@ interface ShutdownParts {
 }
 
 /**
- * Stops accepting, lets in-flight requests finish, then closes the worker, Herald's connections and
- * the embedded Redis (SHUTDOWN flushes the AOF). Requests get the budget minus a reserve for the
- * rest; connections still busy then are cut. A backstop exits if anything hangs past the budget.
+ * Stops accepting, lets in-flight requests finish, then closes Herald (Slack, the delivery worker —
+ * its jobs in flight finish or go back to the queue — and the Redis connections) and last the
+ * embedded Redis (SHUTDOWN flushes the AOF). Requests get half the budget; connections still busy
+ * then are cut. A backstop exits (status 1) if anything hangs past the whole budget.
  */
 async function shutdown(p: ShutdownParts): Promise<void> {
   const started = Date.now();
@@ -151,7 +137,8 @@ async function shutdown(p: ShutdownParts): Promise<void> {
 
   if (p.server) {
     const server = p.server;
-    const drainMs = Math.max(p.budgetMs - 3000, Math.floor(p.budgetMs / 2));
+    // Requests take milliseconds; the second half is for delivery jobs in flight and Redis.
+    const drainMs = Math.floor(p.budgetMs / 2);
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
     // Keep-alive connections become idle as their last response ends: close them as they do.
     const idle = setInterval(() => server.closeIdleConnections(), 100);
@@ -168,7 +155,6 @@ async function shutdown(p: ShutdownParts): Promise<void> {
     clearInterval(idle);
     clearTimeout(timer);
   }
-  await p.worker?.close();
   await p.herald.close();
   await p.embedded?.stop();
   clearTimeout(backstop);

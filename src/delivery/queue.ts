@@ -17,8 +17,10 @@ const JobData = z.strictObject({ deliveryId: z.string().regex(/^dlv_[0-9A-Z]{26}
 export class BullDeliveryQueue implements DeliveryQueue {
   readonly queue: Queue;
 
-  constructor(connection: Redis, prefix: string) {
+  constructor(connection: Redis, prefix: string, onError: (err: Error) => void) {
     this.queue = new Queue(QUEUE_NAME, { connection, prefix, defaultJobOptions: { attempts: 1, removeOnComplete: true, removeOnFail: 1000 } });
+    // Without a listener BullMQ prints every connection error's stack to the console.
+    this.queue.on('error', onError);
   }
 
   async enqueue(jobs: QueuedJob[]): Promise<void> {

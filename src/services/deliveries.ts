@@ -251,6 +251,8 @@ function attemptRecord(at: string, outcome: Attempt['outcome'], httpStatus: numb
  * with `t` across the union; the mapped ChannelSenders type guarantees they match.
  */
 function sendVia(senders: ChannelSenders, target: DeliveryTarget, message: OutboundMessage): Promise<SendResult> {
-  const sender = senders[target.type] as unknown as { send(t: DeliveryTarget, m: OutboundMessage): Promise<SendResult> };
+  // typescript-eslint judges this assertion redundant while tsc needs it (the correlated union).
+  // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion
+  const sender: { send(t: DeliveryTarget, m: OutboundMessage): Promise<SendResult> } = senders[target.type] as never;
   return sender.send(target, message);
 }

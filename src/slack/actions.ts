@@ -2,7 +2,7 @@ import type { App, BlockAction, ButtonAction } from '@slack/bolt';
 import { isAdmin, slackActor, type SlackDeps } from './deps.js';
 import { publishHome } from './home.js';
 import { openCreateModal, openStepModal, type IncidentStep } from './modals.js';
-import { once } from './once.js';
+import { identity, once } from './once.js';
 import { ACTIONS, ADMIN_ACTIONS } from './views/action-ids.js';
 import { generateApiKeyModal } from './views/api-key-modals.js';
 
@@ -26,7 +26,7 @@ export function registerActions(app: App, deps: SlackDeps): void {
     app.action<ButtonClick>({ type: 'block_actions', action_id: actionId }, async ({ ack, body, action }) => {
       await ack();
       const user = { id: body.user.id, name: slackActor(body.user).name };
-      await once(deps.idempotency, `trigger:${body.trigger_id}`, () => openStepModal(deps, body.trigger_id, step, action.value ?? '', user));
+      await once(deps.idempotency, identity('trigger', body.trigger_id), () => openStepModal(deps, body.trigger_id, step, action.value ?? '', user));
     });
   }
 
@@ -34,26 +34,33 @@ export function registerActions(app: App, deps: SlackDeps): void {
     await ack();
     // From the App Home there is no channel: the announcement goes to HERALD_SLACK_CHANNEL or a DM.
     const channel = body.channel?.id;
-    await once(deps.idempotency, `trigger:${body.trigger_id}`, () => openCreateModal(deps, body.trigger_id, { ctx: channel ? { channel_id: channel } : {} }));
+    await once(deps.idempotency, identity('trigger', body.trigger_id), () => openCreateModal(deps, body.trigger_id, { ctx: channel ? { channel_id: channel } : {} }));
   });
 
-  app.action<ButtonClick>({ type: 'block_actions', action_id: ACTIONS.connectionTest }, async ({ ack, body, action }) => {
-    await ack();
-    if (!allowed(deps, body, action.action_id)) return;
-    await once(deps.idempotency, `trigger:${body.trigger_id}`, async () => {
-      try {
-        await deps.services.connections.test(action.value ?? '', { send_message: false });
-      } catch (err) {
-        deps.log.warn({ err, connection_id: action.value }, 'connection test from the App Home failed');
-      }
-      await publishHome(deps, body.user.id);
+  // Test: the read-only check; Send test message: a marked message (types without a check).
+  for (const [actionId, sendMessage] of [
+    [ACTIONS.connectionTest, false],
+    [ACTIONS.connectionTestSend, true],
+  ] as const) {
+    app.action<ButtonClick>({ type: 'block_actions', action_id: actionId }, async ({ ack, body, action }) => {
+      await ack();
+      if (!allowed(deps, body, action.action_id)) return;
+      await once(deps.idempotency, identity('trigger', body.trigger_id), async () => {
+        try {
+          // The outcome is stored as the connection's last_test, which the Home shows.
+          await deps.services.connections.test(action.value ?? '', { send_message: sendMessage });
+        } catch (err) {
+          deps.log.warn({ err, connection_id: action.value }, 'connection test from the App Home failed');
+        }
+        await publishHome(deps, body.user.id);
+      });
     });
-  });
+  }
 
   app.action<ButtonClick>({ type: 'block_actions', action_id: ACTIONS.apiKeyGenerate }, async ({ ack, body, action }) => {
     await ack();
     if (!allowed(deps, body, action.action_id)) return;
-    await once(deps.idempotency, `trigger:${body.trigger_id}`, () => deps.client.views.open({ trigger_id: body.trigger_id, view: generateApiKeyModal() }).then(() => undefined));
+    await once(deps.idempotency, identity('trigger', body.trigger_id), () => deps.client.views.open({ trigger_id: body.trigger_id, view: generateApiKeyModal() }).then(() => undefined));
   });
 
   app.action<ButtonClick>({ type: 'block_actions', action_id: ACTIONS.apiKeyRevoke }, async ({ ack, body, action }) => {

@@ -1,4 +1,4 @@
-import { App, ExpressReceiver, LogLevel, type Logger as BoltLogger } from '@slack/bolt';
+import { App, ExpressReceiver, LogLevel, SocketModeReceiver, type Logger as BoltLogger } from '@slack/bolt';
 import { WebClient } from '@slack/web-api';
 import express, { type Express, type RequestHandler } from 'express';
 import type { Logger } from 'pino';
@@ -75,7 +75,9 @@ export function createSlackEdge(opts: SlackEdgeOptions, expressApp: Express): Sl
   let mode: SlackEdge['mode'];
   if (opts.appToken !== undefined) {
     mode = 'socket';
-    app = new App({ ...common, appToken: opts.appToken, socketMode: true });
+    // SLACK_API_URL applies here too: apps.connections.open goes to the configured Web API.
+    const receiver = new SocketModeReceiver({ appToken: opts.appToken, logger: boltLogger(log), installerOptions: { clientOptions: { slackApiUrl: opts.apiUrl } } });
+    app = new App({ ...common, receiver });
   } else {
     if (opts.signingSecret === undefined) throw new Error('Slack HTTP mode needs SLACK_SIGNING_SECRET');
     mode = 'http';

@@ -4,7 +4,7 @@ import { OPEN_STATUSES } from '../domain/incident.js';
 import type { SlackDeps } from './deps.js';
 import { ephemeralMessage } from './errors.js';
 import { openCreateModal, openStepModal, type IncidentStep } from './modals.js';
-import { once } from './once.js';
+import { identity, once } from './once.js';
 import type { KnownBlock } from './views/block-kit.js';
 import { helpMessage } from './views/help.js';
 import { incidentActions, incidentBlocks } from './views/incident.js';
@@ -63,7 +63,7 @@ export function registerCommands(app: App, deps: SlackDeps): void {
       }
       case 'new':
         await ack();
-        await once(deps.idempotency, `trigger:${command.trigger_id}`, () =>
+        await once(deps.idempotency, identity('trigger', command.trigger_id), () =>
           openCreateModal(deps, command.trigger_id, { ...(parsed.title ? { title: parsed.title } : {}), ctx: { channel_id: command.channel_id } }),
         );
         return;
@@ -93,7 +93,7 @@ export function registerCommands(app: App, deps: SlackDeps): void {
         }
         await ack();
         const step = parsed.kind;
-        await once(deps.idempotency, `trigger:${command.trigger_id}`, () => openStepModal(deps, command.trigger_id, step, incident.id, user));
+        await once(deps.idempotency, identity('trigger', command.trigger_id), () => openStepModal(deps, command.trigger_id, step, incident.id, user));
         return;
       }
     }

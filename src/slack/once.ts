@@ -11,7 +11,9 @@ const SCOPE = 'slack';
 
 export type Once<T> = { repeat: false; value: T } | { repeat: true };
 
-export async function once<T>(store: IdempotencyStore, key: string, work: () => Promise<T>): Promise<Once<T>> {
+export async function once<T>(store: IdempotencyStore, key: string | null, work: () => Promise<T>): Promise<Once<T>> {
+  // No identity to deduplicate on (a hand-made payload): just run it.
+  if (key === null) return { repeat: false, value: await work() };
   const claim = await store.begin(SCOPE, key, key);
   if (claim.state !== 'new') return { repeat: true };
   let value: T;
@@ -23,4 +25,9 @@ export async function once<T>(store: IdempotencyStore, key: string, work: () => 
   }
   await store.complete(SCOPE, key, key, { status: 200, body: '', headers: {} });
   return { repeat: false, value };
+}
+
+/** The claim key of a modal submission or a trigger, or null when the payload lacks the id. */
+export function identity(kind: 'view' | 'trigger', id: string | undefined | null): string | null {
+  return typeof id === 'string' && id !== '' ? `${kind}:${id}` : null;
 }

@@ -5,8 +5,8 @@ import { isAdmin, slackActor, type SlackDeps } from './deps.js';
 import { ephemeralMessage, modalErrors } from './errors.js';
 import { publishHome } from './home.js';
 import { messageModal } from './modals.js';
-import { once } from './once.js';
-import { CALLBACKS, decodeContext } from './views/action-ids.js';
+import { identity, once } from './once.js';
+import { ADMIN_CALLBACKS, CALLBACKS, decodeContext } from './views/action-ids.js';
 import { apiKeyCreatedModal } from './views/api-key-modals.js';
 import type { ModalView } from './views/block-kit.js';
 import { listOf, optionalTextOf, readViewState, selectedOf, textOf, variablesOf, type FieldValue } from './view-state.js';
@@ -83,7 +83,7 @@ export function registerSubmissions(app: App, deps: SlackDeps, announcer: Announ
     deps.log.info({ api_key_id: key.id, slack_user: body.user.id }, 'API key generated from the App Home');
     // The token is shown in place of the form, once; it is in no log and no store.
     return { view: apiKeyCreatedModal({ id: key.id, name: key.name, token }), after: () => publishHome(deps, body.user.id) };
-  }, { adminOnly: true });
+  });
 }
 
 interface SubmitContext {
@@ -99,7 +99,7 @@ interface SubmitOutcome {
   after?: () => Promise<void>;
 }
 
-function submit(app: App, deps: SlackDeps, callbackId: string, handle: (c: SubmitContext) => Promise<SubmitOutcome>, opts: { adminOnly?: boolean } = {}): void {
+function submit(app: App, deps: SlackDeps, callbackId: string, handle: (c: SubmitContext) => Promise<SubmitOutcome>): void {
   app.view<ViewSubmitAction>({ callback_id: callbackId, type: 'view_submission' }, async ({ body, ack }: Submission) => {
     const view = body.view;
     const inputs = inputBlockIds(view.blocks);
@@ -110,7 +110,7 @@ function submit(app: App, deps: SlackDeps, callbackId: string, handle: (c: Submi
         ? ack({ response_action: 'update', view: messageModal('Cannot do that', ephemeralMessage(e)) })
         : ack({ response_action: 'errors', errors: modalErrors(e, inputs, fallback) });
     };
-    if (opts.adminOnly && !isAdmin(deps, body.user.id)) {
+    if (ADMIN_CALLBACKS.has(callbackId) && !isAdmin(deps, body.user.id)) {
       deps.log.warn({ slack_user: body.user.id, callback_id: callbackId }, 'refused an admin submission from a non-admin Slack user');
       await refuse(new DomainError('insufficient_scope', 'Only Herald admins can do this.'));
       return;
@@ -118,7 +118,7 @@ function submit(app: App, deps: SlackDeps, callbackId: string, handle: (c: Submi
     const state = readViewState(view.state.values);
     let outcome: Awaited<ReturnType<typeof once<SubmitOutcome>>>;
     try {
-      outcome = await once(deps.idempotency, `view:${view.id}`, () => handle({ state, body, ctx: decodeContext(view.private_metadata) }));
+      outcome = await once(deps.idempotency, identity('view', view.id), () => handle({ state, body, ctx: decodeContext(view.private_metadata) }));
     } catch (e) {
       if (!isDomainError(e)) deps.log.error({ err: e, callback_id: callbackId }, 'Slack submission failed');
       await refuse(e);

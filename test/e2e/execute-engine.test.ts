@@ -161,7 +161,7 @@ describe('execute', () => {
     // the paced others are still waiting in the queue.
     let release!: () => void;
     gate = new Promise((r) => (release = r));
-    const ids = [];
+    const ids: string[] = [];
     for (let i = 0; i < 3; i++) ids.push((await h.api('POST', `/v1/incidents/${inc.id}/execute`, { body: {} })).body.id);
     release();
     const conn = await waitFor(async () => {

@@ -48,7 +48,8 @@ async function startMain(direct = false): Promise<Child> {
   await waitFor(
     async () => {
       if (child.proc.exitCode !== null) throw new Error(`exited early: ${child.stderr()}${child.stdout()}`);
-      return (await fetch(url('/healthz')).catch(() => null))?.ok;
+      // The start-up line comes just after listen(): wait for it, not only for an answer.
+      return child.stdout().includes('Herald listening') && (await fetch(url('/healthz')).catch(() => null))?.ok;
     },
     { timeoutMs: 20_000, intervalMs: 100, what: 'Herald to answer /healthz' },
   );

@@ -65,7 +65,8 @@ describe('/readyz when Redis goes away', () => {
       HERALD_DATA_DIR: '/nonexistent-not-used',
       LOG_LEVEL: 'silent',
     });
-    const herald = await createHerald({ config, redisUrl: redis.url, log: createLogger('silent') });
+    // No delivery worker: its blocking connections would only add reconnect noise once Redis dies.
+    const herald = await createHerald({ config, redisUrl: redis.url, log: createLogger('silent'), worker: false });
     herald.redis.on('error', () => undefined);
     const server: Server = await new Promise((resolve) => {
       const s = herald.app.listen(0, '127.0.0.1', () => resolve(s));

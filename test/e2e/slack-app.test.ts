@@ -235,6 +235,16 @@ describe('announcements', () => {
     expect(post.token).toBe('xoxb-test');
   });
 
+  it('falls back to HERALD_SLACK_CHANNEL when the command channel refuses the bot', async () => {
+    slack.failNext('chat.postMessage', 'channel_not_found');
+    const inc = await declare('Private channel incident', 'minor', { channel: 'GPRIVATE' });
+    const posts = await waitFor(() => {
+      const p = slack.callsTo('chat.postMessage').filter((c) => JSON.stringify(c.args.blocks ?? []).includes(inc.id));
+      return p.length >= 2 && p;
+    });
+    expect(posts.map((p) => p.args.channel)).toEqual(['GPRIVATE', 'CANNOUNCE']);
+  });
+
   it('keeps the announcement current through update, resolve and close, each by the Slack user', async () => {
     const inc = await declare('Lifecycle', 'major');
     await announcementOf(inc.id);

@@ -28,6 +28,7 @@ export interface RequestOptions {
 }
 
 export interface TestHerald {
+  dataDir: string;
   url: string;
   token: string;
   herald: Herald;
@@ -80,6 +81,7 @@ export async function startHerald(env: Record<string, string> = {}, opts: Pick<H
   };
 
   return {
+    dataDir,
     url,
     token,
     herald,

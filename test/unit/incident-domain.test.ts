@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DomainError } from '../../src/domain/errors.js';
+import type { DomainError } from '../../src/domain/errors.js';
 import { applyPatch, closeIncident, newIncident, type Incident } from '../../src/domain/incident.js';
 
 const actor = { type: 'system' as const, id: 't', name: 't' };

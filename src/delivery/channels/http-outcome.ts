@@ -156,7 +156,22 @@ export function jsonOf(res: OutboundResponse): Record<string, unknown> | null {
 
 export const stringOf = (v: unknown): string | null => (typeof v === 'string' && v !== '' ? v : typeof v === 'number' ? String(v) : null);
 
-/** The host of a URL for messages ('' when it does not parse). */
+/**
+ * `url` with query parameters set (its own, like Google Chat's key and token, kept). A URL that
+ * does not parse is returned as is: the HTTP client then refuses it as `invalid_url`.
+ */
+export function withQuery(url: string, params: Record<string, string>): string {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return url;
+  }
+  for (const [k, v] of Object.entries(params)) u.searchParams.set(k, v);
+  return u.toString();
+}
+
+/** The host of a URL for messages ("the destination" when it does not parse). */
 export function hostOf(url: string): string {
   try {
     return new URL(url).host;

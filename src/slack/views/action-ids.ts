@@ -9,6 +9,7 @@ export const ACTIONS = {
   incidentResolve: 'incident_resolve',
   incidentClose: 'incident_close',
   connectionTest: 'connection_test',
+  connectionTestSend: 'connection_test_send',
   apiKeyGenerate: 'api_key_generate',
   apiKeyRevoke: 'api_key_revoke',
 } as const;
@@ -23,7 +24,7 @@ export const CALLBACKS = {
 } as const;
 
 /** Actions and modals only HERALD_SLACK_ADMINS may use; checked on every request, not just hidden. */
-export const ADMIN_ACTIONS: ReadonlySet<string> = new Set([ACTIONS.connectionTest, ACTIONS.apiKeyGenerate, ACTIONS.apiKeyRevoke]);
+export const ADMIN_ACTIONS: ReadonlySet<string> = new Set([ACTIONS.connectionTest, ACTIONS.connectionTestSend, ACTIONS.apiKeyGenerate, ACTIONS.apiKeyRevoke]);
 export const ADMIN_CALLBACKS: ReadonlySet<string> = new Set([CALLBACKS.apiKeyGenerate]);
 
 /** What a modal carries from opening to submission (its private_metadata, as JSON). */

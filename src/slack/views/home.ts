@@ -24,6 +24,7 @@ export interface HomeAdminData {
 
 /** Caps that keep the tab under Slack's 100 blocks with every section full. */
 export const HOME_CAPS = { incidents: 15, connections: 12, keys: 12 } as const;
+// Worst case: 3 + 15×2 + 1 + 2 + 12×2 + 1 + 3 + 12 + 1 = 77 blocks.
 
 const HEALTH: Record<string, string> = { ok: ':large_green_circle: ok', degraded: ':large_yellow_circle: degraded', disabled: ':red_circle: disabled' };
 
@@ -63,6 +64,10 @@ export function homeView(p: { incidents: Incident[]; moreIncidents: boolean; adm
     if (a.connections.length === 0) blocks.push(context('No connections yet: add them with POST /v1/connections.'));
     for (const c of a.connections.slice(0, HOME_CAPS.connections)) {
       blocks.push({ type: 'section', block_id: `connection:${c.id}`, text: { type: 'mrkdwn', text: connectionText(c) }, accessory: button('Test', ACTIONS.connectionTest, c.id) });
+      // Webhook-style types have no read-only check: offer the explicit, marked test message.
+      if (c.last_test?.status === 'needs_send_message') {
+        blocks.push({ type: 'actions', block_id: `connection_send:${c.id}`, elements: [button('Send test message', ACTIONS.connectionTestSend, c.id)] });
+      }
     }
     if (a.moreConnections) blocks.push(context('More connections exist: GET /v1/connections.'));
 

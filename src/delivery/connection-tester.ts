@@ -1,0 +1,231 @@
+import { randomUUID } from 'node:crypto';
+import { iso } from '../domain/clock.js';
+import { readOnlyCheckOf, type ConnectionTestResult, type DeliveryConnection, type TestStatus } from '../domain/connection.js';
+import { definitionOf } from '../domain/connection-types/index.js';
+import { escapeHtml, escapeTelegram } from '../domain/escape.js';
+import type { RenderedContent } from '../domain/execution.js';
+import type { ConnectionTester, OutboundMessage } from '../ports.js';
+import type { SmtpClient } from './channels/email.js';
+import { exchange, jsonOf, scrubSecrets, stringOf, type ChannelResult } from './channels/http-outcome.js';
+import type { HeraldChannelSenders } from './channels/index.js';
+import { readDiscordAnswer } from './channels/discord.js';
+import { readWebApiAnswer, slackMethodUrl } from './channels/slack.js';
+import { readTelegramAnswer, telegramMethodUrl } from './channels/telegram.js';
+import { OutboundError } from './outbound-error.js';
+import type { OutboundHttp } from './outbound-http.js';
+
+/**
+ * The network half of POST /v1/connections/{id}/test (the service did the rest: 404, config
+ * validity, literal addresses, `needs_send_message`). First every destination of the config is
+ * resolved and checked by the outbound guard — a name resolving to a non-public address answers
+ * `blocked_by_policy` before anything is sent — then either the type's read-only check runs
+ * (Slack `auth.test`, Discord GET webhook, Telegram `getMe`, SMTP verify) or, with sendMessage, a
+ * marked "[Herald test]" message goes through the real sender.
+ *
+ * A delivered test message is `ok`, except where the platform only says "accepted" (Teams
+ * Workflows' 202: the flow runs later, so nobody knows yet whether it posted) →
+ * `accepted_unverified`, which still counts as `ok: true`.
+ */
+
+export interface ConnectionTesterDeps {
+  http: OutboundHttp;
+  senders: HeraldChannelSenders;
+  smtp: SmtpClient;
+  slackApiUrl: string;
+  telegramApiUrl: string;
+  /** Wall clock (checked_at, Retry-After dates). */
+  clock: { now(): Date };
+  /** Monotonic ms for latencies. */
+  monotonic?: () => number;
+  /** The id a test message is sent under (its `webhook-id`, Google Chat requestId, Message-ID). */
+  newTestId?: () => string;
+  timeoutMs?: number;
+}
+
+type Outcome = Omit<ConnectionTestResult, 'checked_at' | 'method' | 'sent_message'>;
+
+export function createConnectionTester(deps: ConnectionTesterDeps): ConnectionTester {
+  const monotonic = deps.monotonic ?? (() => performance.now());
+  const newTestId = deps.newTestId ?? (() => `test_${randomUUID().replace(/-/g, '')}`);
+  const timeout = deps.timeoutMs ? { timeoutMs: deps.timeoutMs } : {};
+
+  async function readOnlyCheck(conn: DeliveryConnection): Promise<{ method: string | null; outcome: Outcome }> {
+    const nowMs = deps.clock.now().getTime();
+    switch (conn.type) {
+      case 'slack': {
+        const token = conn.config.bot_token;
+        if (token === undefined) return { method: null, outcome: needsSendMessage(conn) };
+        const req = { method: 'POST', url: slackMethodUrl(deps.slackApiUrl, 'auth.test'), headers: { authorization: `Bearer ${token}`, 'content-type': 'application/x-www-form-urlencoded' }, body: '', ...timeout };
+        let who = '';
+        const result = await exchange(deps.http, req, (res) => {
+          const json = jsonOf(res);
+          who = [stringOf(json?.user) && `as ${stringOf(json?.user)}`, stringOf(json?.team) && `in ${stringOf(json?.team)}`].filter(Boolean).join(' ');
+          return readWebApiAnswer(res, 'auth.test', nowMs);
+        });
+        return { method: 'auth.test', outcome: fromResult(result, `Slack accepted the bot token${who ? ` (${who})` : ''}; channel ${conn.config.channel ?? ''} is not checked until a message is sent.`) };
+      }
+      case 'discord': {
+        const req = { method: 'GET', url: conn.config.webhook_url, ...timeout };
+        let name = '';
+        const result = await exchange(deps.http, req, (res) => {
+          name = stringOf(jsonOf(res)?.name) ?? '';
+          return readDiscordAnswer(res, 'Discord', nowMs);
+        });
+        return { method: 'get_webhook', outcome: fromResult(result, `The Discord webhook exists${name ? ` ("${name}")` : ''}.`) };
+      }
+      case 'telegram': {
+        const req = { method: 'POST', url: telegramMethodUrl(deps.telegramApiUrl, conn.config.bot_token, 'getMe'), headers: { 'content-type': 'application/json' }, body: '{}', ...timeout };
+        let bot = '';
+        const result = await exchange(deps.http, req, (res) => {
+          const r = jsonOf(res)?.result;
+          bot = r !== null && typeof r === 'object' ? (stringOf((r as Record<string, unknown>).username) ?? '') : '';
+          return readTelegramAnswer(res, 'getMe', nowMs);
+        });
+        return { method: 'getMe', outcome: fromResult(result, `Telegram accepted the bot token${bot ? ` (@${bot})` : ''}; chat ${String(conn.config.chat_id)} is not checked until a message is sent.`) };
+      }
+      case 'email': {
+        const v = await deps.smtp.verify(conn.config);
+        if (v.ok) {
+          const outcome: Outcome = { ok: true, status: 'ok', http_status: null, provider_code: null, latency_ms: v.latencyMs, detail: `${conn.config.host}:${conn.config.port} accepted the connection${conn.config.username !== undefined ? ' and the login' : ''}.` };
+          return { method: 'smtp_verify', outcome };
+        }
+        return { method: 'smtp_verify', outcome: fromResult(v.result, '') };
+      }
+      case 'teams':
+      case 'mattermost':
+      case 'google_chat':
+      case 'webhook':
+        return { method: null, outcome: needsSendMessage(conn) };
+    }
+  }
+
+  async function sendTestMessage(conn: DeliveryConnection): Promise<Outcome> {
+    const message = testMessage(conn, newTestId());
+    const result = await sendVia(deps.senders, conn, message);
+    // Teams Workflows answer 202 before the flow runs: accepted, not yet posted.
+    const unverified = result.outcome === 'delivered' && (conn.type === 'teams' || result.httpStatus === 202);
+    if (unverified) {
+      return { ok: true, status: 'accepted_unverified', http_status: result.httpStatus, provider_code: result.providerCode, latency_ms: round(result.latencyMs), detail: 'The platform accepted the test message; it does not confirm that it was posted (check the channel).' };
+    }
+    return fromResult(result, 'The test message was delivered.');
+  }
+
+  return {
+    async test(conn, { sendMessage }) {
+      const checkedAt = iso(deps.clock.now());
+      const started = monotonic();
+      const secrets = Object.values(conn.secrets);
+      let method: string | null = sendMessage ? 'send_message' : null;
+      let outcome: Outcome;
+      let contacted = true;
+      try {
+        const refusal = await checkDestinations(deps.http, conn);
+        if (refusal) {
+          outcome = refusal;
+          contacted = false;
+          if (!sendMessage) method = readOnlyCheckOf(conn.type, conn.config);
+        } else if (sendMessage) {
+          outcome = await sendTestMessage(conn);
+        } else {
+          const r = await readOnlyCheck(conn);
+          method = r.method;
+          outcome = r.outcome;
+        }
+      } catch (e) {
+        // A bug must not turn a test into a 500: report it as data, without internals.
+        outcome = { ok: false, status: 'unreachable', http_status: null, provider_code: null, latency_ms: null, detail: `the test could not run: ${(e as Error).message}` };
+      }
+      // The check's own latency when it has one; else the time taken, if anyone was contacted.
+      const latency = outcome.latency_ms ?? (contacted && outcome.status !== 'needs_send_message' ? Math.round(monotonic() - started) : null);
+      return {
+        ...outcome,
+        latency_ms: latency,
+        detail: scrubSecrets(outcome.detail, secrets),
+        method,
+        // True when a test message was delivered (or accepted): a refused one was not "sent".
+        sent_message: sendMessage && outcome.ok,
+        checked_at: checkedAt,
+      };
+    },
+  };
+}
+
+/**
+ * Dispatches to the sender of the connection's type (the mapped HeraldChannelSenders type pairs
+ * each type with its sender; methods are compared bivariantly, so the union widens safely here).
+ */
+function sendVia(senders: HeraldChannelSenders, conn: DeliveryConnection, message: OutboundMessage): Promise<ChannelResult> {
+  const sender: { send(t: DeliveryConnection, m: OutboundMessage): Promise<ChannelResult> } = senders[conn.type];
+  return sender.send(conn, message);
+}
+
+/**
+ * Resolves every destination of the config through the guard, before anything is sent. The
+ * request itself is guarded again at connect time (that is what makes rebinding useless); this
+ * pre-flight only lets the test say clearly why it would be refused.
+ */
+async function checkDestinations(http: OutboundHttp, conn: DeliveryConnection): Promise<Outcome | null> {
+  for (const d of definitionOf(conn.type).destinations(conn.config)) {
+    try {
+      if (d.kind === 'url') http.guard.checkUrl(d.value);
+      await http.guard.resolve(d.host);
+    } catch (e) {
+      if (!(e instanceof OutboundError)) throw e;
+      const status: TestStatus = e.kind === 'blocked_by_policy' || e.kind === 'https_required' ? 'blocked_by_policy' : e.kind === 'invalid_url' ? 'invalid_config' : 'unreachable';
+      return { ok: false, status, http_status: null, provider_code: null, latency_ms: null, detail: `${d.field}: ${e.message}` };
+    }
+  }
+  return null;
+}
+
+/** A send or check result as a test outcome. */
+function fromResult(result: ChannelResult, okDetail: string): Outcome {
+  const base = { http_status: result.httpStatus, provider_code: result.providerCode, latency_ms: round(result.latencyMs) };
+  if (result.outcome === 'delivered') return { ...base, ok: true, status: 'ok', detail: okDetail };
+  let status: TestStatus;
+  switch (result.cause) {
+    case 'policy':
+      status = 'blocked_by_policy';
+      break;
+    case 'auth':
+      status = 'auth_failed';
+      break;
+    case 'not_found':
+      status = 'not_found';
+      break;
+    case 'rate_limited':
+      status = 'rate_limited';
+      break;
+    case undefined:
+      // Retryable trouble is the destination being unreachable or failing now; a permanent refusal
+      // of what was sent is the configuration (a redirecting URL, a refused recipient, bad input).
+      status = result.outcome === 'retryable' ? 'unreachable' : 'invalid_config';
+  }
+  return { ...base, ok: false, status, detail: result.error };
+}
+
+function needsSendMessage(conn: DeliveryConnection): Outcome {
+  return { ok: false, status: 'needs_send_message', http_status: null, provider_code: null, latency_ms: null, detail: `A ${conn.type} connection has no read-only check; send {"send_message": true} to deliver a marked test message.` };
+}
+
+const round = (ms: number | null): number | null => (ms === null ? null : Math.max(0, Math.round(ms)));
+
+const TEST_SUBJECT = 'Connection test';
+const TEST_BODY = 'This is a test message from Herald to check this connection. No action is needed.';
+
+/** The marked test message, written in the connection's format (the senders add the "[Herald test]" marker). */
+export function testMessage(conn: DeliveryConnection, id: string): OutboundMessage {
+  let content: RenderedContent = { subject: TEST_SUBJECT, body: TEST_BODY };
+  if (conn.type === 'email') content = { ...content, html: `<p>${escapeHtml(TEST_BODY)}</p>` };
+  if (conn.type === 'telegram') {
+    const mode = conn.config.parse_mode ?? null;
+    content = { subject: escapeTelegram(TEST_SUBJECT, mode), body: escapeTelegram(TEST_BODY, mode) };
+  }
+  return {
+    deliveryId: id,
+    executionId: id,
+    incident: { id: '', title: TEST_SUBJECT, severity: 'low', status: 'investigating', url: null },
+    content,
+    test: true,
+  };
+}
