@@ -149,7 +149,10 @@ export async function createHerald(opts: HeraldOptions): Promise<Herald> {
       connectionsExist: (cids) => keysExist(redis, cids.map((c) => keys.connection(c))),
       publicUrl: config.HERALD_PUBLIC_URL,
     });
+    const registry = new Registry();
+    collectDefaultMetrics({ register: registry, prefix: 'herald_' });
     const delivery: DeliveryWiring = composeDelivery({
+      registry,
       config,
       redisUrl: opts.redisUrl,
       redis,
@@ -168,7 +171,7 @@ export async function createHerald(opts: HeraldOptions): Promise<Herald> {
     const edge: EdgeDeps = {
       keys: apiKeys,
       limiter: new RedisRateLimiter(redis, keys, { default: config.HERALD_RATE_LIMIT, execute: config.HERALD_EXECUTE_RATE_LIMIT }),
-      idempotency: new RedisIdempotencyStore(redis, keys),
+      idempotency: new RedisIdempotencyStore(redis, keys, box),
     };
     const v1 = Router();
     v1.use(openApiRoutes(edge));
@@ -177,8 +180,6 @@ export async function createHerald(opts: HeraldOptions): Promise<Herald> {
     v1.use(connectionRoutes({ ...edge, connections }));
     v1.use(executionRoutes({ ...edge, executions: delivery.executions }));
 
-    const registry = new Registry();
-    collectDefaultMetrics({ register: registry, prefix: 'herald_' });
     const readiness = async (): Promise<Readiness> => {
       try {
         // A Redis that hangs (stopped, black-holed) must not hang the probe: 503 within 2 s.

@@ -6,10 +6,12 @@
 import type { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
 import type { Config } from './config.js';
 import type { Clock } from './domain/clock.js';
 import type { Delivery } from './domain/execution.js';
 import type { IdGenerator } from './domain/ids.js';
+import { deliveryMetrics } from './delivery/metrics.js';
 import { BullDeliveryQueue, startDeliveryWorker } from './delivery/queue.js';
 import type { ChannelSenders, IncidentRepo } from './ports.js';
 import type { ConnectionService } from './services/connections.js';
@@ -44,6 +46,7 @@ export function composeDelivery(o: {
   templates: TemplateService;
   connections: ConnectionService;
   senders: ChannelSenders;
+  registry: Registry;
 }): DeliveryWiring {
   const { config, log, keys } = o;
   // BullMQ gets connections of its own: workers block, and must never give up a command.
@@ -51,7 +54,8 @@ export function composeDelivery(o: {
   queueConnection.on('error', (err: Error) => log.warn({ err: err.message }, 'queue redis error'));
   const queue = new BullDeliveryQueue(queueConnection, keys.bullPrefix, (err) => log.warn({ err: err.message }, 'delivery queue error'));
   const repo = new RedisExecutionRepo(o.redis, keys, () => o.clock.now().getTime());
-  const listeners: ((d: Delivery) => void)[] = [];
+  const metrics = deliveryMetrics(o.registry);
+  const listeners: ((d: Delivery) => void)[] = [metrics.changed];
 
   const deliveries = new DeliveryService({
     repo,
@@ -73,6 +77,7 @@ export function composeDelivery(o: {
     getIncident: (id) => o.incidents.get(id),
     appendEvents: (id, events) => o.incidents.appendEvents(id, events),
     publicUrl: config.HERALD_PUBLIC_URL ?? null,
+    onAttempt: metrics.attempt,
     onDeliveryChanged: (d) => {
       for (const l of listeners) {
         try {

@@ -2,29 +2,12 @@ import { pino, type Logger } from 'pino';
 
 /**
  * JSON logs (pino). Anything that may hold a secret is redacted by path, wherever it appears in a
- * logged object: headers, tokens, passwords, connection secrets, webhook URLs (they are secrets).
+ * logged object: headers, tokens, passwords, connection secrets, URLs (webhook URLs are secrets).
  */
-export const REDACT_PATHS = [
-  'authorization',
-  'headers.authorization',
-  '*.headers.authorization',
-  'req.headers.authorization',
-  'token',
-  '*.token',
-  'bot_token',
-  '*.bot_token',
-  'password',
-  '*.password',
-  'secret',
-  '*.secret',
-  'secrets',
-  '*.secrets',
-  'webhook_url',
-  '*.webhook_url',
-  'signing_secret',
-  '*.signing_secret',
-  'config.headers',
-];
+const SENSITIVE = ['authorization', 'token', 'bot_token', 'app_token', 'password', 'secret', 'secrets', 'webhook_url', 'url', 'signing_secret', 'headers'];
+
+/** Each sensitive key at the top level and up to three objects deep (pino wildcards match one level). */
+export const REDACT_PATHS = SENSITIVE.flatMap((k) => [k, `*.${k}`, `*.*.${k}`, `*.*.*.${k}`]);
 
 export function createLogger(level: string, destination?: NodeJS.WritableStream): Logger {
   return pino(

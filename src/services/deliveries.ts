@@ -30,6 +30,8 @@ export interface DeliveryServiceDeps {
   publicUrl: string | null;
   /** Told after every change of a delivery (the Slack announcement's receipts hook in here). */
   onDeliveryChanged?: (d: Delivery) => void;
+  /** Told of every attempt recorded (metrics). */
+  onAttempt?: (d: Delivery, a: Attempt) => void;
 }
 
 
@@ -75,6 +77,7 @@ export class DeliveryService {
         rev: current.rev + 1,
       };
       if (!(await this.write(current, cut))) return 'conflict';
+      this.d.onAttempt?.(cut, cut.attempts.at(-1)!);
       current = cut;
       if (current.attempts.length >= MAX_ATTEMPTS) return this.finishFailed(current, 'too many attempts');
     }
@@ -142,6 +145,7 @@ export class DeliveryService {
       sending = latest;
       next = { ...next, rev: latest.rev + 1 };
     }
+    this.d.onAttempt?.(next, attempt);
     await this.d.targets.recordOutcome(target.id, result.outcome === 'delivered', result.outcome === 'delivered' ? null : result.error);
     if (next.status === 'failed') await this.onFailed(next, attempt.error ?? 'failed');
     if (result.outcome === 'permanent' && result.disable) {
@@ -202,7 +206,9 @@ export class DeliveryService {
       attempts: [...d.attempts, attemptRecord(at, 'cancelled', null, reason)],
       rev: d.rev + 1,
     };
-    return this.write(d, next);
+    const ok = await this.write(d, next);
+    if (ok) this.d.onAttempt?.(next, next.attempts.at(-1)!);
+    return ok;
   }
 
   private async write(prev: Delivery, next: Delivery): Promise<boolean> {

@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import { createHash } from 'node:crypto';
 import { LIMITS } from '../domain/limits.js';
-import type { IdempotencyBegin, IdempotencyStore, StoredResponse } from '../ports.js';
+import type { IdempotencyBegin, IdempotencyStore, SecretBox, StoredResponse } from '../ports.js';
 import type { Keys } from './keys.js';
 
 /**
@@ -26,10 +26,15 @@ return {'done', cur}
 /** In-flight claims expire so a process killed mid-request does not lock a key for 24 h. */
 const IN_FLIGHT_MS = 120_000;
 
+/**
+ * Stored responses are sealed with the secrets key: a replayed create can carry a secret shown
+ * once (a webhook's signing_secret, an API key's token), which must not sit in Redis in clear.
+ */
 export class RedisIdempotencyStore implements IdempotencyStore {
   constructor(
     private readonly redis: Redis,
     private readonly keys: Keys,
+    private readonly box: SecretBox,
   ) {}
 
   private key(scope: string, key: string): string {
@@ -46,14 +51,14 @@ export class RedisIdempotencyStore implements IdempotencyStore {
       case 'mismatch':
         return { state: 'mismatch' };
       default: {
-        const rec = JSON.parse(r[1] ?? '{}') as { r: StoredResponse };
-        return { state: 'done', response: rec.r };
+        const rec = JSON.parse(r[1] ?? '{}') as { r: string };
+        return { state: 'done', response: JSON.parse(this.box.open(rec.r)) as StoredResponse };
       }
     }
   }
 
   async complete(scope: string, key: string, fingerprint: string, response: StoredResponse): Promise<void> {
-    await this.redis.set(this.key(scope, key), JSON.stringify({ s: 'done', fp: fingerprint, r: response }), 'EX', LIMITS.idempotencyTtlSeconds);
+    await this.redis.set(this.key(scope, key), JSON.stringify({ s: 'done', fp: fingerprint, r: this.box.seal(JSON.stringify(response)) }), 'EX', LIMITS.idempotencyTtlSeconds);
   }
 
   async release(scope: string, key: string): Promise<void> {

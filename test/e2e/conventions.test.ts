@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHash } from 'node:crypto';
+import { createSecretBox } from '../../src/store/crypto.js';
 import { RedisIdempotencyStore } from '../../src/store/idempotency.js';
 import { startHerald, type TestHerald } from '../support/herald.js';
 import { waitFor } from '../support/wait.js';
@@ -70,6 +71,19 @@ describe('idempotency', () => {
     expect(first.headers.get('idempotent-replayed')).toBeNull();
   });
 
+  it('keeps replayable responses sealed at rest (a webhook signing secret is shown once, never stored in clear)', async () => {
+    const headers = { 'Idempotency-Key': `k-${Date.now()}-secret` };
+    const r = await h.api('POST', '/v1/connections', { body: { name: 'sealed', type: 'webhook', config: { url: 'https://hooks.example.com/x' } }, headers });
+    expect(r.status).toBe(201);
+    const secret: string = r.body.signing_secret;
+    expect(secret).toMatch(/^whsec_/);
+    const keys = await h.herald.redis.keys(`{${h.prefix}}:idem:*`);
+    const values = await Promise.all(keys.map((k) => h.herald.redis.get(k)));
+    expect(values.join('\n')).not.toContain(secret);
+    const replay = await h.api('POST', '/v1/connections', { body: { name: 'sealed', type: 'webhook', config: { url: 'https://hooks.example.com/x' } }, headers });
+    expect(replay.body.signing_secret).toBe(secret);
+  });
+
   it('refuses the same key for a different request (422) and scopes keys per API key', async () => {
     const headers = { 'Idempotency-Key': `k-${Date.now()}-b` };
     await h.api('POST', '/v1/incidents', { body: incident, headers });
@@ -88,7 +102,7 @@ describe('idempotency', () => {
     // Claim the key exactly as an in-flight request would (same fingerprint), then send it.
     const sha = (x: string) => createHash('sha256').update(x).digest('hex');
     const apiKeyId = (await h.herald.services.apiKeys.authenticate(h.token)).id;
-    const store = new RedisIdempotencyStore(h.herald.redis, h.herald.keys);
+    const store = new RedisIdempotencyStore(h.herald.redis, h.herald.keys, createSecretBox(Buffer.from(h.secretKey, 'base64')));
     expect(await store.begin(apiKeyId, key, sha(`POST\n/v1/incidents\n${sha(raw)}`))).toEqual({ state: 'new' });
     const busy = await h.api('POST', '/v1/incidents', { raw, headers: { 'Idempotency-Key': key, 'Content-Type': 'application/json' } });
     expect(busy.status).toBe(409);

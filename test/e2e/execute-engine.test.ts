@@ -78,6 +78,9 @@ describe('execute', () => {
     const events = await h.api('GET', `/v1/incidents/${inc.id}/events`);
     const executed = events.body.data.find((e: { type: string }) => e.type === 'incident.executed');
     expect(executed.data.execution_id).toBe(r.body.id);
+    const metrics = await h.api('GET', '/metrics', { token: null });
+    expect(metrics.text).toMatch(/herald_deliveries_total\{type="webhook",status="delivered"\} [1-9]/);
+    expect(metrics.text).toMatch(/herald_delivery_attempts_total\{type="webhook",outcome="delivered"\} [1-9]/);
     const list = await h.api('GET', `/v1/incidents/${inc.id}/executions`);
     expect(list.body.data.map((e: { id: string }) => e.id)).toEqual([r.body.id]);
 
@@ -176,5 +179,23 @@ describe('execute', () => {
     });
     expect(statuses.filter((s) => s === 'failed')).toHaveLength(1);
     expect(statuses.filter((s) => s === 'cancelled')).toHaveLength(2);
+  });
+
+  it('cancels the queued deliveries of a deleted connection', async () => {
+    script = () => ({ outcome: 'delivered', httpStatus: 200, providerCode: null, latencyMs: 1 });
+    // One message a minute: the second and third deliveries wait on pacing in the queue.
+    const c = await webhookConnection('to-delete', { rate_limit_per_minute: 1 });
+    const { body: inc } = await h.api('POST', '/v1/incidents', { body: { title: 'Deleted', severity: 'low' } });
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) ids.push((await h.api('POST', `/v1/incidents/${inc.id}/execute`, { body: {} })).body.id);
+    await waitFor(async () => (await h.api('GET', `/v1/incidents/${inc.id}/executions/${ids[0]}`)).body.status === 'delivered');
+    expect((await h.api('DELETE', `/v1/connections/${c.id}`)).status).toBe(204);
+    const statuses = await waitFor(async () => {
+      const all = await Promise.all(ids.map(async (id) => (await h.api('GET', `/v1/incidents/${inc.id}/executions/${id}`)).body));
+      return all.every((e) => e.status !== 'queued' && e.status !== 'in_progress') ? all : undefined;
+    });
+    expect(statuses.map((e) => e.status)).toEqual(['delivered', 'cancelled', 'cancelled']);
+    const cancelled = statuses[1].deliveries[0];
+    expect(cancelled.attempts.at(-1)).toMatchObject({ outcome: 'cancelled', error: 'connection deleted' });
   });
 });

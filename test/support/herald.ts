@@ -29,6 +29,8 @@ export interface RequestOptions {
 
 export interface TestHerald {
   dataDir: string;
+  /** HERALD_SECRET_KEY of this Herald (base64). */
+  secretKey: string;
   url: string;
   token: string;
   herald: Herald;
@@ -82,6 +84,7 @@ export async function startHerald(env: Record<string, string> = {}, opts: Pick<H
 
   return {
     dataDir,
+    secretKey: config.HERALD_SECRET_KEY!,
     url,
     token,
     herald,

@@ -1,0 +1,70 @@
+import type { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createIdGenerator } from '../../src/domain/ids.js';
+import { newDelivery, type Execution } from '../../src/domain/execution.js';
+import { newIncident } from '../../src/domain/incident.js';
+import type { QueuedJob } from '../../src/ports.js';
+import { DeliveryService } from '../../src/services/deliveries.js';
+import { RedisExecutionRepo } from '../../src/store/executions.js';
+import { RedisIncidentRepo } from '../../src/store/incidents.js';
+import { createKeys } from '../../src/store/keys.js';
+import { connectTestRedis, dropPrefix, uniquePrefix } from '../support/redis.js';
+
+/**
+ * The crash window of execute: the execution and its deliveries are committed, and the process
+ * dies before the queue has them. The outbox (written in the same atomic step) lets the sweep that
+ * every worker runs at start and on a timer queue them; stable job ids make a double enqueue moot.
+ */
+let redis: Redis;
+const prefix = uniquePrefix('outbox');
+const keys = createKeys(prefix);
+let now = 1_000_000;
+
+beforeAll(() => {
+  redis = connectTestRedis();
+});
+afterAll(async () => {
+  await dropPrefix(redis, prefix);
+  await redis.quit();
+});
+
+describe('the enqueue outbox', () => {
+  it('re-queues deliveries committed but never queued, once they are older than the sweep age', async () => {
+    const ids = createIdGenerator();
+    const incidents = new RedisIncidentRepo(redis, keys);
+    const repo = new RedisExecutionRepo(redis, keys, () => now);
+    const actor = { type: 'system' as const, id: 't', name: 't' };
+    const incident = newIncident(ids.next('incident'), { title: 't', severity: 'low', description: '', impact: '', template_ids: [] }, actor, new Date(now).toISOString());
+    expect(await incidents.create(incident, [])).toBe(true);
+    const execution: Execution = { id: ids.next('execution'), incident_id: incident.id, variables: {}, created_at: '', template_versions: {}, delivery_ids: [] };
+    const deliveries = [1, 2, 3].map(() =>
+      newDelivery({ id: ids.next('delivery'), executionId: execution.id, incidentId: incident.id, connectionId: 'con_x', connectionType: 'webhook', templateId: null, templateVersion: null, content: { subject: 's', body: 'b' } }),
+    );
+    execution.delivery_ids = deliveries.map((d) => d.id);
+    expect(await repo.create(execution, deliveries, incident, { ...incident, rev: incident.rev + 1 }, [])).toBe(true);
+    // …and the process dies here, before the queue hears of them.
+
+    const queued: QueuedJob[] = [];
+    const service = new DeliveryService({
+      repo,
+      targets: { get: () => Promise.resolve(null), disable: () => Promise.resolve(), recordOutcome: () => Promise.resolve() },
+      senders: {} as never,
+      pacer: { take: () => Promise.resolve(0) },
+      queue: { enqueue: (jobs) => Promise.resolve(void queued.push(...jobs)), remove: () => Promise.resolve() },
+      clock: { now: () => new Date(now) },
+      ids,
+      random: () => 0.5,
+      getIncident: () => Promise.resolve(null),
+      appendEvents: () => Promise.resolve(),
+      publicUrl: null,
+    });
+
+    // A request still between commit and enqueue is left alone (it will enqueue itself)…
+    expect(await service.sweepOutbox(5000)).toBe(0);
+    // …but past the sweep age the deliveries are queued, with their stable job ids.
+    now += 6000;
+    expect(await service.sweepOutbox(5000)).toBe(3);
+    expect(queued.map((j) => j.jobId).sort()).toEqual(deliveries.map((d) => d.id).sort());
+    expect(await repo.pendingEnqueue(0)).toEqual([]);
+  });
+});
