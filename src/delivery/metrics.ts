@@ -3,9 +3,9 @@ import type { Attempt, Delivery } from '../domain/execution.js';
 
 export interface DeliveryMetrics {
   /** Every recorded attempt (delivered, retryable/permanent failure, interrupted, cancelled). */
-  attempt(d: Delivery, a: Attempt): void;
+  attempt: (d: Delivery, a: Attempt) => void;
   /** Every change of a delivery; final states are counted. */
-  changed(d: Delivery): void;
+  changed: (d: Delivery) => void;
 }
 
 /** Delivery metrics: final states per channel type, and every attempt's outcome. */
