@@ -238,11 +238,23 @@ function slackEdge(
   wiring: Pick<Parameters<typeof createSlackEdge>[0], 'services' | 'idempotency'>,
 ): SlackEdge | null {
   const { SLACK_BOT_TOKEN: botToken, SLACK_SIGNING_SECRET: signingSecret, SLACK_APP_TOKEN: appToken } = config;
+  // A worker receives no Slack requests; with the bot token it keeps announcements current
+  // (the delivery receipts happen here), so the bot token alone is its whole Slack setup.
+  const worker = config.HERALD_ROLE === 'worker';
   if (botToken === undefined && signingSecret === undefined && appToken === undefined) {
-    log.info('Slack is not configured (no SLACK_BOT_TOKEN): running the API alone.');
+    log.info(
+      worker
+        ? 'Slack is not configured (no SLACK_BOT_TOKEN): this worker will not update Slack announcements with delivery receipts.'
+        : 'Slack is not configured (no SLACK_BOT_TOKEN): running the API alone.',
+    );
     return null;
   }
   if (botToken === undefined) throw new StartupError('Slack is half configured: SLACK_BOT_TOKEN (xoxb-…) is missing. Set it, or unset SLACK_SIGNING_SECRET and SLACK_APP_TOKEN to run the API alone.');
+  if (worker) {
+    const edge = createSlackEdge({ botToken, apiUrl: config.SLACK_API_URL, settings: { admins: [], defaultChannel: config.HERALD_SLACK_CHANNEL ?? null }, log, now: () => clock.now(), ...wiring }, app);
+    log.info({ mode: edge.mode }, 'Slack: this worker keeps announcements current (delivery receipts); it receives no Slack requests');
+    return edge;
+  }
   if (signingSecret === undefined && appToken === undefined) {
     throw new StartupError('Slack is half configured: set SLACK_SIGNING_SECRET (HTTP mode, /slack/events) or SLACK_APP_TOKEN (Socket Mode), or unset SLACK_BOT_TOKEN to run the API alone.');
   }

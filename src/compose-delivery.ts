@@ -75,9 +75,9 @@ export function composeDelivery(o: {
     ids: o.ids,
     random: Math.random,
     getIncident: (id) => o.incidents.get(id),
-    appendEvents: (id, events) => o.incidents.appendEvents(id, events),
     publicUrl: config.HERALD_PUBLIC_URL ?? null,
     onAttempt: metrics.attempt,
+    onError: (what, err) => log.warn({ err: err instanceof Error ? err.message : String(err) }, `delivery bookkeeping failed: ${what}`),
     onDeliveryChanged: (d) => {
       for (const l of listeners) {
         try {
@@ -99,6 +99,7 @@ export function composeDelivery(o: {
     clock: o.clock,
     ids: o.ids,
     publicUrl: config.HERALD_PUBLIC_URL,
+    onError: (what, err) => log.error({ err: err instanceof Error ? err.message : String(err) }, `execute: ${what}`),
   });
 
   let worker: Worker | null = null;

@@ -174,9 +174,10 @@ export interface ExecutionRepo {
   getDelivery(id: string): Promise<Delivery | null>;
   /**
    * Compare-and-set on the delivery; keeps the per-connection active index in step. `outbox`
-   * also records it as awaiting enqueue (redeliver), in the same atomic step.
+   * also records it as awaiting enqueue (redeliver), and `events` are appended to the incident's
+   * timeline (`delivery.failed`), in the same atomic step.
    */
-  updateDelivery(prev: Delivery, next: Delivery, opts?: { outbox?: boolean }): Promise<boolean>;
+  updateDelivery(prev: Delivery, next: Delivery, opts?: { outbox?: boolean; events?: IncidentEvent[] }): Promise<boolean>;
   /** Deliveries of a connection that are not terminal yet. */
   activeForConnection(connectionId: string): Promise<string[]>;
   /** Outbox: deliveries committed but maybe not enqueued (older than `olderThanMs`). */
@@ -197,9 +198,18 @@ export interface DeliveryQueue {
   remove(jobIds: string[]): Promise<void>;
 }
 
-/** Per-connection pacing: 0 = go now (a token was taken), else wait this many ms and ask again. */
+/**
+ * Per-connection pacing, in two steps. `reserve` always takes the next free slot of the
+ * connection's schedule and answers how many ms away it is (0 = now): a waiting delivery sleeps
+ * until then, so a backlog drains first come, first served, with one question each. `take`, right
+ * before sending, takes a token of the send bucket only if one is free now (0), else answers the
+ * ms to wait (nothing taken): it holds the sends to the rate when several slots fall due at once.
+ */
 export interface Pacer {
+  reserve(connectionId: string, rule: PacingRule): Promise<number>;
   take(connectionId: string, rule: PacingRule): Promise<number>;
+  /** Forgets reserved slots (their deliveries were cancelled), so new ones need not wait for them. */
+  reset(connectionId: string): Promise<void>;
 }
 
 /** A connection as a sender needs it: config with its secrets opened. Never presented. */
@@ -264,4 +274,15 @@ export interface AnnouncementRepo {
    * by creation), atomically. Returns the record after the change, null when there is none.
    */
   trackExecution(incidentId: string, executionId: string): Promise<Announcement | null>;
+  /**
+   * One refresher of an announcement at a time, across processes. true: `token` now holds the
+   * claim (for `ttlMs`). false: another process holds it, and this call marked the announcement
+   * as changed, so the holder renders it again before letting go.
+   */
+  claimRefresh(incidentId: string, token: string, ttlMs: number): Promise<boolean>;
+  /**
+   * Ends a refresh. true: a change was marked meanwhile and the claim is kept, so the caller
+   * renders again (from the newest state) and calls this again; false: the claim is released.
+   */
+  finishRefresh(incidentId: string, token: string, ttlMs: number): Promise<boolean>;
 }

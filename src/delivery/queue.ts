@@ -1,4 +1,4 @@
-import { DelayedError, Queue, Worker, type Job } from 'bullmq';
+import { DelayedError, Queue, UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { z } from 'zod';
@@ -10,15 +10,22 @@ export const QUEUE_NAME = 'deliveries';
 const JobData = z.strictObject({ deliveryId: z.string().regex(/^dlv_[0-9A-Z]{26}$/) });
 
 /**
+ * BullMQ's own retries: never the delivery policy (that lives in the delivery record, and a retry
+ * or a pacing wait moves the job to delayed), only a safety net for the job itself — when Redis
+ * fails the very move to delayed, the job must come back rather than end in the failed set with
+ * its delivery stuck half-way. The delivery record decides what the re-run does.
+ */
+export const JOB_SAFETY_RETRIES = { attempts: 1000, backoff: { type: 'fixed', delay: 2000 } } as const;
+
+/**
  * BullMQ carries only "which delivery, when": everything else (attempts, status, content) lives
- * in the delivery record, so retry policy is ours and a job can run twice harmlessly. BullMQ's
- * own retries are off (attempts: 1); a retry or a pacing wait moves the job to delayed.
+ * in the delivery record, so retry policy is ours and a job can run twice harmlessly.
  */
 export class BullDeliveryQueue implements DeliveryQueue {
   readonly queue: Queue;
 
   constructor(connection: Redis, prefix: string, onError: (err: Error) => void) {
-    this.queue = new Queue(QUEUE_NAME, { connection, prefix, defaultJobOptions: { attempts: 1, removeOnComplete: true, removeOnFail: 1000 } });
+    this.queue = new Queue(QUEUE_NAME, { connection, prefix, defaultJobOptions: { ...JOB_SAFETY_RETRIES, removeOnComplete: true, removeOnFail: 1000 } });
     // Without a listener BullMQ prints every connection error's stack to the console.
     this.queue.on('error', onError);
   }
@@ -60,7 +67,10 @@ export function startDeliveryWorker(o: WorkerOptions): Worker {
   const worker = new Worker(
     QUEUE_NAME,
     async (job: Job, token?: string) => {
-      const { deliveryId } = JobData.parse(job.data);
+      const data = JobData.safeParse(job.data);
+      // A malformed job can never succeed: fail it for good (it names no delivery to lose).
+      if (!data.success) throw new UnrecoverableError('malformed delivery job');
+      const { deliveryId } = data.data;
       let outcome: ProcessOutcome;
       try {
         outcome = await o.process(deliveryId);
@@ -70,6 +80,8 @@ export function startDeliveryWorker(o: WorkerOptions): Worker {
         outcome = { kind: 'delay', ms: 2000, reason: 'retry' };
       }
       if (outcome.kind === 'delay') {
+        // Should this move fail (Redis), the error fails the attempt and BullMQ's safety retry
+        // (JOB_SAFETY_RETRIES) brings the job back; the delivery's `not_before` keeps its timing.
         await job.moveToDelayed(Date.now() + outcome.ms, token);
         throw new DelayedError();
       }
@@ -86,7 +98,7 @@ export function startDeliveryWorker(o: WorkerOptions): Worker {
     },
   );
   worker.on('failed', (job, err) => {
-    o.log.error({ job_id: job?.id, err: err.message }, 'delivery job failed unexpectedly');
+    o.log.error({ job_id: job?.id, err: err.message }, 'delivery job attempt failed unexpectedly; BullMQ retries it');
   });
   worker.on('error', (err) => {
     o.log.error({ err: err.message }, 'delivery worker error');

@@ -4,7 +4,7 @@ import { ChannelTypeSchema, CHANNEL_TYPES, type ChannelType } from './channel-ty
 import { CONNECTION_TYPES, definitionOf, type ConfigOf, type Destination } from './connection-types/index.js';
 import { DomainError, type FieldError } from './errors.js';
 import { LIMITS } from './limits.js';
-import { toFieldErrors } from './validation.js';
+import { safeParseInput, toFieldErrors } from './validation.js';
 
 /**
  * Connections (SPEC §5): the wire schemas, the stored record, and the pure rules — config
@@ -75,7 +75,7 @@ export const ConnectionSchema = z
     name: z.string(),
     type: ChannelTypeSchema,
     enabled: z.boolean(),
-    config: z.record(z.string(), z.unknown()).meta({ description: 'The non-secret part of the config.' }),
+    config: z.record(z.string(), z.unknown()).meta({ description: 'The non-secret part of the config; an optional field that is not set is null.' }),
     secrets: z.record(z.string(), SecretStateSchema).meta({ description: 'One entry per secret that is set; values are never returned.' }),
     rate_limit_per_minute: z.number().int().nullable(),
     health: ConnectionHealthSchema,
@@ -195,13 +195,13 @@ export interface ConnectionDraft {
  * after (checkConfigRules), once the shape is right.
  */
 export function parseConnectionCreate(input: unknown): ConnectionDraft {
-  const envelope = CreateEnvelopeSchema.safeParse(input);
+  const envelope = safeParseInput(CreateEnvelopeSchema, input);
   const errors: FieldError[] = envelope.success ? [] : toFieldErrors(envelope.error.issues);
   const raw = typeof input === 'object' && input !== null && !Array.isArray(input) ? (input as Record<string, unknown>) : {};
   const type = ChannelTypeSchema.safeParse(raw.type);
   let config: PlainConfig | null = null;
   if (type.success && isPlainObject(raw.config)) {
-    const parsed = definitionOf(type.data).createConfigSchema.safeParse(raw.config);
+    const parsed = safeParseInput(definitionOf(type.data).createConfigSchema, raw.config);
     if (parsed.success) config = parsed.data as PlainConfig;
     else errors.push(...toFieldErrors(parsed.error.issues, ['config']));
   }
@@ -228,7 +228,7 @@ export function signingSecretOf(type: ChannelType, config: PlainConfig): string 
 
 /** Re-validates a full config against its type's schema; errors at `config.<field>`. */
 export function configShapeErrors(type: ChannelType, config: PlainConfig): FieldError[] {
-  const r = definitionOf(type).configSchema.safeParse(config);
+  const r = safeParseInput(definitionOf(type).configSchema, config);
   return r.success ? [] : toFieldErrors(r.error.issues, ['config']);
 }
 
@@ -263,7 +263,7 @@ export function destinationErrors(type: ChannelType, config: PlainConfig, allow:
       errors.push({
         field: d.field,
         code: 'destination_not_allowed',
-        message: `${d.field} points at ${refusal.detail}; Herald only sends to public addresses (an operator can allow it in HERALD_OUTBOUND_ALLOW).`,
+        message: `${d.field} is not allowed: ${refusal.detail}. Herald only sends to public addresses (an operator can allow it in HERALD_OUTBOUND_ALLOW).`,
       });
     }
   }
@@ -425,14 +425,27 @@ export function disabledHealth(health: ConnectionHealth, reason: string): Connec
   return { ...health, state: 'disabled', disabled_reason: reason, last_error: health.last_error ?? reason };
 }
 
+/**
+ * The non-secret config fields of a type, in its schema's order: what `config` on the wire
+ * lists, with null for an optional field that is not set (SPEC §1: absent is null, not omitted).
+ */
+function presentedConfigFields(type: ChannelType): string[] {
+  const def = definitionOf(type);
+  const schema = def.configSchema;
+  const fields = schema instanceof z.ZodObject ? Object.keys(schema.shape) : [];
+  return fields.filter((f) => !def.secretFields.includes(f) && !def.secretMaps.includes(f));
+}
+
 /** What goes on the wire: no sealed value, no revision; secrets as `{set, last4}`. */
 export function presentConnection(c: ConnectionRecord): ConnectionWire {
+  const config: Record<string, unknown> = Object.fromEntries(presentedConfigFields(c.type).map((f) => [f, null]));
+  for (const [k, v] of Object.entries(c.config)) config[k] = v;
   return {
     id: c.id,
     name: c.name,
     type: c.type,
     enabled: c.enabled,
-    config: c.config,
+    config,
     secrets: Object.fromEntries(Object.entries(c.secrets).map(([k, s]) => [k, { set: true as const, last4: s.last4 }])),
     rate_limit_per_minute: c.rate_limit_per_minute,
     health: c.health,

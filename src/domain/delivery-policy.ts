@@ -21,6 +21,28 @@ export function retryDelayMs(n: number, retryAfterMs: number | null, random: () 
   return Math.round(backoff * (0.5 + random() * 0.5));
 }
 
+/**
+ * "Up to 8 attempts within about an hour" (SPEC §6): the backoff alone spends about 4 minutes
+ * over 8 attempts, so only a platform's Retry-After can stretch a delivery further — and a retry
+ * whose attempt would start more than this long after the first attempt (of the current
+ * redeliver round) is not made: the delivery fails with the last error.
+ */
+export const RETRY_WINDOW_MS = 60 * 60_000;
+
+export type RetryDecision = { retry: true; delayMs: number } | { retry: false; reason: string };
+
+/**
+ * Whether (and when) to try again after a retryable failure. `attemptsMade` counts the attempts
+ * of the current round (a redeliver starts a new round with a fresh budget), `elapsedMs` is the
+ * time since the round's first attempt started.
+ */
+export function decideRetry(p: { attemptsMade: number; retryAfterMs: number | null; elapsedMs: number; random: () => number }): RetryDecision {
+  if (p.attemptsMade >= MAX_ATTEMPTS) return { retry: false, reason: `gave up after ${MAX_ATTEMPTS} attempts` };
+  const delayMs = retryDelayMs(p.attemptsMade, p.retryAfterMs, p.random);
+  if (p.elapsedMs + delayMs > RETRY_WINDOW_MS) return { retry: false, reason: 'gave up: the next attempt would be more than an hour after the first' };
+  return { retry: true, delayMs };
+}
+
 export type HttpClass = 'delivered' | 'retryable' | 'permanent';
 
 /** 2xx delivered; 408, 425, 429, 5xx retryable; 3xx (never followed) and other 4xx permanent. */

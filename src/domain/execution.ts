@@ -66,6 +66,20 @@ export interface Delivery extends z.infer<typeof DeliverySchema> {
   sending_since: string | null;
   /** Bumped by redeliver so the re-queued job gets a fresh queue id. */
   round: number;
+  /**
+   * Index into `attempts` where the current round began: its attempt budget (MAX_ATTEMPTS) and
+   * retry window count from there, so a redeliver gets a fresh budget.
+   */
+  round_start: number;
+  /**
+   * The next attempt may not start before this time: a retry's backoff or Retry-After, or the
+   * pacing slot reserved for it. Kept on the record (not only in the queue's delay) so a job run
+   * early — after a crash between recording an attempt and re-queueing, or a duplicate job —
+   * still waits.
+   */
+  not_before: string | null;
+  /** A pacing slot was reserved for `not_before`: the attempt then goes without asking again. */
+  paced: boolean;
   rev: number;
 }
 
@@ -159,6 +173,9 @@ export function newDelivery(p: {
     finished_at: null,
     sending_since: null,
     round: 0,
+    round_start: 0,
+    not_before: null,
+    paced: false,
     rev: 1,
   };
 }

@@ -53,3 +53,12 @@ export function parsePageRequest(limit: unknown, cursor: unknown): PageRequest {
   if (cursor !== undefined && typeof cursor !== 'string') throw new DomainError('invalid_cursor', 'cursor must be a single string.');
   return { limit: l.data, cursor: cursor === undefined || cursor === '' ? null : decodeCursor(cursor) };
 }
+
+/**
+ * A list pages either by id (`after`) or by position (`offset`); a cursor of the other kind was
+ * issued by another list, and is refused rather than silently starting over from the top.
+ */
+export function expectCursorKind(page: PageRequest, kind: 'after' | 'offset'): PageRequest {
+  if (page.cursor !== null && !(kind in page.cursor)) throw new DomainError('invalid_cursor', 'The cursor is not one this list issued.');
+  return page;
+}

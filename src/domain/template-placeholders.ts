@@ -141,7 +141,15 @@ export function deriveVariables(uses: readonly VariableUse[]): TemplateVariable[
 export function settleVariables(texts: readonly TemplateText[], declared: TemplateVariable[] | null): TemplateVariable[] {
   const { uses, errors } = analyzePlaceholders(texts);
   if (errors.length > 0) throw new DomainError('validation_failed', 'The template has invalid placeholders; see errors.', errors);
-  if (declared === null) return deriveVariables(uses);
+  if (declared === null) {
+    const derived = deriveVariables(uses);
+    // The same cap as declared variables: past it, no caller could ever supply them all.
+    if (derived.length > LIMITS.variables) {
+      const message = `The template uses ${derived.length} variables; at most ${LIMITS.variables}.`;
+      throw new DomainError('validation_failed', message, [{ field: 'variables', code: 'too_many', message }]);
+    }
+    return derived;
+  }
   const names = new Set(declared.map((v) => v.name));
   const seen = new Set<string>();
   const undeclared: FieldError[] = [];

@@ -56,6 +56,13 @@ export const TemplateCreateSchema = z
   .meta({ id: 'TemplateCreate' });
 export type TemplateCreate = z.output<typeof TemplateCreateSchema>;
 
+/** The bulk body as a batch: 1..100 items, each then judged on its own (TemplateCreateSchema). */
+export const TemplateBatchSchema = z
+  .array(z.unknown())
+  .min(1, 'Send at least one template.')
+  .max(LIMITS.bulkTemplates, `At most ${LIMITS.bulkTemplates} templates per request.`);
+
+/** The bulk body as documented (OpenAPI); the service validates it item by item, reporting all. */
 export const TemplateBulkCreateSchema = z
   .array(TemplateCreateSchema)
   .min(1, 'Send at least one template.')

@@ -24,13 +24,18 @@ export function toFieldErrors(issues: readonly z.core.$ZodIssue[], prefix: (stri
         continue;
       }
     }
-    out.push({ field: path.join('.'), code: fieldCode(issue), message: issue.message });
+    const code = fieldCode(issue);
+    // zod's default text for a missing value ("Invalid input: expected string, received undefined")
+    // says less than the field's name does; a schema's own message is kept.
+    const missing = code === 'required' && /^Invalid (input|option)/.test(issue.message);
+    out.push({ field: path.join('.'), code, message: missing ? `${String(path[path.length - 1] ?? 'The body')} is required.` : issue.message });
   }
   return dedupe(out);
 }
 
 function fieldCode(issue: z.core.$ZodIssue): string {
   switch (issue.code) {
+    // Both need the issue's input (safeParseInput): a missing field has none.
     case 'invalid_type':
       return issue.input === undefined ? 'required' : 'invalid_type';
     case 'too_big':
@@ -38,7 +43,7 @@ function fieldCode(issue: z.core.$ZodIssue): string {
     case 'too_small':
       return issue.origin === 'string' && issue.minimum === 1 ? 'required' : issue.origin === 'array' ? 'too_few' : 'too_small';
     case 'invalid_value':
-      return 'invalid_value';
+      return issue.input === undefined ? 'required' : 'invalid_value';
     case 'invalid_format':
       return 'invalid_format';
     default:
@@ -56,9 +61,18 @@ function dedupe(errors: FieldError[]): FieldError[] {
   });
 }
 
+/**
+ * safeParse that keeps each issue's input, so a present value of the wrong type is told apart
+ * from a missing one (`invalid_type` vs `required`). The inputs never leave: toFieldErrors keeps
+ * only the path, a code and the message.
+ */
+export function safeParseInput<S extends z.ZodType>(schema: S, input: unknown): z.ZodSafeParseResult<z.output<S>> {
+  return schema.safeParse(input, { reportInput: true });
+}
+
 /** Parses `input` with `schema` or throws `validation_failed` with one entry per bad field. */
 export function parseInput<S extends z.ZodType>(schema: S, input: unknown, prefix: (string | number)[] = []): z.output<S> {
-  const r = schema.safeParse(input);
+  const r = safeParseInput(schema, input);
   if (r.success) return r.data;
   throw new DomainError('validation_failed', 'The request has invalid fields; see errors.', toFieldErrors(r.error.issues, prefix));
 }

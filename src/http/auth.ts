@@ -3,11 +3,15 @@ import type { Scope } from '../domain/api-key.js';
 import type { ApiKeyService } from '../services/api-keys.js';
 import { apiKeyOf, type RequestLocals } from './context.js';
 
-/** Reads `Authorization: Bearer <token>`; anything else counts as a missing token. */
+/**
+ * Reads `Authorization: Bearer <token>`. No header, or another scheme (`Basic …`), is a missing
+ * token (RFC 6750 §3.1: no error code in the challenge); a Bearer header whose credentials are
+ * not one token is malformed (''), answered with `error="invalid_token"`.
+ */
 export function bearerToken(header: string | undefined): string | null {
-  if (header === undefined) return null;
-  const m = /^Bearer[ ]+(\S+)\s*$/i.exec(header);
-  return m?.[1] ?? (header.trim() === '' ? null : '');
+  if (header === undefined || !/^\s*Bearer(\s|$)/i.test(header)) return null;
+  const m = /^\s*Bearer[ ]+(\S+)\s*$/i.exec(header);
+  return m?.[1] ?? '';
 }
 
 export function authenticate(keys: ApiKeyService): RequestHandler {

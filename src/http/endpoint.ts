@@ -28,15 +28,17 @@ export interface Endpoint {
 
 /**
  * Registers one path with the SPEC §1 chain, in the SPEC's order of checks: the path is known
- * (else 404 at the end of the router) → method allowed (405 + Allow) → 401/403 → rate limit →
+ * (else 404 at the end of the router) → method allowed (405 + Allow) → 401 → rate limit → 403 →
  * body (400/413/415) → Idempotency-Key (POST) → the route, which does 404/409/422.
  */
 export function endpoint(router: Router, deps: EdgeDeps, path: string, methods: Partial<Record<Method, Endpoint>>): void {
   for (const [method, ep] of Object.entries(methods) as [Method, Endpoint][]) {
     const chain: RequestHandler[] = [];
     if (ep.scope !== null) {
-      chain.push(authenticate(deps.keys), requireScope(deps.keys, ep.scope));
-      chain.push(rateLimit(deps.limiter, ep.execute ? ['default', 'execute'] : ['default']));
+      // Counted before the scope check: a 403 is an authenticated response too, so it carries
+      // the RateLimit headers, and probing for scopes spends the key's budget.
+      chain.push(authenticate(deps.keys), rateLimit(deps.limiter, ep.execute ? ['default', 'execute'] : ['default']));
+      chain.push(requireScope(deps.keys, ep.scope));
     }
     const body = ep.body ?? (method === 'post' || method === 'patch' ? 'required' : 'none');
     if (body !== 'none') chain.push(jsonBody({ optional: body === 'optional' }));

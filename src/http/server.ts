@@ -1,5 +1,5 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import express, { type Express, type RequestHandler, type Router } from 'express';
+import express, { type Express, type Request, type RequestHandler, type Router } from 'express';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { DomainError } from '../domain/errors.js';
@@ -60,7 +60,7 @@ export function createHttpApp(deps: ServerDeps): { app: Express; finish: () => v
     });
     app.use(
       problemHandler((err, req) => {
-        deps.log.error({ err, request_id: requestIdOf(req, req.res!), method: req.method, path: req.path }, 'unhandled error');
+        deps.log.error({ err, request_id: requestIdOf(req, req.res!), method: req.method, path: fullPath(req) }, 'unhandled error');
       }),
     );
   };
@@ -73,13 +73,21 @@ function constantTimeEquals(a: string, b: string): boolean {
   return timingSafeEqual(digest(a), digest(b));
 }
 
+/**
+ * The path as the client sent it, without the query (query strings can carry cursors and are not
+ * worth the noise). Not `req.path`: inside a mounted router that is relative (`/openapi.json`).
+ */
+function fullPath(req: Request): string {
+  const q = req.originalUrl.indexOf('?');
+  return q < 0 ? req.originalUrl : req.originalUrl.slice(0, q);
+}
+
 function accessLog(log: Logger): RequestHandler {
   return (req, res, next) => {
     const start = process.hrtime.bigint();
     res.on('finish', () => {
       const ms = Number(process.hrtime.bigint() - start) / 1e6;
-      // Only the path: query strings can carry cursors and are not worth the noise.
-      log.info({ request_id: requestIdOf(req, res), method: req.method, path: req.path, status: res.statusCode, ms: Math.round(ms) }, 'request');
+      log.info({ request_id: requestIdOf(req, res), method: req.method, path: fullPath(req), status: res.statusCode, ms: Math.round(ms) }, 'request');
     });
     next();
   };

@@ -29,7 +29,7 @@ import {
 } from '../domain/connection.js';
 import { DomainError, notFound } from '../domain/errors.js';
 import { isId } from '../domain/ids.js';
-import type { Page, PageRequest } from '../domain/pagination.js';
+import { expectCursorKind, type Page, type PageRequest } from '../domain/pagination.js';
 import { parseInput } from '../domain/validation.js';
 import type { Clock, ConnectionFilter, ConnectionRepo, ConnectionTester, IdGenerator, SecretBox, TokenCrypto } from '../ports.js';
 
@@ -89,7 +89,7 @@ export class ConnectionService {
   }
 
   list(filter: ConnectionFilter, page: PageRequest): Promise<Page<ConnectionRecord>> {
-    return this.d.repo.list(filter, page);
+    return this.d.repo.list(filter, expectCursorKind(page, 'after'));
   }
 
   /** Every connection, page by page (execute fans out to all of them). */

@@ -1,7 +1,7 @@
 import type { Actor } from '../domain/actor.js';
 import { SYSTEM_ACTOR } from '../domain/actor.js';
 import { iso } from '../domain/clock.js';
-import { MAX_ATTEMPTS, pacingFor, retryDelayMs } from '../domain/delivery-policy.js';
+import { decideRetry, pacingFor, type RetryDecision } from '../domain/delivery-policy.js';
 import { isTerminal, type Attempt, type Delivery } from '../domain/execution.js';
 import type { Incident } from '../domain/incident.js';
 import { newEvent, type IncidentEvent } from '../domain/incident-event.js';
@@ -26,14 +26,17 @@ export interface DeliveryServiceDeps {
   ids: IdGenerator;
   random: () => number;
   getIncident(id: string): Promise<Incident | null>;
-  appendEvents(incidentId: string, events: IncidentEvent[]): Promise<void>;
   publicUrl: string | null;
   /** Told after every change of a delivery (the Slack announcement's receipts hook in here). */
   onDeliveryChanged?: (d: Delivery) => void;
   /** Told of every attempt recorded (metrics). */
   onAttempt?: (d: Delivery, a: Attempt) => void;
+  /**
+   * Told when bookkeeping after a recorded attempt failed (connection health, disabling a dead
+   * connection). The delivery's own record stands; the error is only reported (logged).
+   */
+  onError?: (what: string, err: unknown) => void;
 }
-
 
 /** The queue id of a delivery's job: its id, plus the redeliver round (queue ids must be unique). */
 export const jobIdOf = (d: Pick<Delivery, 'id' | 'round'>): string => (d.round === 0 ? d.id : `${d.id}-r${d.round}`);
@@ -42,7 +45,8 @@ export const jobIdOf = (d: Pick<Delivery, 'id' | 'round'>): string => (d.round =
  * Sends one delivery: the use case behind every queue job. Idempotent by construction — it reads
  * the delivery first and does nothing for a terminal one, so a job run twice (a worker killed after
  * sending, before acknowledging) never sends a delivered message again, and a cut-off attempt is
- * recorded as `interrupted` with `possible_duplicate`.
+ * recorded as `interrupted` with `possible_duplicate`. Every "not yet" (backoff, Retry-After, a
+ * pacing slot) is kept on the record as `not_before`, so a job that runs early only waits again.
  */
 export class DeliveryService {
   constructor(private readonly d: DeliveryServiceDeps) {}
@@ -67,41 +71,46 @@ export class DeliveryService {
     }
 
     if (current.sending_since !== null) {
-      // The last attempt started and never finished (the worker died): it may have been received.
-      const cut: Delivery = {
-        ...current,
-        status: 'retrying',
-        sending_since: null,
-        possible_duplicate: true,
-        attempts: [...current.attempts, attemptRecord(iso(this.d.clock.now()), 'interrupted', null, 'the attempt was cut off (worker stopped); it may have been delivered')],
-        rev: current.rev + 1,
-      };
-      if (!(await this.write(current, cut))) return 'conflict';
-      this.d.onAttempt?.(cut, cut.attempts.at(-1)!);
-      current = cut;
-      if (current.attempts.length >= MAX_ATTEMPTS) return this.finishFailed(current, 'too many attempts');
+      const r = await this.recordInterrupted(current);
+      if (r === 'conflict' || 'kind' in r) return r;
+      current = r;
     }
 
-    const wait = await this.d.pacer.take(target.id, pacingFor(target.type, target.rateLimitPerMinute));
-    if (wait > 0) return { kind: 'delay', ms: wait, reason: 'pacing' };
+    // Not before its time: a retry's backoff or Retry-After, or its reserved pacing slot.
+    const nowMs = this.d.clock.now().getTime();
+    if (current.not_before !== null) {
+      const wait = Date.parse(current.not_before) - nowMs;
+      if (wait > 0) return { kind: 'delay', ms: wait, reason: current.paced ? 'pacing' : 'retry' };
+    }
+    // Pacing delays, never drops, and is no attempt. A delivery reserves its slot once and sleeps
+    // until it; then, like any other, it takes a send token, waiting briefly if several slots fell
+    // due together (workers woke late), so actual sends never outrun the rate.
+    const rule = pacingFor(target.type, target.rateLimitPerMinute);
+    if (!current.paced) {
+      const wait = await this.d.pacer.reserve(target.id, rule);
+      if (wait > 0) {
+        const held: Delivery = { ...current, not_before: iso(new Date(nowMs + wait)), paced: true, rev: current.rev + 1 };
+        // Nothing a reader sees changed, so no listener is told.
+        if (!(await this.d.repo.updateDelivery(current, held))) return 'conflict';
+        return { kind: 'delay', ms: wait, reason: 'pacing' };
+      }
+    }
+    const tokenWait = await this.d.pacer.take(target.id, rule);
+    if (tokenWait > 0) {
+      // Its slot is reserved already (just now, or before): remember that, so it is not reserved twice.
+      if (!current.paced) {
+        const held: Delivery = { ...current, not_before: iso(new Date(nowMs + tokenWait)), paced: true, rev: current.rev + 1 };
+        if (!(await this.d.repo.updateDelivery(current, held))) return 'conflict';
+      }
+      return { kind: 'delay', ms: tokenWait, reason: 'pacing' };
+    }
 
-    const startedAt = this.d.clock.now();
-    const sending: Delivery = { ...current, status: 'sending', sending_since: iso(startedAt), rev: current.rev + 1 };
+    // Whatever can fail without sending happens before the delivery is marked `sending`, so a
+    // crash here is never mistaken for a cut-off send.
+    const message = await this.messageOf(current);
+    const sending: Delivery = { ...current, status: 'sending', sending_since: iso(this.d.clock.now()), not_before: null, paced: false, rev: current.rev + 1 };
     if (!(await this.write(current, sending))) return 'conflict';
 
-    const incident = await this.d.getIncident(current.incident_id);
-    const message: OutboundMessage = {
-      deliveryId: current.id,
-      executionId: current.execution_id,
-      incident: {
-        id: current.incident_id,
-        title: incident?.title ?? '',
-        severity: incident?.severity ?? '',
-        status: incident?.status ?? '',
-        url: this.d.publicUrl ? `${this.d.publicUrl.replace(/\/$/, '')}/v1/incidents/${current.incident_id}` : null,
-      },
-      content: current.content,
-    };
     let result: SendResult;
     try {
       result = await sendVia(this.d.senders, target, message);
@@ -112,8 +121,47 @@ export class DeliveryService {
     return this.record(sending, target, result);
   }
 
+  /**
+   * The last attempt started and never finished (its worker died): it may have been received. It
+   * is recorded as `interrupted` (an attempt of the budget) with `possible_duplicate`; our own
+   * crash is no reason to back off, so the next attempt may go at once.
+   */
+  private async recordInterrupted(current: Delivery): Promise<Delivery | ProcessOutcome | 'conflict'> {
+    const now = this.d.clock.now();
+    const at = iso(now);
+    const cutAttempt = attemptRecord(at, 'interrupted', null, 'the attempt was cut off (worker stopped); it may have been delivered');
+    const cut: Delivery = { ...current, status: 'retrying', sending_since: null, possible_duplicate: true, attempts: [...current.attempts, cutAttempt], rev: current.rev + 1 };
+    const decision = decideRetry({ attemptsMade: attemptsInRound(cut), retryAfterMs: 0, elapsedMs: elapsedInRound(cut, now), random: this.d.random });
+    if (!decision.retry) {
+      const failed: Delivery = { ...cut, status: 'failed', finished_at: at };
+      if (!(await this.write(current, failed, { events: [this.failedEvent(failed, `${cutAttempt.error ?? ''} (${decision.reason})`)] }))) return 'conflict';
+      this.d.onAttempt?.(failed, cutAttempt);
+      return { kind: 'done', status: 'failed' };
+    }
+    if (!(await this.write(current, cut))) return 'conflict';
+    this.d.onAttempt?.(cut, cutAttempt);
+    return cut;
+  }
+
+  private async messageOf(d: Delivery): Promise<OutboundMessage> {
+    const incident = await this.d.getIncident(d.incident_id);
+    return {
+      deliveryId: d.id,
+      executionId: d.execution_id,
+      incident: {
+        id: d.incident_id,
+        title: incident?.title ?? '',
+        severity: incident?.severity ?? '',
+        status: incident?.status ?? '',
+        url: this.d.publicUrl ? `${this.d.publicUrl.replace(/\/$/, '')}/v1/incidents/${d.incident_id}` : null,
+      },
+      content: d.content,
+    };
+  }
+
   private async record(sending: Delivery, target: DeliveryTarget, result: SendResult): Promise<ProcessOutcome> {
-    const at = iso(this.d.clock.now());
+    const now = this.d.clock.now();
+    const at = iso(now);
     const attempt: Attempt = {
       at: sending.sending_since ?? at,
       outcome: result.outcome === 'delivered' ? 'delivered' : result.outcome === 'retryable' ? 'retryable_failure' : 'permanent_failure',
@@ -123,59 +171,70 @@ export class DeliveryService {
       retry_after_ms: result.outcome === 'retryable' ? result.retryAfterMs : null,
       error: result.outcome === 'delivered' ? null : result.error,
     };
-    const attempts = [...sending.attempts, attempt];
+    const recorded: Delivery = { ...sending, attempts: [...sending.attempts, attempt], sending_since: null, rev: sending.rev + 1 };
     let next: Delivery;
     let outcome: ProcessOutcome;
+    let events: IncidentEvent[] = [];
     if (result.outcome === 'delivered') {
-      next = { ...sending, status: 'delivered', attempts, delivered_at: at, finished_at: at, sending_since: null, rev: sending.rev + 1 };
+      next = { ...recorded, status: 'delivered', delivered_at: at, finished_at: at };
       outcome = { kind: 'done', status: 'delivered' };
-    } else if (result.outcome === 'retryable' && attempts.length < MAX_ATTEMPTS) {
-      const delay = retryDelayMs(attempts.length, result.retryAfterMs, this.d.random);
-      next = { ...sending, status: 'retrying', attempts, sending_since: null, possible_duplicate: sending.possible_duplicate || result.ambiguous, rev: sending.rev + 1 };
-      outcome = { kind: 'delay', ms: delay, reason: 'retry' };
     } else {
-      next = { ...sending, status: 'failed', attempts, finished_at: at, sending_since: null, rev: sending.rev + 1 };
-      outcome = { kind: 'done', status: 'failed' };
+      const decision: RetryDecision =
+        result.outcome === 'retryable'
+          ? decideRetry({ attemptsMade: attemptsInRound(recorded), retryAfterMs: result.retryAfterMs, elapsedMs: elapsedInRound(recorded, now), random: this.d.random })
+          : { retry: false, reason: '' };
+      if (decision.retry) {
+        const possibleDuplicate = sending.possible_duplicate || (result.outcome === 'retryable' && result.ambiguous);
+        next = { ...recorded, status: 'retrying', not_before: iso(new Date(now.getTime() + decision.delayMs)), paced: false, possible_duplicate: possibleDuplicate };
+        outcome = { kind: 'delay', ms: decision.delayMs, reason: 'retry' };
+      } else {
+        next = { ...recorded, status: 'failed', finished_at: at };
+        outcome = { kind: 'done', status: 'failed' };
+        events = [this.failedEvent(next, decision.reason ? `${result.error} (${decision.reason})` : result.error)];
+      }
     }
     // The worker holds the job, so only a cancel can race this write; the send already happened,
     // so its record wins over the cancel (retry the write on the latest state).
-    for (let i = 0; i < 5 && !(await this.write(sending, next)); i++) {
+    for (let i = 0; i < 5 && !(await this.write(sending, next, { events })); i++) {
       const latest = await this.d.repo.getDelivery(sending.id);
       if (!latest) break;
       sending = latest;
       next = { ...next, rev: latest.rev + 1 };
     }
     this.d.onAttempt?.(next, attempt);
-    await this.d.targets.recordOutcome(target.id, result.outcome === 'delivered', result.outcome === 'delivered' ? null : result.error);
-    if (next.status === 'failed') await this.onFailed(next, attempt.error ?? 'failed');
+    // Bookkeeping about the connection: its failure must not change what happened to the delivery.
+    await this.guarded('recording connection health', () =>
+      this.d.targets.recordOutcome(target.id, result.outcome === 'delivered', result.outcome === 'delivered' ? null : result.error),
+    );
     if (result.outcome === 'permanent' && result.disable) {
-      await this.d.targets.disable(target.id, result.disable);
-      await this.cancelForConnection(target.id, 'connection disabled');
+      const reason = result.disable;
+      await this.guarded('disabling a dead connection', () => this.d.targets.disable(target.id, reason));
+      await this.guarded("cancelling a disabled connection's deliveries", () => this.cancelForConnection(target.id, 'connection disabled'));
     }
     return outcome;
   }
 
-  private async finishFailed(d: Delivery, error: string): Promise<ProcessOutcome> {
-    const at = iso(this.d.clock.now());
-    const failed: Delivery = { ...d, status: 'failed', finished_at: at, rev: d.rev + 1 };
-    if (!(await this.write(d, failed))) return { kind: 'delay', ms: 500, reason: 'retry' };
-    await this.onFailed(failed, error);
-    return { kind: 'done', status: 'failed' };
-  }
-
-  private async onFailed(d: Delivery, error: string): Promise<void> {
-    const event = newEvent(this.d.ids.next('event'), 'delivery.failed', iso(this.d.clock.now()), SYSTEM_ACTOR, {
+  private failedEvent(d: Delivery, error: string): IncidentEvent {
+    return newEvent(this.d.ids.next('event'), 'delivery.failed', iso(this.d.clock.now()), SYSTEM_ACTOR, {
       execution_id: d.execution_id,
       delivery_id: d.id,
       connection_id: d.connection_id,
       error,
     });
-    await this.d.appendEvents(d.incident_id, [event]);
+  }
+
+  private async guarded(what: string, fn: () => Promise<unknown>): Promise<void> {
+    try {
+      await fn();
+    } catch (err) {
+      this.d.onError?.(what, err);
+    }
   }
 
   /**
    * Cancels the queued and retrying deliveries of a connection (deleted or disabled). One being
-   * sent right now is left to finish: its outcome is recorded as it happened.
+   * sent right now is left to finish: its outcome is recorded as it happened. The pacing slots
+   * they held are forgotten with them, so a re-enabled connection does not wait for ghosts.
    */
   async cancelForConnection(connectionId: string, reason: string): Promise<number> {
     const ids = await this.d.repo.activeForConnection(connectionId);
@@ -193,6 +252,7 @@ export class DeliveryService {
       }
     }
     await this.d.queue.remove(jobIds);
+    await this.d.pacer.reset(connectionId);
     return cancelled;
   }
 
@@ -203,6 +263,8 @@ export class DeliveryService {
       status: 'cancelled',
       finished_at: at,
       sending_since: null,
+      not_before: null,
+      paced: false,
       attempts: [...d.attempts, attemptRecord(at, 'cancelled', null, reason)],
       rev: d.rev + 1,
     };
@@ -211,25 +273,34 @@ export class DeliveryService {
     return ok;
   }
 
-  private async write(prev: Delivery, next: Delivery): Promise<boolean> {
-    const ok = await this.d.repo.updateDelivery(prev, next);
+  private async write(prev: Delivery, next: Delivery, opts: { events?: IncidentEvent[] } = {}): Promise<boolean> {
+    const ok = await this.d.repo.updateDelivery(prev, next, opts);
     if (ok) this.d.onDeliveryChanged?.(next);
     return ok;
   }
 
-  /** Re-queues an execution's failed deliveries (redeliver); returns how many. */
+  /**
+   * Re-queues an execution's failed deliveries (redeliver); returns how many. Each starts a new
+   * round with a fresh budget — MAX_ATTEMPTS attempts within the retry window, counted from its
+   * first new attempt. Earlier attempts stay on record, and `possible_duplicate` stays if set.
+   */
   async requeueFailed(deliveries: Delivery[], _actor: Actor): Promise<number> {
     const jobs = [];
     for (const d of deliveries) {
       if (d.status !== 'failed') continue;
-      const next: Delivery = { ...d, status: 'queued', finished_at: null, round: d.round + 1, rev: d.rev + 1 };
+      const next: Delivery = { ...d, status: 'queued', finished_at: null, round: d.round + 1, round_start: d.attempts.length, not_before: null, paced: false, rev: d.rev + 1 };
       if (await this.d.repo.updateDelivery(d, next, { outbox: true })) {
         this.d.onDeliveryChanged?.(next);
         jobs.push({ deliveryId: next.id, jobId: jobIdOf(next) });
       }
     }
-    await this.d.queue.enqueue(jobs);
-    await this.d.repo.markEnqueued(jobs.map((j) => j.deliveryId));
+    try {
+      await this.d.queue.enqueue(jobs);
+      await this.d.repo.markEnqueued(jobs.map((j) => j.deliveryId));
+    } catch (err) {
+      // Committed with their outbox entries: a worker's sweep queues them (see execute).
+      this.d.onError?.('queueing redelivered deliveries (the outbox sweep will)', err);
+    }
     return jobs.length;
   }
 
@@ -246,6 +317,15 @@ export class DeliveryService {
     await this.d.repo.markEnqueued(ids);
     return jobs.length;
   }
+}
+
+/** Attempts of the current round (a redeliver starts a new one). */
+const attemptsInRound = (d: Delivery): number => d.attempts.length - d.round_start;
+
+/** Time since the first attempt of the current round started (0 before any). */
+function elapsedInRound(d: Delivery, now: Date): number {
+  const first = d.attempts[d.round_start];
+  return first ? Math.max(0, now.getTime() - Date.parse(first.at)) : 0;
 }
 
 function attemptRecord(at: string, outcome: Attempt['outcome'], httpStatus: number | null, error: string | null): Attempt {

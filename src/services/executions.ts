@@ -34,6 +34,8 @@ export interface ExecutionServiceDeps {
   clock: Clock;
   ids: IdGenerator;
   publicUrl: string | undefined;
+  /** Told when queueing failed after the commit (the outbox sweep then queues; logged). */
+  onError?: (what: string, err: unknown) => void;
 }
 
 export interface PlannedDelivery {
@@ -106,8 +108,14 @@ export class ExecutionService {
         template_versions: templateVersions,
       });
       if (!(await this.d.repo.create(execution, deliveries, incident, next, [event]))) continue;
-      await this.d.enqueue(deliveries.map((x) => ({ deliveryId: x.id, jobId: jobIdOf(x) })));
-      await this.d.repo.markEnqueued(deliveries.map((x) => x.id));
+      try {
+        await this.d.enqueue(deliveries.map((x) => ({ deliveryId: x.id, jobId: jobIdOf(x) })));
+        await this.d.repo.markEnqueued(deliveries.map((x) => x.id));
+      } catch (err) {
+        // The execution is committed with its outbox entries, so a worker's sweep queues it: the
+        // 202 stays true. Answering 5xx here would invite a retry that sends everything twice.
+        this.d.onError?.('queueing an execution (the outbox sweep will)', err);
+      }
       return { dryRun: false, execution: presentExecution(execution, deliveries) };
     }
     throw new DomainError('conflict', 'The incident kept changing while executing; try again.');
@@ -185,7 +193,11 @@ export class ExecutionService {
     const byId = new Map(all.map((c) => [c.id, c]));
     const errors: FieldError[] = [];
     const picked: ExecuteConnection[] = [];
-    [...new Set(ids)].forEach((id, i) => {
+    const seen = new Set<string>();
+    // Errors point at the caller's own index (`connection_ids.3`); a repeated id counts once.
+    ids.forEach((id, i) => {
+      if (seen.has(id)) return;
+      seen.add(id);
       const c = byId.get(id);
       if (!c) errors.push({ field: `connection_ids.${i}`, code: 'unknown_connection', message: `Connection ${id} does not exist.` });
       else if (!c.enabled) errors.push({ field: `connection_ids.${i}`, code: 'connection_disabled', message: `Connection ${id} is disabled.` });

@@ -12,7 +12,7 @@ import {
   type Incident,
 } from '../domain/incident.js';
 import { newEvent, type IncidentEvent } from '../domain/incident-event.js';
-import type { Page, PageRequest } from '../domain/pagination.js';
+import { expectCursorKind, type Page, type PageRequest } from '../domain/pagination.js';
 import { parseInput } from '../domain/validation.js';
 import type { Clock, IdGenerator, IncidentFilter, IncidentRepo } from '../ports.js';
 
@@ -57,7 +57,7 @@ export class IncidentService {
   }
 
   list(filter: IncidentFilter, page: PageRequest): Promise<Page<Incident>> {
-    return this.d.incidents.list(filter, page);
+    return this.d.incidents.list(filter, expectCursorKind(page, 'after'));
   }
 
   /**
@@ -109,7 +109,7 @@ export class IncidentService {
 
   async events(id: string, page: PageRequest): Promise<Page<IncidentEvent>> {
     await this.get(id);
-    return this.d.incidents.listEvents(id, page);
+    return this.d.incidents.listEvents(id, expectCursorKind(page, 'offset'));
   }
 
   private async assertTemplatesExist(ids: string[]): Promise<void> {

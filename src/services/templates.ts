@@ -3,20 +3,20 @@ import { iso } from '../domain/clock.js';
 import { DomainError, fieldError, isDomainError, notFound, type ErrorCode, type FieldError } from '../domain/errors.js';
 import { isId } from '../domain/ids.js';
 import type { Incident } from '../domain/incident.js';
-import type { Page, PageRequest } from '../domain/pagination.js';
+import { expectCursorKind, type Page, type PageRequest } from '../domain/pagination.js';
 import { incidentView, renderMessage, sampleIncident, SAMPLE_EXECUTION_ID, type RenderContext, type RenderedMessage } from '../domain/render.js';
 import {
   applyTemplatePatch,
   newTemplate,
   sourceForChannel,
-  TemplateBulkCreateSchema,
+  TemplateBatchSchema,
   TemplateCreateSchema,
   templateNameKey,
   TemplatePatchSchema,
   TemplateRenderRequestSchema,
   type Template,
 } from '../domain/template.js';
-import { parseInput } from '../domain/validation.js';
+import { parseInput, safeParseInput, toFieldErrors } from '../domain/validation.js';
 import { missingVariablesError, resolveVariables } from '../domain/variables.js';
 import type { Clock, IdGenerator, TemplateRepo } from '../ports.js';
 
@@ -54,25 +54,30 @@ export class TemplateService {
   }
 
   /**
-   * Bulk create (SPEC §4): all or nothing, in one atomic write. Errors name the item, as in
-   * `3.name`; names must be unique within the batch as well as against stored templates.
+   * Bulk create (SPEC §4): all or nothing, in one atomic write. Every item is judged before
+   * anything is refused, so one answer names every bad field of every item, as in `3.name`;
+   * names must be unique within the batch as well as against stored templates.
    */
   async createMany(input: unknown): Promise<Template[]> {
-    const items = parseInput(TemplateBulkCreateSchema, input);
-    const firstByName = new Map<string, number>();
-    const duplicates: FieldError[] = [];
-    items.forEach((item, i) => {
-      const key = templateNameKey(item.name);
-      const first = firstByName.get(key);
-      if (first === undefined) firstByName.set(key, i);
-      else duplicates.push({ field: `${i}.name`, code: 'duplicate_name', message: `Template ${first} in this batch already has the name "${item.name}".` });
-    });
-    if (duplicates.length > 0) throw new DomainError('validation_failed', 'Template names must be unique within the batch.', duplicates);
-
+    const raw = parseInput(TemplateBatchSchema, input);
     const now = iso(this.d.clock.now());
     const templates: Template[] = [];
     const failures: { code: ErrorCode; errors: FieldError[] }[] = [];
-    items.forEach((item, i) => {
+    const firstByName = new Map<string, number>();
+    raw.forEach((rawItem, i) => {
+      const parsed = safeParseInput(TemplateCreateSchema, rawItem);
+      if (!parsed.success) {
+        failures.push({ code: 'validation_failed', errors: toFieldErrors(parsed.error.issues, [i]) });
+        return;
+      }
+      const item = parsed.data;
+      const key = templateNameKey(item.name);
+      const first = firstByName.get(key);
+      if (first === undefined) firstByName.set(key, i);
+      else {
+        const message = `Template ${first} in this batch already has the name "${item.name}".`;
+        failures.push({ code: 'validation_failed', errors: [{ field: `${i}.name`, code: 'duplicate_name', message }] });
+      }
       try {
         templates.push(newTemplate(this.d.ids.next('template'), item, now));
       } catch (e) {
@@ -107,8 +112,7 @@ export class TemplateService {
   }
 
   list(page: PageRequest): Promise<Page<Template>> {
-    if (page.cursor && !('after' in page.cursor)) throw invalidCursor();
-    return this.d.templates.list(page);
+    return this.d.templates.list(expectCursorKind(page, 'after'));
   }
 
   /**
@@ -146,8 +150,7 @@ export class TemplateService {
 
   async versions(id: string, page: PageRequest): Promise<Page<Template>> {
     const current = await this.get(id);
-    if (page.cursor && !('offset' in page.cursor)) throw invalidCursor();
-    return this.d.templates.listVersions(id, current.version, page);
+    return this.d.templates.listVersions(id, current.version, expectCursorKind(page, 'offset'));
   }
 
   /** One version; `raw` is the path segment, and anything but an existing version number is 404. */
@@ -212,8 +215,6 @@ function nameTaken(items: { field: string; name: string }[]): DomainError {
     items.map(({ field, name }) => ({ field, code: 'template_name_taken', message: `A template named "${name}" already exists.` })),
   );
 }
-
-const invalidCursor = () => new DomainError('invalid_cursor', 'The cursor is not one this list issued.');
 
 function conflict(): DomainError {
   return new DomainError('conflict', 'The template kept changing concurrently; try again.');

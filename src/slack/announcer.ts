@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { Delivery, ExecutionView } from '../domain/execution.js';
 import { isDomainError } from '../domain/errors.js';
 import type { Incident } from '../domain/incident.js';
@@ -11,10 +12,15 @@ import { announcementMessage, type ReceiptLine, type Receipts } from './views/an
  * Every refresh rebuilds the whole message from the stored state, so refreshes are idempotent and
  * the last one wins. Within a process they are coalesced per incident: while one runs, further
  * requests collapse into a single re-run after it, so a burst of delivery updates costs at most
- * two chat.update calls and an older state can never overwrite a newer one.
+ * two chat.update calls. Across processes (an API and several workers) a claim in Redis lets one
+ * render at a time and makes it render again when another process saw a change meanwhile, so an
+ * older state can never overwrite a newer one.
  */
 export class Announcer {
   private readonly running = new Map<string, { again: boolean; done: Promise<void> }>();
+  /** Names this process's refresh claims (unique enough: a claim only needs to know its holder). */
+  private readonly instance = randomUUID();
+  private refreshes = 0;
 
   constructor(private readonly deps: SlackDeps) {}
 
@@ -97,7 +103,12 @@ export class Announcer {
     while (this.running.size > 0) await Promise.all([...this.running.values()].map((s) => s.done));
   }
 
-  private async update(incidentId: string): Promise<void> {
+  /** One process at a time renders an announcement (see AnnouncementService.refreshExclusively). */
+  private update(incidentId: string): Promise<void> {
+    return this.deps.services.announcements.refreshExclusively(incidentId, `${this.instance}:${++this.refreshes}`, () => this.render(incidentId));
+  }
+
+  private async render(incidentId: string): Promise<void> {
     const announcement = await this.deps.services.announcements.find(incidentId);
     if (!announcement) return;
     const incident = await this.deps.services.incidents.get(incidentId);

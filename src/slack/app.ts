@@ -9,10 +9,13 @@ import { registerCommands } from './commands.js';
 import type { SlackDeps, SlackServices, SlackSettings } from './deps.js';
 import { publishHome } from './home.js';
 import { registerSubmissions } from './submissions.js';
+import { registerTemplateOptions } from './template-options.js';
 import { verifySlackRequest } from './verify-request.js';
 
 /** Where Slack posts commands, interactivity and events in HTTP mode (see slack-app-manifest.yml). */
 export const SLACK_EVENTS_PATH = '/slack/events';
+
+const WEB_API_TIMEOUT_MS = 10_000;
 
 /** Slack payloads are small; a modal submission with 50 variables stays far below this. */
 const BODY_LIMIT = '1mb';
@@ -20,6 +23,10 @@ const BODY_LIMIT = '1mb';
 export interface SlackEdgeOptions {
   /** HTTP mode: verifies every request. Not needed in Socket Mode. */
   signingSecret?: string;
+  /**
+   * Neither a signing secret nor an app token: a worker process that only keeps announcements
+   * current (receipts) through the Web API and receives no Slack requests.
+   */
   botToken: string;
   /** Socket Mode when set (xapp-…): no public URL needed. */
   appToken?: string;
@@ -33,7 +40,8 @@ export interface SlackEdgeOptions {
 }
 
 export interface SlackEdge {
-  mode: 'http' | 'socket';
+  /** `outbound`: no listeners, only the announcer (a worker's delivery receipts). */
+  mode: 'http' | 'socket' | 'outbound';
   /** The hooks the composition root connects to incident and delivery changes. */
   announcer: Announcer;
   /** Connects Socket Mode (a no-op in HTTP mode, where Express carries the requests). */
@@ -55,6 +63,8 @@ export function createSlackEdge(opts: SlackEdgeOptions, expressApp: Express): Sl
     // A few quick retries on network errors and 5xx; announcements are refreshed again on the
     // next change anyway, so holding a promise open for Slack's default half hour buys nothing.
     retryConfig: { retries: 2, factor: 2, minTimeout: 200, maxTimeout: 2000 },
+    // A Slack that hangs must not hold an announcement refresh (and its claim) for long.
+    timeout: WEB_API_TIMEOUT_MS,
   });
   const now = () => opts.now();
   const deps: SlackDeps = { services: opts.services, settings: opts.settings, client, idempotency: opts.idempotency, log, now };
@@ -71,25 +81,44 @@ export function createSlackEdge(opts: SlackEdgeOptions, expressApp: Express): Sl
     clientOptions: { slackApiUrl: opts.apiUrl, retryConfig: { retries: 0 } },
   };
 
-  let app: App;
+  let app: App | null = null;
   let mode: SlackEdge['mode'];
   if (opts.appToken !== undefined) {
     mode = 'socket';
     // SLACK_API_URL applies here too: apps.connections.open goes to the configured Web API.
     const receiver = new SocketModeReceiver({ appToken: opts.appToken, logger: boltLogger(log), installerOptions: { clientOptions: { slackApiUrl: opts.apiUrl } } });
     app = new App({ ...common, receiver });
-  } else {
-    if (opts.signingSecret === undefined) throw new Error('Slack HTTP mode needs SLACK_SIGNING_SECRET');
+  } else if (opts.signingSecret !== undefined) {
     mode = 'http';
     expressApp.post(SLACK_EVENTS_PATH, express.raw({ type: () => true, limit: BODY_LIMIT }), verifyRequests(opts.signingSecret, now, log));
     // Bolt adds its router to the same Express app (no second server, no global body parser).
     const receiver = new ExpressReceiver({ signingSecret: opts.signingSecret, app: expressApp, endpoints: SLACK_EVENTS_PATH, logger: boltLogger(log), processBeforeResponse: false });
     app = new App({ ...common, receiver });
+  } else {
+    mode = 'outbound';
   }
 
+  if (app !== null) registerListeners(app, deps, announcer, log);
+  const socket = mode === 'socket' ? app : null;
+
+  return {
+    mode,
+    announcer,
+    async start() {
+      await socket?.start();
+    },
+    async stop() {
+      await socket?.stop().catch((err: unknown) => log.warn({ err }, 'Socket Mode did not stop cleanly'));
+      await announcer.idle();
+    },
+  };
+}
+
+function registerListeners(app: App, deps: SlackDeps, announcer: Announcer, log: Logger): void {
   registerCommands(app, deps);
   registerActions(app, deps);
   registerSubmissions(app, deps, announcer);
+  registerTemplateOptions(app, deps);
   app.event('app_home_opened', async ({ event }) => {
     if (event.tab !== 'home') return;
     await publishHome(deps, event.user);
@@ -98,18 +127,6 @@ export function createSlackEdge(opts: SlackEdgeOptions, expressApp: Express): Sl
     log.error({ err }, 'Slack listener failed');
     return Promise.resolve();
   });
-
-  return {
-    mode,
-    announcer,
-    async start() {
-      if (mode === 'socket') await app.start();
-    },
-    async stop() {
-      if (mode === 'socket') await app.stop().catch((err: unknown) => log.warn({ err }, 'Socket Mode did not stop cleanly'));
-      await announcer.idle();
-    },
-  };
 }
 
 /**

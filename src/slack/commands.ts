@@ -1,5 +1,6 @@
 import type { App, RespondArguments } from '@slack/bolt';
 import { DomainError } from '../domain/errors.js';
+import { escapeSlack } from '../domain/escape.js';
 import { OPEN_STATUSES } from '../domain/incident.js';
 import type { SlackDeps } from './deps.js';
 import { ephemeralMessage } from './errors.js';
@@ -7,7 +8,7 @@ import { openCreateModal, openStepModal, type IncidentStep } from './modals.js';
 import { identity, once } from './once.js';
 import type { KnownBlock } from './views/block-kit.js';
 import { helpMessage } from './views/help.js';
-import { incidentActions, incidentBlocks } from './views/incident.js';
+import { incidentActions, incidentBlocks, incidentFallbackText } from './views/incident.js';
 import { incidentListMessage } from './views/incident-list.js';
 
 export const COMMAND = '/incident';
@@ -53,7 +54,7 @@ export function registerCommands(app: App, deps: SlackDeps): void {
         await ack(ephemeral(helpMessage(command.command).text, helpMessage(command.command).blocks));
         return;
       case 'unknown':
-        await ack(ephemeral(`I don't know \`${parsed.word.slice(0, 40)}\`. Try \`${command.command} help\` for what I can do.`));
+        await ack(ephemeral(`I don't know \`${escapeSlack(parsed.word.slice(0, 40))}\`. Try \`${command.command} help\` for what I can do.`));
         return;
       case 'list': {
         const page = await deps.services.incidents.list({ status: [...OPEN_STATUSES] }, { limit: LIST_LIMIT, cursor: null });
@@ -84,7 +85,7 @@ export function registerCommands(app: App, deps: SlackDeps): void {
           return;
         }
         if (parsed.kind === 'show') {
-          await ack(ephemeral(incident.title, [...incidentBlocks(incident), ...incidentActions(incident)]));
+          await ack(ephemeral(incidentFallbackText(incident), [...incidentBlocks(incident), ...incidentActions(incident)]));
           return;
         }
         if (incident.status === 'closed') {

@@ -12,7 +12,7 @@ import type { TemplateService } from '../services/templates.js';
 export interface SlackServices {
   incidents: Pick<IncidentService, 'create' | 'get' | 'list' | 'update' | 'close'>;
   apiKeys: Pick<ApiKeyService, 'create' | 'list' | 'revoke'>;
-  templates: Pick<TemplateService, 'get' | 'list'>;
+  templates: Pick<TemplateService, 'get' | 'getMany' | 'list'>;
   connections: Pick<ConnectionService, 'get' | 'list' | 'test'>;
   executions: Pick<ExecutionService, 'execute' | 'get'>;
   announcements: AnnouncementService;

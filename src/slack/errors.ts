@@ -1,4 +1,5 @@
-import { isDomainError, type DomainError, type ErrorCode } from '../domain/errors.js';
+import { DomainError, isDomainError, type ErrorCode } from '../domain/errors.js';
+import { escapeSlack } from '../domain/escape.js';
 
 /**
  * The one table from domain error code to what Slack shows (STYLE §3): a friendly ephemeral line,
@@ -26,13 +27,23 @@ const FRIENDLY: Partial<Record<ErrorCode, (e: DomainError) => string>> = {
 
 const GENERIC = ':warning: Something went wrong inside Herald; the error is logged. Please try again.';
 
-/** The ephemeral line for any error (non-domain errors never show their internals). */
+/**
+ * The ephemeral line for any error (non-domain errors never show their internals). It is mrkdwn,
+ * and a service's message may quote what the user typed (an id, a name), so those messages are
+ * escaped; modal field errors (below) are plain text and are not.
+ */
 export function ephemeralMessage(err: unknown): string {
   if (!isDomainError(err)) return GENERIC;
+  const shown = new DomainError(
+    err.code,
+    escapeSlack(err.message),
+    err.errors.map((e) => ({ ...e, field: escapeSlack(e.field), message: escapeSlack(e.message) })),
+    err.meta,
+  );
   const friendly = FRIENDLY[err.code];
-  if (friendly) return friendly(err);
-  const details = err.errors.map((e) => e.message).filter((m) => m !== '' && m !== err.message);
-  return [err.message, ...details].join(' ');
+  if (friendly) return friendly(shown);
+  const details = shown.errors.map((e) => e.message).filter((m) => m !== '' && m !== shown.message);
+  return [shown.message, ...details].join(' ');
 }
 
 /**

@@ -4,7 +4,7 @@ import { ephemeralMessage } from './errors.js';
 import type { ModalContext } from './views/action-ids.js';
 import { modal, section, SLACK_LIMITS, type ModalView } from './views/block-kit.js';
 import { executeModal, mergeDeclaredVariables, previewVariables, type PreviewItem } from './views/execute-modal.js';
-import { closeIncidentModal, createIncidentModal, resolveIncidentModal, updateIncidentModal, type TemplateChoice } from './views/incident-modals.js';
+import { closeIncidentModal, createIncidentModal, resolveIncidentModal, updateIncidentModal, type TemplateChoice, type TemplateChoices } from './views/incident-modals.js';
 
 /**
  * Builds the modal for a step and opens it on the user's trigger (valid for 3 s after the click
@@ -33,7 +33,7 @@ async function stepModal(deps: SlackDeps, step: IncidentStep, incident: Incident
   if (incident.status === 'closed') return messageModal('Incident closed', `:lock: \`${incident.id}\` is closed; a closed incident cannot change.`);
   switch (step) {
     case 'update':
-      return updateIncidentModal({ incident, templates: await templateChoices(deps) });
+      return updateIncidentModal({ incident, templates: await templateChoices(deps), attached: await attachedTemplates(deps, incident) });
     case 'resolve':
       return resolveIncidentModal(incident);
     case 'close':
@@ -77,10 +77,16 @@ async function connectionNames(deps: SlackDeps, ids: string[]): Promise<Map<stri
   return out;
 }
 
-/** Templates to offer in the multi-select (Slack takes 100 options; the newest come first). */
-async function templateChoices(deps: SlackDeps): Promise<TemplateChoice[]> {
+/** Templates to offer in the multi-select: the newest 100 (Slack's option limit), and whether more exist. */
+async function templateChoices(deps: SlackDeps): Promise<TemplateChoices> {
   const page = await deps.services.templates.list({ limit: SLACK_LIMITS.staticOptions, cursor: null });
-  return page.data.map((t) => ({ id: t.id, name: t.name }));
+  return { newest: page.data.map((t) => ({ id: t.id, name: t.name })), more: page.nextCursor !== null };
+}
+
+/** The incident's attached templates by name, however old (one that no longer exists is left out). */
+async function attachedTemplates(deps: SlackDeps, incident: Incident): Promise<TemplateChoice[]> {
+  const found = await deps.services.templates.getMany(incident.template_ids);
+  return found.filter((t) => t !== null).map((t) => ({ id: t.id, name: t.name }));
 }
 
 /** A modal that only explains (no submit). */

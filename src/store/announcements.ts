@@ -22,6 +22,42 @@ end
 return cur
 `;
 
+/**
+ * announcement-claim — become the one process refreshing an announcement.
+ * KEYS[1] inc:<id>:announcement:refresh (holder token, with a TTL)
+ * KEYS[2] inc:<id>:announcement:dirty ("changed while someone was refreshing")
+ * ARGV[1] token, ARGV[2] TTL in ms
+ * Returns 1 when the caller now holds the claim; 0 when another holds it, after marking dirty in
+ * the same step, so the holder cannot miss this change between its render and its release.
+ */
+const CLAIM_LUA = `
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  redis.call('DEL', KEYS[2])
+  return 1
+end
+redis.call('SET', KEYS[2], '1', 'PX', ARGV[2])
+return 0
+`;
+
+/**
+ * announcement-finish — end a refresh, or go again when a change came in meanwhile.
+ * KEYS[1] inc:<id>:announcement:refresh, KEYS[2] inc:<id>:announcement:dirty
+ * ARGV[1] token, ARGV[2] TTL in ms
+ * Returns 1 when the caller must render again (the dirty mark is consumed and the claim renewed,
+ * or taken over when it had expired with nobody else holding it); 0 when released (or held by
+ * another process, which will see any mark itself).
+ */
+const FINISH_LUA = `
+local holder = redis.call('GET', KEYS[1])
+if holder and holder ~= ARGV[1] then return 0 end
+if redis.call('DEL', KEYS[2]) == 1 then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  return 1
+end
+if holder then redis.call('DEL', KEYS[1]) end
+return 0
+`;
+
 /** One JSON string per announced incident; kept as long as the incident is. */
 export class RedisAnnouncementRepo implements AnnouncementRepo {
   constructor(
@@ -42,6 +78,16 @@ export class RedisAnnouncementRepo implements AnnouncementRepo {
   async trackExecution(incidentId: string, executionId: string): Promise<Announcement | null> {
     const raw = (await this.redis.eval(TRACK_LUA, 1, this.keys.incidentAnnouncement(incidentId), executionId)) as string | null;
     return raw === null ? null : parse(raw);
+  }
+
+  async claimRefresh(incidentId: string, token: string, ttlMs: number): Promise<boolean> {
+    const k = this.keys;
+    return (await this.redis.eval(CLAIM_LUA, 2, k.incidentAnnouncementRefresh(incidentId), k.incidentAnnouncementDirty(incidentId), token, ttlMs)) === 1;
+  }
+
+  async finishRefresh(incidentId: string, token: string, ttlMs: number): Promise<boolean> {
+    const k = this.keys;
+    return (await this.redis.eval(FINISH_LUA, 2, k.incidentAnnouncementRefresh(incidentId), k.incidentAnnouncementDirty(incidentId), token, ttlMs)) === 1;
   }
 }
 

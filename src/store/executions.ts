@@ -57,10 +57,12 @@ export class RedisExecutionRepo implements ExecutionRepo {
     return d ?? null;
   }
 
-  updateDelivery(prev: Delivery, next: Delivery, opts: { outbox?: boolean } = {}): Promise<boolean> {
+  updateDelivery(prev: Delivery, next: Delivery, opts: { outbox?: boolean; events?: IncidentEvent[] } = {}): Promise<boolean> {
     const k = this.keys;
     const change = new Change(this.redis).expect(k.delivery(prev.id), JSON.stringify(prev)).write('SET', k.delivery(next.id), JSON.stringify(next));
     if (opts.outbox) change.write('ZADD', k.deliveryOutbox(), String(this.nowMs()), next.id);
+    // The timeline's `delivery.failed` is written with the failure itself: never one without the other.
+    if (opts.events && opts.events.length > 0) change.write('RPUSH', k.incidentEvents(next.incident_id), ...opts.events.map((e) => JSON.stringify(e)));
     if (isTerminal(next.status)) change.write('SREM', k.connectionActiveDeliveries(next.connection_id), next.id);
     else change.write('SADD', k.connectionActiveDeliveries(next.connection_id), next.id);
     return change.commit();

@@ -19,6 +19,9 @@ export function createKeys(prefix: string) {
     incidentExecutions: (id: string) => `${t}:inc:${id}:exes`,
     /** Where the incident's Slack announcement is (channel, ts) and which execute it shows. */
     incidentAnnouncement: (id: string) => `${t}:inc:${id}:announcement`,
+    /** The process refreshing that announcement now (a token with a TTL), and its "changed meanwhile" mark. */
+    incidentAnnouncementRefresh: (id: string) => `${t}:inc:${id}:announcement:refresh`,
+    incidentAnnouncementDirty: (id: string) => `${t}:inc:${id}:announcement:dirty`,
 
     template: (id: string) => `${t}:tpl:${id}`,
     templates: () => `${t}:tpls`,
@@ -45,6 +48,8 @@ export function createKeys(prefix: string) {
     idempotency: (apiKeyId: string, keyDigest: string) => `${t}:idem:${apiKeyId}:${keyDigest}`,
     rateLimitPrefix: (name: string) => `${t}:rl:${name}`,
     pacing: (connectionId: string) => `${t}:pace:${connectionId}`,
+    /** Pacing slots reserved by waiting deliveries (the schedule; `pacing` is the send bucket). */
+    pacingSchedule: (connectionId: string) => `${t}:pace:${connectionId}:schedule`,
   };
 }
 

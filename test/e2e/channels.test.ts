@@ -481,6 +481,14 @@ describe('email', () => {
     expect(slow).toMatchObject({ outcome: 'retryable', ambiguous: true });
   });
 
+  it('a message over 256 KiB fails permanently before connecting', async () => {
+    const smtp = track(await startSmtp());
+    const r = await senders().email.send(targetOf('email', { ...base, host: '127.0.0.1', port: smtp.port, security: 'none' }), messageOf({ body: 'x'.repeat(200 * 1024), html: 'y'.repeat(100 * 1024) }));
+    expect(r).toMatchObject({ outcome: 'permanent', httpStatus: null, disable: null });
+    expect(r.outcome === 'permanent' && r.error).toMatch(/256 KiB/);
+    expect(smtp.messages).toHaveLength(0);
+  });
+
   it('the guard refuses an SMTP host outside the allow list', async () => {
     const smtp = track(await startSmtp());
     const r = await senders({ allowList: OutboundAllow.none }).email.send(targetOf('email', { ...base, host: '127.0.0.1', port: smtp.port, security: 'none' }), messageOf());

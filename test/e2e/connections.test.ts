@@ -84,10 +84,14 @@ describe('creating connections', () => {
     expect(email.body.config).toEqual({ host: 'smtp.example.com', port: 587, security: 'starttls', username: 'herald', from: 'Herald <status@example.com>', to: ['ops@example.com'], cc: ['cto@example.com'] });
     expect(email.body.secrets).toEqual({ password: { set: true, last4: 'CRET' } });
     const bot = await create(BODIES.slack_bot!);
-    expect(bot.body.config).toEqual({ channel: 'C0123456' });
+    expect(bot.body.config).toEqual({ channel: 'C0123456', username: null, icon_emoji: null });
     expect(Object.keys(bot.body.secrets)).toEqual(['bot_token']);
     const hook = await create(BODIES.webhook!);
     expect(hook.body.config).toEqual({ url: 'https://hooks.example.com/herald' });
+    // Optional fields that are not set are null, never omitted (SPEC §1).
+    const plainMail = await create({ ...BODIES.email!, config: { host: 'smtp.example.com', port: 25, security: 'none', from: 'a@example.com', to: ['b@example.com'] } });
+    expect(plainMail.body.config).toEqual({ host: 'smtp.example.com', port: 25, security: 'none', username: null, from: 'a@example.com', to: ['b@example.com'], cc: null });
+    expect(plainMail.body.secrets).toEqual({});
     expect(hook.body.secrets).toEqual({ secret: { set: true, last4: expect.any(String) }, 'headers.Authorization': { set: true, last4: 'CRET' } });
   });
 
@@ -152,6 +156,8 @@ describe('creating connections', () => {
       expect(r.body.code).toBe('destination_not_allowed');
       expect(r.body.errors[0]).toMatchObject({ field, code });
     }
+    const mattermost = await create({ name: 'blocked', type: 'mattermost', config: { webhook_url: 'https://10.0.0.1/hooks/x' } }, strict);
+    expect(mattermost.body.errors[0].message).toMatch(/^config\.webhook_url is not allowed: 10\.0\.0\.1 is a private address\. /);
     // The same literal is fine where the operator allow-listed it, and names pass (checked at connect time).
     expect((await create({ name: 'ok', type: 'webhook', config: { url: 'http://127.0.0.1:8443/hook' } })).status).toBe(201);
     expect((await create({ name: 'ok', type: 'webhook', config: { url: 'https://internal.example/hook' } }, strict)).status).toBe(201);
@@ -208,7 +214,8 @@ describe('PATCH', () => {
     expect(r.status).toBe(200);
     expect(r.headers.get('etag')).toBe('"r2"');
     expect(r.body).toMatchObject({ name: 'Discord #ops', rate_limit_per_minute: 20, config: { username: 'Status' } });
-    expect(r.body.config).not.toHaveProperty('thread_id');
+    // Removed, and shown as null like every optional field that is not set (never omitted).
+    expect(r.body.config).toEqual({ username: 'Status', avatar_url: null, thread_id: null });
     expect(r.body.secrets).toEqual(c.secrets);
     const noop = await api('PATCH', `/v1/connections/${c.id}`, { body: { name: 'Discord #ops' } });
     expect(noop.headers.get('etag')).toBe('"r2"');

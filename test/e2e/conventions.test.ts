@@ -118,6 +118,32 @@ describe('idempotency', () => {
     expect(new Set(results.filter((r) => r.status === 201).map((r) => r.body.id)).size).toBe(1);
   });
 
+  it('works on every POST: bulk templates, render, connection create and test, close', async () => {
+    const tag = `every-${Date.now()}`;
+    const twice = async (path: string, body: unknown) => {
+      const headers = { 'Idempotency-Key': `${tag}-${path}` };
+      const first = await h.api('POST', path, { body, headers });
+      const second = await h.api('POST', path, { body, headers });
+      expect(second.status, path).toBe(first.status);
+      expect(second.text, path).toBe(first.text);
+      expect(second.headers.get('idempotent-replayed'), path).toBe('true');
+      expect(second.headers.get('location'), path).toBe(first.headers.get('location'));
+      return first;
+    };
+    const bulk = await twice('/v1/templates', [{ name: `${tag}-a`, body: 'a {{eta}}' }, { name: `${tag}-b`, body: 'b' }]);
+    expect(bulk.status).toBe(201);
+    expect((await h.api('GET', '/v1/templates?limit=100')).body.data.filter((t: { name: string }) => t.name.startsWith(tag))).toHaveLength(2);
+    await twice(`/v1/templates/${bulk.body.data[0].id}/render`, { variables: { eta: 'soon' } });
+    const con = await twice('/v1/connections', { name: tag, type: 'teams', config: { webhook_url: 'https://prod.westus.logic.azure.com/workflows/abc' } });
+    expect(con.status).toBe(201);
+    const test = await twice(`/v1/connections/${con.body.id}/test`, {});
+    expect(test.body.status).toBe('needs_send_message');
+    const inc = await h.api('POST', '/v1/incidents', { body: incident });
+    const close = await twice(`/v1/incidents/${inc.body.id}/close`, { resolution_summary: 'done' });
+    expect(close.status).toBe(200);
+    expect(close.headers.get('etag')).toMatch(/^"r\d+"$/);
+  });
+
   it('rejects an over-long key', async () => {
     const r = await h.api('POST', '/v1/incidents', { body: incident, headers: { 'Idempotency-Key': 'k'.repeat(256) } });
     expect(r.status).toBe(422);
@@ -137,6 +163,34 @@ describe('ETag / If-Match', () => {
     const get = await h.api('GET', `/v1/incidents/${inc.id}`);
     expect(get.headers.get('etag')).toBe(ok.headers.get('etag'));
   });
+
+  it('compares strongly: a weak tag never matches (RFC 9110 §13.1.1)', async () => {
+    const { body: inc, headers } = await h.api('POST', '/v1/incidents', { body: incident });
+    const weak = await h.api('PATCH', `/v1/incidents/${inc.id}`, { body: { title: 'weak' }, headers: { 'If-Match': `W/${headers.get('etag')}` } });
+    expect(weak.status).toBe(412);
+  });
+
+  it('412 on a stale If-Match for PATCH and DELETE of templates and connections, and for close', async () => {
+    const tpl = await h.api('POST', '/v1/templates', { body: { name: `etag-${Date.now()}`, body: 'x' } });
+    const con = await h.api('POST', '/v1/connections', { body: { name: 'etag', type: 'teams', config: { webhook_url: 'https://prod.westus.logic.azure.com/workflows/abc' } } });
+    const inc = await h.api('POST', '/v1/incidents', { body: incident });
+    for (const [path, etag] of [
+      [`/v1/templates/${tpl.body.id}`, tpl.headers.get('etag')!],
+      [`/v1/connections/${con.body.id}`, con.headers.get('etag')!],
+    ] as const) {
+      expect(etag, path).toMatch(/^"r\d+"$/);
+      const next = await h.api('PATCH', path, { body: { name: `renamed-${Date.now()}` }, headers: { 'If-Match': etag } });
+      expect(next.status, path).toBe(200);
+      expect((await h.api('PATCH', path, { body: { name: 'stale' }, headers: { 'If-Match': etag } })).status, path).toBe(412);
+      const del = await h.api('DELETE', path, { headers: { 'If-Match': etag } });
+      expect(del.status, path).toBe(412);
+      expect(del.body.code, path).toBe('precondition_failed');
+      expect((await h.api('DELETE', path, { headers: { 'If-Match': next.headers.get('etag')! } })).status, path).toBe(204);
+    }
+    await h.api('PATCH', `/v1/incidents/${inc.body.id}`, { body: { status: 'identified' } });
+    const close = await h.api('POST', `/v1/incidents/${inc.body.id}/close`, { headers: { 'If-Match': inc.headers.get('etag')! } });
+    expect(close.status).toBe(412);
+  });
 });
 
 describe('authentication and scopes', () => {
@@ -153,6 +207,26 @@ describe('authentication and scopes', () => {
     expect(forbidden.body.code).toBe('insufficient_scope');
     expect(forbidden.headers.get('www-authenticate')).toBe('Bearer realm="herald", error="insufficient_scope", scope="incidents:write"');
     expect((await h.api('GET', '/v1/incidents', { token: reader })).status).toBe(200);
+  });
+
+  it('another scheme is a missing token (no error code, RFC 6750 §3.1); an empty Bearer is malformed', async () => {
+    const basic = await h.api('GET', '/v1/incidents', { token: null, headers: { Authorization: 'Basic dXNlcjpwYXNz' } });
+    expect(basic.status).toBe(401);
+    expect(basic.headers.get('www-authenticate')).toBe('Bearer realm="herald"');
+    const empty = await h.api('GET', '/v1/incidents', { token: null, headers: { Authorization: 'Bearer' } });
+    expect(empty.status).toBe(401);
+    expect(empty.headers.get('www-authenticate')).toBe('Bearer realm="herald", error="invalid_token"');
+    const two = await h.api('GET', '/v1/incidents', { token: null, headers: { Authorization: `Bearer ${h.token} extra` } });
+    expect(two.headers.get('www-authenticate')).toBe('Bearer realm="herald", error="invalid_token"');
+  });
+
+  it('a 403 is an authenticated response: it carries the RateLimit headers', async () => {
+    const reader = await h.tokenWith(['incidents:read']);
+    const forbidden = await h.api('GET', '/v1/templates', { token: reader });
+    expect(forbidden.status).toBe(403);
+    expect(forbidden.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+    expect(forbidden.headers.get('ratelimit-policy')).toBe('"default";q=1000;w=60');
+    expect(forbidden.headers.get('ratelimit')).toMatch(/^"default";r=\d+;t=\d+$/);
   });
 
   it('revocation is honoured at once, and last_used_at is recorded', async () => {
@@ -222,6 +296,47 @@ describe('pagination', () => {
       expect(seen).toEqual([...made].reverse());
     } finally {
       await t.close();
+    }
+  });
+
+  it('every list refuses a cursor another kind of list issued (400), instead of starting over', async () => {
+    const a = (await h.api('POST', '/v1/incidents', { body: incident })).body;
+    await h.api('POST', '/v1/incidents', { body: incident });
+    await h.api('PATCH', `/v1/incidents/${a.id}`, { body: { status: 'identified' } });
+    const tpl = (await h.api('POST', '/v1/templates', { body: { name: `cursor-kinds-${Date.now()}`, body: 'v1' } })).body;
+    await h.api('PATCH', `/v1/templates/${tpl.id}`, { body: { body: 'v2' } });
+    const byId: string = (await h.api('GET', '/v1/incidents?limit=1')).body.pagination.next_cursor;
+    const byOffset: string = (await h.api('GET', `/v1/incidents/${a.id}/events?limit=1`)).body.pagination.next_cursor;
+    expect(byId).toBeTruthy();
+    expect(byOffset).toBeTruthy();
+    const lists: [string, string][] = [
+      ['/v1/incidents', byOffset],
+      ['/v1/templates', byOffset],
+      ['/v1/connections', byOffset],
+      [`/v1/incidents/${a.id}/events`, byId],
+      [`/v1/templates/${tpl.id}/versions`, byId],
+    ];
+    for (const [path, cursor] of lists) {
+      const r = await h.api('GET', `${path}?cursor=${cursor}`);
+      expect(r.status, path).toBe(400);
+      expect(r.body.code, path).toBe('invalid_cursor');
+    }
+  });
+
+  it('every list validates limit (422 on field limit) and cursor (400 invalid_cursor)', async () => {
+    const inc = (await h.api('POST', '/v1/incidents', { body: incident })).body;
+    const tpl = (await h.api('POST', '/v1/templates', { body: { name: `limits-${Date.now()}`, body: 'x' } })).body;
+    for (const path of ['/v1/incidents', `/v1/incidents/${inc.id}/events`, '/v1/templates', `/v1/templates/${tpl.id}/versions`, '/v1/connections']) {
+      for (const limit of ['0', '101', 'abc', '1.5']) {
+        const r = await h.api('GET', `${path}?limit=${limit}`);
+        expect(r.status, `${path} limit=${limit}`).toBe(422);
+        expect(r.body.errors, path).toEqual([expect.objectContaining({ field: 'limit' })]);
+      }
+      const bad = await h.api('GET', `${path}?cursor=not-a-cursor`);
+      expect(bad.status, path).toBe(400);
+      expect(bad.body.code, path).toBe('invalid_cursor');
+      const ok = await h.api('GET', `${path}?limit=1`);
+      expect(ok.body.pagination, path).toEqual({ next_cursor: expect.toBeOneOf([null, expect.any(String)]), limit: 1 });
     }
   });
 

@@ -106,6 +106,12 @@ describe('execute', () => {
     const unknown = await h.api('POST', `/v1/incidents/${inc.id}/execute`, { body: { variables: { eta: '1' }, connection_ids: ['con_01ARZ3NDEKTSV4RRFFQ69G5FAV'] } });
     expect(unknown.status).toBe(422);
     expect(unknown.body.errors[0].field).toBe('connection_ids.0');
+    // A repeated id counts once, and errors point at the caller's own index.
+    const repeated = await h.api('POST', `/v1/incidents/${inc.id}/execute`, { body: { variables: { eta: '1' }, connection_ids: [c.id, c.id, 'con_01ARZ3NDEKTSV4RRFFQ69G5FAV'] } });
+    expect(repeated.status).toBe(422);
+    expect(repeated.body.errors).toEqual([expect.objectContaining({ field: 'connection_ids.2', code: 'unknown_connection' })]);
+    const twice = await h.api('POST', `/v1/incidents/${inc.id}/execute?dry_run=true`, { body: { variables: { eta: '1' }, connection_ids: [c.id, c.id] } });
+    expect(twice.body.deliveries).toHaveLength(1);
     await h.api('POST', `/v1/incidents/${inc.id}/close`);
     const closed = await h.api('POST', `/v1/incidents/${inc.id}/execute`, { body: { variables: { eta: '1' } } });
     expect(closed.status).toBe(409);
@@ -156,8 +162,32 @@ describe('execute', () => {
     await h.api('PATCH', `/v1/connections/${c.id}`, { body: { enabled: false } });
   });
 
+  it('drains a paced backlog at the connection rate: waiting is no attempt, nothing is dropped', async () => {
+    script = () => ({ outcome: 'delivered', httpStatus: 200, providerCode: null, latencyMs: 1 });
+    const c = await webhookConnection('backlog', { rate_limit_per_minute: 120 });
+    const { body: inc } = await h.api('POST', '/v1/incidents', { body: { title: 'Backlog', severity: 'low' } });
+    const ids: string[] = [];
+    for (let i = 0; i < 6; i++) ids.push((await h.api('POST', `/v1/incidents/${inc.id}/execute`, { body: { connection_ids: [c.id] } })).body.id);
+    const all = await waitFor(async () => {
+      const es = await Promise.all(ids.map(async (id) => (await h.api('GET', `/v1/incidents/${inc.id}/executions/${id}`)).body));
+      return es.every(finished) ? es : undefined;
+    });
+    for (const e of all) {
+      expect(e.status).toBe('delivered');
+      expect(e.deliveries[0].attempts).toHaveLength(1);
+    }
+    const deliveryIds = new Set(all.map((e) => e.deliveries[0].id as string));
+    const times = sent.filter((s) => deliveryIds.has(s.message.deliveryId)).map((s) => s.at);
+    expect(times).toHaveLength(6);
+    // Two a second, one at a time (a little slack for when the send is recorded here).
+    for (let i = 1; i < times.length; i++) expect(times[i]! - times[i - 1]!).toBeGreaterThanOrEqual(450);
+    await h.api('PATCH', `/v1/connections/${c.id}`, { body: { enabled: false } });
+  });
+
   it('disables a connection whose destination is gone and cancels what was queued for it', async () => {
-    const c = await webhookConnection('gone', { rate_limit_per_minute: 60 });
+    // One message a minute: the second and third deliveries surely wait on pacing, however slow
+    // the machine is between the executes.
+    const c = await webhookConnection('gone', { rate_limit_per_minute: 1 });
     const { body: inc } = await h.api('POST', '/v1/incidents', { body: { title: 'Gone', severity: 'low' } });
     script = () => ({ outcome: 'permanent', httpStatus: 404, providerCode: null, latencyMs: 1, error: 'HTTP 404', disable: 'the webhook URL answered 404' });
     // Three executions queued while sends are held; the first delivery then meets the 404 and

@@ -46,6 +46,40 @@ describe('incidents over HTTP', () => {
     expect(fields).toEqual(['colour', 'severity', 'title']);
   });
 
+  it('enforces the field limits with one errors[] entry per field, and accepts values at the limit', async () => {
+    const over = await h.api('POST', '/v1/incidents', {
+      body: { title: 't'.repeat(201), severity: 'low', description: 'd'.repeat(10_001), impact: 'i'.repeat(10_001), template_ids: Array.from({ length: 21 }, (_, i) => `tpl_${i}`) },
+    });
+    expect(over.status).toBe(422);
+    expect(over.body.errors.map((e: { field: string; code: string }) => `${e.field}:${e.code}`).sort()).toEqual([
+      'description:too_long',
+      'impact:too_long',
+      'template_ids:too_many',
+      'title:too_long',
+    ]);
+    const at = await create({ title: 't'.repeat(200), description: 'd'.repeat(10_000), impact: 'i'.repeat(10_000) });
+    expect(at.status).toBe(201);
+    const patch = await h.api('PATCH', `/v1/incidents/${at.body.id}`, { body: { resolution_summary: 'r'.repeat(10_001), title: '' } });
+    expect(patch.status).toBe(422);
+    expect(patch.body.errors.map((e: { field: string; code: string }) => `${e.field}:${e.code}`).sort()).toEqual(['resolution_summary:too_long', 'title:required']);
+    expect((await h.api('PATCH', `/v1/incidents/${at.body.id}`, { body: { resolution_summary: 'r'.repeat(10_000) } })).status).toBe(200);
+    // A value of the wrong type is invalid_type; a missing one is required.
+    const typed = await h.api('POST', '/v1/incidents', { body: { title: 42 } });
+    expect(typed.body.errors.map((e: { field: string; code: string }) => `${e.field}:${e.code}`).sort()).toEqual(['severity:required', 'title:invalid_type']);
+  });
+
+  it('checks in the SPEC order: 404 of the resource before 409 incident_closed before 422', async () => {
+    const missing = await h.api('PATCH', '/v1/incidents/inc_01J00000000000000000000000', { body: { colour: 'red' } });
+    expect(missing.status).toBe(404);
+    const { body: inc } = await create();
+    await h.api('POST', `/v1/incidents/${inc.id}/close`);
+    const closedPatch = await h.api('PATCH', `/v1/incidents/${inc.id}`, { body: { colour: 'red' } });
+    expect(closedPatch.status).toBe(409);
+    expect(closedPatch.body.code).toBe('incident_closed');
+    const closedClose = await h.api('POST', `/v1/incidents/${inc.id}/close`, { body: { colour: 'red' } });
+    expect(closedClose.status).toBe(409);
+  });
+
   it('walks the state machine and records the timeline', async () => {
     const { body: inc } = await create();
     const p1 = await h.api('PATCH', `/v1/incidents/${inc.id}`, { body: { status: 'identified', impact: 'EU users' } });

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHerald, type TestHerald } from '../support/herald.js';
 import { startSlack, type SlackPeer } from '../support/peers/slack.js';
-import { slackClient, textOfBlocks, type SlackClient } from '../support/slack-client.js';
+import { newTriggerId, slackClient, stateOf, textOfBlocks, type SlackClient } from '../support/slack-client.js';
 import { waitFor } from '../support/wait.js';
 
 /**
@@ -100,6 +100,33 @@ describe('request verification', () => {
     expect(r.status).toBe(401);
     expect((await h.api('GET', '/v1/incidents')).status).toBe(200);
     expect((await h.api('GET', '/slack/nothing')).status).toBe(404);
+  });
+
+  it('does the work once when Slack redelivers a request (X-Slack-Retry-Num), byte for byte', async () => {
+    const retry = { headers: { 'x-slack-retry-num': '1', 'x-slack-retry-reason': 'http_timeout' } };
+    const trigger = newTriggerId();
+    const command = new URLSearchParams({ team_id: 'T0HERALD', channel_id: 'CWAR', user_id: 'UALICE', user_name: 'alice', command: '/incident', text: 'new Redelivered', trigger_id: trigger, api_app_id: 'A0HERALD', response_url: 'https://hooks.slack.com/commands/1' }).toString();
+    expect((await client.post(command)).status).toBe(200);
+    expect((await client.post(command, retry)).status).toBe(200);
+    // A later command's modal: by then both deliveries of the first have been handled.
+    await client.command('new Sentinel');
+    await waitFor(() => slack.callsTo('views.open').some((c) => (c.args.view as any)?.blocks?.some((b: any) => b.element?.initial_value === 'Sentinel')), { what: 'the sentinel modal' });
+    const opened = slack.callsTo('views.open').filter((c) => c.args.trigger_id === trigger);
+    expect(opened).toHaveLength(1);
+
+    const view = opened[0]!.args.view as any;
+    const payload = { type: 'view_submission', team: { id: 'T0HERALD', domain: 'd' }, user: { id: 'UALICE', username: 'alice', name: 'alice', team_id: 'T0HERALD' }, api_app_id: 'A0HERALD', trigger_id: newTriggerId(), view: { ...view, id: viewId(), hash: 'h', state: { values: stateOf(view, { severity: 'minor' }) } } };
+    const submission = new URLSearchParams({ payload: JSON.stringify(payload) }).toString();
+    expect((await client.post(submission)).status).toBe(200);
+    expect((await client.post(submission, retry)).status).toBe(200);
+    const list = await h.api('GET', '/v1/incidents?limit=100');
+    expect(list.body.data.filter((i: any) => i.title === 'Redelivered')).toHaveLength(1);
+  });
+
+  it('answers the URL verification challenge Slack sends when the events URL is saved', async () => {
+    const r = await client.post(JSON.stringify({ token: 'legacy', challenge: 'c-3po', type: 'url_verification' }), { contentType: 'application/json' });
+    expect(r.status).toBe(200);
+    expect(r.text).toContain('c-3po');
   });
 
   it('accepts a form whose content type carries a charset', async () => {
@@ -372,16 +399,22 @@ describe('App Home', () => {
     const victim = await h.herald.services.apiKeys.create({ name: 'victim', scopes: ['*'] }, { type: 'system', id: 't', name: 't' });
     const opened = slack.callsTo('views.open').length;
 
+    const conn = (await h.api('POST', '/v1/connections', { body: { name: 'Forged target', type: 'webhook', config: { url: 'http://127.0.0.1:9/never' } } })).body;
+    const published = slack.callsTo('views.publish').filter((c) => c.args.user_id === 'UALICE').length;
+
     await client.click('api_key_generate', 'generate', { user: ALICE, inHome: true });
     await client.click('api_key_revoke', victim.key.id, { user: ALICE, inHome: true });
+    await client.click('connection_test', conn.id, { user: ALICE, inHome: true });
+    await client.click('connection_test_send', conn.id, { user: ALICE, inHome: true });
     // Forged submission of the admin-only modal.
     const forged = { type: 'modal', callback_id: 'api_key_generate', blocks: [{ type: 'input', block_id: 'name', element: { type: 'plain_text_input', action_id: 'value' }, label: { type: 'plain_text', text: 'n' } }, { type: 'input', block_id: 'scopes', element: { type: 'checkboxes', action_id: 'value', options: [{ text: { type: 'plain_text', text: '*' }, value: '*' }] }, label: { type: 'plain_text', text: 's' } }] };
     const r = await client.submit(forged, { name: 'evil', scopes: ['*'] }, { user: ALICE, viewId: viewId() });
     expect(r.json.response_action).toBe('errors');
     expect(JSON.stringify(r.json)).not.toMatch(/hld_/);
 
-    // The refusals re-publish Alice's (non-admin) home; nothing else happened.
-    await waitFor(() => slack.callsTo('views.publish').filter((c) => c.args.user_id === 'UALICE').length >= 1);
+    // Each refused click re-publishes Alice's (non-admin) home; nothing else happened.
+    await waitFor(() => slack.callsTo('views.publish').filter((c) => c.args.user_id === 'UALICE').length >= published + 4, { what: "Alice's home re-published 4 times" });
+    expect((await h.api('GET', `/v1/connections/${conn.id}`)).body.last_test).toBeNull();
     expect(slack.callsTo('views.open').length).toBe(opened);
     expect((await h.api('GET', '/v1/incidents', { token: victim.token })).status).toBe(200);
     const keys = (await h.herald.services.apiKeys.list({ limit: 100, cursor: null })).data;

@@ -219,6 +219,29 @@ describe('bulk create', () => {
     expect(ok.body.data).toHaveLength(5);
   });
 
+  it('names every bad field of every item in one answer', async () => {
+    const name = uniq('Every');
+    const r = await h.api('POST', '/v1/templates', {
+      body: [
+        { name, body: 'fine' },
+        { name: '', body: 'x', colour: 'red' },
+        { name: uniq('Every'), body: '{{{raw}}}' },
+        { name: name.toUpperCase(), body: 'x' },
+        { name: uniq('Every'), body: '{{x}}', variables: [] },
+      ],
+    });
+    expect(r.status).toBe(422);
+    expect(r.body.code).toBe('validation_failed');
+    expect(r.body.errors.map((e: { field: string; code: string }) => `${e.field}:${e.code}`).sort()).toEqual([
+      '1.colour:unknown_field',
+      '1.name:required',
+      '2.body:unescaped_placeholder',
+      '3.name:duplicate_name',
+      '4.body:undeclared_variable',
+    ]);
+    expect((await h.api('GET', '/v1/templates?limit=100')).body.data.map((t: { name: string }) => t.name)).not.toContain(name);
+  });
+
   it('refuses an empty batch and more than 100', async () => {
     expect((await h.api('POST', '/v1/templates', { body: [] })).status).toBe(422);
     const many = Array.from({ length: 101 }, (_, i) => ({ name: `${uniq('Many')} ${i}`, body: 'x' }));

@@ -42,6 +42,10 @@ beforeAll(async () => {
   // Every answer takes 150 ms: the fan-out is still running when the worker is killed.
   sink = await startHttpSink({ respond: () => ({ status: 200, delayMs: 150 }) });
   h = await startHerald({ HERALD_SECRET_KEY: secretKey, HERALD_RATE_LIMIT: '100000' }, { worker: false });
+  for (let i = 0; i < CONNECTIONS; i++) {
+    const r = await h.api('POST', '/v1/connections', { body: { name: `sink ${i}`, type: 'webhook', config: { url: `${sink.url}/hook/${i}` } } });
+    expect(r.status).toBe(201);
+  }
 });
 afterAll(async () => {
   for (const w of workers) await stopChild(w);
@@ -51,10 +55,6 @@ afterAll(async () => {
 
 describe('a worker killed with SIGKILL mid-fan-out', () => {
   it('loses no delivery: the restarted worker completes every one', { timeout: 90_000 }, async () => {
-    for (let i = 0; i < CONNECTIONS; i++) {
-      const r = await h.api('POST', '/v1/connections', { body: { name: `sink ${i}`, type: 'webhook', config: { url: `${sink.url}/hook/${i}` } } });
-      expect(r.status).toBe(201);
-    }
     const { body: inc } = await h.api('POST', '/v1/incidents', { body: { title: 'Fan-out under fire', severity: 'critical' } });
     const exe = await h.api('POST', `/v1/incidents/${inc.id}/execute`, { body: {} });
     expect(exe.status).toBe(202);
@@ -67,7 +67,7 @@ describe('a worker killed with SIGKILL mid-fan-out', () => {
     const receivedBeforeKill = sink.requests.length;
     expect(receivedBeforeKill).toBeLessThan(CONNECTIONS);
 
-    startWorker();
+    const second = startWorker();
     const done = await waitFor(
       async () => {
         const e = (await h.api('GET', `/v1/incidents/${inc.id}/executions/${exe.body.id}`)).body;
@@ -75,6 +75,7 @@ describe('a worker killed with SIGKILL mid-fan-out', () => {
       },
       { timeoutMs: 60_000, intervalMs: 250, what: 'every delivery delivered after the restart' },
     );
+    await stopChild(second);
     expect(done.deliveries).toHaveLength(CONNECTIONS);
     expect(done.deliveries.every((d: { status: string }) => d.status === 'delivered')).toBe(true);
     // Every delivery reached the sink (webhook-id = delivery id), none is missing.
@@ -85,5 +86,42 @@ describe('a worker killed with SIGKILL mid-fan-out', () => {
     // Sends cut off by the kill were retried and flagged, never silently repeated.
     const repeated = new Set(sink.requests.map((r) => r.headers['webhook-id']).filter((id, i, all) => all.indexOf(id) !== i));
     for (const d of done.deliveries) if (repeated.has(d.id)) expect(d.possible_duplicate).toBe(true);
+  });
+});
+
+describe('a worker stopped with SIGTERM mid-fan-out', () => {
+  it('finishes the sends it started, exits 0 within 10 s, and leaves the rest queued for the next worker', { timeout: 90_000 }, async () => {
+    const { body: inc } = await h.api('POST', '/v1/incidents', { body: { title: 'Rolling deploy', severity: 'major' } });
+    const exe = await h.api('POST', `/v1/incidents/${inc.id}/execute`, { body: {} });
+    expect(exe.status).toBe(202);
+    const ids = new Set<string>(exe.body.deliveries.map((d: { id: string }) => d.id));
+    const ours = () => sink.requests.filter((r) => ids.has(String(r.headers['webhook-id'])));
+
+    const first = startWorker();
+    await waitFor(() => ours().length >= 60, { timeoutMs: 30_000, what: 'the fan-out to be under way' });
+    const stoppedAt = Date.now();
+    first.proc.kill('SIGTERM');
+    expect(await first.exited).toBe(0);
+    expect(Date.now() - stoppedAt).toBeLessThan(10_000);
+
+    // Nothing was left half-sent: every send it started was recorded before it exited.
+    const after = (await h.api('GET', `/v1/incidents/${inc.id}/executions/${exe.body.id}`)).body;
+    expect(after.deliveries.filter((d: { status: string }) => d.status === 'sending')).toEqual([]);
+    expect(ours().length).toBeLessThan(CONNECTIONS);
+
+    startWorker();
+    const done = await waitFor(
+      async () => {
+        const e = (await h.api('GET', `/v1/incidents/${inc.id}/executions/${exe.body.id}`)).body;
+        return e.status === 'delivered' ? e : undefined;
+      },
+      { timeoutMs: 60_000, intervalMs: 250, what: 'every delivery delivered by the next worker' },
+    );
+    // A graceful stop cuts nothing off: one attempt each, no duplicates, nothing flagged.
+    for (const d of done.deliveries) {
+      expect(d.attempts.map((a: { outcome: string }) => a.outcome)).toEqual(['delivered']);
+      expect(d.possible_duplicate).toBe(false);
+    }
+    expect(ours()).toHaveLength(CONNECTIONS);
   });
 });

@@ -5,6 +5,7 @@ import { newDelivery, type Execution } from '../../src/domain/execution.js';
 import { newIncident } from '../../src/domain/incident.js';
 import type { QueuedJob } from '../../src/ports.js';
 import { DeliveryService } from '../../src/services/deliveries.js';
+import { ExecutionService } from '../../src/services/executions.js';
 import { RedisExecutionRepo } from '../../src/store/executions.js';
 import { RedisIncidentRepo } from '../../src/store/incidents.js';
 import { createKeys } from '../../src/store/keys.js';
@@ -49,13 +50,12 @@ describe('the enqueue outbox', () => {
       repo,
       targets: { get: () => Promise.resolve(null), disable: () => Promise.resolve(), recordOutcome: () => Promise.resolve() },
       senders: {} as never,
-      pacer: { take: () => Promise.resolve(0) },
+      pacer: { reserve: () => Promise.resolve(0), take: () => Promise.resolve(0), reset: () => Promise.resolve() },
       queue: { enqueue: (jobs) => Promise.resolve(void queued.push(...jobs)), remove: () => Promise.resolve() },
       clock: { now: () => new Date(now) },
       ids,
       random: () => 0.5,
       getIncident: () => Promise.resolve(null),
-      appendEvents: () => Promise.resolve(),
       publicUrl: null,
     });
 
@@ -66,5 +66,48 @@ describe('the enqueue outbox', () => {
     expect(await service.sweepOutbox(5000)).toBe(3);
     expect(queued.map((j) => j.jobId).sort()).toEqual(deliveries.map((d) => d.id).sort());
     expect(await repo.pendingEnqueue(0)).toEqual([]);
+  });
+
+  it('an execute whose enqueue fails still answers with the execution: the outbox holds it for the sweep', async () => {
+    const ids = createIdGenerator();
+    const incidents = new RedisIncidentRepo(redis, keys);
+    const repo = new RedisExecutionRepo(redis, keys, () => now);
+    const actor = { type: 'system' as const, id: 't', name: 't' };
+    const incident = newIncident(ids.next('incident'), { title: 't', severity: 'low', description: '', impact: '', template_ids: [] }, actor, new Date(now).toISOString());
+    expect(await incidents.create(incident, [])).toBe(true);
+    const queued: QueuedJob[] = [];
+    const deliveries = new DeliveryService({
+      repo,
+      targets: { get: () => Promise.resolve(null), disable: () => Promise.resolve(), recordOutcome: () => Promise.resolve() },
+      senders: {} as never,
+      pacer: { reserve: () => Promise.resolve(0), take: () => Promise.resolve(0), reset: () => Promise.resolve() },
+      queue: { enqueue: (jobs) => Promise.resolve(void queued.push(...jobs)), remove: () => Promise.resolve() },
+      clock: { now: () => new Date(now) },
+      ids,
+      random: () => 0.5,
+      getIncident: () => Promise.resolve(null),
+      publicUrl: null,
+    });
+    const errors: string[] = [];
+    const executions = new ExecutionService({
+      incidents,
+      repo,
+      deliveries,
+      getTemplates: () => Promise.resolve([]),
+      listConnections: () => Promise.resolve([{ id: ids.next('connection'), type: 'webhook', enabled: true, config: {} }]),
+      enqueue: () => Promise.reject(new Error('queue connection lost')),
+      clock: { now: () => new Date(now) },
+      ids,
+      publicUrl: undefined,
+      onError: (what) => errors.push(what),
+    });
+    // A 5xx here would invite a client retry that sends everything twice; the commit stands.
+    const r = await executions.execute(incident.id, {}, actor, { dryRun: false });
+    if (r.dryRun) throw new Error('expected an execution');
+    expect(r.execution.deliveries).toHaveLength(1);
+    expect(errors).toHaveLength(1);
+    now += 6000;
+    expect(await deliveries.sweepOutbox(5000)).toBe(1);
+    expect(queued.map((j) => j.deliveryId)).toEqual([r.execution.deliveries[0]!.id]);
   });
 });

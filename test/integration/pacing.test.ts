@@ -17,27 +17,51 @@ afterAll(async () => {
   await redis.quit();
 });
 
-describe('RedisPacer (GCRA token bucket)', () => {
-  it('lets a burst through, then asks to wait about one interval', async () => {
+describe('RedisPacer (GCRA token bucket with reservations)', () => {
+  it('lets a burst through, then reserves the next slots one interval apart', async () => {
     const rule = { perSecond: 2.5, burst: 5 };
     const waits = [];
-    for (let i = 0; i < 6; i++) waits.push(await pacer.take('con_burst', rule));
+    for (let i = 0; i < 7; i++) waits.push(await pacer.reserve('con_burst', rule));
     expect(waits.slice(0, 5)).toEqual([0, 0, 0, 0, 0]);
     expect(waits[5]).toBeGreaterThan(300);
     expect(waits[5]).toBeLessThanOrEqual(400);
+    expect(waits[6]! - waits[5]!).toBeGreaterThanOrEqual(390);
   });
 
   it('holds a 1/s connection to one message per second and keeps connections apart', async () => {
     const rule = { perSecond: 1, burst: 1 };
-    expect(await pacer.take('con_a', rule)).toBe(0);
-    const wait = await pacer.take('con_a', rule);
+    expect(await pacer.reserve('con_a', rule)).toBe(0);
+    const wait = await pacer.reserve('con_a', rule);
     expect(wait).toBeGreaterThan(900);
-    expect(await pacer.take('con_b', rule)).toBe(0);
+    expect(await pacer.reserve('con_b', rule)).toBe(0);
   });
 
-  it('never grants more than the rate to concurrent takers', async () => {
+  it('gives concurrent takers distinct slots in order: a backlog asks once each, no herd', async () => {
     const rule = { perSecond: 1, burst: 1 };
-    const results = await Promise.all(Array.from({ length: 10 }, () => pacer.take('con_race', rule)));
-    expect(results.filter((w) => w === 0)).toHaveLength(1);
+    const waits = (await Promise.all(Array.from({ length: 10 }, () => pacer.reserve('con_race', rule)))).sort((a, b) => a - b);
+    expect(waits[0]).toBe(0);
+    // Slot n is n seconds out (give or take Redis' clock between the calls).
+    waits.forEach((w, n) => expect(Math.abs(w - n * 1000)).toBeLessThan(100));
+  });
+
+  it('forgets reserved slots on reset (their deliveries were cancelled)', async () => {
+    const rule = { perSecond: 1 / 60, burst: 1 };
+    expect(await pacer.reserve('con_reset', rule)).toBe(0);
+    expect(await pacer.reserve('con_reset', rule)).toBeGreaterThan(59_000);
+    expect(await pacer.take('con_reset', rule)).toBe(0);
+    await pacer.reset('con_reset');
+    expect(await pacer.reserve('con_reset', rule)).toBe(0);
+    expect(await pacer.take('con_reset', rule)).toBe(0);
+  });
+
+  it('the send bucket grants a token only when one is free now, and takes nothing otherwise', async () => {
+    const rule = { perSecond: 1, burst: 1 };
+    expect(await pacer.take('con_send', rule)).toBe(0);
+    const waits = await Promise.all(Array.from({ length: 5 }, () => pacer.take('con_send', rule)));
+    // Nobody got a token, and asking did not push the next free token further out.
+    for (const w of waits) {
+      expect(w).toBeGreaterThan(900);
+      expect(w).toBeLessThanOrEqual(1000);
+    }
   });
 });

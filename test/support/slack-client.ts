@@ -26,6 +26,8 @@ export interface SignOptions {
   /** Send this signature instead of the computed one. */
   signature?: string;
   contentType?: string;
+  /** Extra headers, e.g. Slack's `x-slack-retry-num` on a redelivery. */
+  headers?: Record<string, string>;
 }
 
 export const TEAM = { id: 'T0HERALD', domain: 'herald-test' };
@@ -48,6 +50,8 @@ export interface SlackClient {
    */
   submit(view: any, values?: Record<string, string | string[] | null>, opts?: { user?: SlackUser; viewId?: string }): Promise<SlackResponse>;
   event(event: Record<string, unknown>): Promise<SlackResponse>;
+  /** What Slack sends as the user types into an external select of an open modal (block_suggestion). */
+  suggest(view: any, blockId: string, value: string, opts?: { user?: SlackUser }): Promise<SlackResponse>;
 }
 
 export function slackClient(baseUrl: string, secret: string, defaultUser: SlackUser = { id: 'UALICE', name: 'alice' }): SlackClient {
@@ -59,6 +63,7 @@ export function slackClient(baseUrl: string, secret: string, defaultUser: SlackU
         'content-type': opts.contentType ?? 'application/x-www-form-urlencoded',
         'x-slack-request-timestamp': String(ts),
         'x-slack-signature': opts.signature ?? signature(opts.secret ?? secret, ts, body),
+        ...opts.headers,
       },
       body,
     });
@@ -128,6 +133,22 @@ export function slackClient(baseUrl: string, secret: string, defaultUser: SlackU
         response_urls: [],
       });
     },
+    suggest(view, blockId, value, opts = {}) {
+      const user = opts.user ?? defaultUser;
+      const block = (view.blocks ?? []).find((b: any) => b.block_id === blockId);
+      return interaction({
+        type: 'block_suggestion',
+        user: userOf(user),
+        team: TEAM,
+        api_app_id: 'A0HERALD',
+        token: 'legacy-verification-token',
+        container: { type: 'view', view_id: view.id ?? 'V0SUGGEST' },
+        view: { ...view, id: view.id ?? 'V0SUGGEST', team_id: TEAM.id, hash: 'h', state: { values: {} } },
+        block_id: blockId,
+        action_id: block?.element?.action_id ?? 'value',
+        value,
+      });
+    },
     event(event) {
       const body = JSON.stringify({
         token: 'legacy-verification-token',
@@ -162,6 +183,7 @@ export function stateOf(view: any, values: Record<string, string | string[] | nu
         break;
       }
       case 'multi_static_select':
+      case 'multi_external_select':
       case 'checkboxes': {
         const list = given !== undefined ? (Array.isArray(given) ? given : given === null ? [] : [given]) : (el.initial_options ?? []).map((o: any) => o.value);
         state = { type: el.type, selected_options: list.map((v: string) => (el.options ?? []).find((o: any) => o.value === v) ?? { text: { type: 'plain_text', text: v }, value: v }) };

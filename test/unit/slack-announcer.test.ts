@@ -54,6 +54,7 @@ function setup(opts: { failChannels?: string[] } = {}) {
           stored.set(id, { channel, ts, execution_id: null });
           return Promise.resolve(true);
         },
+        refreshExclusively: (_id: string, _token: string, render: () => Promise<void>) => render(),
         trackExecution: (id: string, exe: string) => {
           const a = stored.get(id);
           if (!a) return Promise.resolve(null);

@@ -297,6 +297,8 @@ describe('App Home', () => {
     const m = generateApiKeyModal();
     expect(inputIds(m)).toEqual(['name', 'scopes', 'expires_in']);
     expect(inputs(m)[1].element.options.map((o: any) => o.value)).toEqual(['*', ...SCOPES]);
+    // Slack's checkboxes element holds at most 10 options.
+    expect(inputs(m)[1].element.options.length).toBeLessThanOrEqual(10);
     const shown = apiKeyCreatedModal({ id: 'key_1', name: '<b>', token: 'hld_x' });
     expect(shown.submit).toBeUndefined();
     expect(textOf_(shown)).toContain('hld_x');
@@ -315,5 +317,96 @@ describe('help and list', () => {
     const m = incidentListMessage([incident(), incident({ id: 'inc_2' })], true);
     expect(m.blocks.length).toBeLessThanOrEqual(50);
     expect(textOf_(m.blocks)).toContain('inc_2');
+  });
+});
+
+describe('escaping and Slack size limits in every view', () => {
+  /** Every mrkdwn/plain text a view carries, with the block it sits in. */
+  const texts = (blocks: any[]): string[] => {
+    const out: string[] = [];
+    const walk = (v: unknown) => {
+      if (Array.isArray(v)) v.forEach(walk);
+      else if (v && typeof v === 'object') {
+        const o = v as Record<string, unknown>;
+        if ((o.type === 'mrkdwn' || o.type === 'plain_text') && typeof o.text === 'string') out.push(o.text);
+        Object.values(o).forEach(walk);
+      }
+    };
+    walk(blocks);
+    return out;
+  };
+  const sectionTexts = (blocks: any[]) => blocks.filter((b) => b.type === 'section' && b.text).map((b) => b.text.text as string);
+
+  it('escapes the announcement’s notification text, which Slack parses for mentions', () => {
+    const m = announcementMessage(incident({ title: '<!channel> <@U123> checkout' }), null);
+    expect(m.text).not.toMatch(/<!channel>|<@U123>/);
+    expect(m.text).toContain('&lt;!channel&gt;');
+  });
+
+  it('keeps every section within 3,000 characters when escaping lengthens long text', () => {
+    // `<` becomes `&lt;` and `*` becomes ZWSP*ZWSP: 1,200 typed characters would show as 4,800.
+    const i = incident({ title: '<'.repeat(200), impact: '<'.repeat(9000), description: '*'.repeat(9000), resolution_summary: '&'.repeat(9000) });
+    for (const blocks of [announcementMessage(i, null).blocks, closeIncidentModal(i).blocks, homeView({ incidents: [i], moreIncidents: false, admin: null, now: new Date() }).blocks]) {
+      for (const t of sectionTexts(blocks as any[])) expect(t.length).toBeLessThanOrEqual(3000);
+    }
+    const impact = sectionTexts(announcementMessage(i, null).blocks as any[]).find((t) => t.startsWith('*Impact*'))!;
+    // Cut after escaping, never inside an entity.
+    expect(impact).toMatch(/^\*Impact\*\n(&lt;)+…$/);
+  });
+
+  it('escapes connection and template names in the execute preview', () => {
+    const v = executeModal({ incident: incident(), variables: [], previews: [{ connectionName: '<!here> *ops*', connectionType: 'slack', templateName: '<@U1> notice', subject: '', body: 'b' }] });
+    const all = texts(v.blocks as any[]).join('\n');
+    expect(all).not.toMatch(/<!here>|<@U1>/);
+    expect(all).toContain('&lt;!here&gt;');
+  });
+
+  it('fits receipts into one section with whole lines and says how many are left out', () => {
+    const lines = Array.from({ length: 40 }, (_, n) => ({ connectionName: `<${'x'.repeat(99)}> ${n}`, connectionType: 'webhook', status: 'failed' as const, attempts: 8, error: '<'.repeat(100) }));
+    const m = announcementMessage(incident(), { executionId: 'exe_1', status: 'failed', lines });
+    const receipts = (m.blocks.find((b: any) => b.block_id === 'receipts') as any).text.text as string;
+    expect(receipts.length).toBeLessThanOrEqual(3000);
+    const shown = receipts.split('\n').filter((l) => l.includes('failed —')).length;
+    expect(shown).toBeGreaterThan(0);
+    expect(receipts).toMatch(new RegExp(`…and ${40 - shown} more$`));
+  });
+
+  it('keeps a revoke confirmation within Slack’s 300 characters for any key name', () => {
+    const v = homeView({ incidents: [], moreIncidents: false, admin: { connections: [], moreConnections: false, keys: [{ id: 'key_1', name: '<'.repeat(100), scopes: ['*'], created_at: '2026-11-22T10:00:00.000Z', expires_at: null, last_used_at: null, revoked_at: null, created_by: { type: 'system', id: 's', name: 's' } }], moreKeys: false }, now: new Date('2026-11-22T11:00:00.000Z') });
+    const confirm = (v.blocks as any[]).find((b) => b.accessory?.confirm)?.accessory.confirm;
+    expect(confirm.text.text.length).toBeLessThanOrEqual(300);
+    expect(confirm.text.text).not.toContain('<<');
+  });
+
+  it('escapes what a service message quotes back in an ephemeral line', () => {
+    const line = ephemeralMessage(new DomainError('not_found', 'Incident <!channel> was not found.'));
+    expect(line).not.toContain('<!channel>');
+    expect(line).toContain('&lt;!channel&gt;');
+    // Field errors under modal inputs are plain text: left as the service wrote them.
+    expect(modalErrors(new DomainError('validation_failed', 'Bad.', [{ field: 'title', code: 'too_long', message: 'Use < 200 chars.' }]), ['title'], 'title').title).toBe('Use < 200 chars.');
+  });
+});
+
+describe('templates in the incident modals', () => {
+  const newest = Array.from({ length: 100 }, (_, n) => ({ id: `tpl_new${n}`, name: `New ${n}` }));
+  const old = { id: 'tpl_old', name: 'Old notice' };
+
+  it('always offers and selects the attached templates, even when older than the newest 100', () => {
+    const v = updateIncidentModal({ incident: incident({ template_ids: ['tpl_old'] }), templates: { newest, more: false }, attached: [old] });
+    const el = inputs(v).find((b) => b.block_id === 'template_ids').element;
+    expect(el.type).toBe('multi_static_select');
+    expect(el.options).toHaveLength(100);
+    expect(el.options.map((o: any) => o.value)).toContain('tpl_old');
+    expect(el.initial_options.map((o: any) => o.value)).toEqual(['tpl_old']);
+  });
+
+  it('searches instead of listing once there are more than 100 templates', () => {
+    const v = updateIncidentModal({ incident: incident({ template_ids: ['tpl_old'] }), templates: { newest, more: true }, attached: [old] });
+    const el = inputs(v).find((b) => b.block_id === 'template_ids').element;
+    expect(el).toMatchObject({ type: 'multi_external_select', min_query_length: 0, max_selected_items: 20 });
+    expect(el.options).toBeUndefined();
+    expect(el.initial_options.map((o: any) => o.value)).toEqual(['tpl_old']);
+    const create = createIncidentModal({ templates: { newest, more: true }, ctx: {} });
+    expect(inputs(create).find((b) => b.block_id === 'template_ids').element.type).toBe('multi_external_select');
   });
 });

@@ -59,6 +59,14 @@ describe('variable derivation', () => {
       { name: 'b', description: '', required: true, default: null },
     ]);
   });
+
+  it('derives at most 50 variables, the cap a caller can supply (more is 422 on variables)', () => {
+    const text = (n: number) => Array.from({ length: n }, (_, i) => `{{v${i}}}`).join(' ');
+    expect(create({ body: text(50) }).variables).toHaveLength(50);
+    const e = fail(() => create({ body: text(51) }));
+    expect(e.code).toBe('validation_failed');
+    expect(e.errors).toEqual([expect.objectContaining({ field: 'variables', code: 'too_many' })]);
+  });
 });
 
 describe('declared variables', () => {

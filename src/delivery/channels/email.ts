@@ -6,7 +6,7 @@ import { classifySmtpCode } from '../../domain/delivery-policy.js';
 import type { OutboundMessage } from '../../ports.js';
 import { OutboundError } from '../outbound-error.js';
 import type { OutboundGuard } from '../outbound-guard.js';
-import { fromOutboundError, permanent, retryable, type ChannelResult } from './http-outcome.js';
+import { fromOutboundError, permanent, refused, retryable, type ChannelResult } from './http-outcome.js';
 import { subjectOf } from './message-text.js';
 
 /**
@@ -190,9 +190,21 @@ export function emailMessage(config: EmailConfig, message: OutboundMessage): Sen
   };
 }
 
+/**
+ * Herald's limit for one e-mail (subject, text and HTML parts): the same 256 KiB as a webhook
+ * body, far below what mail servers take (commonly 10–25 MB) but far above any incident message.
+ * Over it the delivery fails permanently before connecting — a clear error instead of a clipped
+ * message or a server's 552 after the upload.
+ */
+export const EMAIL_SIZE_LIMIT = 256 * 1024;
+
 export function createEmailSender(deps: EmailSenderDeps) {
   return {
     send(target: { config: EmailConfig }, message: OutboundMessage): Promise<ChannelResult> {
+      const size = Buffer.byteLength(subjectOf(message)) + Buffer.byteLength(message.content.body) + Buffer.byteLength(message.content.html ?? '');
+      if (size > EMAIL_SIZE_LIMIT) {
+        return Promise.resolve(refused(`the e-mail is ${Math.ceil(size / 1024)} KiB, over the 256 KiB limit; shorten the template`));
+      }
       return deps.smtp.send(target.config, emailMessage(target.config, message));
     },
   };

@@ -1,7 +1,6 @@
-import { escapeSlack } from '../../domain/escape.js';
 import type { DeliveryStatus, ExecutionStatus } from '../../domain/execution.js';
 import type { Incident } from '../../domain/incident.js';
-import { context, divider, section, truncate, type KnownBlock } from './block-kit.js';
+import { context, divider, escapedText, section, SLACK_LIMITS, type KnownBlock } from './block-kit.js';
 import { incidentActions, incidentBlocks, incidentFallbackText } from './incident.js';
 
 /** One delivery of the last execute, as the announcement shows it. */
@@ -29,28 +28,34 @@ const RECEIPT: Record<DeliveryStatus, string> = {
   cancelled: ':no_entry_sign: cancelled',
 };
 
-/** A section holds 3,000 characters; past this many lines the rest is summarised. */
+/** At most this many receipt lines; past it, or past the section's 3,000 characters, the rest is counted. */
 const MAX_RECEIPT_LINES = 25;
+const RECEIPTS_TEXT_MAX = SLACK_LIMITS.sectionText - 200;
 
 export function receiptLine(r: ReceiptLine): string {
-  let line = `${RECEIPT[r.status]} — *${escapeSlack(truncate(r.connectionName, 80))}* (${r.connectionType})`;
+  let line = `${RECEIPT[r.status]} — *${escapedText(r.connectionName, 160)}* (${r.connectionType})`;
   if (r.status === 'retrying') line += ` · attempt ${r.attempts}`;
-  if ((r.status === 'retrying' || r.status === 'failed') && r.error) line += ` · ${escapeSlack(truncate(r.error, 100))}`;
+  if ((r.status === 'retrying' || r.status === 'failed') && r.error) line += ` · ${escapedText(r.error, 200)}`;
   return line;
 }
 
 export function receiptBlocks(receipts: Receipts): KnownBlock[] {
-  const shown = receipts.lines.slice(0, MAX_RECEIPT_LINES).map(receiptLine);
+  const head = `*Delivery receipts* · \`${receipts.executionId}\` · ${receipts.status.replace('_', ' ')}`;
+  // Whole lines only: a line cut at Slack's limit would hide the "…and N more" that says so.
+  const shown: string[] = [];
+  let length = head.length;
+  for (const line of receipts.lines.map(receiptLine)) {
+    if (shown.length === MAX_RECEIPT_LINES || length + 1 + line.length > RECEIPTS_TEXT_MAX) break;
+    shown.push(line);
+    length += 1 + line.length;
+  }
   const rest = receipts.lines.length - shown.length;
   if (rest > 0) shown.push(`…and ${rest} more`);
   const counts = countBy(receipts.lines.map((l) => l.status));
   const summary = Object.entries(counts)
     .map(([s, n]) => `${n} ${s}`)
     .join(', ');
-  return [
-    section(`*Delivery receipts* · \`${receipts.executionId}\` · ${receipts.status.replace('_', ' ')}\n${shown.join('\n') || '_No deliveries._'}`, 'receipts'),
-    context(summary === '' ? 'No deliveries.' : summary),
-  ];
+  return [section(`${head}\n${shown.join('\n') || '_No deliveries._'}`, 'receipts'), context(summary === '' ? 'No deliveries.' : summary)];
 }
 
 /**

@@ -1,4 +1,5 @@
 import type { types } from '@slack/bolt';
+import { escapeSlack } from '../../domain/escape.js';
 
 /**
  * The Block Kit vocabulary every view builder uses: Slack's own types plus a few constructors
@@ -28,6 +29,26 @@ export const SLACK_LIMITS = {
 /** Cuts `text` to `max` characters, marking the cut with an ellipsis. */
 export function truncate(text: string, max: number): string {
   return text.length <= max ? text : `${text.slice(0, Math.max(0, max - 1))}…`;
+}
+
+/**
+ * A user-supplied value escaped for mrkdwn and cut to `max` characters *after* escaping: escaping
+ * can make a value several times longer (`<` → `&lt;`, `*` → U+200B*U+200B), and cutting the
+ * escaped text could split an entity. Slack refuses a whole message or view whose section text is
+ * over 3,000 characters, so the budget is what is shown, not what was typed.
+ */
+export function escapedText(value: string, max: number): string {
+  const full = escapeSlack(value);
+  if (full.length <= max) return full;
+  // The longest prefix of the raw value whose escaped form, plus the ellipsis, fits.
+  let lo = 0;
+  let hi = value.length;
+  while (lo < hi) {
+    const mid = Math.ceil((lo + hi) / 2);
+    if (escapeSlack(value.slice(0, mid)).length + 1 <= max) lo = mid;
+    else hi = mid - 1;
+  }
+  return `${escapeSlack(value.slice(0, lo))}…`;
 }
 
 export const plain = (text: string, max: number = SLACK_LIMITS.sectionText): types.PlainTextElement => ({ type: 'plain_text', text: truncate(text, max), emoji: true });

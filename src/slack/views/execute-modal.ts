@@ -1,7 +1,7 @@
 import type { Incident } from '../../domain/incident.js';
 import { LIMITS } from '../../domain/limits.js';
 import { CALLBACKS, encodeContext } from './action-ids.js';
-import { context, divider, header, input, modal, plain, section, SLACK_LIMITS, textInput, truncate, type KnownBlock, type ModalView } from './block-kit.js';
+import { context, divider, escapedText, header, input, modal, plain, section, SLACK_LIMITS, textInput, truncate, type KnownBlock, type ModalView } from './block-kit.js';
 import { incidentLine } from './incident.js';
 
 /** A variable declared by one or more of the incident's templates. */
@@ -65,8 +65,9 @@ export function executeModal(p: { incident: Incident; variables: DeclaredVariabl
   const budget = Math.floor((SLACK_LIMITS.blocksPerView - blocks.length - 1) / 2);
   const shown = p.previews.slice(0, Math.max(0, Math.min(MAX_PREVIEWS, budget)));
   for (const item of shown) {
-    const via = item.templateName ? ` · template ${item.templateName}` : ' · built-in message';
-    blocks.push(context(`*${truncate(item.connectionName, 80)}* (${item.connectionType})${via}`));
+    // Names are user-supplied (set over the API): escaped like every other value in mrkdwn.
+    const via = item.templateName ? ` · template ${escapedText(item.templateName, 160)}` : ' · built-in message';
+    blocks.push(context(`*${escapedText(item.connectionName, 160)}* (${item.connectionType})${via}`));
     const text = item.subject ? `${item.subject}\n\n${item.body}` : item.body;
     blocks.push({ type: 'section', text: plain(truncate(text, PREVIEW_BODY_MAX)) });
   }

@@ -2,7 +2,7 @@ import { keyState, type ApiKey } from '../../domain/api-key.js';
 import { escapeSlack } from '../../domain/escape.js';
 import type { Incident } from '../../domain/incident.js';
 import { ACTIONS } from './action-ids.js';
-import { button, context, divider, header, section, truncate, type HomeView, type KnownBlock } from './block-kit.js';
+import { button, context, divider, escapedText, header, section, truncate, type HomeView, type KnownBlock } from './block-kit.js';
 import { incidentActions, incidentLine } from './incident.js';
 
 /** A connection as the admin section shows it (a subset of the /v1 shape). */
@@ -86,7 +86,8 @@ export function homeView(p: { incidents: Incident[]; moreIncidents: boolean; adm
                 ...button('Revoke', ACTIONS.apiKeyRevoke, k.id, 'danger'),
                 confirm: {
                   title: { type: 'plain_text', text: 'Revoke this key?' },
-                  text: { type: 'mrkdwn', text: `Requests with *${escapeSlack(truncate(k.name, 80))}* stop working at once, on every Herald instance.` },
+                  // A confirm dialog's text holds 300 characters: the escaped name gets what is left.
+                  text: { type: 'mrkdwn', text: `Requests with *${escapedText(k.name, 160)}* stop working at once, on every Herald instance.` },
                   confirm: { type: 'plain_text', text: 'Revoke' },
                   deny: { type: 'plain_text', text: 'Keep' },
                   style: 'danger',

@@ -1,8 +1,7 @@
-import { escapeSlack } from '../../domain/escape.js';
 import { OPEN_STATUSES, SEVERITIES, type Incident } from '../../domain/incident.js';
 import { LIMITS } from '../../domain/limits.js';
 import { CALLBACKS, encodeContext, type ModalContext } from './action-ids.js';
-import { context, input, INPUT_ACTION, modal, option, section, SLACK_LIMITS, textInput, truncate, type KnownBlock, type ModalView, type PlainTextOption } from './block-kit.js';
+import { context, escapedText, input, INPUT_ACTION, modal, option, section, SLACK_LIMITS, textInput, type KnownBlock, type ModalView, type PlainTextOption } from './block-kit.js';
 import { incidentLine, severityLabel, statusLabel } from './incident.js';
 
 /**
@@ -16,27 +15,42 @@ export interface TemplateChoice {
   name: string;
 }
 
+/** The templates a modal can offer: the newest (a static select holds 100) and whether more exist. */
+export interface TemplateChoices {
+  newest: TemplateChoice[];
+  /** More templates exist than a static select can list: the input searches them instead. */
+  more: boolean;
+}
+
+/** The block and action that ask Herald for template options as the user types (block_suggestion). */
+export const TEMPLATE_FIELD = 'template_ids';
+
 const severityOptions = (): PlainTextOption[] => SEVERITIES.map((s) => option(severityLabel(s), s));
 
-function templatesInput(templates: TemplateChoice[], selected: string[]): KnownBlock {
-  if (templates.length === 0) {
+/**
+ * The templates multi-select. Up to 100 templates it is a static list; past Slack's 100 options
+ * it becomes a search (multi_external_select, answered by slack/template-options.ts) so every
+ * template stays reachable. The attached templates are always selected in it, whatever their
+ * age: a modal that left one out would detach it on submit.
+ */
+function templatesInput(choices: TemplateChoices, attached: TemplateChoice[]): KnownBlock {
+  if (choices.newest.length === 0 && attached.length === 0 && !choices.more) {
     return context('No templates yet: an execute sends the built-in message (title, severity, status, impact, description).');
   }
-  const options = templates.slice(0, SLACK_LIMITS.staticOptions).map((t) => option(t.name, t.id));
-  const initial = options.filter((o) => selected.includes(o.value ?? ''));
-  return input(
-    'template_ids',
-    'Templates',
-    {
-      type: 'multi_static_select',
-      action_id: INPUT_ACTION,
-      placeholder: { type: 'plain_text', text: 'Messages to send on execute' },
-      options,
-      max_selected_items: LIMITS.templateIds,
-      ...(initial.length > 0 ? { initial_options: initial } : {}),
-    },
-    { optional: true, hint: 'Attached templates are rendered and sent to their connections when you execute.' },
-  );
+  const initial = attached.map((t) => option(t.name, t.id));
+  const common = {
+    action_id: INPUT_ACTION,
+    placeholder: { type: 'plain_text' as const, text: choices.more ? 'Type to search templates' : 'Messages to send on execute' },
+    max_selected_items: LIMITS.templateIds,
+    ...(initial.length > 0 ? { initial_options: initial } : {}),
+  };
+  const hint = 'Attached templates are rendered and sent to their connections when you execute.';
+  if (choices.more) {
+    return input(TEMPLATE_FIELD, 'Templates', { type: 'multi_external_select', min_query_length: 0, ...common }, { optional: true, hint: `${hint} Type part of a name to find one.` });
+  }
+  const attachedIds = new Set(attached.map((t) => t.id));
+  const options = [...initial, ...choices.newest.filter((t) => !attachedIds.has(t.id)).map((t) => option(t.name, t.id))].slice(0, SLACK_LIMITS.staticOptions);
+  return input(TEMPLATE_FIELD, 'Templates', { type: 'multi_static_select', options, ...common }, { optional: true, hint });
 }
 
 /** A long-text input, or a note when the stored text is longer than Slack lets an input hold. */
@@ -47,7 +61,7 @@ function longTextInput(field: 'description' | 'impact', label: string, current: 
   return input(field, label, textInput({ initial: current, multiline: true, maxLength: SLACK_LIMITS.plainTextInput }), { optional: true, ...(hint ? { hint } : {}) });
 }
 
-export function createIncidentModal(p: { title?: string; templates: TemplateChoice[]; ctx: ModalContext }): ModalView {
+export function createIncidentModal(p: { title?: string; templates: TemplateChoice[] | TemplateChoices; ctx: ModalContext }): ModalView {
   return modal({
     callbackId: CALLBACKS.create,
     title: 'Declare an incident',
@@ -58,15 +72,21 @@ export function createIncidentModal(p: { title?: string; templates: TemplateChoi
       input('severity', 'Severity', { type: 'static_select', action_id: INPUT_ACTION, placeholder: { type: 'plain_text', text: 'How bad is it?' }, options: severityOptions() }),
       longTextInput('impact', 'Impact', '', 'Who is affected and how.'),
       longTextInput('description', 'Description', '', 'What is known so far.'),
-      templatesInput(p.templates, []),
+      templatesInput(asChoices(p.templates), []),
     ],
   });
 }
 
 const statusOptions = (): PlainTextOption[] => [...OPEN_STATUSES, 'resolved' as const].map((s) => option(statusLabel(s), s));
 
-export function updateIncidentModal(p: { incident: Incident; templates: TemplateChoice[] }): ModalView {
+/**
+ * `attached` names the incident's templates (they may be older than the newest listed); without
+ * it they are looked up among `templates`.
+ */
+export function updateIncidentModal(p: { incident: Incident; templates: TemplateChoice[] | TemplateChoices; attached?: TemplateChoice[] }): ModalView {
   const i = p.incident;
+  const choices = asChoices(p.templates);
+  const attached = p.attached ?? i.template_ids.flatMap((id) => choices.newest.filter((t) => t.id === id));
   const statuses = statusOptions();
   return modal({
     callbackId: CALLBACKS.update,
@@ -80,9 +100,13 @@ export function updateIncidentModal(p: { incident: Incident; templates: Template
       input('severity', 'Severity', { type: 'static_select', action_id: INPUT_ACTION, options: severityOptions(), ...initialOption(severityOptions(), i.severity) }),
       longTextInput('impact', 'Impact', i.impact),
       longTextInput('description', 'Description', i.description),
-      templatesInput(p.templates, i.template_ids),
+      templatesInput(choices, attached),
     ],
   });
+}
+
+function asChoices(t: TemplateChoice[] | TemplateChoices): TemplateChoices {
+  return Array.isArray(t) ? { newest: t, more: false } : t;
 }
 
 function initialOption(options: PlainTextOption[], value: string): { initial_option?: PlainTextOption } {
@@ -116,7 +140,7 @@ export function closeIncidentModal(incident: Incident): ModalView {
     close: 'Keep open',
     privateMetadata: encodeContext({ incident_id: incident.id }),
     blocks: [
-      section(`:warning: Close *${escapeSlack(truncate(incident.title, 200))}* (\`${incident.id}\`)?\nA closed incident can no longer be updated or executed.`),
+      section(`:warning: Close *${escapedText(incident.title, 1000)}* (\`${incident.id}\`)?\nA closed incident can no longer be updated or executed.`),
       input('resolution_summary', 'Resolution summary', textInput({ initial: incident.resolution_summary, multiline: true }), { optional: true }),
     ],
   });

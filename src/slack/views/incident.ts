@@ -1,7 +1,6 @@
-import { escapeSlack } from '../../domain/escape.js';
 import type { Incident, IncidentStatus, Severity } from '../../domain/incident.js';
 import { ACTIONS } from './action-ids.js';
-import { button, context, truncate, type KnownBlock } from './block-kit.js';
+import { button, context, escapedText, section, type KnownBlock } from './block-kit.js';
 
 /**
  * How an incident reads in Slack: one line for lists, a block set for announcements and `show`.
@@ -27,36 +26,40 @@ const STATUS_LABEL: Record<IncidentStatus, string> = {
 export const severityLabel = (s: Severity): string => `${SEVERITY_EMOJI[s]} ${s.charAt(0).toUpperCase()}${s.slice(1)}`;
 export const statusLabel = (s: IncidentStatus): string => STATUS_LABEL[s];
 
-/** Long free text is cut so a section stays within Slack's 3,000 characters. */
+/** Long free text is cut (as shown, after escaping) so a section stays within Slack's 3,000 characters. */
 const FIELD_TEXT_MAX = 1200;
 
 /** `*title*` · severity · status · `id`, for lists. */
 export function incidentLine(i: Incident): string {
-  return `${SEVERITY_EMOJI[i.severity]} *${escapeSlack(truncate(i.title, 150))}* · ${statusLabel(i.status)} · \`${i.id}\``;
+  return `${SEVERITY_EMOJI[i.severity]} *${escapedText(i.title, 300)}* · ${statusLabel(i.status)} · \`${i.id}\``;
 }
 
-/** The plain-text fallback Slack shows in notifications and to screen readers. */
+/**
+ * The message's top-level `text`: what notifications and screen readers show. Slack parses it as
+ * mrkdwn *and resolves mentions in it*, so the title is escaped here too — a title of
+ * `<!channel>` must not page a whole channel through the notification text.
+ */
 export function incidentFallbackText(i: Incident): string {
-  return `[${i.severity.toUpperCase()}] ${truncate(i.title, 200)} — ${i.status} (${i.id})`;
+  return `[${i.severity.toUpperCase()}] ${escapedText(i.title, 1000)} — ${i.status} (${i.id})`;
 }
 
 /** The facts of an incident as sections: title, severity, status, impact, description, resolution. */
 export function incidentBlocks(i: Incident): KnownBlock[] {
   const blocks: KnownBlock[] = [
-    { type: 'section', text: { type: 'mrkdwn', text: `${SEVERITY_EMOJI[i.severity]} *${escapeSlack(i.title)}*` } },
+    section(`${SEVERITY_EMOJI[i.severity]} *${escapedText(i.title, 1000)}*`),
     {
       type: 'section',
       fields: [
         { type: 'mrkdwn', text: `*Severity*\n${severityLabel(i.severity)}` },
         { type: 'mrkdwn', text: `*Status*\n${statusLabel(i.status)}` },
         { type: 'mrkdwn', text: `*Incident*\n\`${i.id}\`` },
-        { type: 'mrkdwn', text: `*Declared by*\n${escapeSlack(i.created_by.name)}` },
+        { type: 'mrkdwn', text: `*Declared by*\n${escapedText(i.created_by.name, 500)}` },
       ],
     },
   ];
   const text = (label: string, value: string | null) => {
     if (value === null || value.trim() === '') return;
-    blocks.push({ type: 'section', text: { type: 'mrkdwn', text: `*${label}*\n${escapeSlack(truncate(value, FIELD_TEXT_MAX))}` } });
+    blocks.push(section(`*${label}*\n${escapedText(value, FIELD_TEXT_MAX)}`));
   };
   text('Impact', i.impact);
   text('Description', i.description);

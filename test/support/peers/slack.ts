@@ -51,6 +51,8 @@ export interface SlackPeerOptions {
   tokens?: string[];
   teamId?: string;
   botUserId?: string;
+  /** Socket Mode: the WebSocket URL `apps.connections.open` answers with (see slack-socket.ts). */
+  socketModeUrl?: () => string | null;
 }
 
 const JSON_FIELDS = new Set(['blocks', 'attachments', 'view', 'metadata']);
@@ -117,7 +119,8 @@ export async function startSlack(opts: SlackPeerOptions = {}): Promise<SlackPeer
     const { args, token } = calls.find((c) => c.request === req)!;
     const method = req.path.slice(API_PREFIX.length);
     if (token === null) return { body: { ok: false, error: 'not_authed' } };
-    const valid = opts.tokens ? opts.tokens.includes(token) : token.startsWith('xox');
+    // Bot and user tokens (xox…) for the Web API; an app-level token (xapp-…) opens Socket Mode.
+    const valid = opts.tokens ? opts.tokens.includes(token) : method === 'apps.connections.open' ? token.startsWith('xapp-') : token.startsWith('xox');
     if (!valid) return { body: { ok: false, error: 'invalid_auth' } };
     const channel = typeof args.channel === 'string' ? args.channel : 'C0HERALD';
     switch (method) {
@@ -139,6 +142,10 @@ export async function startSlack(opts: SlackPeerOptions = {}): Promise<SlackPeer
         const view = (args.view ?? {}) as Record<string, unknown>;
         const id = typeof args.view_id === 'string' ? args.view_id : `V${String(++viewCounter).padStart(8, '0')}`;
         return { body: { ok: true, view: { ...view, id, team_id: teamId, hash: `${Date.now()}.hash` } } };
+      }
+      case 'apps.connections.open': {
+        const url = opts.socketModeUrl?.() ?? null;
+        return { body: url === null ? { ok: true } : { ok: true, url } };
       }
       case 'conversations.info':
         return { body: { ok: true, channel: { id: channel, name: 'incidents', is_channel: true, is_archived: false, is_member: true } } };

@@ -1,0 +1,106 @@
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startHerald, type TestHerald } from '../support/herald.js';
+import { startSlack, type SlackPeer } from '../support/peers/slack.js';
+import { slackClient, textOfBlocks, type SlackClient } from '../support/slack-client.js';
+import { waitFor } from '../support/wait.js';
+
+/**
+ * Slack's own limits against real data: more templates than a menu's 100 options, titles that try
+ * to ping a channel, text that escaping makes longer than a section holds.
+ */
+const SECRET = 'slack-signing-secret-for-limits';
+
+let h: TestHerald;
+let slack: SlackPeer;
+let client: SlackClient;
+
+beforeAll(async () => {
+  slack = await startSlack();
+  h = await startHerald({ SLACK_SIGNING_SECRET: SECRET, SLACK_BOT_TOKEN: 'xoxb-test', SLACK_API_URL: slack.apiUrl, HERALD_SLACK_CHANNEL: 'CANNOUNCE' });
+  client = slackClient(h.url, SECRET, { id: 'UCAROL', name: 'carol' });
+});
+
+afterAll(async () => {
+  await h?.close();
+  await slack?.close();
+});
+
+const viewId = () => `V${randomBytes(5).toString('hex').toUpperCase()}`;
+
+async function openedView(before: number): Promise<any> {
+  const calls = await slack.waitForCalls('views.open', before + 1);
+  return calls[before]!.args.view;
+}
+
+describe('150 templates (a static menu holds 100 options)', () => {
+  let templates: any[];
+
+  beforeAll(async () => {
+    const batch = (from: number, n: number) => Array.from({ length: n }, (_, i) => ({ name: `Notice ${String(from + i).padStart(3, '0')}`, body: 'Hello {{incident.title}}' }));
+    const first = await h.api('POST', '/v1/templates', { body: batch(0, 100) });
+    const second = await h.api('POST', '/v1/templates', { body: batch(100, 50) });
+    expect([first.status, second.status]).toEqual([201, 201]);
+    templates = [...first.body.data, ...second.body.data];
+  });
+
+  it('an update keeps an attached template older than the newest 100', async () => {
+    const oldest = templates[0];
+    const inc = (await h.api('POST', '/v1/incidents', { body: { title: 'Old template attached', severity: 'minor', template_ids: [oldest.id] } })).body;
+    const before = slack.callsTo('views.open').length;
+    await client.command(`update ${inc.id}`);
+    const view = await openedView(before);
+    const el = view.blocks.find((b: any) => b.block_id === 'template_ids').element;
+    expect(el.initial_options.map((o: any) => o.value)).toEqual([oldest.id]);
+    // The user only changes the status; the templates input is submitted as shown.
+    const r = await client.submit(view, { status: 'identified' }, { viewId: viewId() });
+    expect(r.json?.response_action).not.toBe('errors');
+    const got = (await h.api('GET', `/v1/incidents/${inc.id}`)).body;
+    expect(got).toMatchObject({ status: 'identified', template_ids: [oldest.id] });
+  });
+
+  it('searches every template by name as the user types, and attaches what was found', async () => {
+    const before = slack.callsTo('views.open').length;
+    await client.command('new Searching templates');
+    const view = await openedView(before);
+    const el = view.blocks.find((b: any) => b.block_id === 'template_ids').element;
+    expect(el.type).toBe('multi_external_select');
+
+    const all = await client.suggest(view, 'template_ids', '');
+    expect(all.status).toBe(200);
+    expect(all.json.options).toHaveLength(100);
+    expect(all.json.options[0].value).toBe(templates[149].id);
+
+    const found = await client.suggest(view, 'template_ids', 'notice 00');
+    expect(found.json.options.map((o: any) => o.text.text)).toEqual(['Notice 009', 'Notice 008', 'Notice 007', 'Notice 006', 'Notice 005', 'Notice 004', 'Notice 003', 'Notice 002', 'Notice 001', 'Notice 000']);
+
+    const r = await client.submit(view, { severity: 'low', template_ids: [templates[3].id] }, { viewId: viewId() });
+    expect(r.json?.response_action).not.toBe('errors');
+    const inc = (await h.api('GET', '/v1/incidents?limit=100')).body.data.find((i: any) => i.title === 'Searching templates');
+    expect(inc.template_ids).toEqual([templates[3].id]);
+  });
+});
+
+describe('escaping', () => {
+  it('a title cannot ping the channel through the announcement or the show answer', async () => {
+    const inc = (await h.api('POST', '/v1/incidents', { body: { title: '<!channel> wake up', severity: 'critical', impact: '<'.repeat(3000) } })).body;
+    const post = await waitFor<any>(() => slack.callsTo('chat.postMessage').find((c) => JSON.stringify(c.args.blocks ?? []).includes(inc.id)), { what: 'announcement' });
+    expect(post.args.channel).toBe('CANNOUNCE');
+    expect(String(post.args.text)).not.toContain('<!channel>');
+    expect(JSON.stringify(post.args.blocks)).not.toContain('<!channel>');
+    // Escaping turned 3,000 `<` into 12,000 characters: still within Slack's 3,000 per section.
+    for (const b of post.args.blocks as any[]) if (b.type === 'section' && b.text) expect(b.text.text.length).toBeLessThanOrEqual(3000);
+
+    const show = await client.command(`show ${inc.id}`);
+    expect(show.json.response_type).toBe('ephemeral');
+    expect(show.json.text).not.toContain('<!channel>');
+    expect(textOfBlocks(show.json.blocks)).not.toContain('<!channel>');
+  });
+
+  it('an unknown sub-command is quoted back escaped', async () => {
+    const r = await client.command('<!here> please');
+    expect(r.json.response_type).toBe('ephemeral');
+    expect(r.json.text).not.toContain('<!here>');
+    expect(r.json.text).toContain('&lt;!here&gt;');
+  });
+});

@@ -1,0 +1,265 @@
+import type { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MAX_ATTEMPTS } from '../../src/domain/delivery-policy.js';
+import { newDelivery, type Delivery, type Execution } from '../../src/domain/execution.js';
+import { createIdGenerator } from '../../src/domain/ids.js';
+import { newIncident, type Incident } from '../../src/domain/incident.js';
+import type { IncidentEvent } from '../../src/domain/incident-event.js';
+import type { PacingRule } from '../../src/domain/delivery-policy.js';
+import type { ChannelSenders, DeliveryTarget, OutboundMessage, ProcessOutcome, QueuedJob, SendResult } from '../../src/ports.js';
+import { DeliveryService, type DeliveryServiceDeps } from '../../src/services/deliveries.js';
+import { RedisExecutionRepo } from '../../src/store/executions.js';
+import { RedisIncidentRepo } from '../../src/store/incidents.js';
+import { createKeys } from '../../src/store/keys.js';
+import { targetOf } from '../support/delivery-targets.js';
+import { connectTestRedis, dropPrefix, uniquePrefix } from '../support/redis.js';
+
+/**
+ * The delivery use case against the real Redis store, with a scripted sender, a scripted pacer
+ * and a clock the test moves: the rules that hold whatever the queue does — a job run early
+ * (a crash between recording an attempt and re-queueing, a duplicate job) still waits for its
+ * Retry-After or its pacing slot; pacing is no attempt; redeliver gets a fresh budget; the retry
+ * window; bookkeeping failures never change a delivery's outcome.
+ */
+let redis: Redis;
+const prefix = uniquePrefix('dlvsvc');
+const keys = createKeys(prefix);
+
+beforeAll(() => {
+  redis = connectTestRedis();
+});
+afterAll(async () => {
+  await dropPrefix(redis, prefix);
+  await redis.quit();
+});
+
+const delivered: SendResult = { outcome: 'delivered', httpStatus: 200, providerCode: null, latencyMs: 1 };
+const retryable = (retryAfterMs: number | null = null, ambiguous = false): SendResult => ({ outcome: 'retryable', httpStatus: 503, providerCode: null, latencyMs: 1, retryAfterMs, error: 'HTTP 503', ambiguous });
+
+interface Rig {
+  service: DeliveryService;
+  repo: RedisExecutionRepo;
+  incident: Incident;
+  delivery: Delivery;
+  sends: OutboundMessage[];
+  reserves: PacingRule[];
+  errors: string[];
+  /** The scripted answer of the next sends (last one repeats). */
+  script: SendResult[];
+  /** What the pacer answers to the next reserve calls (0 when empty). */
+  pacing: number[];
+  /** What the pacer answers to the next take calls (0 when empty). */
+  tokens: number[];
+  takes: number;
+  now: { ms: number };
+  events(): Promise<IncidentEvent[]>;
+  get(): Promise<Delivery>;
+}
+
+async function rig(over: Partial<DeliveryServiceDeps> = {}): Promise<Rig> {
+  const now = { ms: Date.parse('2026-11-22T10:00:00.000Z') };
+  const ids = createIdGenerator(() => now.ms);
+  const incidents = new RedisIncidentRepo(redis, keys);
+  const repo = new RedisExecutionRepo(redis, keys, () => now.ms);
+  const actor = { type: 'system' as const, id: 't', name: 't' };
+  const incident = newIncident(ids.next('incident'), { title: 'Search is slow', severity: 'minor', description: '', impact: '', template_ids: [] }, actor, new Date(now.ms).toISOString());
+  expect(await incidents.create(incident, [])).toBe(true);
+  const target: DeliveryTarget = targetOf('webhook', { url: 'https://hooks.example.com/in', secret: 'whsec_dGVzdHRlc3R0ZXN0dGVzdA==' });
+  const execution: Execution = { id: ids.next('execution'), incident_id: incident.id, variables: {}, created_at: '', template_versions: {}, delivery_ids: [] };
+  const delivery = newDelivery({ id: ids.next('delivery'), executionId: execution.id, incidentId: incident.id, connectionId: target.id, connectionType: 'webhook', templateId: null, templateVersion: null, content: { subject: 's', body: 'b' } });
+  execution.delivery_ids = [delivery.id];
+  expect(await repo.create(execution, [delivery], incident, { ...incident, rev: incident.rev + 1 }, [])).toBe(true);
+
+  const r = { sends: [] as OutboundMessage[], reserves: [] as PacingRule[], errors: [] as string[], script: [delivered], pacing: [] as number[], tokens: [] as number[], takes: 0 };
+  const sender = {
+    send: (_t: DeliveryTarget, m: OutboundMessage) => {
+      r.sends.push(m);
+      return Promise.resolve(r.script.length > 1 ? r.script.shift()! : r.script[0]!);
+    },
+  };
+  const service = new DeliveryService({
+    repo,
+    targets: { get: () => Promise.resolve(target), disable: () => Promise.resolve(), recordOutcome: () => Promise.resolve() },
+    senders: { webhook: sender } as unknown as ChannelSenders,
+    pacer: {
+      reserve: (_id, rule) => {
+        r.reserves.push(rule);
+        return Promise.resolve(r.pacing.shift() ?? 0);
+      },
+      take: () => {
+        r.takes++;
+        return Promise.resolve(r.tokens.shift() ?? 0);
+      },
+      reset: () => Promise.resolve(),
+    },
+    queue: { enqueue: (_jobs: QueuedJob[]) => Promise.resolve(), remove: () => Promise.resolve() },
+    clock: { now: () => new Date(now.ms) },
+    ids,
+    random: () => 1,
+    getIncident: (id) => incidents.get(id),
+    publicUrl: null,
+    onError: (what) => r.errors.push(what),
+    ...over,
+  });
+  return Object.assign(r, {
+    service,
+    repo,
+    incident,
+    delivery,
+    now,
+    events: async () => (await incidents.listEvents(incident.id, { limit: 100, cursor: null })).data,
+    get: async () => (await repo.getDelivery(delivery.id))!,
+  });
+}
+
+/** Runs the job like the queue would, moving the clock over every delay, until it is done. */
+async function runToEnd(r: Rig, maxRuns = 50): Promise<ProcessOutcome> {
+  for (let i = 0; i < maxRuns; i++) {
+    const outcome = await r.service.process(r.delivery.id);
+    if (outcome.kind === 'done') return outcome;
+    r.now.ms += outcome.ms;
+  }
+  throw new Error('the delivery never finished');
+}
+
+describe('the delivery use case', () => {
+  it('a job run before its Retry-After (crash before re-queueing, duplicate job) waits again, sending nothing', async () => {
+    const r = await rig();
+    r.script = [retryable(30_000), delivered];
+    expect(await r.service.process(r.delivery.id)).toEqual({ kind: 'delay', ms: 30_000, reason: 'retry' });
+    expect((await r.get()).status).toBe('retrying');
+    // The job comes back at once (its worker died before moving it to delayed): nothing is sent.
+    r.now.ms += 1_000;
+    expect(await r.service.process(r.delivery.id)).toEqual({ kind: 'delay', ms: 29_000, reason: 'retry' });
+    expect(r.sends).toHaveLength(1);
+    r.now.ms += 29_000;
+    expect(await r.service.process(r.delivery.id)).toEqual({ kind: 'done', status: 'delivered' });
+    const d = await r.get();
+    expect(d.attempts.map((a) => a.outcome)).toEqual(['retryable_failure', 'delivered']);
+    expect(Date.parse(d.attempts[1]!.at) - Date.parse(d.attempts[0]!.at)).toBeGreaterThanOrEqual(30_000);
+  });
+
+  it('pacing reserves one slot, is no attempt, and the job then goes without asking again', async () => {
+    const r = await rig();
+    r.pacing = [5_000];
+    expect(await r.service.process(r.delivery.id)).toEqual({ kind: 'delay', ms: 5_000, reason: 'pacing' });
+    let d = await r.get();
+    expect(d.status).toBe('queued');
+    expect(d.attempts).toEqual([]);
+    // Woken early: still its slot, no new reservation.
+    r.now.ms += 2_000;
+    expect(await r.service.process(r.delivery.id)).toEqual({ kind: 'delay', ms: 3_000, reason: 'pacing' });
+    r.now.ms += 3_000;
+    expect(await r.service.process(r.delivery.id)).toEqual({ kind: 'done', status: 'delivered' });
+    expect(r.reserves).toHaveLength(1);
+    d = await r.get();
+    expect(d.attempts).toHaveLength(1);
+    expect(d.possible_duplicate).toBe(false);
+  });
+
+  it('slots falling due together still wait for a send token, without reserving again', async () => {
+    const r = await rig();
+    r.tokens = [300];
+    expect(await r.service.process(r.delivery.id)).toEqual({ kind: 'delay', ms: 300, reason: 'pacing' });
+    expect((await r.get()).attempts).toEqual([]);
+    r.now.ms += 300;
+    expect(await r.service.process(r.delivery.id)).toEqual({ kind: 'done', status: 'delivered' });
+    expect(r.reserves).toHaveLength(1);
+    expect(r.takes).toBe(2);
+  });
+
+  it(`gives up after ${MAX_ATTEMPTS} attempts with one delivery.failed event; redeliver gets a fresh budget`, async () => {
+    const r = await rig();
+    r.script = [retryable()];
+    expect(await runToEnd(r)).toEqual({ kind: 'done', status: 'failed' });
+    let d = await r.get();
+    expect(d.attempts).toHaveLength(MAX_ATTEMPTS);
+    let failed = (await r.events()).filter((e) => e.type === 'delivery.failed');
+    expect(failed).toHaveLength(1);
+    expect(failed[0]!.data).toMatchObject({ delivery_id: d.id, connection_id: d.connection_id, error: expect.stringContaining(`gave up after ${MAX_ATTEMPTS} attempts`) });
+
+    expect(await r.service.requeueFailed([d], { type: 'system', id: 't', name: 't' })).toBe(1);
+    expect(await runToEnd(r)).toEqual({ kind: 'done', status: 'failed' });
+    d = await r.get();
+    expect(d.attempts).toHaveLength(2 * MAX_ATTEMPTS);
+    failed = (await r.events()).filter((e) => e.type === 'delivery.failed');
+    expect(failed).toHaveLength(2);
+
+    // A third round that succeeds on its second attempt.
+    r.script = [retryable(), delivered];
+    await r.service.requeueFailed([d], { type: 'system', id: 't', name: 't' });
+    expect(await runToEnd(r)).toEqual({ kind: 'done', status: 'delivered' });
+    expect((await r.get()).attempts).toHaveLength(2 * MAX_ATTEMPTS + 2);
+  });
+
+  it('stops retrying when the next attempt would be more than an hour after the first', async () => {
+    const r = await rig();
+    r.script = [retryable(40 * 60_000)];
+    expect(await runToEnd(r)).toEqual({ kind: 'done', status: 'failed' });
+    const d = await r.get();
+    expect(d.attempts.map((a) => a.outcome)).toEqual(['retryable_failure', 'retryable_failure']);
+    const failed = (await r.events()).find((e) => e.type === 'delivery.failed')!;
+    expect(failed.data.error).toMatch(/more than an hour/);
+  });
+
+  it("a failing bookkeeping step (connection health) is reported and never changes the delivery's outcome", async () => {
+    const r = await rig({
+      targets: {
+        get: () => Promise.resolve(targetOf('webhook', { url: 'https://hooks.example.com/in', secret: 'whsec_dGVzdHRlc3R0ZXN0dGVzdA==' })),
+        disable: () => Promise.reject(new Error('redis down')),
+        recordOutcome: () => Promise.reject(new Error('redis down')),
+      },
+    });
+    r.script = [retryable(10_000), delivered];
+    expect(await r.service.process(r.delivery.id)).toEqual({ kind: 'delay', ms: 10_000, reason: 'retry' });
+    r.now.ms += 10_000;
+    expect(await r.service.process(r.delivery.id)).toEqual({ kind: 'done', status: 'delivered' });
+    expect(r.errors).toEqual(['recording connection health', 'recording connection health']);
+  });
+
+  it('a failure before sending (reading the incident) is not a cut-off attempt', async () => {
+    const incidents = new RedisIncidentRepo(redis, keys);
+    let failOnce = true;
+    const r = await rig({
+      getIncident: (id) => {
+        if (failOnce) {
+          failOnce = false;
+          return Promise.reject(new Error('redis hiccup'));
+        }
+        return incidents.get(id);
+      },
+    });
+    await expect(r.service.process(r.delivery.id)).rejects.toThrow('redis hiccup');
+    expect(await r.service.process(r.delivery.id)).toEqual({ kind: 'done', status: 'delivered' });
+    const d = await r.get();
+    expect(d.attempts.map((a) => a.outcome)).toEqual(['delivered']);
+    expect(d.possible_duplicate).toBe(false);
+  });
+
+  it('a send cut off by a dead worker is recorded as interrupted, flagged, and counts against the budget', async () => {
+    const cuts = (n: number, at: number) => Array.from({ length: n }, () => ({ at: new Date(at).toISOString(), outcome: 'interrupted' as const, http_status: null, provider_code: null, latency_ms: null, retry_after_ms: null, error: 'cut' }));
+    /** The delivery as a dead worker left it: `sending`, after `n` earlier cut-off attempts. */
+    const leftSending = async (r: Rig, n: number) => {
+      const d = await r.get();
+      const sending: Delivery = { ...d, status: 'sending', attempts: cuts(n, r.now.ms), sending_since: new Date(r.now.ms).toISOString(), possible_duplicate: n > 0, rev: d.rev + 1 };
+      expect(await r.repo.updateDelivery(d, sending)).toBe(true);
+    };
+
+    // The first cut: recorded, flagged, and the next attempt goes at once.
+    const r = await rig();
+    await leftSending(r, 0);
+    expect(await r.service.process(r.delivery.id)).toEqual({ kind: 'done', status: 'delivered' });
+    let d = await r.get();
+    expect(d.attempts.map((a) => a.outcome)).toEqual(['interrupted', 'delivered']);
+    expect(d.possible_duplicate).toBe(true);
+
+    // The eighth cut spends the budget: failed, nothing sent a ninth time, one timeline event.
+    const r2 = await rig();
+    await leftSending(r2, MAX_ATTEMPTS - 1);
+    expect(await r2.service.process(r2.delivery.id)).toEqual({ kind: 'done', status: 'failed' });
+    d = await r2.get();
+    expect(d.attempts).toHaveLength(MAX_ATTEMPTS);
+    expect(r2.sends).toHaveLength(0);
+    expect((await r2.events()).filter((x) => x.type === 'delivery.failed')).toHaveLength(1);
+  });
+});
