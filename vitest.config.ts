@@ -9,5 +9,6 @@ export default defineConfig({
     // Two cores: a few files at once keeps Redis and the sinks honest without starving them.
     maxWorkers: 4,
     globalSetup: ['test/support/global-setup.ts'],
+    reporters: ['default', './test/support/summary-reporter.ts'],
   },
 });

@@ -15,6 +15,9 @@ export const ExecuteRequestSchema = z
   .meta({ id: 'ExecuteRequest' });
 export type ExecuteRequest = z.infer<typeof ExecuteRequestSchema>;
 
+/** `?dry_run=`: true/false (booleans from in-process callers such as the Slack edge pass as they are). */
+export const DryRunSchema = z.union([z.boolean(), z.enum(['true', 'false']).transform((v) => v === 'true')]).optional();
+
 /** Redeliver takes no options today; a strict empty object keeps typos from passing silently. */
 export const RedeliverRequestSchema = z.strictObject({}).meta({ id: 'RedeliverRequest' });
 

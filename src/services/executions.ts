@@ -1,8 +1,9 @@
+import { z } from 'zod';
 import type { Actor } from '../domain/actor.js';
 import type { ChannelType } from '../domain/channel-types.js';
 import { iso } from '../domain/clock.js';
 import { DomainError, notFound, type FieldError } from '../domain/errors.js';
-import { ExecuteRequestSchema, RedeliverRequestSchema, newDelivery, presentExecution, type Delivery, type Execution, type ExecutionView, type RenderedContent } from '../domain/execution.js';
+import { DryRunSchema, ExecuteRequestSchema, RedeliverRequestSchema, newDelivery, presentExecution, type Delivery, type Execution, type ExecutionView, type RenderedContent } from '../domain/execution.js';
 import { isId } from '../domain/ids.js';
 import { assertWritable, type Incident } from '../domain/incident.js';
 import { newEvent } from '../domain/incident-event.js';
@@ -59,14 +60,16 @@ const MAX_ATTEMPTS = 8;
 export class ExecutionService {
   constructor(private readonly d: ExecutionServiceDeps) {}
 
-  async execute(incidentId: string, input: unknown, actor: Actor, opts: { dryRun: boolean }): Promise<ExecuteResult> {
+  /** `opts.dryRun` is a boolean or the raw `?dry_run=` value, judged after the 404/409 checks. */
+  async execute(incidentId: string, input: unknown, actor: Actor, opts: { dryRun: unknown }): Promise<ExecuteResult> {
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
       const incident = await this.getIncident(incidentId);
       assertWritable(incident);
+      const dryRun = parseInput(z.object({ dry_run: DryRunSchema }), { dry_run: opts.dryRun }).dry_run ?? false;
       const body = parseInput(ExecuteRequestSchema, input ?? {});
       const executionId = this.d.ids.next('execution');
       const plan = await this.plan(incident, executionId, body.variables, body.connection_ids);
-      if (opts.dryRun) {
+      if (dryRun) {
         return {
           dryRun: true,
           deliveries: plan.items.map((p) => ({

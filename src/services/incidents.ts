@@ -94,11 +94,10 @@ export class IncidentService {
       const body = parseInput(IncidentCloseSchema, input ?? {});
       const now = iso(this.d.clock.now());
       const next = closeIncident(current, body, now);
-      const events: IncidentEvent[] = [];
-      if (current.status !== 'resolved') {
-        events.push(newEvent(this.d.ids.next('event'), 'incident.status_changed', now, actor, { from: current.status, to: 'closed' }));
-      }
-      events.push(newEvent(this.d.ids.next('event'), 'incident.closed', now, actor, { resolution_summary: next.resolution_summary }));
+      // One event for the close, whatever the state it leaves: `from` says which.
+      const events: IncidentEvent[] = [
+        newEvent(this.d.ids.next('event'), 'incident.closed', now, actor, { from: current.status, resolution_summary: next.resolution_summary }),
+      ];
       if (await this.d.incidents.update(current, next, events)) {
         this.d.onChange?.(next, 'closed');
         return next;

@@ -112,10 +112,10 @@ describe('incidents over HTTP', () => {
       'incident.updated',
       'incident.status_changed',
       'incident.status_changed',
-      'incident.status_changed',
       'incident.closed',
     ]);
     expect(events.body.data[1].data.changes).toEqual({ impact: { from: '', to: 'EU users' } });
+    expect(events.body.data.at(-1).data).toEqual({ from: 'monitoring', resolution_summary: 'failover' });
   });
 
   it('answers 404 for unknown paths before auth, 405 with Allow, 401 without a token', async () => {

@@ -1,13 +1,10 @@
 import { Router } from 'express';
-import { z } from 'zod';
 import { parsePageRequest } from '../../domain/pagination.js';
-import { parseInput } from '../../domain/validation.js';
 import type { ExecutionService } from '../../services/executions.js';
 import { actorOf } from '../context.js';
 import { endpoint, type EdgeDeps } from '../endpoint.js';
 import { presentPage } from '../present.js';
 
-const DryRunQuery = z.object({ dry_run: z.enum(['true', 'false']).optional() });
 
 export function executionRoutes(deps: EdgeDeps & { executions: ExecutionService }): Router {
   const r = Router();
@@ -20,9 +17,8 @@ export function executionRoutes(deps: EdgeDeps & { executions: ExecutionService 
       // Every field is optional, so an empty POST executes with no variables.
       body: 'optional',
       handler: async (req, res) => {
-        const { dry_run } = parseInput(DryRunQuery, { dry_run: req.query.dry_run });
         const id = String(req.params.id);
-        const result = await svc.execute(id, req.body, actorOf(res), { dryRun: dry_run === 'true' });
+        const result = await svc.execute(id, req.body, actorOf(res), { dryRun: req.query.dry_run });
         if (result.dryRun) {
           res.status(200).json({ dry_run: true, deliveries: result.deliveries });
           return;
