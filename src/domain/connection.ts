@@ -4,7 +4,7 @@ import { ChannelTypeSchema, CHANNEL_TYPES, type ChannelType } from './channel-ty
 import { CONNECTION_TYPES, definitionOf, type ConfigOf, type Destination } from './connection-types/index.js';
 import { DomainError, type FieldError } from './errors.js';
 import { LIMITS } from './limits.js';
-import { safeParseInput, toFieldErrors } from './validation.js';
+import { dedupeFieldErrors, safeParseInput, toFieldErrors } from './validation.js';
 
 /**
  * Connections (SPEC §5): the wire schemas, the stored record, and the pure rules — config
@@ -206,7 +206,7 @@ export function parseConnectionCreate(input: unknown): ConnectionDraft {
     else errors.push(...toFieldErrors(parsed.error.issues, ['config']));
   }
   if (!envelope.success || config === null || errors.length > 0) {
-    throw new DomainError('validation_failed', 'The request has invalid fields; see errors.', dedupe(errors));
+    throw new DomainError('validation_failed', 'The request has invalid fields; see errors.', dedupeFieldErrors(errors));
   }
   return { ...envelope.data, config };
 }
@@ -467,14 +467,4 @@ export function readOnlyCheckOf(type: ChannelType, config: PlainConfig): string 
 
 function isPlainObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
-function dedupe(errors: FieldError[]): FieldError[] {
-  const seen = new Set<string>();
-  return errors.filter((e) => {
-    const k = `${e.field}\u0000${e.code}`;
-    if (seen.has(k)) return false;
-    seen.add(k);
-    return true;
-  });
 }

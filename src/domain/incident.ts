@@ -94,8 +94,11 @@ export function newIncident(id: string, input: IncidentCreate, actor: Actor, now
   };
 }
 
+/** Closed is terminal: no write of any kind (SPEC §3). */
+export const isWritable = (incident: Pick<Incident, 'status'>): boolean => incident.status !== 'closed';
+
 export function assertWritable(incident: Incident): void {
-  if (incident.status === 'closed') {
+  if (!isWritable(incident)) {
     throw new DomainError('incident_closed', `Incident ${incident.id} is closed; closed incidents cannot change.`);
   }
 }

@@ -30,7 +30,7 @@ export function toFieldErrors(issues: readonly z.core.$ZodIssue[], prefix: (stri
     const missing = code === 'required' && /^Invalid (input|option)/.test(issue.message);
     out.push({ field: path.join('.'), code, message: missing ? `${String(path[path.length - 1] ?? 'The body')} is required.` : issue.message });
   }
-  return dedupe(out);
+  return dedupeFieldErrors(out);
 }
 
 function fieldCode(issue: z.core.$ZodIssue): string {
@@ -51,7 +51,8 @@ function fieldCode(issue: z.core.$ZodIssue): string {
   }
 }
 
-function dedupe(errors: FieldError[]): FieldError[] {
+/** Drops repeated (field, code) pairs: one entry per problem per field. */
+export function dedupeFieldErrors(errors: FieldError[]): FieldError[] {
   const seen = new Set<string>();
   return errors.filter((e) => {
     const k = `${e.field}\u0000${e.code}`;

@@ -1,7 +1,6 @@
 import type { App, RespondArguments } from '@slack/bolt';
-import { DomainError } from '../domain/errors.js';
 import { escapeSlack } from '../domain/escape.js';
-import { OPEN_STATUSES } from '../domain/incident.js';
+import { assertWritable, OPEN_STATUSES } from '../domain/incident.js';
 import type { SlackDeps } from './deps.js';
 import { ephemeralMessage } from './errors.js';
 import { openCreateModal, openStepModal, type IncidentStep } from './modals.js';
@@ -88,8 +87,10 @@ export function registerCommands(app: App, deps: SlackDeps): void {
           await ack(ephemeral(incidentFallbackText(incident), [...incidentBlocks(incident), ...incidentActions(incident)]));
           return;
         }
-        if (incident.status === 'closed') {
-          await ack(ephemeral(ephemeralMessage(new DomainError('incident_closed', 'The incident is closed.'))));
+        try {
+          assertWritable(incident);
+        } catch (e) {
+          await ack(ephemeral(ephemeralMessage(e)));
           return;
         }
         await ack();

@@ -1,4 +1,4 @@
-import type { Incident } from '../domain/incident.js';
+import { isWritable, type Incident } from '../domain/incident.js';
 import { slackActor, type SlackDeps } from './deps.js';
 import { ephemeralMessage } from './errors.js';
 import type { ModalContext } from './views/action-ids.js';
@@ -30,7 +30,7 @@ export async function openStepModal(deps: SlackDeps, triggerId: string, step: In
 }
 
 async function stepModal(deps: SlackDeps, step: IncidentStep, incident: Incident, user: { id: string; name?: string }): Promise<ModalView> {
-  if (incident.status === 'closed') return messageModal('Incident closed', `:lock: \`${incident.id}\` is closed; a closed incident cannot change.`);
+  if (!isWritable(incident)) return messageModal('Incident closed', `:lock: \`${incident.id}\` is closed; a closed incident cannot change.`);
   switch (step) {
     case 'update':
       return updateIncidentModal({ incident, templates: await templateChoices(deps), attached: await attachedTemplates(deps, incident) });
