@@ -7,7 +7,7 @@ import { DryRunSchema, ExecuteRequestSchema, RedeliverRequestSchema, newDelivery
 import { isId } from '../domain/ids.js';
 import { assertWritable, type Incident } from '../domain/incident.js';
 import { newEvent } from '../domain/incident-event.js';
-import type { Page, PageRequest } from '../domain/pagination.js';
+import { expectCursorKind, type Page, type PageRequest } from '../domain/pagination.js';
 import { defaultMessageSource, incidentView, renderMessage } from '../domain/render.js';
 import type { TelegramParseMode } from '../domain/escape.js';
 import { sourceForChannel, type Template } from '../domain/template.js';
@@ -133,7 +133,7 @@ export class ExecutionService {
 
   async list(incidentId: string, page: PageRequest): Promise<Page<ExecutionView>> {
     await this.getIncident(incidentId);
-    const result = await this.d.repo.listForIncident(incidentId, page);
+    const result = await this.d.repo.listForIncident(incidentId, expectCursorKind(page, 'after'));
     const views = await Promise.all(result.data.map(async (e) => presentExecution(e, await this.deliveriesOf(e))));
     return { data: views, nextCursor: result.nextCursor };
   }

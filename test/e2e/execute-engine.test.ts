@@ -86,6 +86,8 @@ describe('execute', () => {
     const metrics = await h.api('GET', '/metrics', { token: null });
     expect(metrics.text).toMatch(/herald_deliveries_total\{type="webhook",status="delivered"\} [1-9]/);
     expect(metrics.text).toMatch(/herald_delivery_attempts_total\{type="webhook",outcome="delivered"\} [1-9]/);
+    const eventsCursor = (await h.api('GET', `/v1/incidents/${inc.id}/events?limit=1`)).body.pagination.next_cursor;
+    expect((await h.api('GET', `/v1/incidents/${inc.id}/executions?cursor=${eventsCursor}`)).body.code).toBe('invalid_cursor');
     const list = await h.api('GET', `/v1/incidents/${inc.id}/executions`);
     expect(list.body.data.map((e: { id: string }) => e.id)).toEqual([r.body.id]);
 
