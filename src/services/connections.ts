@@ -21,6 +21,7 @@ import {
   readOnlyCheckOf,
   signingSecretOf,
   splitSecrets,
+  type ConnectionPatch,
   type ConnectionRecord,
   type ConnectionTestResult,
   type DeliveryConnection,
@@ -30,7 +31,7 @@ import {
 import { DomainError, notFound } from '../domain/errors.js';
 import { isId } from '../domain/ids.js';
 import { expectCursorKind, type Page, type PageRequest } from '../domain/pagination.js';
-import { parseInput } from '../domain/validation.js';
+import { parseInput, toFieldErrors } from '../domain/validation.js';
 import type { Clock, ConnectionFilter, ConnectionRepo, ConnectionTester, IdGenerator, SecretBox, TokenCrypto } from '../ports.js';
 
 export interface ConnectionServiceDeps {
@@ -112,7 +113,7 @@ export class ConnectionService {
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
       const current = await this.get(id);
       checkRevision(current, ifMatch);
-      const patch = parseInput(ConnectionPatchSchema, input);
+      const patch = this.parsePatch(current, input);
       if (Object.keys(patch).length === 0) {
         throw new DomainError('validation_failed', 'The patch is empty: send at least one field.', [
           { field: '', code: 'empty_patch', message: 'Send at least one field to change.' },
@@ -271,6 +272,21 @@ export class ConnectionService {
       out[key] = kept !== undefined && previousPlain[key] === value ? kept : { sealed: this.d.box.seal(value), last4: lastFour(value) };
     }
     return out;
+  }
+
+  /**
+   * Parses a PATCH body, naming every bad field in one answer: when the envelope is wrong, the
+   * config it carries is judged too (merged onto the current one, as it would be applied).
+   */
+  private parsePatch(current: ConnectionRecord, input: unknown): ConnectionPatch {
+    const r = ConnectionPatchSchema.safeParse(input);
+    if (r.success) return r.data;
+    const errors = toFieldErrors(r.error.issues);
+    const raw = typeof input === 'object' && input !== null ? (input as { config?: unknown }).config : undefined;
+    if (typeof raw === 'object' && raw !== null && !Array.isArray(raw) && !errors.some((e) => e.field.startsWith('config'))) {
+      errors.push(...configShapeErrors(current.type, mergeConfig(current.type, this.open(current).config, raw as Record<string, unknown>)));
+    }
+    throw new DomainError('validation_failed', 'The request has invalid fields; see errors.', errors);
   }
 
   /** Compare-and-set loop for system updates (health, last test); they do not move updated_at. */

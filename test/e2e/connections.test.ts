@@ -225,6 +225,10 @@ describe('PATCH', () => {
     expect(unknown.body.errors[0]).toMatchObject({ field: 'config.colour', code: 'unknown_field' });
     const empty = await api('PATCH', `/v1/connections/${c.id}`, { body: {} });
     expect(empty.status).toBe(422);
+    // One answer names every bad field, the envelope's and the config's together.
+    const both = await api('PATCH', `/v1/connections/${c.id}`, { body: { name: '', config: { username: 42 } } });
+    expect(both.status).toBe(422);
+    expect(both.body.errors.map((e: { field: string }) => e.field).sort()).toEqual(['config.username', 'name']);
   });
 
   it('switches Slack modes when the other mode is nulled', async () => {
