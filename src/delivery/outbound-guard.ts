@@ -144,6 +144,19 @@ export class OutboundGuard {
 type CreateCallback = (err: Error | null, stream: Duplex) => void;
 
 /**
+ * The guard's check in front of an agent's createConnection: a refusal is reported as the
+ * request's 'error' through the callback, and no socket is ever opened.
+ */
+function guardedConnect(guard: OutboundGuard, options: http.ClientRequestArgs, callback: CreateCallback | undefined, connect: () => Duplex | null | undefined): Duplex | null | undefined {
+  const refused = guard.prepareConnection(options);
+  if (refused) {
+    callback?.(refused, undefined as unknown as Duplex);
+    return undefined;
+  }
+  return connect();
+}
+
+/**
  * http.Agent that connects only where the guard allows. Keep-alive is off on purpose: a reused
  * idle socket that the server already closed fails as a "reset" that looks ambiguous, which would
  * flag deliveries as possible duplicates for nothing; one connection per request is honest and,
@@ -155,13 +168,7 @@ export class GuardedHttpAgent extends http.Agent {
   }
 
   override createConnection(options: http.ClientRequestArgs, callback?: CreateCallback): Duplex | null | undefined {
-    const refused = this.guard.prepareConnection(options);
-    if (refused) {
-      // The agent reports this as the request's 'error'; no socket is ever opened.
-      callback?.(refused, undefined as unknown as Duplex);
-      return undefined;
-    }
-    return super.createConnection(options, callback);
+    return guardedConnect(this.guard, options, callback, () => super.createConnection(options, callback));
   }
 }
 
@@ -172,12 +179,7 @@ export class GuardedHttpsAgent extends https.Agent {
   }
 
   override createConnection(options: http.ClientRequestArgs, callback?: CreateCallback): Duplex | null | undefined {
-    const refused = this.guard.prepareConnection(options);
-    if (refused) {
-      callback?.(refused, undefined as unknown as Duplex);
-      return undefined;
-    }
-    return super.createConnection(options, callback);
+    return guardedConnect(this.guard, options, callback, () => super.createConnection(options, callback));
   }
 }
 

@@ -9,6 +9,7 @@ import { createKeys } from '../../src/store/keys.js';
 import { RedisAnnouncementRepo } from '../../src/store/announcements.js';
 import { waitFor } from '../support/wait.js';
 import { connectTestRedis, dropPrefix, uniquePrefix } from '../support/redis.js';
+import { anIncident } from '../support/factories.js';
 
 let redis: Redis;
 const prefix = uniquePrefix('ann');
@@ -67,24 +68,7 @@ describe('refresh claims', () => {
  * newer state, whichever chat.update reaches Slack last.
  */
 describe('announcement refreshes across processes', () => {
-  const base: Incident = {
-    id: 'inc_race',
-    title: 'Race',
-    severity: 'major',
-    status: 'investigating',
-    description: '',
-    impact: '',
-    template_ids: [],
-    resolution_summary: null,
-    created_at: '2026-11-22T10:00:00.000Z',
-    updated_at: '2026-11-22T10:00:00.000Z',
-    resolved_at: null,
-    closed_at: null,
-    last_executed_at: null,
-    execution_count: 0,
-    created_by: { type: 'api_key', id: 'key_1', name: 'k' },
-    rev: 1,
-  };
+  const base: Incident = anIncident({ id: 'inc_race', title: 'Race' });
 
   it('never leaves an older state on show', async () => {
     let incident = base;

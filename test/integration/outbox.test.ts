@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createIdGenerator } from '../../src/domain/ids.js';
+import { createIdGenerator, type IdGenerator } from '../../src/domain/ids.js';
 import { newDelivery, type Execution } from '../../src/domain/execution.js';
 import { newIncident } from '../../src/domain/incident.js';
 import type { QueuedJob } from '../../src/ports.js';
@@ -29,6 +29,22 @@ afterAll(async () => {
   await redis.quit();
 });
 
+/** A DeliveryService whose only live parts are the repo and a queue that records what it gets. */
+function sweepOnlyService(repo: RedisExecutionRepo, ids: IdGenerator, queued: QueuedJob[]): DeliveryService {
+  return new DeliveryService({
+    repo,
+    targets: { get: () => Promise.resolve(null), disable: () => Promise.resolve(), recordOutcome: () => Promise.resolve() },
+    senders: {} as never,
+    pacer: { reserve: () => Promise.resolve(0), take: () => Promise.resolve(0), reset: () => Promise.resolve() },
+    queue: { enqueue: (jobs) => Promise.resolve(void queued.push(...jobs)), remove: () => Promise.resolve() },
+    clock: { now: () => new Date(now) },
+    ids,
+    random: () => 0.5,
+    getIncident: () => Promise.resolve(null),
+    publicUrl: null,
+  });
+}
+
 describe('the enqueue outbox', () => {
   it('re-queues deliveries committed but never queued, once they are older than the sweep age', async () => {
     const ids = createIdGenerator();
@@ -46,18 +62,7 @@ describe('the enqueue outbox', () => {
     // …and the process dies here, before the queue hears of them.
 
     const queued: QueuedJob[] = [];
-    const service = new DeliveryService({
-      repo,
-      targets: { get: () => Promise.resolve(null), disable: () => Promise.resolve(), recordOutcome: () => Promise.resolve() },
-      senders: {} as never,
-      pacer: { reserve: () => Promise.resolve(0), take: () => Promise.resolve(0), reset: () => Promise.resolve() },
-      queue: { enqueue: (jobs) => Promise.resolve(void queued.push(...jobs)), remove: () => Promise.resolve() },
-      clock: { now: () => new Date(now) },
-      ids,
-      random: () => 0.5,
-      getIncident: () => Promise.resolve(null),
-      publicUrl: null,
-    });
+    const service = sweepOnlyService(repo, ids, queued);
 
     // A request still between commit and enqueue is left alone (it will enqueue itself)…
     expect(await service.sweepOutbox(5000)).toBe(0);
@@ -76,18 +81,7 @@ describe('the enqueue outbox', () => {
     const incident = newIncident(ids.next('incident'), { title: 't', severity: 'low', description: '', impact: '', template_ids: [] }, actor, new Date(now).toISOString());
     expect(await incidents.create(incident, [])).toBe(true);
     const queued: QueuedJob[] = [];
-    const deliveries = new DeliveryService({
-      repo,
-      targets: { get: () => Promise.resolve(null), disable: () => Promise.resolve(), recordOutcome: () => Promise.resolve() },
-      senders: {} as never,
-      pacer: { reserve: () => Promise.resolve(0), take: () => Promise.resolve(0), reset: () => Promise.resolve() },
-      queue: { enqueue: (jobs) => Promise.resolve(void queued.push(...jobs)), remove: () => Promise.resolve() },
-      clock: { now: () => new Date(now) },
-      ids,
-      random: () => 0.5,
-      getIncident: () => Promise.resolve(null),
-      publicUrl: null,
-    });
+    const deliveries = sweepOnlyService(repo, ids, queued);
     const errors: string[] = [];
     const executions = new ExecutionService({
       incidents,

@@ -4,27 +4,11 @@ import type { Incident } from '../../src/domain/incident.js';
 import type { Announcement } from '../../src/ports.js';
 import { Announcer } from '../../src/slack/announcer.js';
 import type { SlackDeps } from '../../src/slack/deps.js';
+import { anIncident } from '../support/factories.js';
 
 /** The announcer against in-memory fakes: coalescing, channel fallback, receipts following. */
 function setup(opts: { failChannels?: string[] } = {}) {
-  let incident: Incident = {
-    id: 'inc_1',
-    title: 'T',
-    severity: 'major',
-    status: 'investigating',
-    description: '',
-    impact: '',
-    template_ids: [],
-    resolution_summary: null,
-    created_at: '2026-11-22T10:00:00.000Z',
-    updated_at: '2026-11-22T10:00:00.000Z',
-    resolved_at: null,
-    closed_at: null,
-    last_executed_at: null,
-    execution_count: 0,
-    created_by: { type: 'api_key', id: 'key_1', name: 'k' },
-    rev: 1,
-  };
+  let incident: Incident = anIncident();
   const stored = new Map<string, Announcement>();
   const updates: any[] = [];
   const posts: any[] = [];

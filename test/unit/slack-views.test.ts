@@ -14,26 +14,17 @@ import { helpMessage } from '../../src/slack/views/help.js';
 import { homeView, type HomeConnection } from '../../src/slack/views/home.js';
 import { closeIncidentModal, createIncidentModal, resolveIncidentModal, updateIncidentModal } from '../../src/slack/views/incident-modals.js';
 import { incidentListMessage } from '../../src/slack/views/incident-list.js';
+import { anIncident } from '../support/factories.js';
 
-const incident = (over: Partial<Incident> = {}): Incident => ({
-  id: 'inc_01JABCDEFGHJKMNPQRSTVWXYZ0',
-  title: 'Checkout down',
-  severity: 'major',
-  status: 'investigating',
-  description: 'Payments time out',
-  impact: 'EU customers',
-  template_ids: [],
-  resolution_summary: null,
-  created_at: '2026-11-22T10:00:00.000Z',
-  updated_at: '2026-11-22T10:00:00.000Z',
-  resolved_at: null,
-  closed_at: null,
-  last_executed_at: null,
-  execution_count: 0,
-  created_by: { type: 'slack_user', id: 'UALICE', name: 'alice' },
-  rev: 1,
-  ...over,
-});
+const incident = (over: Partial<Incident> = {}): Incident =>
+  anIncident({
+    id: 'inc_01JABCDEFGHJKMNPQRSTVWXYZ0',
+    title: 'Checkout down',
+    description: 'Payments time out',
+    impact: 'EU customers',
+    created_by: { type: 'slack_user', id: 'UALICE', name: 'alice' },
+    ...over,
+  });
 
 const inputs = (view: { blocks: any[] }) => view.blocks.filter((b) => b.type === 'input');
 const inputIds = (view: { blocks: any[] }) => inputs(view).map((b) => b.block_id);

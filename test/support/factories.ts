@@ -1,0 +1,12 @@
+import { newIncident, type Incident } from '../../src/domain/incident.js';
+
+/** A stored incident for view and announcement tests: a fresh `investigating` one, then `over`. */
+export function anIncident(over: Partial<Incident> = {}): Incident {
+  const base = newIncident(
+    'inc_1',
+    { title: 'T', severity: 'major', description: '', impact: '', template_ids: [] },
+    { type: 'api_key', id: 'key_1', name: 'k' },
+    '2026-11-22T10:00:00.000Z',
+  );
+  return { ...base, ...over };
+}
