@@ -1,8 +1,7 @@
-import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHerald, type TestHerald } from '../support/herald.js';
 import { startSlack, type SlackPeer } from '../support/peers/slack.js';
-import { newTriggerId, slackClient, stateOf, textOfBlocks, type SlackClient } from '../support/slack-client.js';
+import { newTriggerId, slackClient, stateOf, textOfBlocks, type SlackClient, newViewId, openedView as openedViewAt } from '../support/slack-client.js';
 import { waitFor } from '../support/wait.js';
 
 /**
@@ -35,13 +34,9 @@ afterAll(async () => {
   await slack?.close();
 });
 
-const viewId = () => `V${randomBytes(5).toString('hex').toUpperCase()}`;
+const viewId = newViewId;
 
-/** The n-th views.open call after `before` calls, waited for. */
-async function openedView(before: number): Promise<any> {
-  const calls = await slack.waitForCalls('views.open', before + 1);
-  return calls[before]!.args.view;
-}
+const openedView = (before: number): Promise<any> => openedViewAt(slack, before);
 
 /** Opens `/incident new`, fills and submits it; returns the created incident (over /v1). */
 async function declare(title: string, severity = 'major', opts: { channel?: string; extra?: Record<string, string | string[]> } = {}): Promise<any> {

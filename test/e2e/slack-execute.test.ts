@@ -1,10 +1,9 @@
-import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHerald, type TestHerald } from '../support/herald.js';
 import { startDiscord, type DiscordPeer } from '../support/peers/discord.js';
 import { startSlack, type SlackPeer } from '../support/peers/slack.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/peers/webhook-receiver.js';
-import { slackClient, textOfBlocks, type SlackClient } from '../support/slack-client.js';
+import { slackClient, textOfBlocks, type SlackClient, newViewId, openedView as openedViewAt } from '../support/slack-client.js';
 import { waitFor } from '../support/wait.js';
 
 /**
@@ -44,12 +43,9 @@ afterAll(async () => {
   await discordPeer?.close();
 });
 
-const viewId = () => `V${randomBytes(5).toString('hex').toUpperCase()}`;
+const viewId = newViewId;
 
-async function openedView(before: number): Promise<any> {
-  const calls = await slack.waitForCalls('views.open', before + 1);
-  return calls[before]!.args.view;
-}
+const openedView = (before: number): Promise<any> => openedViewAt(slack, before);
 
 async function updatedTo(incidentId: string, check: (text: string) => boolean): Promise<any> {
   return waitFor<any>(

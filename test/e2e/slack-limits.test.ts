@@ -1,8 +1,7 @@
-import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHerald, type TestHerald } from '../support/herald.js';
 import { startSlack, type SlackPeer } from '../support/peers/slack.js';
-import { slackClient, textOfBlocks, type SlackClient } from '../support/slack-client.js';
+import { slackClient, textOfBlocks, type SlackClient, newViewId, openedView as openedViewAt } from '../support/slack-client.js';
 import { waitFor } from '../support/wait.js';
 
 /**
@@ -26,12 +25,9 @@ afterAll(async () => {
   await slack?.close();
 });
 
-const viewId = () => `V${randomBytes(5).toString('hex').toUpperCase()}`;
+const viewId = newViewId;
 
-async function openedView(before: number): Promise<any> {
-  const calls = await slack.waitForCalls('views.open', before + 1);
-  return calls[before]!.args.view;
-}
+const openedView = (before: number): Promise<any> => openedViewAt(slack, before);
 
 describe('150 templates (a static menu holds 100 options)', () => {
   let templates: any[];

@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,7 +9,7 @@ import { startHerald, type TestHerald } from '../support/herald.js';
 import { startSlack, type SlackPeer } from '../support/peers/slack.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/peers/webhook-receiver.js';
 import { testRedisUrl } from '../support/redis.js';
-import { slackClient, textOfBlocks, type SlackClient } from '../support/slack-client.js';
+import { slackClient, textOfBlocks, type SlackClient, newViewId, openedView as openedViewAt } from '../support/slack-client.js';
 import { waitFor } from '../support/wait.js';
 
 /**
@@ -55,12 +54,9 @@ afterAll(async () => {
   await receiver?.close();
 });
 
-const viewId = () => `V${randomBytes(5).toString('hex').toUpperCase()}`;
+const viewId = newViewId;
 
-async function openedView(before: number): Promise<any> {
-  const calls = await slack.waitForCalls('views.open', before + 1);
-  return calls[before]!.args.view;
-}
+const openedView = (before: number): Promise<any> => openedViewAt(slack, before);
 
 describe('HERALD_ROLE=api + HERALD_ROLE=worker', () => {
   it('a worker with only SLACK_BOT_TOKEN takes no Slack requests but keeps announcements current', () => {

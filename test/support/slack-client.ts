@@ -211,3 +211,12 @@ export function textOfBlocks(blocks: any[] | undefined): string {
   walk(blocks ?? []);
   return parts.join('\n');
 }
+
+/** A fresh Slack view id, as Slack gives each opened modal. */
+export const newViewId = (): string => `V${randomBytes(5).toString('hex').toUpperCase()}`;
+
+/** The view of the (before + 1)-th views.open call at the fake Slack Web API, waited for. */
+export async function openedView(slack: { waitForCalls(method: string, n: number): Promise<{ args: Record<string, unknown> }[]> }, before: number): Promise<any> {
+  const calls = await slack.waitForCalls('views.open', before + 1);
+  return calls[before]!.args.view;
+}
