@@ -1,6 +1,6 @@
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { OutboundAllow } from '../../src/domain/address-policy.js';
 import { createSmtpClient } from '../../src/delivery/channels/email.js';
 import { createChannelSenders, type ChannelResult, type HeraldChannelSenders } from '../../src/delivery/channels/index.js';
@@ -16,6 +16,7 @@ import { startSmtp } from '../support/peers/smtp.js';
 import { startTeams } from '../support/peers/teams.js';
 import { startTelegram } from '../support/peers/telegram.js';
 import { startWebhookReceiver } from '../support/peers/webhook-receiver.js';
+import { trackPeers } from '../support/track.js';
 
 /**
  * Every channel sender against its local platform peer, over real sockets and Herald's guarded
@@ -36,14 +37,7 @@ function senders(o: { slackApiUrl?: string; telegramApiUrl?: string; ca?: string
   return built;
 }
 
-const closers: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  while (closers.length > 0) await closers.pop()!();
-});
-const track = <T extends { close(): Promise<void> }>(peer: T): T => {
-  closers.push(() => peer.close());
-  return peer;
-};
+const track = trackPeers();
 
 function expectPermanent(r: ChannelResult, disable: boolean) {
   expect(r.outcome).toBe('permanent');

@@ -1,4 +1,4 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OutboundAllow } from '../../src/domain/address-policy.js';
 import { ConnectionTestResultSchema, type ConnectionTestResult } from '../../src/domain/connection.js';
 import { createSmtpClient } from '../../src/delivery/channels/email.js';
@@ -18,6 +18,7 @@ import { startSmtp } from '../support/peers/smtp.js';
 import { startTeams } from '../support/peers/teams.js';
 import { startTelegram } from '../support/peers/telegram.js';
 import { startWebhookReceiver } from '../support/peers/webhook-receiver.js';
+import { trackPeers } from '../support/track.js';
 
 /**
  * The connection tester against the platform peers: the read-only checks (Slack auth.test,
@@ -37,14 +38,7 @@ function testerFor(o: { slackApiUrl?: string; telegramApiUrl?: string; ca?: stri
   return createConnectionTester({ ...deps, senders: createChannelSenders(deps, smtp), smtp, clock: { now: () => fixedNow } });
 }
 
-const closers: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  while (closers.length > 0) await closers.pop()!();
-});
-const track = <T extends { close(): Promise<void> }>(peer: T): T => {
-  closers.push(() => peer.close());
-  return peer;
-};
+const track = trackPeers();
 
 /** Every result is a valid ConnectionTestResult, checked_at from the injected clock. */
 function valid(r: ConnectionTestResult): ConnectionTestResult {
@@ -116,7 +110,6 @@ describe('read-only checks', () => {
     expect(wrong.detail).not.toContain('not-the-password');
 
     await smtp.close();
-    closers.pop();
     expect(await tester.test(targetOf('email', { ...base, password: 's3cret-password' }), { sendMessage: false })).toMatchObject({ ok: false, status: 'unreachable' });
   });
 });

@@ -1,7 +1,7 @@
 import { WebClient } from '@slack/web-api';
 import { randomBytes } from 'node:crypto';
 import nodemailer from 'nodemailer';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { OutboundAllow } from '../../src/domain/address-policy.js';
 import { resolveGuardedSmtpHost } from '../../src/delivery/outbound-guard.js';
 import { createOutboundHttp } from '../../src/delivery/outbound-http.js';
@@ -14,6 +14,7 @@ import { startSmtp } from '../support/peers/smtp.js';
 import { startTeams } from '../support/peers/teams.js';
 import { startTelegram } from '../support/peers/telegram.js';
 import { signStandardWebhook, startWebhookReceiver } from '../support/peers/webhook-receiver.js';
+import { trackPeers } from '../support/track.js';
 
 /**
  * Smoke tests of the platform peers the delivery e2e tests talk to: each one answers like its
@@ -24,14 +25,7 @@ import { signStandardWebhook, startWebhookReceiver } from '../support/peers/webh
 const http = createOutboundHttp(OutboundAllow.parse(['127.0.0.1/32', '::1/128', 'localhost']));
 const json = (body: unknown) => ({ headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
 
-const closers: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  while (closers.length > 0) await closers.pop()!();
-});
-const track = <T extends { close(): Promise<void> }>(peer: T): T => {
-  closers.push(() => peer.close());
-  return peer;
-};
+const track = trackPeers();
 
 describe('http sink', () => {
   it('records requests and plays its script in order: 429, 500, redirect, slow, reset, then 200', async () => {

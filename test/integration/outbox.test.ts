@@ -45,14 +45,20 @@ function sweepOnlyService(repo: RedisExecutionRepo, ids: IdGenerator, queued: Qu
   });
 }
 
+/** Repos over the test prefix and one stored incident to execute. */
+async function withStoredIncident() {
+  const ids = createIdGenerator();
+  const incidents = new RedisIncidentRepo(redis, keys);
+  const repo = new RedisExecutionRepo(redis, keys, () => now);
+  const actor = { type: 'system' as const, id: 't', name: 't' };
+  const incident = newIncident(ids.next('incident'), { title: 't', severity: 'low', description: '', impact: '', template_ids: [] }, actor, new Date(now).toISOString());
+  expect(await incidents.create(incident, [])).toBe(true);
+  return { ids, incidents, repo, incident, actor };
+}
+
 describe('the enqueue outbox', () => {
   it('re-queues deliveries committed but never queued, once they are older than the sweep age', async () => {
-    const ids = createIdGenerator();
-    const incidents = new RedisIncidentRepo(redis, keys);
-    const repo = new RedisExecutionRepo(redis, keys, () => now);
-    const actor = { type: 'system' as const, id: 't', name: 't' };
-    const incident = newIncident(ids.next('incident'), { title: 't', severity: 'low', description: '', impact: '', template_ids: [] }, actor, new Date(now).toISOString());
-    expect(await incidents.create(incident, [])).toBe(true);
+    const { ids, repo, incident } = await withStoredIncident();
     const execution: Execution = { id: ids.next('execution'), incident_id: incident.id, variables: {}, created_at: '', template_versions: {}, delivery_ids: [] };
     const deliveries = [1, 2, 3].map(() =>
       newDelivery({ id: ids.next('delivery'), executionId: execution.id, incidentId: incident.id, connectionId: 'con_x', connectionType: 'webhook', templateId: null, templateVersion: null, content: { subject: 's', body: 'b' } }),
@@ -74,12 +80,7 @@ describe('the enqueue outbox', () => {
   });
 
   it('an execute whose enqueue fails still answers with the execution: the outbox holds it for the sweep', async () => {
-    const ids = createIdGenerator();
-    const incidents = new RedisIncidentRepo(redis, keys);
-    const repo = new RedisExecutionRepo(redis, keys, () => now);
-    const actor = { type: 'system' as const, id: 't', name: 't' };
-    const incident = newIncident(ids.next('incident'), { title: 't', severity: 'low', description: '', impact: '', template_ids: [] }, actor, new Date(now).toISOString());
-    expect(await incidents.create(incident, [])).toBe(true);
+    const { ids, incidents, repo, incident, actor } = await withStoredIncident();
     const queued: QueuedJob[] = [];
     const deliveries = sweepOnlyService(repo, ids, queued);
     const errors: string[] = [];

@@ -22,19 +22,12 @@ import {
 } from '../../src/domain/connection.js';
 import { CONNECTION_TYPES } from '../../src/domain/connection-types/index.js';
 import { DomainError } from '../../src/domain/errors.js';
+import { domainErrorOf } from '../support/domain-error.js';
 
 const none = OutboundAllow.none;
 const local = parseOutboundAllow(['127.0.0.1/32']);
 
-function errorOf(fn: () => unknown): DomainError {
-  try {
-    fn();
-  } catch (e) {
-    if (e instanceof DomainError) return e;
-    throw e;
-  }
-  throw new Error('expected a DomainError');
-}
+const errorOf = domainErrorOf;
 
 const VALID: Record<(typeof CHANNEL_TYPES)[number], Record<string, unknown>> = {
   slack: { webhook_url: 'https://hooks.slack.com/services/T000/B000/XXXXXXXXXXXXXXXX' },

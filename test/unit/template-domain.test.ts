@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
 import { ChannelTypeSchema, CHANNEL_TYPES } from '../../src/domain/channel-types.js';
-import { DomainError } from '../../src/domain/errors.js';
 import {
   applyTemplatePatch,
   newTemplate,
@@ -14,20 +13,12 @@ import {
 import { analyzePlaceholders, deriveVariables } from '../../src/domain/template-placeholders.js';
 import { parseInput } from '../../src/domain/validation.js';
 import { missingVariablesError, resolveVariables, VariablesSchema } from '../../src/domain/variables.js';
+import { domainErrorOf } from '../support/domain-error.js';
 
 const NOW = '2026-11-22T10:00:00.000Z';
 const create = (input: Record<string, unknown>): Template => newTemplate('tpl_1', parseInput(TemplateCreateSchema, { name: 'T', ...input }), NOW);
 
-/** Runs `fn`, expecting a DomainError, and returns it. */
-function fail(fn: () => unknown): DomainError {
-  try {
-    fn();
-  } catch (e) {
-    if (e instanceof DomainError) return e;
-    throw e;
-  }
-  throw new Error('expected a DomainError');
-}
+const fail = domainErrorOf;
 
 describe('channel types', () => {
   it('lists the eight types of SPEC §4', () => {
