@@ -48,6 +48,16 @@ export interface PlannedDelivery {
   body: string;
 }
 
+/** What the execute modal shows before anything is sent (see `preview`). */
+export interface ExecutePreview {
+  /** The variables declared by the templates that will be sent (merged by name). */
+  variables: TemplateVariable[];
+  /** How many deliveries an execute would make. */
+  total: number;
+  /** The first `limit` of them, rendered with defaults and placeholders. */
+  deliveries: PlannedDelivery[];
+}
+
 export type ExecuteResult = { dryRun: true; deliveries: PlannedDelivery[] } | { dryRun: false; execution: ExecutionView };
 
 const MAX_ATTEMPTS = 8;
@@ -72,14 +82,7 @@ export class ExecutionService {
       if (dryRun) {
         return {
           dryRun: true,
-          deliveries: plan.items.map((p) => ({
-            connection_id: p.connection.id,
-            connection_type: p.connection.type,
-            template_id: p.template?.id ?? null,
-            template_version: p.template?.version ?? null,
-            subject: p.content.subject,
-            body: p.content.body,
-          })),
+          deliveries: plan.items.map(planned),
         };
       }
       const now = iso(this.d.clock.now());
@@ -124,6 +127,38 @@ export class ExecutionService {
     throw new DomainError('conflict', 'The incident kept changing while executing; try again.');
   }
 
+  /**
+   * The cheap part of execute, for an edge that must answer within a deadline (a Slack view
+   * submission is acked within 3 s): the incident exists and is writable, the body is valid, some
+   * enabled connection is targeted and every required variable has a value. Nothing is rendered
+   * or stored; `execute` checks all of it again.
+   */
+  async precheck(incidentId: string, input: unknown): Promise<void> {
+    const incident = await this.getIncident(incidentId);
+    assertWritable(incident);
+    const body = parseInput(ExecuteRequestSchema, input ?? {});
+    const { used } = await this.pairs(incident, body.connection_ids);
+    const { missing } = resolveVariables(mergeDeclared(used), body.variables);
+    if (missing.length > 0) throw missingVariablesError(missing);
+  }
+
+  /**
+   * What an execute would send, for a form that asks for the variables: the declared variables
+   * and only the first `limit` deliveries rendered (defaults filled in, `placeholder(name)` for a
+   * value still to be typed). Rendering every delivery of a large fan-out would cost seconds.
+   */
+  async preview(incidentId: string, opts: { limit: number; placeholder: (name: string) => string }): Promise<ExecutePreview> {
+    const incident = await this.getIncident(incidentId);
+    assertWritable(incident);
+    const { pairs, used } = await this.pairs(incident, undefined);
+    const declared = mergeDeclared(used);
+    const supplied = Object.fromEntries(declared.filter((v) => v.default === null).map((v) => [v.name, opts.placeholder(v.name)]));
+    const { values } = resolveVariables(declared, supplied);
+    const ctx = { incident: incidentView(incident, this.d.publicUrl), execution: { id: this.d.ids.next('execution') }, variables: values };
+    const shown = await renderYielding(pairs.slice(0, Math.max(0, opts.limit)), ctx);
+    return { variables: declared, total: pairs.length, deliveries: shown.map(planned) };
+  }
+
   async get(incidentId: string, executionId: string): Promise<ExecutionView> {
     await this.getIncident(incidentId);
     const execution = isId('execution', executionId) ? await this.d.repo.get(executionId) : null;
@@ -159,10 +194,11 @@ export class ExecutionService {
     return (await this.d.repo.getDeliveries(e.delivery_ids)).filter((x): x is Delivery => x !== null);
   }
 
-  private async plan(incident: Incident, executionId: string, supplied: Record<string, string>, connectionIds: string[] | undefined) {
+  /** Every (connection × template that targets it) pair, and the templates that are used. */
+  private async pairs(incident: Incident, connectionIds: string[] | undefined): Promise<{ pairs: Pair[]; used: Template[] }> {
     const connections = await this.targetConnections(connectionIds);
     const templates = (await this.d.getTemplates(incident.template_ids)).filter((t): t is Template => t !== null);
-    const pairs: { connection: ExecuteConnection; template: Template | null }[] = [];
+    const pairs: Pair[] = [];
     if (templates.length === 0) {
       for (const c of connections) pairs.push({ connection: c, template: null });
     } else {
@@ -173,16 +209,15 @@ export class ExecutionService {
     if (pairs.length === 0) {
       throw new DomainError('no_connections', "No enabled connection is targeted by this incident's templates.");
     }
-    const used = templates.filter((t) => pairs.some((p) => p.template === t));
+    return { pairs, used: templates.filter((t) => pairs.some((p) => p.template === t)) };
+  }
+
+  private async plan(incident: Incident, executionId: string, supplied: Record<string, string>, connectionIds: string[] | undefined) {
+    const { pairs, used } = await this.pairs(incident, connectionIds);
     const { values, missing } = resolveVariables(mergeDeclared(used), supplied);
     if (missing.length > 0) throw missingVariablesError(missing);
     const ctx = { incident: incidentView(incident, this.d.publicUrl), execution: { id: executionId }, variables: values };
-    const items = pairs.map((p) => {
-      const source = p.template ? sourceForChannel(p.template, p.connection.type) : defaultMessageSource();
-      const parseMode = p.connection.type === 'telegram' ? (p.connection.config.parse_mode as TelegramParseMode | undefined) : undefined;
-      const content: RenderedContent = renderMessage(source, ctx, p.connection.type, { telegramParseMode: parseMode ?? null });
-      return { ...p, content };
-    });
+    const items = await renderYielding(pairs, ctx);
     return { items, templates: used, variables: values };
   }
 
@@ -223,4 +258,45 @@ function mergeDeclared(templates: Template[]): TemplateVariable[] {
     }
   }
   return [...byName.values()];
+}
+
+interface Pair {
+  connection: ExecuteConnection;
+  template: Template | null;
+}
+
+type RenderContext = Parameters<typeof renderMessage>[1];
+
+/** How long rendering may hold the event loop before letting other work (requests, acks) run. */
+const RENDER_SLICE_MS = 10;
+
+/**
+ * Renders every pair, yielding to the event loop every ~10 ms: a fan-out of thousands of long
+ * messages takes seconds of CPU, and in a process that also serves Slack and /v1 that must not
+ * hold every other request (Slack wants its acks within 3 s) until it is done.
+ */
+async function renderYielding(pairs: Pair[], ctx: RenderContext): Promise<(Pair & { content: RenderedContent })[]> {
+  const out: (Pair & { content: RenderedContent })[] = [];
+  let sliceStart = performance.now();
+  for (const p of pairs) {
+    const source = p.template ? sourceForChannel(p.template, p.connection.type) : defaultMessageSource();
+    const parseMode = p.connection.type === 'telegram' ? (p.connection.config.parse_mode as TelegramParseMode | undefined) : undefined;
+    out.push({ ...p, content: renderMessage(source, ctx, p.connection.type, { telegramParseMode: parseMode ?? null }) });
+    if (performance.now() - sliceStart >= RENDER_SLICE_MS) {
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      sliceStart = performance.now();
+    }
+  }
+  return out;
+}
+
+function planned(p: Pair & { content: RenderedContent }): PlannedDelivery {
+  return {
+    connection_id: p.connection.id,
+    connection_type: p.connection.type,
+    template_id: p.template?.id ?? null,
+    template_version: p.template?.version ?? null,
+    subject: p.content.subject,
+    body: p.content.body,
+  };
 }

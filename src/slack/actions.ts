@@ -1,5 +1,5 @@
 import type { App, BlockAction, ButtonAction } from '@slack/bolt';
-import { isAdmin, slackActor, type SlackDeps } from './deps.js';
+import { isAdmin, type SlackDeps } from './deps.js';
 import { publishHome } from './home.js';
 import { openCreateModal, openStepModal, type IncidentStep } from './modals.js';
 import { identity, once } from './once.js';
@@ -25,8 +25,7 @@ export function registerActions(app: App, deps: SlackDeps): void {
   for (const [actionId, step] of Object.entries(STEP_BY_ACTION)) {
     app.action<ButtonClick>({ type: 'block_actions', action_id: actionId }, async ({ ack, body, action }) => {
       await ack();
-      const user = { id: body.user.id, name: slackActor(body.user).name };
-      await once(deps.idempotency, identity('trigger', body.trigger_id), () => openStepModal(deps, body.trigger_id, step, action.value ?? '', user));
+      await once(deps.idempotency, identity('trigger', body.trigger_id), () => openStepModal(deps, body.trigger_id, step, action.value ?? ''));
     });
   }
 

@@ -1,11 +1,10 @@
 import type { App, RespondArguments } from '@slack/bolt';
-import { escapeSlack } from '../domain/escape.js';
 import { assertWritable, OPEN_STATUSES } from '../domain/incident.js';
 import type { SlackDeps } from './deps.js';
 import { ephemeralMessage } from './errors.js';
 import { openCreateModal, openStepModal, type IncidentStep } from './modals.js';
 import { identity, once } from './once.js';
-import type { KnownBlock } from './views/block-kit.js';
+import { escapedText, type KnownBlock } from './views/block-kit.js';
 import { helpMessage } from './views/help.js';
 import { incidentActions, incidentBlocks, incidentFallbackText } from './views/incident.js';
 import { incidentListMessage } from './views/incident-list.js';
@@ -47,13 +46,12 @@ const ephemeral = (text: string, blocks?: KnownBlock[]): RespondArguments => ({ 
 export function registerCommands(app: App, deps: SlackDeps): void {
   app.command(COMMAND, async ({ command, ack }) => {
     const parsed = parseCommand(command.text ?? '');
-    const user = { id: command.user_id, name: command.user_name };
     switch (parsed.kind) {
       case 'help':
         await ack(ephemeral(helpMessage(command.command).text, helpMessage(command.command).blocks));
         return;
       case 'unknown':
-        await ack(ephemeral(`I don't know \`${escapeSlack(parsed.word.slice(0, 40))}\`. Try \`${command.command} help\` for what I can do.`));
+        await ack(ephemeral(`I don't know \`${escapedText(parsed.word, 120)}\`. Try \`${command.command} help\` for what I can do.`));
         return;
       case 'list': {
         const page = await deps.services.incidents.list({ status: [...OPEN_STATUSES] }, { limit: LIST_LIMIT, cursor: null });
@@ -95,7 +93,7 @@ export function registerCommands(app: App, deps: SlackDeps): void {
         }
         await ack();
         const step = parsed.kind;
-        await once(deps.idempotency, identity('trigger', command.trigger_id), () => openStepModal(deps, command.trigger_id, step, incident.id, user));
+        await once(deps.idempotency, identity('trigger', command.trigger_id), () => openStepModal(deps, command.trigger_id, step, incident.id));
         return;
       }
     }

@@ -14,7 +14,7 @@ export interface SlackServices {
   apiKeys: Pick<ApiKeyService, 'create' | 'list' | 'revoke'>;
   templates: Pick<TemplateService, 'get' | 'getMany' | 'list'>;
   connections: Pick<ConnectionService, 'get' | 'list' | 'test'>;
-  executions: Pick<ExecutionService, 'execute' | 'get'>;
+  executions: Pick<ExecutionService, 'execute' | 'get' | 'precheck' | 'preview'>;
   announcements: AnnouncementService;
 }
 

@@ -1,9 +1,10 @@
+import { isDomainError } from '../domain/errors.js';
 import { isWritable, type Incident } from '../domain/incident.js';
-import { slackActor, type SlackDeps } from './deps.js';
+import type { SlackDeps } from './deps.js';
 import { ephemeralMessage } from './errors.js';
 import type { ModalContext } from './views/action-ids.js';
 import { modal, section, SLACK_LIMITS, type ModalView } from './views/block-kit.js';
-import { executeModal, mergeDeclaredVariables, previewVariables, type PreviewItem } from './views/execute-modal.js';
+import { executeModal, MAX_PREVIEWS, previewPlaceholder, type PreviewItem } from './views/execute-modal.js';
 import { closeIncidentModal, createIncidentModal, resolveIncidentModal, updateIncidentModal, type TemplateChoice, type TemplateChoices } from './views/incident-modals.js';
 
 /**
@@ -15,21 +16,46 @@ import { closeIncidentModal, createIncidentModal, resolveIncidentModal, updateIn
 export type IncidentStep = 'execute' | 'update' | 'resolve' | 'close';
 
 export async function openCreateModal(deps: SlackDeps, triggerId: string, p: { title?: string; ctx: ModalContext }): Promise<void> {
-  const view = createIncidentModal({ ...(p.title ? { title: p.title } : {}), templates: await templateChoices(deps), ctx: p.ctx });
-  await deps.client.views.open({ trigger_id: triggerId, view });
+  await openLoading(deps, triggerId, 'Declare an incident', async () => createIncidentModal({ ...(p.title ? { title: p.title } : {}), templates: await templateChoices(deps), ctx: p.ctx }));
 }
 
-export async function openStepModal(deps: SlackDeps, triggerId: string, step: IncidentStep, incidentId: string, user: { id: string; name?: string }): Promise<void> {
-  let view: ModalView;
-  try {
-    view = await stepModal(deps, step, await deps.services.incidents.get(incidentId), user);
-  } catch (e) {
-    view = messageModal('Cannot do that', ephemeralMessage(e));
+export async function openStepModal(deps: SlackDeps, triggerId: string, step: IncidentStep, incidentId: string): Promise<void> {
+  await openLoading(deps, triggerId, STEP_TITLES[step], async () => {
+    try {
+      return await stepModal(deps, step, await deps.services.incidents.get(incidentId));
+    } catch (e) {
+      if (!isDomainError(e)) deps.log.error({ err: e, step, incident_id: incidentId }, 'could not build a Slack modal');
+      return messageModal('Cannot do that', ephemeralMessage(e));
+    }
+  });
+}
+
+const STEP_TITLES: Record<IncidentStep, string> = { execute: 'Execute incident', update: 'Update incident', resolve: 'Resolve incident', close: 'Close incident' };
+
+/** The callback id of the placeholder view shown while a modal's data loads. */
+export const LOADING_CALLBACK = 'herald_loading';
+
+/**
+ * Opens a light "loading" view on the trigger at once (a trigger id is valid for 3 s, and reading
+ * templates or rendering a preview under load may take longer), then replaces it with the real
+ * view through views.update — the pattern Slack recommends for modals that need data.
+ */
+async function openLoading(deps: SlackDeps, triggerId: string, title: string, build: () => Promise<ModalView>): Promise<void> {
+  const opened = await deps.client.views.open({ trigger_id: triggerId, view: loadingModal(title) });
+  const viewId = opened.view?.id;
+  const view = await build();
+  if (viewId === undefined) {
+    deps.log.warn('views.open answered without a view id; the loading view stays');
+    return;
   }
-  await deps.client.views.open({ trigger_id: triggerId, view });
+  await deps.client.views.update({ view_id: viewId, view });
 }
 
-async function stepModal(deps: SlackDeps, step: IncidentStep, incident: Incident, user: { id: string; name?: string }): Promise<ModalView> {
+export function loadingModal(title: string): ModalView {
+  return modal({ callbackId: LOADING_CALLBACK, title, close: 'Cancel', blocks: [section(':hourglass_flowing_sand: Loading…')] });
+}
+
+async function stepModal(deps: SlackDeps, step: IncidentStep, incident: Incident): Promise<ModalView> {
   if (!isWritable(incident)) return messageModal('Incident closed', `:lock: \`${incident.id}\` is closed; a closed incident cannot change.`);
   switch (step) {
     case 'update':
@@ -39,23 +65,23 @@ async function stepModal(deps: SlackDeps, step: IncidentStep, incident: Incident
     case 'close':
       return closeIncidentModal(incident);
     case 'execute':
-      return buildExecuteModal(deps, incident, user);
+      return buildExecuteModal(deps, incident);
   }
 }
 
-/** One input per declared variable of the attached templates, and the dry run as preview. */
-async function buildExecuteModal(deps: SlackDeps, incident: Incident, user: { id: string; name?: string }): Promise<ModalView> {
+/**
+ * One input per declared variable of the templates that will be sent, and a preview of the first
+ * few deliveries (only those are rendered: a large fan-out would take seconds to render whole).
+ */
+async function buildExecuteModal(deps: SlackDeps, incident: Incident): Promise<ModalView> {
   const s = deps.services;
-  const templates = await Promise.all(incident.template_ids.map((id) => s.templates.get(id).catch(() => null)));
-  const present = templates.filter((t) => t !== null);
   // Throws no_connections (and the like) before the user fills anything in.
-  const result = await s.executions.execute(incident.id, { variables: previewVariables(mergeDeclaredVariables(present.map((t) => t.variables))) }, slackActor(user), { dryRun: true });
-  const dry = result.dryRun ? result.deliveries : [];
-  // Only templates that will actually be sent (they target an enabled connection) ask for values.
-  const used = present.filter((t) => dry.some((d) => d.template_id === t.id));
-  const variables = mergeDeclaredVariables(used.map((t) => t.variables));
+  const preview = await s.executions.preview(incident.id, { limit: MAX_PREVIEWS, placeholder: previewPlaceholder });
+  const dry = preview.deliveries;
+  const templateIds = [...new Set(dry.map((d) => d.template_id).filter((id): id is string => id !== null))];
+  const templates = await s.templates.getMany(templateIds);
+  const templateNames = new Map(templates.filter((t) => t !== null).map((t) => [t.id, t.name]));
   const names = await connectionNames(deps, dry.map((d) => d.connection_id));
-  const templateNames = new Map(present.map((t) => [t.id, t.name]));
   const previews: PreviewItem[] = dry.map((d) => ({
     connectionName: names.get(d.connection_id) ?? d.connection_id,
     connectionType: d.connection_type,
@@ -63,7 +89,7 @@ async function buildExecuteModal(deps: SlackDeps, incident: Incident, user: { id
     subject: d.subject,
     body: d.body,
   }));
-  return executeModal({ incident, variables, previews });
+  return executeModal({ incident, variables: preview.variables, previews, total: preview.total });
 }
 
 async function connectionNames(deps: SlackDeps, ids: string[]): Promise<Map<string, string>> {
@@ -90,6 +116,6 @@ async function attachedTemplates(deps: SlackDeps, incident: Incident): Promise<T
 }
 
 /** A modal that only explains (no submit). */
-export function messageModal(title: string, text: string): ModalView {
-  return modal({ callbackId: 'herald_message', title, close: 'OK', blocks: [section(text)] });
+export function messageModal(title: string, text: string, close = 'OK'): ModalView {
+  return modal({ callbackId: 'herald_message', title, close, blocks: [section(text)] });
 }

@@ -54,7 +54,10 @@ export function registerSubmissions(app: App, deps: SlackDeps, announcer: Announ
   });
 
   submit(app, deps, CALLBACKS.resolve, async ({ state, body, ctx }) => {
-    await s.incidents.update(incidentIdOf(ctx), { status: 'resolved', resolution_summary: textOf(state, 'resolution_summary') }, slackActor(body.user));
+    // A blank summary leaves the stored one alone: a summary too long for a Slack input is not
+    // prefilled, and submitting the modal as shown must not erase it.
+    const summary = textOf(state, 'resolution_summary');
+    await s.incidents.update(incidentIdOf(ctx), { status: 'resolved', ...(summary.trim() === '' ? {} : { resolution_summary: summary }) }, slackActor(body.user));
     return {};
   });
 
@@ -64,10 +67,31 @@ export function registerSubmissions(app: App, deps: SlackDeps, announcer: Announ
     return {};
   });
 
+  // Planning a large execute (every template × every connection, rendered) can take seconds, and
+  // Slack wants the ack within 3. So the cheap checks run inside the ack (a refusal lands on the
+  // inputs as usual), the modal turns into a "sending" view, and the execute runs after the ack;
+  // its outcome (or a late refusal) replaces that view through views.update.
   submit(app, deps, CALLBACKS.execute, async ({ state, body, ctx }) => {
     const incidentId = incidentIdOf(ctx);
-    const result = await s.executions.execute(incidentId, { variables: variablesOf(state) }, slackActor(body.user), { dryRun: false });
-    return { after: () => Promise.resolve(result.dryRun ? undefined : announcer.executed(incidentId, result.execution.id)) };
+    const request = { variables: variablesOf(state) };
+    await s.executions.precheck(incidentId, request);
+    const viewId = body.view.id;
+    return {
+      view: messageModal('Executing', ':hourglass_flowing_sand: Sending… this view shows the outcome in a moment.', 'Close'),
+      after: async () => {
+        let outcome: ModalView;
+        try {
+          const result = await s.executions.execute(incidentId, request, slackActor(body.user), { dryRun: false });
+          if (!result.dryRun) announcer.executed(incidentId, result.execution.id);
+          const n = result.dryRun ? 0 : result.execution.deliveries.length;
+          outcome = messageModal('Executed', `:outbox_tray: Queued ${n} ${n === 1 ? 'delivery' : 'deliveries'}. The incident's announcement shows their receipts.`, 'Close');
+        } catch (e) {
+          if (!isDomainError(e)) deps.log.error({ err: e, callback_id: CALLBACKS.execute }, 'execute from Slack failed after the ack');
+          outcome = messageModal('Not sent', ephemeralMessage(e), 'Close');
+        }
+        await deps.client.views.update({ view_id: viewId, view: outcome });
+      },
+    };
   });
 
   submit(app, deps, CALLBACKS.apiKeyGenerate, async ({ state, body }) => {

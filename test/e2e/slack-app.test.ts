@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHerald, type TestHerald } from '../support/herald.js';
 import { startSlack, type SlackPeer } from '../support/peers/slack.js';
-import { newTriggerId, slackClient, stateOf, textOfBlocks, type SlackClient, newViewId, openedView as openedViewAt } from '../support/slack-client.js';
+import { newTriggerId, shownView, slackClient, stateOf, textOfBlocks, type SlackClient, newViewId, openedView as openedViewAt } from '../support/slack-client.js';
 import { waitFor } from '../support/wait.js';
 
 /**
@@ -105,11 +105,11 @@ describe('request verification', () => {
     expect((await client.post(command, retry)).status).toBe(200);
     // A later command's modal: by then both deliveries of the first have been handled.
     await client.command('new Sentinel');
-    await waitFor(() => slack.callsTo('views.open').some((c) => (c.args.view as any)?.blocks?.some((b: any) => b.element?.initial_value === 'Sentinel')), { what: 'the sentinel modal' });
+    await waitFor(() => slack.callsTo('views.update').some((c) => (c.args.view as any)?.blocks?.some((b: any) => b.element?.initial_value === 'Sentinel')), { what: 'the sentinel modal' });
     const opened = slack.callsTo('views.open').filter((c) => c.args.trigger_id === trigger);
     expect(opened).toHaveLength(1);
 
-    const view = opened[0]!.args.view as any;
+    const view = await shownView(slack, opened[0]!);
     const payload = { type: 'view_submission', team: { id: 'T0HERALD', domain: 'd' }, user: { id: 'UALICE', username: 'alice', name: 'alice', team_id: 'T0HERALD' }, api_app_id: 'A0HERALD', trigger_id: newTriggerId(), view: { ...view, id: viewId(), hash: 'h', state: { values: stateOf(view, { severity: 'minor' }) } } };
     const submission = new URLSearchParams({ payload: JSON.stringify(payload) }).toString();
     expect((await client.post(submission)).status).toBe(200);

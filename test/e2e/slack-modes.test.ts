@@ -11,6 +11,7 @@ import { createLogger } from '../../src/log.js';
 import { startHerald } from '../support/herald.js';
 import { startSlack, type SlackPeer } from '../support/peers/slack.js';
 import { startSocketMode, type SocketModePeer } from '../support/peers/slack-socket.js';
+import { openedView } from '../support/slack-client.js';
 import { dropPrefix, testRedisUrl, uniquePrefix } from '../support/redis.js';
 import { waitFor } from '../support/wait.js';
 
@@ -108,11 +109,10 @@ describe('Slack configuration', () => {
       // `new` acks at once, then opens the modal through the Web API.
       const opened = slack.callsTo('views.open').length;
       await socket.ackOf(socket.send('slash_commands', { ...user, command: '/incident', text: 'new Over the socket', trigger_id: '4.5.6', response_url: 'https://hooks.slack.com/commands/1' }));
-      const modal = (await slack.waitForCalls('views.open', opened + 1))[opened]!;
-      expect(modal.args.view).toMatchObject({ callback_id: 'incident_create' });
+      const view = await openedView(slack, opened);
+      expect(view).toMatchObject({ callback_id: 'incident_create' });
 
       // Its submission (an interactive envelope) creates the incident, recorded with the Slack user.
-      const view = modal.args.view as any;
       const values = { title: { value: { type: 'plain_text_input', value: 'Over the socket' } }, severity: { value: { type: 'static_select', selected_option: { value: 'minor' } } } };
       await socket.ackOf(socket.send('interactive', { type: 'view_submission', team: { id: 'T0HERALD' }, user: { id: 'UALICE', username: 'alice', name: 'alice' }, api_app_id: 'A0HERALD', view: { ...view, id: 'VSOCKET1', state: { values } } }));
       const made = (await h.herald.services.incidents.list({}, { limit: 10, cursor: null })).data.find((i) => i.title === 'Over the socket');

@@ -1,4 +1,6 @@
 import { createHmac, randomBytes } from 'node:crypto';
+import { checkAnswer, describeViolations, LIMITS } from './slack-limits.js';
+import { waitFor } from './wait.js';
 
 /**
  * Plays Slack's side of HTTP mode: signed POSTs to /slack/events exactly as Slack sends them —
@@ -16,6 +18,8 @@ export interface SlackResponse {
   text: string;
   /** Parsed JSON when the body is JSON, else null. */
   json: any;
+  /** How long Herald took to answer (ms). */
+  ms: number;
 }
 
 export interface SignOptions {
@@ -28,7 +32,12 @@ export interface SignOptions {
   contentType?: string;
   /** Extra headers, e.g. Slack's `x-slack-retry-num` on a redelivery. */
   headers?: Record<string, string>;
+  /** Skip the checks on the answer (a test of a refused or malformed request). */
+  unchecked?: boolean;
 }
+
+/** Every ack time seen by any client in this test file (ms), for figures and assertions. */
+export const ackTimes: number[] = [];
 
 export const TEAM = { id: 'T0HERALD', domain: 'herald-test' };
 
@@ -57,6 +66,7 @@ export interface SlackClient {
 export function slackClient(baseUrl: string, secret: string, defaultUser: SlackUser = { id: 'UALICE', name: 'alice' }): SlackClient {
   const post = async (body: string, opts: SignOptions = {}): Promise<SlackResponse> => {
     const ts = Math.floor(Date.now() / 1000) + (opts.skewSeconds ?? 0);
+    const started = performance.now();
     const res = await fetch(`${baseUrl}/slack/events`, {
       method: 'POST',
       headers: {
@@ -74,7 +84,16 @@ export function slackClient(baseUrl: string, secret: string, defaultUser: SlackU
     } catch {
       json = null;
     }
-    return { status: res.status, text, json };
+    const ms = performance.now() - started;
+    // Slack gives up on an answer after 3 s (the user sees an error), and refuses an answer that
+    // breaks its limits: either fails the test that caused it, here.
+    if (!opts.unchecked && res.status === 200) {
+      ackTimes.push(ms);
+      if (ms > LIMITS.ackMs) throw new Error(`Herald answered Slack after ${Math.round(ms)} ms (Slack waits ${LIMITS.ackMs} ms): ${what(body)}`);
+      const broken = checkAnswer(what(body), json);
+      if (broken.length > 0) throw new Error(`Herald answered Slack with a payload Slack refuses:\n${describeViolations(broken)}`);
+    }
+    return { status: res.status, text, json, ms };
   };
 
   const interaction = (payload: Record<string, unknown>) => post(new URLSearchParams({ payload: JSON.stringify(payload) }).toString());
@@ -212,11 +231,47 @@ export function textOfBlocks(blocks: any[] | undefined): string {
   return parts.join('\n');
 }
 
+/** A short name for a request in error messages: the command text or the interaction type. */
+function what(body: string): string {
+  const form = new URLSearchParams(body);
+  if (form.has('command')) return `${form.get('command')} ${form.get('text') ?? ''}`.trim();
+  const payload = form.get('payload');
+  if (payload !== null) {
+    try {
+      const p = JSON.parse(payload) as { type?: string; view?: { callback_id?: string }; actions?: { action_id?: string }[] };
+      return [p.type, p.view?.callback_id, p.actions?.[0]?.action_id].filter(Boolean).join(' ');
+    } catch {
+      return 'interaction';
+    }
+  }
+  return 'event';
+}
+
 /** A fresh Slack view id, as Slack gives each opened modal. */
 export const newViewId = (): string => `V${randomBytes(5).toString('hex').toUpperCase()}`;
 
-/** The view of the (before + 1)-th views.open call at the fake Slack Web API, waited for. */
-export async function openedView(slack: { waitForCalls(method: string, n: number): Promise<{ args: Record<string, unknown> }[]> }, before: number): Promise<any> {
-  const calls = await slack.waitForCalls('views.open', before + 1);
-  return calls[before]!.args.view;
+interface ViewCalls {
+  waitForCalls(method: string, n: number, timeoutMs?: number): Promise<{ args: Record<string, unknown>; viewId?: string }[]>;
+  callsTo(method: string): { args: Record<string, unknown>; viewId?: string }[];
+}
+
+/** The callback id of Herald's "loading" placeholder (src/slack/modals.ts). */
+export const LOADING_CALLBACK = 'herald_loading';
+
+/**
+ * The view a user ends up seeing from one views.open call: Herald opens modals that need data
+ * with a loading placeholder and fills them in with views.update on the same view id.
+ */
+export async function shownView(slack: ViewCalls, opened: { args: Record<string, unknown>; viewId?: string }): Promise<any> {
+  const view = opened.args.view as { callback_id?: string } | undefined;
+  if (view?.callback_id !== LOADING_CALLBACK) return view;
+  const id = opened.viewId;
+  const update = await waitFor(() => slack.callsTo('views.update').find((c) => c.args.view_id === id), { what: `views.update of the loading view ${id}`, timeoutMs: 15_000 });
+  return { ...(update.args.view as object), id };
+}
+
+/** The view shown by the (before + 1)-th views.open call at the fake Slack Web API, waited for. */
+export async function openedView(slack: ViewCalls, before: number): Promise<any> {
+  const calls = await slack.waitForCalls('views.open', before + 1, 15_000);
+  return shownView(slack, calls[before]!);
 }

@@ -1,9 +1,11 @@
+import { cutText, graphemePrefix } from '../../domain/text-cut.js';
 import type { OutboundMessage } from '../../ports.js';
 
 /**
  * Text helpers every sender shares: the visible test marker and the platforms' length limits.
  * Lengths are counted in UTF-16 code units (`string.length`), which is what Slack, Telegram and
  * Discord count or more — never less — so a text cut here is never over the platform's limit.
+ * Cuts fall on grapheme boundaries (domain/text-cut.ts): never half an emoji or a flag.
  */
 
 /** Prefixed to the subject of a connection test's message, so nobody mistakes it for an incident. */
@@ -22,15 +24,13 @@ export function subjectOf(message: OutboundMessage, marker = TEST_MARKER): strin
 /** Cuts `text` to at most `max` code units, ending with the marker when it was cut. */
 export function truncate(text: string, max: number, marker = TRUNCATION_MARKER): string {
   if (text.length <= max) return text;
-  if (max <= marker.length) return safeSlice(text, max);
-  return `${safeSlice(text, max - marker.length).trimEnd()}${marker}`;
+  if (max <= marker.length) return graphemePrefix(text, max);
+  return cutText(text, max, marker);
 }
 
-/** `text.slice(0, end)` that never splits a surrogate pair (it cuts one unit earlier instead). */
+/** The longest prefix of whole graphemes within `end` code units (never half a character). */
 export function safeSlice(text: string, end: number): string {
-  if (end >= text.length) return text;
-  const last = text.charCodeAt(end - 1);
-  return last >= 0xd800 && last <= 0xdbff ? text.slice(0, end - 1) : text.slice(0, end);
+  return graphemePrefix(text, end);
 }
 
 /**
@@ -42,7 +42,9 @@ export function splitText(text: string, max: number): string[] {
   let rest = text;
   while (rest.length > max) {
     const window = safeSlice(rest, max);
-    const cut = [window.lastIndexOf('\n\n'), window.lastIndexOf('\n'), window.lastIndexOf(' ')].find((i) => i > max / 2) ?? window.length;
+    // A grapheme longer than `max` on its own (absurd, but possible) is cut by code point.
+    const whole = window.length > 0 ? window.length : Math.max(1, String.fromCodePoint(rest.codePointAt(0) ?? 32).length);
+    const cut = [window.lastIndexOf('\n\n'), window.lastIndexOf('\n'), window.lastIndexOf(' ')].find((i) => i > max / 2) ?? whole;
     const piece = rest.slice(0, cut);
     pieces.push(piece);
     rest = rest.slice(cut).replace(/^\s+/, '');

@@ -1,5 +1,6 @@
 import type { types } from '@slack/bolt';
 import { escapeSlack } from '../../domain/escape.js';
+import { cutText, cutTransformed, nonEmptyText } from '../../domain/text-cut.js';
 
 /**
  * The Block Kit vocabulary every view builder uses: Slack's own types plus a few constructors
@@ -26,34 +27,26 @@ export const SLACK_LIMITS = {
   privateMetadata: 3000,
 } as const;
 
-/** Cuts `text` to `max` characters, marking the cut with an ellipsis. */
+/** Cuts `text` to `max` characters on a grapheme boundary, marking the cut with an ellipsis. */
 export function truncate(text: string, max: number): string {
-  return text.length <= max ? text : `${text.slice(0, Math.max(0, max - 1))}…`;
+  return cutText(text, max);
 }
 
 /**
  * A user-supplied value escaped for mrkdwn and cut to `max` characters *after* escaping: escaping
  * can make a value several times longer (`<` → `&lt;`, `*` → U+200B*U+200B), and cutting the
  * escaped text could split an entity. Slack refuses a whole message or view whose section text is
- * over 3,000 characters, so the budget is what is shown, not what was typed.
+ * over 3,000 characters, so the budget is what is shown, not what was typed. The raw value is cut
+ * on a grapheme boundary, so an emoji is never split in half.
  */
 export function escapedText(value: string, max: number): string {
-  const full = escapeSlack(value);
-  if (full.length <= max) return full;
-  // The longest prefix of the raw value whose escaped form, plus the ellipsis, fits.
-  let lo = 0;
-  let hi = value.length;
-  while (lo < hi) {
-    const mid = Math.ceil((lo + hi) / 2);
-    if (escapeSlack(value.slice(0, mid)).length + 1 <= max) lo = mid;
-    else hi = mid - 1;
-  }
-  return `${escapeSlack(value.slice(0, lo))}…`;
+  return cutTransformed(value, max, escapeSlack);
 }
 
-export const plain = (text: string, max: number = SLACK_LIMITS.sectionText): types.PlainTextElement => ({ type: 'plain_text', text: truncate(text, max), emoji: true });
+/** Slack refuses an empty text object (the whole view or message): blank text becomes a dash. */
+export const plain = (text: string, max: number = SLACK_LIMITS.sectionText): types.PlainTextElement => ({ type: 'plain_text', text: nonEmptyText(text, max), emoji: true });
 
-export const mrkdwn = (text: string): types.MrkdwnElement => ({ type: 'mrkdwn', text: truncate(text, SLACK_LIMITS.sectionText) });
+export const mrkdwn = (text: string): types.MrkdwnElement => ({ type: 'mrkdwn', text: nonEmptyText(text, SLACK_LIMITS.sectionText) });
 
 export const section = (text: string, blockId?: string): types.SectionBlock => ({ type: 'section', text: mrkdwn(text), ...(blockId ? { block_id: blockId } : {}) });
 
@@ -91,9 +84,16 @@ export function textInput(opts: { initial?: string | null; multiline?: boolean; 
     action_id: INPUT_ACTION,
     multiline: opts.multiline ?? false,
     max_length: max,
-    ...(opts.initial ? { initial_value: truncate(opts.initial, max) } : {}),
+    // Never a shortened copy: a cut value submitted unchanged would replace the stored one.
+    // Callers check fitsInput() first and explain the longer value instead (see incident-modals).
+    ...(opts.initial && fitsInput(opts.initial, max) ? { initial_value: opts.initial } : {}),
     ...(opts.placeholder ? { placeholder: plain(opts.placeholder, 150) } : {}),
   };
+}
+
+/** Whether a stored value can be prefilled into a text input of `maxLength` as it is. */
+export function fitsInput(value: string, maxLength: number = SLACK_LIMITS.plainTextInput): boolean {
+  return value.length <= Math.min(maxLength, SLACK_LIMITS.plainTextInput);
 }
 
 /** Modal titles are at most 24 characters; the submit/close labels likewise. */

@@ -1,7 +1,7 @@
 import type { Incident } from '../../domain/incident.js';
 import { LIMITS } from '../../domain/limits.js';
 import { CALLBACKS, encodeContext } from './action-ids.js';
-import { context, divider, escapedText, header, input, modal, plain, section, SLACK_LIMITS, textInput, truncate, type KnownBlock, type ModalView } from './block-kit.js';
+import { context, divider, escapedText, fitsInput, header, input, modal, plain, section, SLACK_LIMITS, textInput, truncate, type KnownBlock, type ModalView } from './block-kit.js';
 import { incidentLine } from './incident.js';
 
 /** A variable declared by one or more of the incident's templates. */
@@ -42,23 +42,37 @@ export function mergeDeclaredVariables(lists: readonly (readonly DeclaredVariabl
 
 /** The values the preview renders with: defaults, and a visible marker where the user will type. */
 export function previewVariables(vars: readonly DeclaredVariable[]): Record<string, string> {
-  return Object.fromEntries(vars.map((v) => [v.name, v.default ?? `‹${v.name}›`]));
+  return Object.fromEntries(vars.map((v) => [v.name, v.default ?? previewPlaceholder(v.name)]));
 }
 
-const PREVIEW_BODY_MAX = 1500;
-const MAX_PREVIEWS = 10;
+/** What the preview shows where the user has yet to type a value. */
+export const previewPlaceholder = (name: string): string => `‹${name}›`;
 
-export function executeModal(p: { incident: Incident; variables: DeclaredVariable[]; previews: PreviewItem[]; previewNote?: string }): ModalView {
+const PREVIEW_BODY_MAX = 1500;
+/** Deliveries rendered into the preview: the rest are only counted. */
+export const MAX_PREVIEWS = 10;
+
+/**
+ * A variable's input. A default longer than the input holds is not prefilled (a cut copy would be
+ * sent instead of the default); left empty, the service uses the whole default.
+ */
+function variableInput(v: DeclaredVariable): KnownBlock {
+  const max = Math.min(LIMITS.variableValue, SLACK_LIMITS.plainTextInput);
+  if (v.default !== null && !fitsInput(v.default, max)) {
+    const note = `The default is ${v.default.length.toLocaleString('en-US')} characters, longer than a Slack input holds; leave this empty to send it unchanged.`;
+    return input(variableField(v.name), v.name, textInput({ multiline: true, maxLength: max }), { optional: true, hint: v.description ? `${v.description} · ${note}` : note });
+  }
+  return input(variableField(v.name), v.name, textInput({ initial: v.default, multiline: false, maxLength: max }), {
+    optional: !v.required,
+    ...(v.description ? { hint: v.description } : {}),
+  });
+}
+
+/** `total` is how many deliveries the execute makes (`previews` may hold only the first few). */
+export function executeModal(p: { incident: Incident; variables: DeclaredVariable[]; previews: PreviewItem[]; total?: number; previewNote?: string }): ModalView {
   const blocks: KnownBlock[] = [section(incidentLine(p.incident))];
   if (p.variables.length === 0) blocks.push(context('The attached templates declare no variables.'));
-  for (const v of p.variables.slice(0, LIMITS.variables)) {
-    blocks.push(
-      input(variableField(v.name), v.name, textInput({ initial: v.default, multiline: false, maxLength: LIMITS.variableValue }), {
-        optional: !v.required,
-        ...(v.description ? { hint: v.description } : {}),
-      }),
-    );
-  }
+  for (const v of p.variables.slice(0, LIMITS.variables)) blocks.push(variableInput(v));
   blocks.push(divider(), header('Preview'));
   blocks.push(context(p.previewNote ?? 'Rendered with the defaults; ‹name› stands for a value you type above.'));
   // Two blocks per preview, and a view holds 100 blocks: the budget decides how many fit.
@@ -69,11 +83,13 @@ export function executeModal(p: { incident: Incident; variables: DeclaredVariabl
     const via = item.templateName ? ` · template ${escapedText(item.templateName, 160)}` : ' · built-in message';
     blocks.push(context(`*${escapedText(item.connectionName, 160)}* (${item.connectionType})${via}`));
     const text = item.subject ? `${item.subject}\n\n${item.body}` : item.body;
-    blocks.push({ type: 'section', text: plain(truncate(text, PREVIEW_BODY_MAX)) });
+    // Slack refuses an empty text object (the whole modal would not open): say what it means.
+    const shownText = text.trim() === '' ? '(renders empty: this delivery would fail, as there is nothing to send)' : truncate(text, PREVIEW_BODY_MAX);
+    blocks.push({ type: 'section', text: plain(shownText) });
   }
-  const rest = p.previews.length - shown.length;
+  const rest = Math.max(p.total ?? 0, p.previews.length) - shown.length;
   if (rest > 0) blocks.push(context(`…and ${rest} more deliveries.`));
-  if (p.previews.length === 0) blocks.push(context('Nothing to preview.'));
+  if (p.previews.length === 0 && rest === 0) blocks.push(context('Nothing to preview.'));
   return modal({
     callbackId: CALLBACKS.execute,
     title: 'Execute incident',

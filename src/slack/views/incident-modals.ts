@@ -1,7 +1,7 @@
 import { OPEN_STATUSES, SEVERITIES, type Incident } from '../../domain/incident.js';
 import { LIMITS } from '../../domain/limits.js';
 import { CALLBACKS, encodeContext, type ModalContext } from './action-ids.js';
-import { context, escapedText, input, INPUT_ACTION, modal, option, section, SLACK_LIMITS, textInput, type KnownBlock, type ModalView, type PlainTextOption } from './block-kit.js';
+import { context, escapedText, fitsInput, input, INPUT_ACTION, modal, option, section, SLACK_LIMITS, textInput, type KnownBlock, type ModalView, type PlainTextOption } from './block-kit.js';
 import { incidentLine, severityLabel, statusLabel } from './incident.js';
 
 /**
@@ -55,8 +55,8 @@ function templatesInput(choices: TemplateChoices, attached: TemplateChoice[]): K
 
 /** A long-text input, or a note when the stored text is longer than Slack lets an input hold. */
 function longTextInput(field: 'description' | 'impact', label: string, current: string, hint?: string): KnownBlock {
-  if (current.length > SLACK_LIMITS.plainTextInput) {
-    return context(`${label} is longer than a Slack input can hold (${current.length} characters); edit it over the API.`);
+  if (!fitsInput(current)) {
+    return context(`${label} is longer than a Slack input can hold (${current.length.toLocaleString('en-US')} characters) and stays as it is; edit it over the API.`);
   }
   return input(field, label, textInput({ initial: current, multiline: true, maxLength: SLACK_LIMITS.plainTextInput }), { optional: true, ...(hint ? { hint } : {}) });
 }
@@ -114,21 +114,30 @@ function initialOption(options: PlainTextOption[], value: string): { initial_opt
   return found ? { initial_option: found } : {};
 }
 
+/**
+ * The resolution summary input. A stored summary longer than a Slack input holds is not
+ * prefilled (a cut copy submitted unchanged would replace it): the input starts empty and
+ * optional, and says the current summary stays unless something is typed (slack/submissions.ts).
+ */
+function summaryInput(incident: Incident, required: boolean, hint?: string): KnownBlock {
+  const current = incident.resolution_summary;
+  if (current !== null && !fitsInput(current)) {
+    const keep = `The current summary is ${current.length.toLocaleString('en-US')} characters, longer than a Slack input holds; it stays unless you type a replacement here.`;
+    return input('resolution_summary', 'Resolution summary', textInput({ multiline: true }), { optional: true, hint: keep });
+  }
+  return input('resolution_summary', 'Resolution summary', textInput({ initial: current, multiline: true, placeholder: 'What was wrong and what fixed it.' }), {
+    optional: !required,
+    ...(hint ? { hint } : {}),
+  });
+}
+
 export function resolveIncidentModal(incident: Incident): ModalView {
   return modal({
     callbackId: CALLBACKS.resolve,
     title: 'Resolve incident',
     submit: 'Resolve',
     privateMetadata: encodeContext({ incident_id: incident.id }),
-    blocks: [
-      section(incidentLine(incident)),
-      input(
-        'resolution_summary',
-        'Resolution summary',
-        textInput({ initial: incident.resolution_summary, multiline: true, placeholder: 'What was wrong and what fixed it.' }),
-        { hint: 'Shown on the announcement and available to templates as {{incident.resolution_summary}}.' },
-      ),
-    ],
+    blocks: [section(incidentLine(incident)), summaryInput(incident, true, 'Shown on the announcement and available to templates as {{incident.resolution_summary}}.')],
   });
 }
 
@@ -141,7 +150,7 @@ export function closeIncidentModal(incident: Incident): ModalView {
     privateMetadata: encodeContext({ incident_id: incident.id }),
     blocks: [
       section(`:warning: Close *${escapedText(incident.title, 1000)}* (\`${incident.id}\`)?\nA closed incident can no longer be updated or executed.`),
-      input('resolution_summary', 'Resolution summary', textInput({ initial: incident.resolution_summary, multiline: true }), { optional: true }),
+      summaryInput(incident, false),
     ],
   });
 }

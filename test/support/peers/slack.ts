@@ -1,3 +1,4 @@
+import { checkApiCall, describeViolations, type Violation } from '../slack-limits.js';
 import { waitFor } from '../wait.js';
 import { startHttpSink, type RecordedRequest, type Reply, type ScriptedReply } from './http-sink.js';
 
@@ -17,6 +18,10 @@ export interface SlackApiCall {
   /** Bearer token, or the `token` argument. */
   token: string | null;
   request: RecordedRequest;
+  /** views.open/push/update/publish: the id of the view as answered. */
+  viewId?: string;
+  /** When the call arrived (ms). */
+  at: number;
 }
 
 export interface SlackPeer {
@@ -42,6 +47,14 @@ export interface SlackPeer {
   /** The next call of `method` (or the next webhook post when method is 'webhook') answers 429. */
   rateLimitNext(method: string, retryAfterSeconds: number): void;
   waitForCalls(method: string, n: number, timeoutMs?: number): Promise<SlackApiCall[]>;
+  /**
+   * Calls that broke one of Slack's documented limits (slack-limits.ts). Each was answered with
+   * the error real Slack gives (`invalid_blocks`, `expired_trigger_id`, …), and `close()` fails
+   * while any is listed, so no test passes with a payload Slack would refuse.
+   */
+  violations: Violation[];
+  /** Throws, listing them, when a call broke a limit. */
+  assertNoViolations(): void;
   clear(): void;
   close(): Promise<void>;
 }
@@ -53,6 +66,8 @@ export interface SlackPeerOptions {
   botUserId?: string;
   /** Socket Mode: the WebSocket URL `apps.connections.open` answers with (see slack-socket.ts). */
   socketModeUrl?: () => string | null;
+  /** A test that sends invalid payloads on purpose: violations are recorded and answered, but close() does not fail. */
+  expectViolations?: boolean;
 }
 
 const JSON_FIELDS = new Set(['blocks', 'attachments', 'view', 'metadata']);
@@ -83,6 +98,7 @@ const API_PREFIX = '/api/';
 
 export async function startSlack(opts: SlackPeerOptions = {}): Promise<SlackPeer> {
   const calls: SlackApiCall[] = [];
+  const violations: Violation[] = [];
   const webhookMessages: SlackPeer['webhookMessages'] = [];
   const webhookStates = new Map<string, 'ok' | 'archived' | 'removed'>();
   const teamId = opts.teamId ?? 'T0HERALD';
@@ -112,16 +128,23 @@ export async function startSlack(opts: SlackPeerOptions = {}): Promise<SlackPeer
   const record = (req: RecordedRequest): void => {
     if (!req.path.startsWith(API_PREFIX)) return;
     const args = argsOf(req);
-    calls.push({ method: req.path.slice(API_PREFIX.length), args, token: tokenOf(req, args), request: req });
+    calls.push({ method: req.path.slice(API_PREFIX.length), args, token: tokenOf(req, args), request: req, at: Date.now() });
   };
 
   const api = (req: RecordedRequest): Reply => {
-    const { args, token } = calls.find((c) => c.request === req)!;
+    const call = calls.find((c) => c.request === req)!;
+    const { args, token } = call;
     const method = req.path.slice(API_PREFIX.length);
     if (token === null) return { body: { ok: false, error: 'not_authed' } };
     // Bot and user tokens (xox…) for the Web API; an app-level token (xapp-…) opens Socket Mode.
     const valid = opts.tokens ? opts.tokens.includes(token) : method === 'apps.connections.open' ? token.startsWith('xapp-') : token.startsWith('xox');
     if (!valid) return { body: { ok: false, error: 'invalid_auth' } };
+    // Real Slack refuses what breaks its limits; so does this fake, and it keeps a list.
+    const broken = checkApiCall(method, args, call.at);
+    if (broken.length > 0) {
+      violations.push(...broken.map(({ refusal: _refusal, ...v }) => v));
+      return { body: { ok: false, error: broken[0]!.refusal, response_metadata: { messages: broken.map((v) => `[ERROR] ${v.path} ${v.rule}`) } } };
+    }
     const channel = typeof args.channel === 'string' ? args.channel : 'C0HERALD';
     switch (method) {
       case 'auth.test':
@@ -141,6 +164,7 @@ export async function startSlack(opts: SlackPeerOptions = {}): Promise<SlackPeer
       case 'views.publish': {
         const view = (args.view ?? {}) as Record<string, unknown>;
         const id = typeof args.view_id === 'string' ? args.view_id : `V${String(++viewCounter).padStart(8, '0')}`;
+        call.viewId = id;
         return { body: { ok: true, view: { ...view, id, team_id: teamId, hash: `${Date.now()}.hash` } } };
       }
       case 'apps.connections.open': {
@@ -197,12 +221,19 @@ export async function startSlack(opts: SlackPeerOptions = {}): Promise<SlackPeer
         },
         { timeoutMs, what: `${n} Slack ${method} call(s)` },
       ),
+    violations,
+    assertNoViolations() {
+      if (violations.length > 0) throw new Error(`Herald sent Slack ${violations.length} payload(s) that break Slack's limits:\n${describeViolations(violations)}`);
+    },
     clear() {
       sink.clear();
       calls.length = 0;
       webhookMessages.length = 0;
     },
-    close: () => sink.close(),
+    async close() {
+      await sink.close();
+      if (!opts.expectViolations && violations.length > 0) throw new Error(`Herald sent Slack ${violations.length} payload(s) that break Slack's limits:\n${describeViolations(violations)}`);
+    },
   };
 }
 
