@@ -72,19 +72,43 @@ describe('slack', () => {
     expect(call!.args.blocks).toHaveLength(2);
   });
 
-  it('splits a long body into sections of at most 3,000 characters and cuts text at 40,000 with a marker', async () => {
+  it('splits a long body into sections of at most 3,000 characters and cuts it within Slack’s ~12,000 with a marker and a link', async () => {
     const slack = track(await startSlack());
     const paragraph = `${'word '.repeat(199)}end.`; // 1,000 characters
     const body = Array.from({ length: 45 }, () => paragraph).join('\n\n'); // ~45,090
-    const r = await senders().slack.send(targetOf('slack', { webhook_url: slack.webhookUrl() }), messageOf({ subject: 'Long', body }));
+    const message = messageOf({ subject: 'Long', body });
+    const url = 'https://herald.example.com/v1/incidents/inc_1';
+    const r = await senders().slack.send(targetOf('slack', { webhook_url: slack.webhookUrl() }), { ...message, incident: { ...message.incident, url } });
     expect(r.outcome).toBe('delivered');
     const p = slack.webhookMessages[0]!.payload as { text: string; blocks: { text: { text: string } }[] };
-    expect(p.text.length).toBeLessThanOrEqual(40_000);
-    expect(p.text.endsWith('… (truncated)')).toBe(true);
-    expect(p.blocks.length).toBeLessThanOrEqual(50);
-    expect(p.blocks.length).toBeGreaterThan(13);
+    const blocksText = p.blocks.reduce((n, b) => n + b.text.text.length, 0);
+    expect(blocksText).toBeLessThanOrEqual(12_000);
+    expect(blocksText).toBeGreaterThan(10_000);
+    expect(p.text.length).toBeLessThanOrEqual(12_000);
+    expect(p.blocks.length).toBeGreaterThan(3);
     for (const b of p.blocks) expect(b.text.text.length).toBeLessThanOrEqual(3000);
-    expect(p.blocks.at(-1)!.text.text.endsWith('… (truncated)')).toBe(true);
+    expect(p.blocks.at(-1)!.text.text.endsWith(`… (truncated) Full text: <${url}|the incident>`)).toBe(true);
+    expect(p.text.endsWith(`<${url}|the incident>`)).toBe(true);
+  });
+
+  it('two 10,000-character fields of emoji stay within Slack’s limits, cut between whole characters', async () => {
+    const slack = track(await startSlack());
+    const field = '👩‍💻 <&> '.repeat(1000).slice(0, 10_000);
+    const r = await senders().slack.send(targetOf('slack', { webhook_url: slack.webhookUrl() }), messageOf({ subject: '🇺🇦'.repeat(100), body: `${field}\n\n${field}` }));
+    expect(r.outcome).toBe('delivered');
+    // The fake refuses (and records) anything over Slack's limits; nothing was.
+    expect(slack.violations).toEqual([]);
+    const p = slack.webhookMessages[0]!.payload as { text: string; blocks: { text: { text: string } }[] };
+    expect(p.blocks.at(-1)!.text.text).toContain('… (truncated)');
+    expect(JSON.stringify(p)).not.toMatch(/\\ud[89ab][0-9a-f]{2}(?!\\ud[c-f])/i);
+  });
+
+  it('an empty message fails for good before anything is sent', async () => {
+    const slack = track(await startSlack());
+    const r = await senders().slack.send(targetOf('slack', { webhook_url: slack.webhookUrl() }), messageOf({ subject: '', body: ' \n ' }));
+    expect(r).toMatchObject({ outcome: 'permanent', httpStatus: null, providerCode: 'empty_message' });
+    if (r.outcome === 'permanent') expect(r.error).toMatch(/renders empty/);
+    expect(slack.requests).toHaveLength(0);
   });
 
   it('webhook answers: 429 retry-after, 500, 400 no_text, 404 no_service and 410 channel_is_archived', async () => {
@@ -98,7 +122,8 @@ describe('slack', () => {
     slack.script({ status: 500, body: 'rollup_error', headers: { 'content-type': 'text/html' } });
     expect(await s.send(target(), messageOf())).toMatchObject({ outcome: 'retryable', httpStatus: 500, providerCode: 'rollup_error', retryAfterMs: null });
 
-    const empty = await s.send(target(), messageOf({ subject: '', body: '' }));
+    slack.script({ status: 400, body: 'no_text', headers: { 'content-type': 'text/html' } });
+    const empty = await s.send(target(), messageOf());
     expect(empty).toMatchObject({ outcome: 'permanent', httpStatus: 400, providerCode: 'no_text' });
     expectPermanent(empty, false);
 

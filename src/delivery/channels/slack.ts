@@ -2,7 +2,7 @@ import type { SlackConfig } from '../../domain/connection-types/index.js';
 import type { OutboundMessage } from '../../ports.js';
 import type { OutboundHttp, OutboundResponse } from '../outbound-http.js';
 import { exchange, fromHttpStatus, hostOf, jsonOf, parseRetryAfter, permanent, retryable, stringOf, type ChannelResult, type FailureCause } from './http-outcome.js';
-import { joinSubject, splitText, subjectOf, truncate } from './message-text.js';
+import { joinSubject, splitText, subjectOf, truncate, TRUNCATION_MARKER } from './message-text.js';
 
 /**
  * Slack, in either mode of the connection:
@@ -12,9 +12,12 @@ import { joinSubject, splitText, subjectOf, truncate } from './message-text.js';
  *   HTTP 200 `{ok: false, error}` for most failures, 429 + Retry-After when rate limited.
  *
  * Both send Block Kit (a section with the subject in bold, the body in mrkdwn sections of at most
- * 3,000 characters) with `text` as the notification fallback. Slack's limits are met by cutting,
- * as Slack itself does: `text` at 40,000 characters and the body at the same length, with a
- * visible "… (truncated)", and never more than 50 blocks. Values were escaped for mrkdwn at render.
+ * 3,000 characters) with `text` as the notification fallback. Slack refuses a message whose blocks
+ * hold more than about 12,000 characters of text in all (`msg_too_long`, as users of bolt-js
+ * report), so a longer body is cut on a grapheme boundary with a visible "… (truncated)" and a
+ * link to the incident (HERALD_PUBLIC_URL) where one is known; `text` stays within the same
+ * budget. A message that renders empty is never sent: Slack would refuse it (`no_text`), and no
+ * retry can change that. Values were escaped for mrkdwn at render.
  */
 
 export interface SlackSenderDeps {
@@ -29,6 +32,8 @@ export interface SlackSenderDeps {
 export const SLACK_TEXT_LIMIT = 40_000;
 const SECTION_LIMIT = 3_000;
 const MAX_BLOCKS = 50;
+/** Text across all blocks (and in `text`), kept under Slack's ~12,000-character `msg_too_long`. */
+export const SLACK_BLOCKS_TEXT_BUDGET = 11_000;
 
 /** Web API errors that mean the token is not (or no longer) good. */
 const AUTH_ERRORS = new Set(['invalid_auth', 'not_authed', 'account_inactive', 'token_revoked', 'token_expired', 'no_permission', 'missing_scope', 'team_access_not_granted', 'ekm_access_denied']);
@@ -46,23 +51,37 @@ export interface SlackPayload {
   icon_emoji?: string;
 }
 
-/** The message as Slack's Block Kit with a text fallback (shared by both modes). */
-export function slackPayload(message: OutboundMessage, config: Pick<SlackConfig, 'username' | 'icon_emoji'>): SlackPayload {
+/** The message as Slack's Block Kit with a text fallback (shared by both modes); null when it is empty. */
+export function slackPayload(message: OutboundMessage, config: Pick<SlackConfig, 'username' | 'icon_emoji'>): SlackPayload | null {
   const subject = truncate(subjectOf(message), SECTION_LIMIT - 2);
-  const body = truncate(message.content.body, SLACK_TEXT_LIMIT);
+  const rawBody = message.content.body;
+  if (subject.trim() === '' && rawBody.trim() === '') return null;
   const blocks: Block[] = [];
   if (subject.trim() !== '') blocks.push(section(`*${subject}*`));
-  // The body is at most 40,000 characters and every piece but the last is over 1,500 (splitText
-  // breaks past the middle), so this stays far below 50 blocks; the slice only states the rule.
+  const budget = SLACK_BLOCKS_TEXT_BUDGET - (blocks[0]?.text.text.length ?? 0);
+  const body = fitBody(rawBody, budget, message.incident.url);
+  // Every piece but the last is over 1,500 characters (splitText breaks past the middle), so the
+  // budget keeps this far below 50 blocks; the slice only states the rule.
   const pieces = splitText(body, SECTION_LIMIT).slice(0, MAX_BLOCKS - blocks.length);
   for (const p of pieces) blocks.push(section(p));
   return {
-    text: truncate(joinSubject(subject, message.content.body), SLACK_TEXT_LIMIT),
-    // An empty list is left out, so an empty message gets Slack's own `no_text`.
+    text: joinSubject(subject, body),
     ...(blocks.length > 0 ? { blocks } : {}),
     ...(config.username !== undefined ? { username: config.username } : {}),
     ...(config.icon_emoji !== undefined ? { icon_emoji: config.icon_emoji } : {}),
   };
+}
+
+/**
+ * The body within `budget` characters: as is, or cut (grapheme-safe, never inside an `&lt;`-style
+ * entity) with "… (truncated)" and, when the incident has a public URL, a link to it.
+ */
+function fitBody(body: string, budget: number, url: string | null): string {
+  if (body.length <= budget) return body;
+  const tail = url ? `${TRUNCATION_MARKER} Full text: <${url}|the incident>` : TRUNCATION_MARKER;
+  const cut = truncate(body, Math.max(0, budget - tail.length + TRUNCATION_MARKER.length));
+  const kept = (cut.endsWith(TRUNCATION_MARKER) ? cut.slice(0, cut.length - TRUNCATION_MARKER.length) : cut).replace(/&[a-z#0-9]{0,7}$/i, '').trimEnd();
+  return `${kept}${tail}`;
 }
 
 const section = (text: string): Block => ({ type: 'section', text: { type: 'mrkdwn', text } });
@@ -78,6 +97,9 @@ export function createSlackSender(deps: SlackSenderDeps) {
     async send(target: { config: SlackConfig }, message: OutboundMessage): Promise<ChannelResult> {
       const config = target.config;
       const payload = slackPayload(message, config);
+      if (payload === null) {
+        return permanent(null, 'empty_message', null, 'the message renders empty (no subject and no body), and Slack refuses a message with no text; check the template', null);
+      }
       if (config.webhook_url !== undefined) {
         const url = config.webhook_url;
         return exchange(deps.http, postJson(url, payload, {}, deps.timeoutMs), (res) => readWebhookAnswer(res, hostOf(url), now()));

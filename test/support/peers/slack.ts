@@ -120,6 +120,12 @@ export async function startSlack(opts: SlackPeerOptions = {}): Promise<SlackPeer
     if (!isRecord(payload)) return { status: 400, body: 'invalid_payload', headers: { 'content-type': 'text/html' } };
     const p = payload;
     if (!p.text && !p.blocks && !p.attachments) return { status: 400, body: 'no_text', headers: { 'content-type': 'text/html' } };
+    // The same limits as chat.postMessage; a webhook answers the error word as text.
+    const broken = checkApiCall('chat.postMessage', p);
+    if (broken.length > 0) {
+      violations.push(...broken.map(({ refusal: _refusal, ...v }) => ({ ...v, where: `webhook ${path}` })));
+      return { status: 400, body: broken[0]!.refusal, headers: { 'content-type': 'text/html' } };
+    }
     webhookMessages.push({ path, payload: p });
     return { status: 200, body: 'ok', headers: { 'content-type': 'text/html' } };
   };
