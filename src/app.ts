@@ -40,6 +40,7 @@ import { RedisIdempotencyStore } from './store/idempotency.js';
 import { RedisIncidentRepo } from './store/incidents.js';
 import { createKeys, type Keys } from './store/keys.js';
 import { RedisTemplateRepo } from './store/templates.js';
+import { RedisPacer } from './store/pacing.js';
 import { RedisRateLimiter } from './store/rate-limit.js';
 import { createRedis, readRedisFacts } from './store/redis.js';
 import { EmbeddedRedisError, openEmbeddedRedis, type EmbeddedRedis } from './store/embedded-redis.js';
@@ -112,9 +113,11 @@ export async function createHerald(opts: HeraldOptions): Promise<Herald> {
     const apiKeys = new ApiKeyService({ repo: new RedisApiKeyRepo(redis, keys), clock, ids, crypto: nodeTokenCrypto });
     // The Slack edge is built after the services it reads; their hooks reach it late-bound.
     let slack: SlackEdge | null = null;
+    const templateStore = new RedisTemplateRepo(redis, keys);
     const incidents = new IncidentService({
       incidents: new RedisIncidentRepo(redis, keys),
       templatesExist: (tids) => keysExist(redis, tids.map((t) => keys.template(t))),
+      templateVariables: (tids) => Promise.all(tids.map(async (t) => (await templateStore.get(t))?.variables.map((v) => v.name) ?? null)),
       clock,
       ids,
       onChange: (incident, kind) => slack?.announcer.incidentChanged(incident, kind),
@@ -142,7 +145,7 @@ export async function createHerald(opts: HeraldOptions): Promise<Herald> {
     });
     const incidentReader = new RedisIncidentRepo(redis, keys);
     const templates = new TemplateService({
-      templates: new RedisTemplateRepo(redis, keys),
+      templates: templateStore,
       clock,
       ids,
       getIncident: (id) => incidentReader.get(id),
@@ -193,6 +196,7 @@ export async function createHerald(opts: HeraldOptions): Promise<Herald> {
     slack = slackEdge(config, log, clock, app, {
       services: { ...services, announcements: new AnnouncementService(new RedisAnnouncementRepo(redis, keys)) },
       idempotency: edge.idempotency,
+      pacer: new RedisPacer(redis, keys),
     });
     if (slack) {
       // Receipts on the announcement follow every delivery change, in whichever process made it.
@@ -235,7 +239,7 @@ function slackEdge(
   log: Logger,
   clock: Clock,
   app: Express,
-  wiring: Pick<Parameters<typeof createSlackEdge>[0], 'services' | 'idempotency'>,
+  wiring: Pick<Parameters<typeof createSlackEdge>[0], 'services' | 'idempotency' | 'pacer'>,
 ): SlackEdge | null {
   const { SLACK_BOT_TOKEN: botToken, SLACK_SIGNING_SECRET: signingSecret, SLACK_APP_TOKEN: appToken } = config;
   // A worker receives no Slack requests; with the bot token it keeps announcements current

@@ -2,6 +2,7 @@ import type { Actor } from '../domain/actor.js';
 import { iso } from '../domain/clock.js';
 import { DomainError, notFound, type FieldError } from '../domain/errors.js';
 import { isId } from '../domain/ids.js';
+import { LIMITS } from '../domain/limits.js';
 import {
   applyPatch,
   closeIncident,
@@ -20,6 +21,12 @@ export interface IncidentServiceDeps {
   incidents: IncidentRepo;
   /** Which of these template ids exist (kept narrow so this service needs no template repo). */
   templatesExist(ids: string[]): Promise<boolean[]>;
+  /**
+   * The names of the variables each template declares (null for a missing one). When given, the
+   * templates attached to one incident may declare at most 50 variables together: an execute
+   * takes at most 50 values, so more could never be sent.
+   */
+  templateVariables?(ids: string[]): Promise<(string[] | null)[]>;
   clock: Clock;
   ids: IdGenerator;
   /** Called after an incident is created or changes (Slack announcements hook in here). */
@@ -36,6 +43,7 @@ export class IncidentService {
     const body = parseInput(IncidentCreateSchema, input);
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
       await this.assertTemplatesExist(body.template_ids);
+      await this.assertVariableUnion(body.template_ids);
       const now = iso(this.d.clock.now());
       const incident = newIncident(this.d.ids.next('incident'), body, actor, now);
       const created = newEvent(this.d.ids.next('event'), 'incident.created', now, actor, {
@@ -74,7 +82,10 @@ export class IncidentService {
       const now = iso(this.d.clock.now());
       const { next, changes, statusChange } = applyPatch(current, patch, now);
       if (next === current) return current;
-      if (patch.template_ids) await this.assertTemplatesExist(patch.template_ids);
+      if (patch.template_ids) {
+        await this.assertTemplatesExist(patch.template_ids);
+        if (!sameIds(patch.template_ids, current.template_ids)) await this.assertVariableUnion(patch.template_ids);
+      }
       const events: IncidentEvent[] = [];
       if (Object.keys(changes).length > 0) events.push(newEvent(this.d.ids.next('event'), 'incident.updated', now, actor, { changes }));
       if (statusChange) events.push(newEvent(this.d.ids.next('event'), 'incident.status_changed', now, actor, { ...statusChange }));
@@ -120,6 +131,20 @@ export class IncidentService {
     });
     if (errors.length > 0) throw new DomainError('unknown_template', 'Some template_ids do not exist.', errors);
   }
+
+  /** The templates' variables together (one per name) are within what one execute can take. */
+  private async assertVariableUnion(ids: string[]): Promise<void> {
+    if (ids.length === 0 || !this.d.templateVariables) return;
+    const names = new Set((await this.d.templateVariables(ids)).flatMap((v) => v ?? []));
+    if (names.size <= LIMITS.variables) return;
+    const message = `These templates declare ${names.size} different variables together; an execute takes at most ${LIMITS.variables}. Attach fewer templates, or share variable names between them.`;
+    throw new DomainError('validation_failed', message, [{ field: 'template_ids', code: 'too_many_variables', message }]);
+  }
+}
+
+/** The same templates in any order: re-sending the current list changes nothing and is not refused. */
+function sameIds(a: readonly string[], b: readonly string[]): boolean {
+  return a.length === b.length && [...a].sort().join('\n') === [...b].sort().join('\n');
 }
 
 function checkRevision(current: Incident, ifMatch: number | null): void {

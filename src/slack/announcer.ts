@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Delivery, ExecutionView } from '../domain/execution.js';
 import { isDomainError } from '../domain/errors.js';
 import type { Incident } from '../domain/incident.js';
+import type { Pacer } from '../ports.js';
 import type { SlackDeps } from './deps.js';
 import { announcementMessage, type ReceiptLine, type Receipts } from './views/announcement.js';
 
@@ -15,14 +16,45 @@ import { announcementMessage, type ReceiptLine, type Receipts } from './views/an
  * two chat.update calls. Across processes (an API and several workers) a claim in Redis lets one
  * render at a time and makes it render again when another process saw a change meanwhile, so an
  * older state can never overwrite a newer one.
+ *
+ * Paced as Slack asks (about one message per second per channel; chat.update is rate limited):
+ * posts to one channel go one at a time, each at least a second after the previous one was
+ * answered (queued, never dropped), and one announcement is updated at most once every two
+ * seconds — a burst of receipts becomes one update showing the latest state. With a Redis pacer
+ * (the composition root passes the delivery pacer) the same slots are shared by every process;
+ * without one the pacing is per process.
  */
+export interface AnnouncerPacing {
+  /** Shared slots across processes (store/pacing.ts); absent: per process only. */
+  pacer?: Pacer;
+  /** Least time between two posts to one channel (default 1,000 ms). */
+  postIntervalMs?: number;
+  /** Least time between two updates of one announcement (default 2,000 ms). */
+  updateIntervalMs?: number;
+}
+
+const POST_INTERVAL_MS = 1000;
+const UPDATE_INTERVAL_MS = 2000;
+
 export class Announcer {
   private readonly running = new Map<string, { again: boolean; done: Promise<void> }>();
   /** Names this process's refresh claims (unique enough: a claim only needs to know its holder). */
   private readonly instance = randomUUID();
   private refreshes = 0;
+  /** Per channel: the tail of the queue of posts (each waits for the one before). */
+  private readonly channelQueues = new Map<string, Promise<void>>();
+  /** Per announcement: when its last update was answered (ms). */
+  private readonly lastUpdate = new Map<string, number>();
+  private readonly postIntervalMs: number;
+  private readonly updateIntervalMs: number;
 
-  constructor(private readonly deps: SlackDeps) {}
+  constructor(
+    private readonly deps: SlackDeps,
+    private readonly pacing: AnnouncerPacing = {},
+  ) {
+    this.postIntervalMs = pacing.postIntervalMs ?? POST_INTERVAL_MS;
+    this.updateIntervalMs = pacing.updateIntervalMs ?? UPDATE_INTERVAL_MS;
+  }
 
   /**
    * Announces a new incident in the first channel that takes the message: where the command ran,
@@ -33,11 +65,13 @@ export class Announcer {
     for (const channel of channels) {
       if (!channel || tried.has(channel)) continue;
       tried.add(channel);
-      // Read at post time: an update made meanwhile is already in the first version.
-      const incident = await this.deps.services.incidents.get(incidentId);
-      const message = announcementMessage(incident, null);
       try {
-        const res = await this.deps.client.chat.postMessage({ channel, text: message.text, blocks: message.blocks, unfurl_links: false });
+        const res = await this.postPaced(channel, async () => {
+          // Read at post time: an update made meanwhile is already in the first version.
+          const incident = await this.deps.services.incidents.get(incidentId);
+          const message = announcementMessage(incident, null);
+          return this.deps.client.chat.postMessage({ channel, text: message.text, blocks: message.blocks, unfurl_links: false });
+        });
         if (res.channel && res.ts) {
           await this.deps.services.announcements.remember(incidentId, res.channel, res.ts);
           // The incident may have changed between the read and the remember: show the latest.
@@ -88,6 +122,8 @@ export class Announcer {
     state.done = (async () => {
       try {
         do {
+          // Wait out the interval first: requests arriving meanwhile are covered by this run.
+          await this.waitInterval(incidentId);
           state.again = false;
           await this.update(incidentId).catch((err: unknown) => this.deps.log.warn({ err: slackError(err), incident_id: incidentId }, 'could not update the incident announcement'));
         } while (state.again);
@@ -108,13 +144,74 @@ export class Announcer {
     return this.deps.services.announcements.refreshExclusively(incidentId, `${this.instance}:${++this.refreshes}`, () => this.render(incidentId));
   }
 
+  /**
+   * Runs `post` in this channel's queue: after the previous post to the channel was answered and
+   * its interval passed, and (with a shared pacer) in the channel's next free slot.
+   */
+  private postPaced<T>(channel: string, post: () => Promise<T>): Promise<T> {
+    const previous = this.channelQueues.get(channel) ?? Promise.resolve();
+    const run = previous.then(async () => {
+      await this.sharedSlot(`slack-channel.${channel}`, this.postIntervalMs);
+      return post();
+    });
+    // The next post waits for this one's answer plus the interval, whatever the outcome.
+    const tail = run.then(
+      () => delay(this.postIntervalMs),
+      () => delay(this.postIntervalMs),
+    );
+    this.channelQueues.set(channel, tail);
+    void tail.then(() => {
+      if (this.channelQueues.get(channel) === tail) this.channelQueues.delete(channel);
+    });
+    return run;
+  }
+
+  /** Waits for the next slot of `key` in the shared pacer (none: no wait). */
+  private async sharedSlot(key: string, intervalMs: number): Promise<void> {
+    if (!this.pacing.pacer) return;
+    try {
+      const wait = await this.pacing.pacer.reserve(key, { perSecond: 1000 / intervalMs, burst: 1 });
+      if (wait > 0) await delay(wait);
+    } catch (err) {
+      // Redis trouble must not stop announcements: the per-process pacing still holds.
+      this.deps.log.warn({ err, key }, 'shared Slack pacing unavailable; pacing this process only');
+    }
+  }
+
+  /** Waits until this announcement's last update (in this process) is at least the interval old. */
+  private async waitInterval(incidentId: string): Promise<void> {
+    const last = this.lastUpdate.get(incidentId);
+    const wait = last === undefined ? 0 : last + this.updateIntervalMs - Date.now();
+    if (wait > 0) await delay(wait);
+  }
+
+  /** The interval in this process, then the announcement's next slot shared by every process. */
+  private async paceUpdate(incidentId: string): Promise<void> {
+    await this.waitInterval(incidentId);
+    await this.sharedSlot(`slack-update.${incidentId}`, this.updateIntervalMs);
+  }
+
+  private noteUpdate(incidentId: string): void {
+    const now = Date.now();
+    this.lastUpdate.set(incidentId, now);
+    // Forget announcements not updated for a while (bounded memory in a long-lived process).
+    if (this.lastUpdate.size > 1000) {
+      for (const [id, at] of this.lastUpdate) if (now - at > this.updateIntervalMs) this.lastUpdate.delete(id);
+    }
+  }
+
   private async render(incidentId: string): Promise<void> {
+    await this.paceUpdate(incidentId);
     const announcement = await this.deps.services.announcements.find(incidentId);
     if (!announcement) return;
     const incident = await this.deps.services.incidents.get(incidentId);
     const receipts = announcement.execution_id ? await this.receipts(incidentId, announcement.execution_id) : null;
     const message = announcementMessage(incident, receipts);
-    await this.deps.client.chat.update({ channel: announcement.channel, ts: announcement.ts, text: message.text, blocks: message.blocks });
+    try {
+      await this.deps.client.chat.update({ channel: announcement.channel, ts: announcement.ts, text: message.text, blocks: message.blocks });
+    } finally {
+      this.noteUpdate(incidentId);
+    }
   }
 
   private async receipts(incidentId: string, executionId: string): Promise<Receipts | null> {
@@ -161,3 +258,5 @@ export function slackError(err: unknown): { message: string; code?: string } {
   }
   return { message: String(err) };
 }
+
+const delay = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));

@@ -2,7 +2,7 @@ import { App, ExpressReceiver, LogLevel, SocketModeReceiver, type Logger as Bolt
 import { WebClient } from '@slack/web-api';
 import express, { type Express, type RequestHandler } from 'express';
 import type { Logger } from 'pino';
-import type { IdempotencyStore } from '../ports.js';
+import type { IdempotencyStore, Pacer } from '../ports.js';
 import { registerActions } from './actions.js';
 import { Announcer } from './announcer.js';
 import { registerCommands } from './commands.js';
@@ -35,6 +35,8 @@ export interface SlackEdgeOptions {
   settings: SlackSettings;
   services: SlackServices;
   idempotency: IdempotencyStore;
+  /** Shares announcement pacing (posts per channel, updates per announcement) across processes. */
+  pacer?: Pacer;
   log: Logger;
   now(): Date;
 }
@@ -68,7 +70,7 @@ export function createSlackEdge(opts: SlackEdgeOptions, expressApp: Express): Sl
   });
   const now = () => opts.now();
   const deps: SlackDeps = { services: opts.services, settings: opts.settings, client, idempotency: opts.idempotency, log, now };
-  const announcer = new Announcer(deps);
+  const announcer = new Announcer(deps, opts.pacer ? { pacer: opts.pacer } : {});
 
   // A fixed authorization: Herald is installed in one workspace with one bot token. Returning it
   // here (instead of passing `token`) keeps Bolt from calling auth.test on every request.

@@ -220,12 +220,15 @@ describe('/incident', () => {
 
   it('list answers ephemerally with up to 20 open incidents, newest first', async () => {
     const made: string[] = [];
+    // Made as a Slack user through the service: the API would announce each of them in
+    // HERALD_SLACK_CHANNEL, paced at one post a second, and the later tests would wait behind them.
+    const bulk = { type: 'slack_user' as const, id: 'UBULK', name: 'bulk' };
     for (let n = 0; n < 22; n++) {
-      const r = await h.api('POST', '/v1/incidents', { body: { title: `Bulk ${String(n).padStart(2, '0')}`, severity: 'low' } });
-      made.push(r.body.id);
+      const r = await h.herald.services.incidents.create({ title: `Bulk ${String(n).padStart(2, '0')}`, severity: 'low' }, bulk);
+      made.push(r.id);
     }
-    const resolved = await h.api('POST', '/v1/incidents', { body: { title: 'Resolved one', severity: 'low' } });
-    await h.api('PATCH', `/v1/incidents/${resolved.body.id}`, { body: { status: 'resolved' } });
+    const resolved = await h.herald.services.incidents.create({ title: 'Resolved one', severity: 'low' }, bulk);
+    await h.api('PATCH', `/v1/incidents/${resolved.id}`, { body: { status: 'resolved' } });
 
     const r = await client.command('list');
     expect(r.json.response_type).toBe('ephemeral');
@@ -233,7 +236,7 @@ describe('/incident', () => {
     const ids = [...text.matchAll(/inc_[0-9A-Z]{26}/g)].map((m) => m[0]);
     expect(ids).toHaveLength(20);
     expect(ids).toEqual(made.slice(-20).reverse());
-    expect(text).not.toContain(resolved.body.id);
+    expect(text).not.toContain(resolved.id);
   });
 
   it('show answers ephemerally with the incident and its buttons', async () => {
