@@ -1,29 +1,34 @@
 import pino from 'pino';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { Incident } from '../../src/domain/incident.js';
 import type { Announcement } from '../../src/ports.js';
-import { Announcer } from '../../src/slack/announcer.js';
+import { Announcer, type AnnouncerPacing } from '../../src/slack/announcer.js';
 import type { SlackDeps } from '../../src/slack/deps.js';
 import { anIncident } from '../support/factories.js';
 
 /** The announcer against in-memory fakes: coalescing, channel fallback, receipts following. */
-function setup(opts: { failChannels?: string[] } = {}) {
+function setup(opts: { failChannels?: string[]; pacing?: AnnouncerPacing } = {}) {
   let incident: Incident = anIncident();
   const stored = new Map<string, Announcement>();
   const updates: any[] = [];
   const posts: any[] = [];
   let release: (() => void) | null = null;
+  let inFlight = 0;
+  let maxInFlight = 0;
   let gate = false;
   const client = {
     chat: {
       postMessage: (args: any) => {
-        posts.push(args);
+        posts.push({ ...args, at: Date.now() });
         if (opts.failChannels?.includes(args.channel)) return Promise.reject(Object.assign(new Error('An API error occurred: channel_not_found'), { data: { error: 'channel_not_found' } }));
         return Promise.resolve({ ok: true, channel: args.channel, ts: '1.000001' });
       },
       update: async (args: any) => {
-        updates.push(args);
+        updates.push({ ...args, at: Date.now() });
+        inFlight++;
+        maxInFlight = Math.max(maxInFlight, inFlight);
         if (gate) await new Promise<void>((r) => (release = r));
+        inFlight--;
         return { ok: true };
       },
     },
@@ -58,7 +63,8 @@ function setup(opts: { failChannels?: string[] } = {}) {
     now: () => new Date(),
   } as unknown as SlackDeps;
   return {
-    announcer: new Announcer(deps),
+    announcer: new Announcer(deps, opts.pacing),
+    maxInFlight: () => maxInFlight,
     updates,
     posts,
     stored,
@@ -91,7 +97,8 @@ describe('Announcer', () => {
   });
 
   it('coalesces a burst of changes into one more update that shows the latest state', async () => {
-    const t = setup();
+    // Pacing is tested on its own below (virtual time).
+    const t = setup({ pacing: { updateIntervalMs: 1, postIntervalMs: 1 } });
     await t.announcer.announce('inc_1', ['C1']);
     await t.announcer.idle();
     t.updates.length = 0;
@@ -109,13 +116,90 @@ describe('Announcer', () => {
   });
 
   it('shows the receipts of the newest execution after a delivery change', async () => {
-    const t = setup();
+    const t = setup({ pacing: { updateIntervalMs: 1, postIntervalMs: 1 } });
     await t.announcer.announce('inc_1', ['C1']);
     await t.announcer.idle();
     t.announcer.deliveryChanged({ incident_id: 'inc_1', execution_id: 'exe_2' });
     await waitUntil(() => t.updates.some((u) => JSON.stringify(u.blocks).includes('exe_2')));
     await t.announcer.idle();
     expect(JSON.stringify(t.updates.at(-1).blocks)).toMatch(/delivered — \*Hook\* \(webhook\)/);
+  });
+});
+
+describe('Announcer pacing (virtual time)', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('posts to one channel at most once a second, queueing every post (none dropped)', async () => {
+    vi.useFakeTimers();
+    const t = setup();
+    const ids = ['inc_1', 'inc_2', 'inc_3', 'inc_4', 'inc_5'];
+    const all = Promise.all(ids.map((id) => t.announcer.announce(id, ['CBUSY'])));
+    // Another channel is not held up by the busy one.
+    const other = t.announcer.announce('inc_9', ['COTHER']);
+    await vi.advanceTimersByTimeAsync(10);
+    expect(t.posts.filter((p) => p.channel === 'CBUSY')).toHaveLength(1);
+    expect(t.posts.filter((p) => p.channel === 'COTHER')).toHaveLength(1);
+    await vi.advanceTimersByTimeAsync(5_000);
+    await all;
+    await other;
+    const busy = t.posts.filter((p) => p.channel === 'CBUSY');
+    expect(busy).toHaveLength(5);
+    for (let i = 1; i < busy.length; i++) expect(busy[i].at - busy[i - 1].at).toBeGreaterThanOrEqual(1000);
+  });
+
+  it('updates one announcement at most once every two seconds, one at a time, ending on the latest state', async () => {
+    vi.useFakeTimers();
+    const t = setup();
+    const announced = t.announcer.announce('inc_1', ['C1']);
+    await vi.advanceTimersByTimeAsync(10);
+    await announced;
+    // 232 changes over a minute (the issue's receipts storm): one every ~260 ms.
+    const statuses = ['identified', 'monitoring', 'resolved', 'investigating'] as const;
+    for (let n = 0; n < 232; n++) {
+      t.setIncident({ status: statuses[n % statuses.length], impact: `change ${n}` });
+      t.announcer.refresh('inc_1');
+      await vi.advanceTimersByTimeAsync(260);
+    }
+    await vi.advanceTimersByTimeAsync(5_000);
+    await t.announcer.idle();
+    const gaps = t.updates.slice(1).map((u, i) => u.at - t.updates[i].at);
+    expect(Math.min(...gaps)).toBeGreaterThanOrEqual(2000);
+    expect(t.updates.length).toBeLessThanOrEqual(1 + Math.ceil((232 * 260) / 2000) + 1);
+    expect(t.maxInFlight()).toBe(1);
+    expect(JSON.stringify(t.updates.at(-1).blocks)).toContain('change 231');
+  });
+
+  it('shares its slots through a pacer when one is given', async () => {
+    vi.useFakeTimers();
+    const asked: string[] = [];
+    const pacer = {
+      reserve: (key: string) => {
+        asked.push(key);
+        const posts = asked.filter((k) => k.startsWith('slack-channel.')).length;
+        return Promise.resolve(key.startsWith('slack-channel.') && posts > 1 ? 1500 : 0);
+      },
+      take: () => Promise.resolve(0),
+      reset: () => Promise.resolve(),
+    };
+    const t = setup({ pacing: { pacer } });
+    const first = t.announcer.announce('inc_1', ['C1']);
+    await vi.advanceTimersByTimeAsync(10);
+    await first;
+    expect(asked.filter((k) => k.startsWith('slack-channel.'))).toEqual(['slack-channel.C1']);
+    // The announcement's updates take their slots under their own key.
+    await vi.advanceTimersByTimeAsync(10);
+    expect(asked).toContain('slack-update.inc_1');
+    // The second post waits for the slot the pacer names (another process took the one before).
+    const second = t.announcer.announce('inc_2', ['C1']);
+    await vi.advanceTimersByTimeAsync(1000 + 1400);
+    expect(t.posts.filter((p) => p.channel === 'C1')).toHaveLength(1);
+    await vi.advanceTimersByTimeAsync(200);
+    await second;
+    expect(t.posts.filter((p) => p.channel === 'C1')).toHaveLength(2);
+    await vi.advanceTimersByTimeAsync(5000);
+    await t.announcer.idle();
   });
 });
 
