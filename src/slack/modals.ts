@@ -20,14 +20,7 @@ export async function openCreateModal(deps: SlackDeps, triggerId: string, p: { t
 }
 
 export async function openStepModal(deps: SlackDeps, triggerId: string, step: IncidentStep, incidentId: string): Promise<void> {
-  await openLoading(deps, triggerId, STEP_TITLES[step], async () => {
-    try {
-      return await stepModal(deps, step, await deps.services.incidents.get(incidentId));
-    } catch (e) {
-      if (!isDomainError(e)) deps.log.error({ err: e, step, incident_id: incidentId }, 'could not build a Slack modal');
-      return messageModal('Cannot do that', ephemeralMessage(e));
-    }
-  });
+  await openLoading(deps, triggerId, STEP_TITLES[step], async () => stepModal(deps, step, await deps.services.incidents.get(incidentId)));
 }
 
 const STEP_TITLES: Record<IncidentStep, string> = { execute: 'Execute incident', update: 'Update incident', resolve: 'Resolve incident', close: 'Close incident' };
@@ -43,7 +36,14 @@ export const LOADING_CALLBACK = 'herald_loading';
 async function openLoading(deps: SlackDeps, triggerId: string, title: string, build: () => Promise<ModalView>): Promise<void> {
   const opened = await deps.client.views.open({ trigger_id: triggerId, view: loadingModal(title) });
   const viewId = opened.view?.id;
-  const view = await build();
+  let view: ModalView;
+  try {
+    view = await build();
+  } catch (e) {
+    // The loading view must not stay forever: it turns into the explanation.
+    if (!isDomainError(e)) deps.log.error({ err: e }, 'could not build a Slack modal');
+    view = messageModal('Cannot do that', ephemeralMessage(e));
+  }
   if (viewId === undefined) {
     deps.log.warn('views.open answered without a view id; the loading view stays');
     return;
