@@ -121,7 +121,10 @@ describe('execute from Slack', () => {
     const execViewId = viewId();
     r = await client.submit(exec, { 'variables.eta': '15 minutes', 'variables.note': 'Card payments only.' }, { viewId: execViewId });
     expect(r.status).toBe(200);
-    expect(r.json?.response_action).not.toBe('errors');
+    // Acked at once with a "sending" view; the outcome replaces it once the execute is queued.
+    expect(r.json?.response_action).toBe('update');
+    const outcome = await waitFor(() => slack.callsTo('views.update').find((c) => c.args.view_id === execViewId), { what: 'the execute outcome' });
+    expect(textOfBlocks((outcome.args.view as any).blocks)).toContain('Queued 3 deliveries');
     // A retry of the same submission does not execute twice.
     await client.submit(exec, { 'variables.eta': '15 minutes' }, { viewId: execViewId });
 

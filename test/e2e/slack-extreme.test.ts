@@ -1,4 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { DomainError } from '../../src/domain/errors.js';
 import { startHerald, type TestHerald } from '../support/herald.js';
 import { startSlack, type SlackPeer } from '../support/peers/slack.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/peers/webhook-receiver.js';
@@ -227,6 +228,21 @@ describe('no stored text is shortened by a Slack round trip; empty renders; the 
     expect(failed.attempts).toHaveLength(1);
     expect(failed.attempts[0].error).toMatch(/renders empty/);
     expect(slack.webhookMessages.length).toBe(hooksBefore);
+  });
+
+  it('an execute that fails after the ack is reported by updating the modal', async () => {
+    const inc = (await h.api('POST', '/v1/incidents', { body: { title: 'Fails late', severity: 'minor' } })).body;
+    // What a connection disabled between the check in the ack and the execute after it looks like.
+    const late = vi.spyOn(h.herald.services.executions, 'execute').mockRejectedValueOnce(new DomainError('no_connections', 'There is no enabled connection to deliver to.'));
+    try {
+      const { ack, outcome } = await executeViaSlack(slack, client, inc.id);
+      expect(textOfBlocks(ack.json.view.blocks)).toContain('Sending');
+      expect(outcome.title.text).toBe('Not sent');
+      expect(textOfBlocks(outcome.blocks)).toContain('no enabled connection');
+      expect(late).toHaveBeenCalledTimes(1);
+    } finally {
+      late.mockRestore();
+    }
   });
 
   it('refuses templates whose variables together exceed 50, on the API and on the modal input', async () => {
