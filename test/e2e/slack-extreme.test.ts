@@ -4,7 +4,7 @@ import { startHerald, type TestHerald } from '../support/herald.js';
 import { startSlack, type SlackPeer } from '../support/peers/slack.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/peers/webhook-receiver.js';
 import { ackTimes, newViewId, openedView, slackClient, textOfBlocks, type SlackClient } from '../support/slack-client.js';
-import { blockTextLength } from '../support/slack-limits.js';
+import { blockTextLength, triggerAgeMs } from '../support/slack-limits.js';
 import { waitFor } from '../support/wait.js';
 
 /**
@@ -27,8 +27,11 @@ function percentile(values: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? 0;
 }
 
-/** Execute from Slack: the button, the modal (loading, then filled in), the submit, the outcome view. */
-async function executeViaSlack(slack: SlackPeer, client: SlackClient, incidentId: string, values: Record<string, string> = {}) {
+/**
+ * Execute from Slack: the button, the modal (loading, then filled in), the submit, the outcome
+ * view. `meanwhile` runs right after the ack, while the execute is being planned and queued.
+ */
+async function executeViaSlack(slack: SlackPeer, client: SlackClient, incidentId: string, values: Record<string, string> = {}, meanwhile?: () => Promise<void>) {
   const before = slack.callsTo('views.open').length;
   await client.click('incident_execute', incidentId);
   const view = await openedView(slack, before);
@@ -36,6 +39,7 @@ async function executeViaSlack(slack: SlackPeer, client: SlackClient, incidentId
   const id = newViewId();
   const r = await client.submit(view, values, { viewId: id });
   expect(r.json?.response_action).toBe('update');
+  await meanwhile?.();
   const outcome = await waitFor(() => slack.callsTo('views.update').find((c) => c.args.view_id === id), { what: 'the execute outcome view', timeoutMs: 60_000 });
   return { view, ack: r, outcome: outcome.args.view as any };
 }
@@ -90,7 +94,12 @@ describe('a fan-out of 1,000 long deliveries, 200 connections, 300 open incident
 
   it('opens the execute modal in time, acks the submission in time, and keeps every other ack under 3 s while the deliveries run', async () => {
     const started = ackTimes.length;
-    const { view, ack, outcome } = await executeViaSlack(slack, client, incident.id, { 'variables.shared': 'all hands' });
+    // While the 1,000 deliveries are rendered and queued (after the ack), other users' commands
+    // are answered: rendering yields to the event loop.
+    const planning: number[] = [];
+    const { view, ack, outcome } = await executeViaSlack(slack, client, incident.id, { 'variables.shared': 'all hands' }, async () => {
+      for (let n = 0; n < 5; n++) planning.push((await client.command(`show ${incident.id}`)).ms);
+    });
     // Defaults of 4,000 characters are not prefilled (a Slack input holds 3,000) and stay whole.
     const note = view.blocks.find((b: any) => b.block_id === 'variables.note_0');
     expect(note.element.initial_value).toBeUndefined();
@@ -118,9 +127,13 @@ describe('a fan-out of 1,000 long deliveries, 200 connections, 300 open incident
     // Deliveries did run while those acks were measured.
     expect(receiver.requests.length).toBeGreaterThan(0);
     const all = ackTimes.slice(started);
+    const triggerAges = slack.callsTo('views.open').map((c) => triggerAgeMs(c.args.trigger_id, c.at) ?? 0);
     console.log(
-      `[slack-extreme] acks under a 1,000-delivery fan-out: n=${all.length} max=${Math.round(Math.max(...all))} ms p99=${Math.round(percentile(all, 99))} ms p50=${Math.round(percentile(all, 50))} ms; delivered so far ${receiver.requests.length}`,
+      `[slack-extreme] acks under a 1,000-delivery fan-out: n=${all.length} max=${Math.round(Math.max(...all))} ms p99=${Math.round(percentile(all, 99))} ms p50=${Math.round(percentile(all, 50))} ms; ` +
+        `execute submission ack ${Math.round(ack.ms)} ms; acks while it was planned max ${Math.round(Math.max(...planning))} ms; ` +
+        `views.open at most ${Math.max(...triggerAges)} ms after its trigger; delivered so far ${receiver.requests.length}`,
     );
+    expect(Math.max(...planning)).toBeLessThan(3000);
     expect(Math.max(...during)).toBeLessThan(3000);
     expect(slack.violations).toEqual([]);
   }, 120_000);
