@@ -139,6 +139,10 @@ describe('incident modals', () => {
     expect(inputs(v)[1].element.options.map((o: any) => o.value)).toEqual(['critical', 'major', 'minor', 'low']);
     expect(inputs(v)[4].element.options).toEqual([expect.objectContaining({ value: 'tpl_1' })]);
     expect(JSON.parse(v.private_metadata!)).toEqual({ channel_id: 'C1' });
+    // A typed title longer than a title may be is shortened to whole characters, and says so.
+    const long = inputs(createIncidentModal({ title: `a${'🔥'.repeat(150)}`, templates: [], ctx: {} }))[0];
+    expect(long.element.initial_value).toBe(`a${'🔥'.repeat(99)}`);
+    expect(long.hint.text).toContain('Shortened to 200 characters');
     const none = createIncidentModal({ templates: [], ctx: {} });
     expect(inputIds(none)).not.toContain('template_ids');
     expect(textOf_(none)).toContain('No templates yet');

@@ -1,5 +1,6 @@
 import { OPEN_STATUSES, SEVERITIES, type Incident } from '../../domain/incident.js';
 import { LIMITS } from '../../domain/limits.js';
+import { graphemePrefix } from '../../domain/text-cut.js';
 import { CALLBACKS, encodeContext, type ModalContext } from './action-ids.js';
 import { context, escapedText, fitsInput, input, INPUT_ACTION, modal, option, section, SLACK_LIMITS, textInput, type KnownBlock, type ModalView, type PlainTextOption } from './block-kit.js';
 import { incidentLine, severityLabel, statusLabel } from './incident.js';
@@ -62,13 +63,18 @@ function longTextInput(field: 'description' | 'impact', label: string, current: 
 }
 
 export function createIncidentModal(p: { title?: string; templates: TemplateChoice[] | TemplateChoices; ctx: ModalContext }): ModalView {
+  // A title typed after `/incident new` is not stored yet: one too long for the input is
+  // shortened (whole characters) in plain view of the user, who can still change it.
+  const typed = p.title ?? null;
+  const title = typed === null ? null : graphemePrefix(typed, LIMITS.title);
+  const cut = typed !== null && title !== typed;
   return modal({
     callbackId: CALLBACKS.create,
     title: 'Declare an incident',
     submit: 'Declare',
     privateMetadata: encodeContext(p.ctx),
     blocks: [
-      input('title', 'Title', textInput({ initial: p.title ?? null, maxLength: LIMITS.title, placeholder: 'Checkout fails for EU customers' })),
+      input('title', 'Title', textInput({ initial: title, maxLength: LIMITS.title, placeholder: 'Checkout fails for EU customers' }), cut ? { hint: `Shortened to ${LIMITS.title} characters, the most a title holds.` } : {}),
       input('severity', 'Severity', { type: 'static_select', action_id: INPUT_ACTION, placeholder: { type: 'plain_text', text: 'How bad is it?' }, options: severityOptions() }),
       longTextInput('impact', 'Impact', '', 'Who is affected and how.'),
       longTextInput('description', 'Description', '', 'What is known so far.'),
