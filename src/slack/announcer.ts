@@ -122,8 +122,9 @@ export class Announcer {
     state.done = (async () => {
       try {
         do {
-          // Wait out the interval first: requests arriving meanwhile are covered by this run.
-          await this.waitInterval(incidentId);
+          // Wait for the slot first, before the cross-process claim (so no claim is held while
+          // waiting): requests arriving meanwhile are covered by this run.
+          await this.paceUpdate(incidentId);
           state.again = false;
           await this.update(incidentId).catch((err: unknown) => this.deps.log.warn({ err: slackError(err), incident_id: incidentId }, 'could not update the incident announcement'));
         } while (state.again);
@@ -200,8 +201,11 @@ export class Announcer {
     }
   }
 
+  /**
+   * Renders under the claim. Pacing happened before the claim was taken; a re-render asked for by
+   * another process (a change it saw meanwhile) follows at once, and that process paced its ask.
+   */
   private async render(incidentId: string): Promise<void> {
-    await this.paceUpdate(incidentId);
     const announcement = await this.deps.services.announcements.find(incidentId);
     if (!announcement) return;
     const incident = await this.deps.services.incidents.get(incidentId);

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { DomainError } from '../../src/domain/errors.js';
+import { startPrivateRedis } from '../support/child.js';
 import { startHerald, type TestHerald } from '../support/herald.js';
 import { startSlack, type SlackPeer } from '../support/peers/slack.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/peers/webhook-receiver.js';
@@ -52,12 +53,16 @@ describe('a fan-out of 1,000 long deliveries, 200 connections, 300 open incident
   let h: TestHerald;
   let client: SlackClient;
   let incident: any;
+  let redis: Awaited<ReturnType<typeof startPrivateRedis>>;
 
   beforeAll(async () => {
+    // Tens of megabytes of deliveries in one atomic write: on a private Redis, so the shared one
+    // (every other test file's) is not held up by it.
+    redis = await startPrivateRedis([]);
     slack = await startSlack();
     receiver = await startWebhookReceiver({ acceptUnverified: true });
     // The fan-out's incident is announced here, so its receipts are kept current while it runs.
-    h = await startHerald({ SLACK_SIGNING_SECRET: SECRET, SLACK_BOT_TOKEN: 'xoxb-test', SLACK_API_URL: slack.apiUrl, HERALD_SLACK_CHANNEL: 'CEXTREME' });
+    h = await startHerald({ SLACK_SIGNING_SECRET: SECRET, SLACK_BOT_TOKEN: 'xoxb-test', SLACK_API_URL: slack.apiUrl, HERALD_SLACK_CHANNEL: 'CEXTREME' }, { redisUrl: redis.url });
     client = slackClient(h.url, SECRET, CAROL);
     for (let batch = 0; batch < 10; batch++) {
       await Promise.all(
@@ -93,6 +98,7 @@ describe('a fan-out of 1,000 long deliveries, 200 connections, 300 open incident
     await h?.close();
     await slack?.close();
     await receiver?.close();
+    redis?.kill();
   });
 
   it('opens the execute modal in time, acks the submission in time, and keeps every other ack under 3 s while the deliveries run', async () => {

@@ -84,16 +84,17 @@ describe('HERALD_ROLE=api + HERALD_ROLE=worker', () => {
     expect(r.json?.response_action).not.toBe('errors');
     await receiver.waitForRequests(2);
 
+    // The worker, which saw the delivery complete, updates the announcement with its own token.
+    // (Announcement updates are paced, 2 s apart: a paced refresh of the API process may render
+    // after the delivery too, reading the stored receipts, so the worker's is looked for.)
     const delivered = await waitFor<any>(
       () =>
         slack
           .callsTo('chat.update')
           .filter((c) => c.args.ts === post.args.ts || JSON.stringify(c.args.blocks ?? []).includes(incident.id))
-          .find((c) => /delivered — \*Split hook\*/.test(textOfBlocks(c.args.blocks as any[]))),
-      { what: 'receipts showing the delivery' },
+          .find((c) => c.token === 'xoxb-worker' && /delivered — \*Split hook\*/.test(textOfBlocks(c.args.blocks as any[]))),
+      { what: 'receipts showing the delivery, from the worker', timeoutMs: 30_000 },
     );
-    // Only the worker saw the delivery complete.
-    expect(delivered.token).toBe('xoxb-worker');
     expect(delivered.args.channel).toBe('CSPLIT');
   });
 });
