@@ -53,8 +53,14 @@ async function declare(title: string, severity = 'major', opts: { channel?: stri
   return found;
 }
 
+/**
+ * Announcements are paced (one post a second per channel, one update every 2 s per announcement),
+ * so several tests' announcements may queue: a generous deadline.
+ */
+const ANNOUNCE_WAIT_MS = 25_000;
+
 async function announcementOf(incidentId: string): Promise<any> {
-  return waitFor<any>(() => slack.callsTo('chat.postMessage').find((c) => JSON.stringify(c.args.blocks ?? []).includes(incidentId)), { what: `announcement of ${incidentId}` });
+  return waitFor<any>(() => slack.callsTo('chat.postMessage').find((c) => JSON.stringify(c.args.blocks ?? []).includes(incidentId)), { what: `announcement of ${incidentId}`, timeoutMs: ANNOUNCE_WAIT_MS });
 }
 
 /** The newest chat.update of an incident's announcement that satisfies `check`. */
@@ -66,7 +72,7 @@ async function updatedTo(incidentId: string, check: (text: string, call: any) =>
         .filter((c) => JSON.stringify(c.args.blocks ?? []).includes(incidentId))
         .reverse()
         .find((c) => check(textOfBlocks(c.args.blocks as any[]), c)),
-    { what: `announcement update of ${incidentId}` },
+    { what: `announcement update of ${incidentId}`, timeoutMs: ANNOUNCE_WAIT_MS },
   );
 }
 

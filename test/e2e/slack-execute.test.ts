@@ -55,7 +55,7 @@ async function updatedTo(incidentId: string, check: (text: string) => boolean): 
         .filter((c) => JSON.stringify(c.args.blocks ?? []).includes(incidentId))
         .reverse()
         .find((c) => check(textOfBlocks(c.args.blocks as any[]))),
-    { what: `announcement update of ${incidentId}` },
+    { what: `announcement update of ${incidentId}`, timeoutMs: 25_000 },
   );
 }
 

@@ -80,7 +80,7 @@ describe('150 templates (a static menu holds 100 options)', () => {
 describe('escaping', () => {
   it('a title cannot ping the channel through the announcement or the show answer', async () => {
     const inc = (await h.api('POST', '/v1/incidents', { body: { title: '<!channel> wake up', severity: 'critical', impact: '<'.repeat(3000) } })).body;
-    const post = await waitFor<any>(() => slack.callsTo('chat.postMessage').find((c) => JSON.stringify(c.args.blocks ?? []).includes(inc.id)), { what: 'announcement' });
+    const post = await waitFor<any>(() => slack.callsTo('chat.postMessage').find((c) => JSON.stringify(c.args.blocks ?? []).includes(inc.id)), { what: 'announcement', timeoutMs: 25_000 });
     expect(post.args.channel).toBe('CANNOUNCE');
     expect(String(post.args.text)).not.toContain('<!channel>');
     expect(JSON.stringify(post.args.blocks)).not.toContain('<!channel>');

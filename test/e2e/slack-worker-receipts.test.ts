@@ -72,7 +72,7 @@ describe('HERALD_ROLE=api + HERALD_ROLE=worker', () => {
     await client.command('new Split roles', { channel: 'CSPLIT' });
     await client.submit(await openedView(before), { severity: 'major' }, { viewId: viewId() });
     const incident = (await api.api('GET', '/v1/incidents')).body.data.find((i: any) => i.title === 'Split roles');
-    const post = await waitFor<any>(() => slack.callsTo('chat.postMessage').find((c) => JSON.stringify(c.args.blocks ?? []).includes(incident.id)), { what: 'announcement' });
+    const post = await waitFor<any>(() => slack.callsTo('chat.postMessage').find((c) => JSON.stringify(c.args.blocks ?? []).includes(incident.id)), { what: 'announcement', timeoutMs: 25_000 });
     expect(post.token).toBe('xoxb-api');
 
     // The first attempt fails (503, retried after ≥ 1 s): the API process has long shown the
