@@ -1,7 +1,8 @@
+import { WebClient } from '@slack/web-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHerald, type TestHerald } from '../support/herald.js';
 import { startSlack, type SlackPeer } from '../support/peers/slack.js';
-import { slackClient, textOfBlocks, type SlackClient, newViewId, openedView as openedViewAt } from '../support/slack-client.js';
+import { newTriggerId, slackClient, textOfBlocks, type SlackClient, newViewId, openedView as openedViewAt } from '../support/slack-client.js';
 import { waitFor } from '../support/wait.js';
 
 /**
@@ -98,5 +99,46 @@ describe('escaping', () => {
     expect(r.json.response_type).toBe('ephemeral');
     expect(r.json.text).not.toContain('<!here>');
     expect(r.json.text).toContain('&lt;!here&gt;');
+  });
+});
+
+describe('the fake Web API refuses what Slack refuses, and fails the test that sent it', () => {
+  it('answers invalid_blocks, expired_trigger_id and no_text as Slack does, and close() lists every violation', async () => {
+    const fake = await startSlack();
+    const web = new WebClient('xoxb-test', { slackApiUrl: fake.apiUrl, retryConfig: { retries: 0 } });
+    const title = { type: 'plain_text' as const, text: 'Title' };
+    // Half an emoji (the old cut at 75 code units) in an option text.
+    const half = `${'a'.repeat(74)}👩‍💻`.slice(0, 75);
+    const select = { type: 'input' as const, block_id: 'b', label: title, element: { type: 'static_select' as const, action_id: 'a', options: [{ text: { type: 'plain_text' as const, text: half }, value: 'v' }] } };
+    await expect(web.views.open({ trigger_id: newTriggerId(), view: { type: 'modal', title, submit: title, blocks: [select] } })).rejects.toMatchObject({ data: { error: 'invalid_arguments' } });
+    await expect(web.views.open({ trigger_id: newTriggerId(), view: { type: 'modal', title, blocks: [{ type: 'section', text: { type: 'mrkdwn', text: '' } }] } })).rejects.toMatchObject({ data: { error: 'invalid_blocks' } });
+    await expect(web.views.open({ trigger_id: `${Date.now() - 3500}.1.abc`, view: { type: 'modal', title, blocks: [] } })).rejects.toMatchObject({ data: { error: 'expired_trigger_id' } });
+    await expect(web.chat.postMessage({ channel: 'C1', text: '' })).rejects.toMatchObject({ data: { error: 'no_text' } });
+    await expect(web.chat.postMessage({ channel: 'C1', text: 'x', blocks: Array.from({ length: 5 }, () => ({ type: 'section', text: { type: 'mrkdwn', text: 'y'.repeat(3000) } })) })).rejects.toMatchObject({ data: { error: 'msg_too_long' } });
+    expect(fake.violations.map((v) => v.rule)).toEqual([
+      'holds an unpaired UTF-16 surrogate',
+      'is an empty text object',
+      expect.stringMatching(/^used \d+ ms after the interaction/),
+      'a message needs text or blocks',
+      expect.stringMatching(/^hold 15000 characters of text/),
+    ]);
+    await expect(fake.close()).rejects.toThrow(/5 payload\(s\) that break Slack's limits/);
+  });
+
+  it('the Slack test client fails on an answer Slack would refuse', async () => {
+    // An answer from something that is not Herald: a hand-made server answering with half an emoji.
+    const { createServer } = await import('node:http');
+    const server = createServer((_req, res) => {
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify({ response_type: 'ephemeral', text: '👩‍💻'.slice(0, 1) }));
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const port = (server.address() as { port: number }).port;
+    try {
+      const bad = slackClient(`http://127.0.0.1:${port}`, 'secret');
+      await expect(bad.command('help')).rejects.toThrow(/unpaired UTF-16 surrogate/);
+    } finally {
+      server.close();
+    }
   });
 });
