@@ -190,8 +190,18 @@ export class ExecutionService {
     return incident;
   }
 
+  /**
+   * The execution's deliveries, read in chunks: a fan-out of thousands of long messages is tens of
+   * megabytes of JSON, and parsing it in one go would hold the event loop (and every Slack ack of
+   * this process) for that long. The announcement's receipts read this on every refresh.
+   */
   private async deliveriesOf(e: Execution): Promise<Delivery[]> {
-    return (await this.d.repo.getDeliveries(e.delivery_ids)).filter((x): x is Delivery => x !== null);
+    const out: Delivery[] = [];
+    for (let i = 0; i < e.delivery_ids.length; i += DELIVERY_READ_CHUNK) {
+      const chunk = await this.d.repo.getDeliveries(e.delivery_ids.slice(i, i + DELIVERY_READ_CHUNK));
+      for (const x of chunk) if (x !== null) out.push(x);
+    }
+    return out;
   }
 
   /** Every (connection × template that targets it) pair, and the templates that are used. */
@@ -266,6 +276,9 @@ interface Pair {
 }
 
 type RenderContext = Parameters<typeof renderMessage>[1];
+
+/** Deliveries read per round trip (each round trip lets other work run in between). */
+const DELIVERY_READ_CHUNK = 200;
 
 /** How long rendering may hold the event loop before letting other work (requests, acks) run. */
 const RENDER_SLICE_MS = 10;
