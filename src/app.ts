@@ -84,7 +84,7 @@ export class StartupError extends Error {}
 export async function createHerald(opts: HeraldOptions): Promise<Herald> {
   const { config, log } = opts;
   const clock = opts.clock ?? systemClock;
-  const redis = createRedis(opts.redisUrl, { name: 'herald-api' });
+  const redis = createRedis(opts.redisUrl, { name: 'herald-api', log });
   try {
     const facts = await readRedisFacts(redis);
     if (facts.maxmemoryPolicy !== 'noeviction') {
@@ -311,6 +311,7 @@ export async function openCore(opts: { config: Config; log: Logger; clock?: Cloc
   }
   const url = config.REDIS_URL ?? embedded?.socketPath ?? '';
   const redis = createRedis(url, { name: 'herald-cli' });
+  // The CLI says "cannot reach Redis" itself; the client's own errors are only worth a debug line.
   redis.on('error', (err: Error) => log.debug({ err }, 'redis connection error'));
   const close = async () => {
     await withDeadline(redis.quit(), 2000).catch(() => redis.disconnect());

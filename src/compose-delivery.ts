@@ -21,7 +21,7 @@ import type { TemplateService } from './services/templates.js';
 import { RedisExecutionRepo } from './store/executions.js';
 import type { Keys } from './store/keys.js';
 import { RedisPacer } from './store/pacing.js';
-import { createRedis } from './store/redis.js';
+import { createRedis, isRedisUnavailable, redisErrorLogger } from './store/redis.js';
 
 export interface DeliveryWiring {
   executions: ExecutionService;
@@ -50,9 +50,11 @@ export function composeDelivery(o: {
 }): DeliveryWiring {
   const { config, log, keys } = o;
   // BullMQ gets connections of its own: workers block, and must never give up a command.
-  const queueConnection = createRedis(o.redisUrl, { worker: true, name: 'herald-queue' });
-  queueConnection.on('error', (err: Error) => log.warn({ err: err.message }, 'queue redis error'));
-  const queue = new BullDeliveryQueue(queueConnection, keys.bullPrefix, (err) => log.warn({ err: err.message }, 'delivery queue error'));
+  const queueConnection = createRedis(o.redisUrl, { worker: true, name: 'herald-queue', log });
+  // BullMQ re-emits its connections' errors on the queue: logged once per outage, like the clients.
+  const queueTrouble = redisErrorLogger(log, 'herald-queue (BullMQ)');
+  queueConnection.on('ready', queueTrouble.ready);
+  const queue = new BullDeliveryQueue(queueConnection, keys.bullPrefix, (err) => (isRedisUnavailable(err) ? queueTrouble.error(err) : log.warn({ err: err.message }, 'delivery queue error')));
   const repo = new RedisExecutionRepo(o.redis, keys, () => o.clock.now().getTime());
   const metrics = deliveryMetrics(o.registry);
   const listeners: ((d: Delivery) => void)[] = [metrics.changed];
@@ -112,8 +114,7 @@ export function composeDelivery(o: {
     onDeliveryChanged: listeners,
     startWorker() {
       if (worker) return;
-      workerConnection = createRedis(o.redisUrl, { worker: true, name: 'herald-worker' });
-      workerConnection.on('error', (err: Error) => log.warn({ err: err.message }, 'worker redis error'));
+      workerConnection = createRedis(o.redisUrl, { worker: true, name: 'herald-worker', log });
       worker = startDeliveryWorker({
         connection: workerConnection,
         prefix: keys.bullPrefix,

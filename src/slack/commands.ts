@@ -1,7 +1,8 @@
-import type { App, RespondArguments } from '@slack/bolt';
+import type { AckFn, App, RespondArguments, SlashCommand } from '@slack/bolt';
 import { escapeSlack } from '../domain/escape.js';
 import { assertWritable, OPEN_STATUSES } from '../domain/incident.js';
 import type { SlackDeps } from './deps.js';
+import { isRedisUnavailable } from '../domain/unavailable.js';
 import { ephemeralMessage } from './errors.js';
 import { openCreateModal, openStepModal, type IncidentStep } from './modals.js';
 import { identity, once } from './once.js';
@@ -45,7 +46,26 @@ const ephemeral = (text: string, blocks?: KnownBlock[]): RespondArguments => ({ 
  * gets a friendly line instead of a modal that cannot work.
  */
 export function registerCommands(app: App, deps: SlackDeps): void {
-  app.command(COMMAND, async ({ command, ack }) => {
+  app.command(COMMAND, async ({ command, ack: rawAck, respond }) => {
+    // With Redis unreachable every step below fails fast (bounded commands): the user gets the
+    // friendly line in the ack itself, or, once acked, as an ephemeral follow-up.
+    let acked = false;
+    const ack: typeof rawAck = (arg?: Parameters<typeof rawAck>[0]) => {
+      acked = true;
+      return rawAck(arg);
+    };
+    try {
+      await handleCommand(command, ack, deps);
+    } catch (e) {
+      if (!acked) await rawAck(ephemeral(ephemeralMessage(e)));
+      else await respond(ephemeral(ephemeralMessage(e))).catch((err: unknown) => deps.log.warn({ err }, 'could not tell the user a command failed'));
+      if (!isRedisUnavailable(e)) throw e;
+    }
+  });
+}
+
+async function handleCommand(command: SlashCommand, ack: AckFn<string | RespondArguments>, deps: SlackDeps): Promise<void> {
+  {
     const parsed = parseCommand(command.text ?? '');
     const user = { id: command.user_id, name: command.user_name };
     switch (parsed.kind) {
@@ -99,5 +119,5 @@ export function registerCommands(app: App, deps: SlackDeps): void {
         return;
       }
     }
-  });
+  }
 }

@@ -1,17 +1,87 @@
 import { Redis, type RedisOptions } from 'ioredis';
+import type { Logger } from 'pino';
+import { isRedisUnavailable } from '../domain/unavailable.js';
+
+export { isRedisUnavailable };
 
 /**
- * Redis connections. `worker: true` is for BullMQ workers, which block and must never give up a
- * command (`maxRetriesPerRequest: null`).
+ * How long one command may take on a connection that serves a request. A stopped, paused or
+ * unreachable Redis must turn into a 503 within 2 s (README "Redis faults"), and the first command
+ * of a request decides it; 1.5 s leaves room for the answer itself on a busy machine.
  */
-export function createRedis(url: string, opts: { worker?: boolean; name?: string } = {}): Redis {
-  const options: RedisOptions = {
-    connectionName: opts.name ?? 'herald',
-    maxRetriesPerRequest: opts.worker ? null : 3,
+export const REQUEST_COMMAND_TIMEOUT_MS = 1500;
+
+/**
+ * Options of every connection that serves requests (API, Slack, CLI): commands are bounded in time
+ * (a queued command while disconnected times out too, so the offline queue cannot grow stale),
+ * give up after one reconnect, and reconnection keeps trying every second at most, so Herald
+ * recovers by itself when Redis returns.
+ */
+export function requestRedisOptions(name: string): RedisOptions {
+  return {
+    connectionName: name,
+    maxRetriesPerRequest: 1,
+    commandTimeout: REQUEST_COMMAND_TIMEOUT_MS,
+    connectTimeout: 2000,
+    enableOfflineQueue: true,
     enableReadyCheck: true,
     lazyConnect: false,
+    retryStrategy: (times) => Math.min(100 * times, 1000),
   };
-  return new Redis(url, options);
+}
+
+/**
+ * Options of BullMQ's connections (queue and workers): blocking commands must never give up
+ * (`maxRetriesPerRequest: null`, no command time-out); callers on a request path bound their own
+ * wait (execute's enqueue).
+ */
+export function workerRedisOptions(name: string): RedisOptions {
+  return {
+    connectionName: name,
+    maxRetriesPerRequest: null,
+    enableReadyCheck: true,
+    lazyConnect: false,
+    retryStrategy: (times) => Math.min(100 * times, 1000),
+  };
+}
+
+/**
+ * Redis connections. `worker: true` is for BullMQ, whose workers block and must never give up a
+ * command. Pass `log` to get the one error listener every client needs (see watchRedis).
+ */
+export function createRedis(url: string, opts: { worker?: boolean; name?: string; log?: Logger } = {}): Redis {
+  const name = opts.name ?? 'herald';
+  const redis = new Redis(url, opts.worker ? workerRedisOptions(name) : requestRedisOptions(name));
+  if (opts.log) watchRedis(redis, opts.log, name);
+  return redis;
+}
+
+/**
+ * Logs a client's trouble once per state change: the first error after being healthy (warn), and
+ * the return (info). ioredis emits an error for every failed reconnect, and a client without an
+ * 'error' listener prints "Unhandled error event" on stderr, outside the JSON log.
+ */
+export function watchRedis(client: Pick<Redis, 'on'>, log: Logger, name: string): void {
+  const onError = redisErrorLogger(log, name);
+  client.on('error', onError.error);
+  client.on('ready', onError.ready);
+}
+
+/** The state-change logger behind watchRedis, for emitters that re-emit a client's errors (BullMQ). */
+export function redisErrorLogger(log: Logger, name: string): { error: (err: unknown) => void; ready: () => void } {
+  let down = false;
+  return {
+    error: (err: unknown) => {
+      if (down) return;
+      down = true;
+      log.warn({ connection: name, err: err instanceof Error ? err.message : String(err) }, 'redis unreachable; retrying (requests answer 503 meanwhile)');
+    },
+    ready: () => {
+      if (!down) return;
+      down = false;
+      log.info({ connection: name }, 'redis reachable again');
+    },
+  };
 }
 
 export type Persistence = 'aof' | 'rdb' | 'none';
