@@ -76,7 +76,7 @@ export function sendProblem(req: Request, res: Response, err: DomainError): void
     res.setHeader('WWW-Authenticate', err.meta.reason === 'missing' ? 'Bearer realm="herald"' : 'Bearer realm="herald", error="invalid_token"');
   } else if (err.code === 'insufficient_scope') {
     res.setHeader('WWW-Authenticate', `Bearer realm="herald", error="insufficient_scope", scope="${String(err.meta.scope)}"`);
-  } else if ((err.code === 'rate_limited' || err.code === 'service_unavailable') && err.meta.retryAfter !== undefined) {
+  } else if ((err.code === 'rate_limited' || err.code === 'service_unavailable' || err.code === 'idempotency_key_in_use') && err.meta.retryAfter !== undefined) {
     res.setHeader('Retry-After', String(err.meta.retryAfter));
   } else if (err.code === 'method_not_allowed' && err.meta.allow !== undefined) {
     res.setHeader('Allow', String(err.meta.allow));
