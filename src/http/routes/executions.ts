@@ -8,7 +8,8 @@ import { jsonResponse, respondOnCommit, sendStored } from '../idempotency.js';
 import { presentPage } from '../present.js';
 
 
-const accepted = (execution: ExecutionView) =>
+/** Execute's 202, as stored for Idempotency-Key replays. */
+export const accepted = (execution: ExecutionView) =>
   jsonResponse(202, execution, { location: `/v1/incidents/${execution.incident_id}/executions/${execution.id}` });
 
 export function executionRoutes(deps: EdgeDeps & { executions: ExecutionService }): Router {

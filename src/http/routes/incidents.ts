@@ -15,9 +15,10 @@ const FilterSchema = z.object({
   severity: z.array(SeveritySchema).optional(),
 });
 
-const created = (incident: Incident) =>
+/** The answers of create and close, as stored for Idempotency-Key replays. */
+export const created = (incident: Incident) =>
   jsonResponse(201, presentIncident(incident), { location: `/v1/incidents/${incident.id}`, etag: `"r${incident.rev}"` });
-const current = (incident: Incident) => jsonResponse(200, presentIncident(incident), { etag: `"r${incident.rev}"` });
+export const current = (incident: Incident) => jsonResponse(200, presentIncident(incident), { etag: `"r${incident.rev}"` });
 
 export function incidentRoutes(deps: EdgeDeps & { incidents: IncidentService }): Router {
   const r = Router();
