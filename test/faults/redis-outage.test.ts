@@ -108,7 +108,7 @@ async function everyEndpointClass(): Promise<Timed[]> {
     ['read', () => h.api('GET', `/v1/incidents/${someIncident}`)],
     ['list', () => h.api('GET', '/v1/incidents?limit=5')],
     ['write (create)', () => h.api('POST', '/v1/incidents', { body: { title: 'during the outage', severity: 'minor' }, headers: { 'Idempotency-Key': `outage-${randomBytes(4).toString('hex')}` } })],
-    ['write (patch)', () => h.api('PATCH', `/v1/incidents/${someIncident}`, { body: { summary: 'during the outage' } })],
+    ['write (patch)', () => h.api('PATCH', `/v1/incidents/${someIncident}`, { body: { impact: 'during the outage' } })],
     ['execute', () => h.api('POST', `/v1/incidents/${someIncident}/execute`, { body: {} })],
     ['connections', () => h.api('GET', '/v1/connections')],
     ['readyz', () => h.api('GET', '/readyz', { token: null })],
