@@ -91,8 +91,11 @@ export interface ConnectionFilter {
 export interface ConnectionRepo {
   get(id: string): Promise<ConnectionRecord | null>;
   getMany(ids: string[]): Promise<(ConnectionRecord | null)[]>;
-  /** Stores a new connection (secrets already sealed) and indexes it. */
-  create(connection: ConnectionRecord): Promise<boolean>;
+  /**
+   * Stores a new connection (secrets already sealed) and indexes it. `signingSecret` is what its
+   * create answer shows once (stored sealed with an Idempotency-Key replay, never in the record).
+   */
+  create(connection: ConnectionRecord, signingSecret?: string | null): Promise<boolean>;
   /** Compare-and-set: replaces `prev` with `next` if the stored record is still exactly `prev`. */
   update(prev: ConnectionRecord, next: ConnectionRecord): Promise<boolean>;
   /** Compare-and-set delete: false when the record changed (or is gone) since `prev` was read. */
@@ -151,7 +154,9 @@ export type IdempotencyBegin =
 /** What an idempotent request committed: its response is stored in the same atomic step. */
 export type CommittedEffect =
   | { kind: 'incident'; incident: Incident }
-  | { kind: 'execution'; execution: Execution; deliveries: Delivery[] };
+  | { kind: 'execution'; execution: Execution; deliveries: Delivery[] }
+  | { kind: 'connection'; connection: ConnectionRecord; signingSecret: string | null }
+  | { kind: 'templates'; templates: Template[] };
 
 /**
  * An idempotent request in progress. The route says how a committed effect answers (`respond`),

@@ -78,8 +78,9 @@ export class ConnectionService {
     const { plain, secrets } = splitSecrets(draft.type, config);
     const now = iso(this.d.clock.now());
     const record = newConnectionRecord(this.d.ids.next('connection'), draft, plain, this.seal(secrets, {}, {}), now);
-    if (!(await this.d.repo.create(record))) throw conflict();
-    return { connection: record, signingSecret: signingSecretOf(draft.type, config) };
+    const signingSecret = signingSecretOf(draft.type, config);
+    if (!(await this.d.repo.create(record, signingSecret))) throw conflict();
+    return { connection: record, signingSecret };
   }
 
   async get(id: string): Promise<ConnectionRecord> {

@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { presentExecution } from '../../src/domain/execution.js';
+import { connectionCreated } from '../../src/http/routes/connections.js';
 import { accepted } from '../../src/http/routes/executions.js';
 import { created } from '../../src/http/routes/incidents.js';
 import type { IdempotencyClaim, IdempotentRequest } from '../../src/ports.js';
@@ -143,6 +144,25 @@ describe('an idempotent request whose process dies', () => {
     expect(again.body.id).toBe(res.body.id);
     const list = await h.api('GET', `/v1/incidents/${inc.body.id}/executions`);
     expect(list.body.data.map((e: { id: string }) => e.id)).toEqual([res.body.id]);
+  });
+
+  it('connection create: dies after the commit → the retry replays the 201 with the signing secret shown once', { timeout: 60_000 }, async () => {
+    const name = `crash-conn-${randomBytes(4).toString('hex')}`;
+    const raw = JSON.stringify({ name, type: 'webhook', config: { url: 'http://127.0.0.1:9/crash' } });
+    const key = `conn-${randomBytes(6).toString('hex')}`;
+    const claim = await claimAsCrashedRequest('/v1/connections', raw, key);
+    const request: IdempotentRequest = { claim, respond: (e) => (e.kind === 'connection' ? connectionCreated(e.connection, e.signingSecret) : null), stored: false };
+    const made = await store.within(request, () => h.herald.services.connections.create(JSON.parse(raw)));
+    expect(made.signingSecret).toMatch(/^whsec_/);
+
+    const { res, inUse } = await retryUntilAnswered('/v1/connections', raw, key);
+    expect(res.status).toBe(201);
+    expect(inUse).toBe(0);
+    expect(res.headers.get('idempotent-replayed')).toBe('true');
+    expect(res.body.id).toBe(made.connection.id);
+    expect(res.body.signing_secret).toBe(made.signingSecret);
+    const all = await h.api('GET', '/v1/connections?limit=100');
+    expect(all.body.data.filter((c: { name: string }) => c.name === name)).toHaveLength(1);
   });
 
   it('a request that runs longer than the lease keeps its key (renewed while it runs)', { timeout: 60_000 }, async () => {

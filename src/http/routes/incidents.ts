@@ -6,7 +6,7 @@ import { parseInput } from '../../domain/validation.js';
 import type { IncidentService } from '../../services/incidents.js';
 import { actorOf } from '../context.js';
 import { endpoint, queryList, type EdgeDeps } from '../endpoint.js';
-import { ifMatchRevision, setEtag } from '../etag.js';
+import { etagOf, ifMatchRevision, setEtag } from '../etag.js';
 import { jsonResponse, respondOnCommit, sendStored } from '../idempotency.js';
 import { presentPage } from '../present.js';
 
@@ -17,8 +17,8 @@ const FilterSchema = z.object({
 
 /** The answers of create and close, as stored for Idempotency-Key replays. */
 export const created = (incident: Incident) =>
-  jsonResponse(201, presentIncident(incident), { location: `/v1/incidents/${incident.id}`, etag: `"r${incident.rev}"` });
-export const current = (incident: Incident) => jsonResponse(200, presentIncident(incident), { etag: `"r${incident.rev}"` });
+  jsonResponse(201, presentIncident(incident), { location: `/v1/incidents/${incident.id}`, etag: etagOf(incident.rev) });
+export const current = (incident: Incident) => jsonResponse(200, presentIncident(incident), { etag: etagOf(incident.rev) });
 
 export function incidentRoutes(deps: EdgeDeps & { incidents: IncidentService }): Router {
   const r = Router();
