@@ -128,7 +128,10 @@ export function composeDelivery(o: {
           (n) => {
             if (n > 0) log.warn({ count: n }, 'outbox: re-queued deliveries that were committed but not queued');
           },
-          (err: unknown) => log.warn({ err: (err as Error).message }, 'outbox sweep failed'),
+          // Redis being away is logged once by its connection; this runs every sweep period.
+          (err: unknown) => {
+            if (!isRedisUnavailable(err)) log.warn({ err: (err as Error).message }, 'outbox sweep failed');
+          },
         );
       };
       runSweep();

@@ -7,9 +7,9 @@ export { isRedisUnavailable };
 /**
  * How long one command may take on a connection that serves a request. A stopped, paused or
  * unreachable Redis must turn into a 503 within 2 s (README "Redis faults"), and the first command
- * of a request decides it; 1.5 s leaves room for the answer itself on a busy machine.
+ * of a request decides it; 1.2 s leaves room for the answer itself on a busy machine.
  */
-export const REQUEST_COMMAND_TIMEOUT_MS = 1500;
+export const REQUEST_COMMAND_TIMEOUT_MS = 1200;
 
 /**
  * Options of every connection that serves requests (API, Slack, CLI): commands are bounded in time

@@ -18,7 +18,7 @@ export function templateRoutes(deps: EdgeDeps & { templates: TemplateService }):
     post: {
       scope: 'templates:write',
       handler: async (req, res) => {
-        // The one JSON-array body of the API: a bulk create, all or nothing (README "Templates").
+        // The one JSON-array body of the API: a bulk create, all or nothing (README "A walk through the API").
         const bulk = Array.isArray(req.body);
         const answer = (templates: Template[]) => (bulk ? bulkCreated(templates) : templates[0] ? created(templates[0]) : null);
         // Stored with the templates themselves: a crash after the commit still replays this.
