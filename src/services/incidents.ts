@@ -27,7 +27,6 @@ export interface IncidentServiceDeps {
   onChange?: (incident: Incident, kind: 'created' | 'updated' | 'closed') => void;
 }
 
-
 export class IncidentService {
   constructor(private readonly d: IncidentServiceDeps) {}
 

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { ACTIONS } from '../../src/slack/views/action-ids.js';
 import { startHerald, type TestHerald } from '../support/herald.js';
 import { startSlack, type SlackPeer } from '../support/peers/slack.js';
 import { slackClient, type SlackClient } from '../support/slack-client.js';
@@ -144,6 +145,18 @@ async function slackDuringOutage(): Promise<void> {
   expect(ms, `Slack answered in ${ms} ms`).toBeLessThan(3000);
   expect(r.json?.response_type).toBe('ephemeral');
   expect(r.json?.text).toMatch(/can't reach its database/);
+
+  // A button that opens a modal is acked first; the explanation opens on its trigger in time.
+  const before = slack.callsTo('views.open').length;
+  const clicked = Date.now();
+  const ack = await client.click(ACTIONS.incidentExecute, acknowledged.incidents[0]!);
+  expect(ack.status).toBe(200);
+  await waitFor(() => slack.callsTo('views.open').slice(before).find((c) => JSON.stringify(c.args.view ?? {}).includes("can't reach its database")), {
+    timeoutMs: 10_000,
+    what: 'the outage explanation modal',
+  });
+  const openedMs = Date.now() - clicked;
+  expect(openedMs, `modal opened ${openedMs} ms after the click`).toBeLessThan(3000);
 }
 
 async function recovers(label: string): Promise<void> {

@@ -7,7 +7,6 @@ import { endpoint, type EdgeDeps } from '../endpoint.js';
 import { jsonResponse, respondOnCommit, sendStored } from '../idempotency.js';
 import { presentPage } from '../present.js';
 
-
 /** Execute's 202, as stored for Idempotency-Key replays. */
 export const accepted = (execution: ExecutionView) =>
   jsonResponse(202, execution, { location: `/v1/incidents/${execution.incident_id}/executions/${execution.id}` });
