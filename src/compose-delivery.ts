@@ -49,8 +49,10 @@ export function composeDelivery(o: {
   registry: Registry;
 }): DeliveryWiring {
   const { config, log, keys } = o;
-  // BullMQ gets connections of its own: workers block, and must never give up a command.
-  const queueConnection = createRedis(o.redisUrl, { worker: true, name: 'herald-queue', log });
+  // BullMQ gets connections of its own. The queue (adding, removing jobs) serves requests, so its
+  // commands are bounded like any request's (BullMQ's "failing fast when Redis is down"): what
+  // it fails to add, the outbox sweep adds later. Workers block and get unbounded ones below.
+  const queueConnection = createRedis(o.redisUrl, { name: 'herald-queue', log });
   // BullMQ re-emits its connections' errors on the queue: logged once per outage, like the clients.
   const queueTrouble = redisErrorLogger(log, 'herald-queue (BullMQ)');
   queueConnection.on('ready', queueTrouble.ready);
