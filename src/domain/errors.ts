@@ -76,7 +76,9 @@ export const UNAVAILABLE_RETRY_AFTER_S = 2;
 
 /** The database (Redis) cannot be used right now: 503 with Retry-After, never a 500. */
 export function serviceUnavailable(): DomainError {
-  return new DomainError('service_unavailable', "Herald can't reach its database right now; nothing was changed by this request. Retry shortly.", [], {
+  // Not "nothing changed": a write sent just before Redis paused may still apply when it resumes.
+  // An Idempotency-Key makes the retry safe either way (the answer is stored with the effect).
+  return new DomainError('service_unavailable', "Herald can't reach its database right now. Retry shortly, with the same Idempotency-Key for a POST.", [], {
     retryAfter: UNAVAILABLE_RETRY_AFTER_S,
   });
 }

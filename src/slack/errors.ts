@@ -27,8 +27,8 @@ const FRIENDLY: Partial<Record<ErrorCode, (e: DomainError) => string>> = {
   service_unavailable: () => UNAVAILABLE,
 };
 
-/** What Slack shows while Redis is down, paused or unreachable (nothing was changed). */
-export const UNAVAILABLE = ":warning: Herald can't reach its database right now, so nothing was changed. Please try again in a minute.";
+/** What Slack shows while Redis is down, paused or unreachable. */
+export const UNAVAILABLE = ":warning: Herald can't reach its database right now. Please try again in a minute.";
 
 const GENERIC = ':warning: Something went wrong inside Herald; the error is logged. Please try again.';
 
