@@ -41,7 +41,7 @@ import { RedisIncidentRepo } from './store/incidents.js';
 import { createKeys, type Keys } from './store/keys.js';
 import { RedisTemplateRepo } from './store/templates.js';
 import { RedisRateLimiter } from './store/rate-limit.js';
-import { createRedis, readRedisFacts } from './store/redis.js';
+import { createRedis, readRedisFacts, whenReady } from './store/redis.js';
 import { EmbeddedRedisError, openEmbeddedRedis, type EmbeddedRedis } from './store/embedded-redis.js';
 import { redisLocation } from './store/redis-location.js';
 import { loadOrCreateSecretKey, verifySecretKey } from './store/secret-key.js';
@@ -86,6 +86,7 @@ export async function createHerald(opts: HeraldOptions): Promise<Herald> {
   const clock = opts.clock ?? systemClock;
   const redis = createRedis(opts.redisUrl, { name: 'herald-api', log });
   try {
+    await whenReady(redis, CORE_CONNECT_TIMEOUT_MS);
     const facts = await readRedisFacts(redis);
     if (facts.maxmemoryPolicy !== 'noeviction') {
       throw new StartupError(
@@ -318,6 +319,7 @@ export async function openCore(opts: { config: Config; log: Logger; clock?: Cloc
     await embedded?.stop();
   };
   try {
+    await whenReady(redis, CORE_CONNECT_TIMEOUT_MS);
     await withDeadline(redis.ping(), CORE_CONNECT_TIMEOUT_MS);
   } catch {
     redis.disconnect();

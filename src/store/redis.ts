@@ -12,10 +12,11 @@ export { isRedisUnavailable };
 export const REQUEST_COMMAND_TIMEOUT_MS = 1200;
 
 /**
- * Options of every connection that serves requests (API, Slack, CLI): commands are bounded in time
- * (a queued command while disconnected times out too, so the offline queue cannot grow stale),
- * give up after one reconnect, and reconnection keeps trying every second at most, so Herald
- * recovers by itself when Redis returns.
+ * Options of every connection that serves requests (API, Slack, CLI, the queue's producer side):
+ * commands are bounded in time, and none is queued while disconnected — it fails at once (a 503)
+ * instead. A queued command that timed out would still be sent on reconnect, applying a write
+ * whose request was already answered 503. Reconnection keeps trying every second at most, so
+ * Herald recovers by itself when Redis returns. Wait for `whenReady` before the first command.
  */
 export function requestRedisOptions(name: string): RedisOptions {
   return {
@@ -23,7 +24,7 @@ export function requestRedisOptions(name: string): RedisOptions {
     maxRetriesPerRequest: 1,
     commandTimeout: REQUEST_COMMAND_TIMEOUT_MS,
     connectTimeout: 2000,
-    enableOfflineQueue: true,
+    enableOfflineQueue: false,
     enableReadyCheck: true,
     lazyConnect: false,
     retryStrategy: (times) => Math.min(100 * times, 1000),
@@ -31,7 +32,32 @@ export function requestRedisOptions(name: string): RedisOptions {
 }
 
 /**
- * Options of BullMQ's connections (queue and workers): blocking commands must never give up
+ * Resolves once the client is ready (request connections queue nothing before that), or rejects
+ * after `ms` with the last connection error, e.g. ECONNREFUSED or WRONGPASS.
+ */
+export function whenReady(redis: Redis, ms: number): Promise<void> {
+  if (redis.status === 'ready') return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    let last = '';
+    const onError = (err: Error) => {
+      last = err.message;
+    };
+    const done = (err?: Error) => {
+      clearTimeout(timer);
+      redis.off('ready', onReady);
+      redis.off('error', onError);
+      if (err) reject(err);
+      else resolve();
+    };
+    const onReady = () => done();
+    const timer = setTimeout(() => done(new Error(`Redis not ready within ${ms} ms${last ? ` (${last})` : ''}`)), ms);
+    redis.on('ready', onReady);
+    redis.on('error', onError);
+  });
+}
+
+/**
+ * Options of BullMQ's worker connections: blocking commands must never give up
  * (`maxRetriesPerRequest: null`, no command time-out); callers on a request path bound their own
  * wait (execute's enqueue).
  */
