@@ -1,8 +1,8 @@
 import type { AckFn, App, RespondArguments, SlashCommand } from '@slack/bolt';
 import { escapeSlack } from '../domain/escape.js';
 import { assertWritable, OPEN_STATUSES } from '../domain/incident.js';
-import type { SlackDeps } from './deps.js';
 import { isRedisUnavailable } from '../domain/unavailable.js';
+import type { SlackDeps } from './deps.js';
 import { ephemeralMessage } from './errors.js';
 import { openCreateModal, openStepModal, type IncidentStep } from './modals.js';
 import { identity, once } from './once.js';
@@ -65,59 +65,57 @@ export function registerCommands(app: App, deps: SlackDeps): void {
 }
 
 async function handleCommand(command: SlashCommand, ack: AckFn<string | RespondArguments>, deps: SlackDeps): Promise<void> {
-  {
-    const parsed = parseCommand(command.text ?? '');
-    const user = { id: command.user_id, name: command.user_name };
-    switch (parsed.kind) {
-      case 'help':
-        await ack(ephemeral(helpMessage(command.command).text, helpMessage(command.command).blocks));
-        return;
-      case 'unknown':
-        await ack(ephemeral(`I don't know \`${escapeSlack(parsed.word.slice(0, 40))}\`. Try \`${command.command} help\` for what I can do.`));
-        return;
-      case 'list': {
-        const page = await deps.services.incidents.list({ status: [...OPEN_STATUSES] }, { limit: LIST_LIMIT, cursor: null });
-        const msg = incidentListMessage(page.data, page.nextCursor !== null);
-        await ack(ephemeral(msg.text, msg.blocks));
-        return;
-      }
-      case 'new':
-        await ack();
-        await once(deps.idempotency, identity('trigger', command.trigger_id), () =>
-          openCreateModal(deps, command.trigger_id, { ...(parsed.title ? { title: parsed.title } : {}), ctx: { channel_id: command.channel_id } }),
-        );
-        return;
-      case 'show':
-      case 'execute':
-      case 'update':
-      case 'resolve':
-      case 'close': {
-        if (parsed.id === null) {
-          await ack(ephemeral(`Which incident? Usage: \`${command.command} ${parsed.kind} <id>\` (ids are in \`${command.command} list\`).`));
-          return;
-        }
-        let incident;
-        try {
-          incident = await deps.services.incidents.get(parsed.id);
-        } catch (e) {
-          await ack(ephemeral(ephemeralMessage(e)));
-          return;
-        }
-        if (parsed.kind === 'show') {
-          await ack(ephemeral(incidentFallbackText(incident), [...incidentBlocks(incident), ...incidentActions(incident)]));
-          return;
-        }
-        try {
-          assertWritable(incident);
-        } catch (e) {
-          await ack(ephemeral(ephemeralMessage(e)));
-          return;
-        }
-        await ack();
-        const step = parsed.kind;
-        await once(deps.idempotency, identity('trigger', command.trigger_id), () => openStepModal(deps, command.trigger_id, step, incident.id, user));
+  const parsed = parseCommand(command.text ?? '');
+  const user = { id: command.user_id, name: command.user_name };
+  switch (parsed.kind) {
+    case 'help':
+      await ack(ephemeral(helpMessage(command.command).text, helpMessage(command.command).blocks));
+      return;
+    case 'unknown':
+      await ack(ephemeral(`I don't know \`${escapeSlack(parsed.word.slice(0, 40))}\`. Try \`${command.command} help\` for what I can do.`));
+      return;
+    case 'list': {
+      const page = await deps.services.incidents.list({ status: [...OPEN_STATUSES] }, { limit: LIST_LIMIT, cursor: null });
+      const msg = incidentListMessage(page.data, page.nextCursor !== null);
+      await ack(ephemeral(msg.text, msg.blocks));
+      return;
+    }
+    case 'new':
+      await ack();
+      await once(deps.idempotency, identity('trigger', command.trigger_id), () =>
+        openCreateModal(deps, command.trigger_id, { ...(parsed.title ? { title: parsed.title } : {}), ctx: { channel_id: command.channel_id } }),
+      );
+      return;
+    case 'show':
+    case 'execute':
+    case 'update':
+    case 'resolve':
+    case 'close': {
+      if (parsed.id === null) {
+        await ack(ephemeral(`Which incident? Usage: \`${command.command} ${parsed.kind} <id>\` (ids are in \`${command.command} list\`).`));
         return;
       }
+      let incident;
+      try {
+        incident = await deps.services.incidents.get(parsed.id);
+      } catch (e) {
+        await ack(ephemeral(ephemeralMessage(e)));
+        return;
+      }
+      if (parsed.kind === 'show') {
+        await ack(ephemeral(incidentFallbackText(incident), [...incidentBlocks(incident), ...incidentActions(incident)]));
+        return;
+      }
+      try {
+        assertWritable(incident);
+      } catch (e) {
+        await ack(ephemeral(ephemeralMessage(e)));
+        return;
+      }
+      await ack();
+      const step = parsed.kind;
+      await once(deps.idempotency, identity('trigger', command.trigger_id), () => openStepModal(deps, command.trigger_id, step, incident.id, user));
+      return;
     }
   }
 }
