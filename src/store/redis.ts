@@ -83,13 +83,16 @@ export function createRedis(url: string, opts: { worker?: boolean; name?: string
 }
 
 /**
- * Logs a client's trouble once per state change: the first error after being healthy (warn), and
- * the return (info). ioredis emits an error for every failed reconnect, and a client without an
+ * Logs a client's trouble once per state change: the first error or lost connection after being
+ * healthy (warn), and the return (info). ioredis emits an error for every failed reconnect (and a
+ * connection closed under it may emit none, only 'reconnecting'), and a client without an
  * 'error' listener prints "Unhandled error event" on stderr, outside the JSON log.
  */
 export function watchRedis(client: Pick<Redis, 'on'>, log: Logger, name: string): void {
   const onError = redisErrorLogger(log, name);
   client.on('error', onError.error);
+  // Emitted only for an unexpected close (never after quit/disconnect).
+  client.on('reconnecting', () => onError.error(new Error('connection lost; reconnecting')));
   client.on('ready', onError.ready);
 }
 
