@@ -114,13 +114,15 @@ export function fromInfrastructureError(err: unknown): DomainError | null {
  * The last middleware: domain errors become problems; anything else is logged with its stack
  * and answered as a bare 500 — no stack or internal detail ever leaves the process.
  */
-export function problemHandler(log: (err: unknown, req: Request) => void): ErrorRequestHandler {
+export function problemHandler(log: (err: unknown, req: Request) => void, unavailable: (err: unknown) => void = () => undefined): ErrorRequestHandler {
   return (err: unknown, req, res, next) => {
     if (res.headersSent) {
       next(err);
       return;
     }
-    const domain = err instanceof DomainError ? err : (fromParserError(err) ?? fromInfrastructureError(err));
+    const infrastructure = err instanceof DomainError ? null : fromInfrastructureError(err);
+    if (infrastructure) unavailable(err);
+    const domain = err instanceof DomainError ? err : (fromParserError(err) ?? infrastructure);
     if (domain) {
       sendProblem(req, res, domain);
       return;

@@ -218,5 +218,9 @@ describe('Redis faults: fast, honest 503s and recovery without a restart', () =>
     for (const [name, n] of perConnection) expect(n, name).toBeLessThanOrEqual(3);
     console.info('redis-unreachable warnings per connection over 3 outages:', JSON.stringify(Object.fromEntries(perConnection)));
     expect(back.length).toBeGreaterThan(0);
+    // The 503s themselves (a pause closes no connection): logged, but never one line per request.
+    const answered = logs.lines().filter((l) => l.msg === 'answering 503 service_unavailable: Redis cannot be used');
+    expect(answered.length).toBeGreaterThan(0);
+    expect(answered.length).toBeLessThan(10);
   });
 });
