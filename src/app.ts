@@ -42,7 +42,7 @@ import { createKeys, type Keys } from './store/keys.js';
 import { RedisTemplateRepo } from './store/templates.js';
 import { RedisPacer } from './store/pacing.js';
 import { RedisRateLimiter } from './store/rate-limit.js';
-import { createRedis, readRedisFacts } from './store/redis.js';
+import { createRedis, readRedisFacts, whenReady } from './store/redis.js';
 import { EmbeddedRedisError, openEmbeddedRedis, type EmbeddedRedis } from './store/embedded-redis.js';
 import { redisLocation } from './store/redis-location.js';
 import { loadOrCreateSecretKey, verifySecretKey } from './store/secret-key.js';
@@ -85,8 +85,9 @@ export class StartupError extends Error {}
 export async function createHerald(opts: HeraldOptions): Promise<Herald> {
   const { config, log } = opts;
   const clock = opts.clock ?? systemClock;
-  const redis = createRedis(opts.redisUrl, { name: 'herald-api' });
+  const redis = createRedis(opts.redisUrl, { name: 'herald-api', log });
   try {
+    await whenReady(redis, CORE_CONNECT_TIMEOUT_MS);
     const facts = await readRedisFacts(redis);
     if (facts.maxmemoryPolicy !== 'noeviction') {
       throw new StartupError(
@@ -315,12 +316,14 @@ export async function openCore(opts: { config: Config; log: Logger; clock?: Cloc
   }
   const url = config.REDIS_URL ?? embedded?.socketPath ?? '';
   const redis = createRedis(url, { name: 'herald-cli' });
+  // The CLI says "cannot reach Redis" itself; the client's own errors are only worth a debug line.
   redis.on('error', (err: Error) => log.debug({ err }, 'redis connection error'));
   const close = async () => {
     await withDeadline(redis.quit(), 2000).catch(() => redis.disconnect());
     await embedded?.stop();
   };
   try {
+    await whenReady(redis, CORE_CONNECT_TIMEOUT_MS);
     await withDeadline(redis.ping(), CORE_CONNECT_TIMEOUT_MS);
   } catch {
     redis.disconnect();

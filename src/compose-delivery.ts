@@ -21,7 +21,7 @@ import type { TemplateService } from './services/templates.js';
 import { RedisExecutionRepo } from './store/executions.js';
 import type { Keys } from './store/keys.js';
 import { RedisPacer } from './store/pacing.js';
-import { createRedis } from './store/redis.js';
+import { createRedis, isRedisUnavailable, redisErrorLogger } from './store/redis.js';
 
 export interface DeliveryWiring {
   executions: ExecutionService;
@@ -49,10 +49,14 @@ export function composeDelivery(o: {
   registry: Registry;
 }): DeliveryWiring {
   const { config, log, keys } = o;
-  // BullMQ gets connections of its own: workers block, and must never give up a command.
-  const queueConnection = createRedis(o.redisUrl, { worker: true, name: 'herald-queue' });
-  queueConnection.on('error', (err: Error) => log.warn({ err: err.message }, 'queue redis error'));
-  const queue = new BullDeliveryQueue(queueConnection, keys.bullPrefix, (err) => log.warn({ err: err.message }, 'delivery queue error'));
+  // BullMQ gets connections of its own. The queue (adding, removing jobs) serves requests, so its
+  // commands are bounded like any request's (BullMQ's "failing fast when Redis is down"): what
+  // it fails to add, the outbox sweep adds later. Workers block and get unbounded ones below.
+  const queueConnection = createRedis(o.redisUrl, { name: 'herald-queue', log });
+  // BullMQ re-emits its connections' errors on the queue: logged once per outage, like the clients.
+  const queueTrouble = redisErrorLogger(log, 'herald-queue (BullMQ)');
+  queueConnection.on('ready', queueTrouble.ready);
+  const queue = new BullDeliveryQueue(queueConnection, keys.bullPrefix, (err) => (isRedisUnavailable(err) ? queueTrouble.error(err) : log.warn({ err: err.message }, 'delivery queue error')));
   const repo = new RedisExecutionRepo(o.redis, keys, () => o.clock.now().getTime());
   const metrics = deliveryMetrics(o.registry);
   const listeners: ((d: Delivery) => void)[] = [metrics.changed];
@@ -112,8 +116,7 @@ export function composeDelivery(o: {
     onDeliveryChanged: listeners,
     startWorker() {
       if (worker) return;
-      workerConnection = createRedis(o.redisUrl, { worker: true, name: 'herald-worker' });
-      workerConnection.on('error', (err: Error) => log.warn({ err: err.message }, 'worker redis error'));
+      workerConnection = createRedis(o.redisUrl, { worker: true, name: 'herald-worker', log });
       worker = startDeliveryWorker({
         connection: workerConnection,
         prefix: keys.bullPrefix,
@@ -127,7 +130,10 @@ export function composeDelivery(o: {
           (n) => {
             if (n > 0) log.warn({ count: n }, 'outbox: re-queued deliveries that were committed but not queued');
           },
-          (err: unknown) => log.warn({ err: (err as Error).message }, 'outbox sweep failed'),
+          // Redis being away is logged once by its connection; this runs every sweep period.
+          (err: unknown) => {
+            if (!isRedisUnavailable(err)) log.warn({ err: (err as Error).message }, 'outbox sweep failed');
+          },
         );
       };
       runSweep();

@@ -91,8 +91,11 @@ export interface ConnectionFilter {
 export interface ConnectionRepo {
   get(id: string): Promise<ConnectionRecord | null>;
   getMany(ids: string[]): Promise<(ConnectionRecord | null)[]>;
-  /** Stores a new connection (secrets already sealed) and indexes it. */
-  create(connection: ConnectionRecord): Promise<boolean>;
+  /**
+   * Stores a new connection (secrets already sealed) and indexes it. `signingSecret` is what its
+   * create answer shows once (stored sealed with an Idempotency-Key replay, never in the record).
+   */
+  create(connection: ConnectionRecord, signingSecret?: string | null): Promise<boolean>;
   /** Compare-and-set: replaces `prev` with `next` if the stored record is still exactly `prev`. */
   update(prev: ConnectionRecord, next: ConnectionRecord): Promise<boolean>;
   /** Compare-and-set delete: false when the record changed (or is gone) since `prev` was read. */
@@ -133,18 +136,50 @@ export interface StoredResponse {
   headers: Record<string, string>;
 }
 
+/** A request's hold on an Idempotency-Key: a short lease, kept alive while the request runs. */
+export interface IdempotencyClaim {
+  scope: string;
+  key: string;
+  fingerprint: string;
+  /** Unique to this holder: a claim taken over after a crash is someone else's. */
+  token: string;
+}
+
 export type IdempotencyBegin =
-  | { state: 'new' }
+  | { state: 'new'; claim: IdempotencyClaim }
   | { state: 'in_flight' }
   | { state: 'mismatch' }
   | { state: 'done'; response: StoredResponse };
 
+/** What an idempotent request committed: its response is stored in the same atomic step. */
+export type CommittedEffect =
+  | { kind: 'incident'; incident: Incident }
+  | { kind: 'execution'; execution: Execution; deliveries: Delivery[] }
+  | { kind: 'connection'; connection: ConnectionRecord; signingSecret: string | null }
+  | { kind: 'templates'; templates: Template[] };
+
+/**
+ * An idempotent request in progress. The route says how a committed effect answers (`respond`),
+ * and the store writes that answer with the effect itself, so a crash between the commit and the
+ * response can never run the request twice; `stored` is then true and nothing more is written.
+ */
+export interface IdempotentRequest {
+  claim: IdempotencyClaim;
+  respond: ((effect: CommittedEffect) => StoredResponse | null) | null;
+  stored: boolean;
+}
+
 export interface IdempotencyStore {
   /** Claims (scope, key) for a request with this fingerprint, or reports what holds it. */
   begin(scope: string, key: string, fingerprint: string): Promise<IdempotencyBegin>;
-  complete(scope: string, key: string, fingerprint: string, response: StoredResponse): Promise<void>;
+  /** Extends the claim's lease; false when it is no longer this holder's (taken over or done). */
+  renew(claim: IdempotencyClaim): Promise<boolean>;
+  /** Stores the response, if the claim still holds (a no-op once stored with the effect). */
+  complete(claim: IdempotencyClaim, response: StoredResponse): Promise<void>;
   /** Frees a claim whose request failed in a way worth retrying (5xx). */
-  release(scope: string, key: string): Promise<void>;
+  release(claim: IdempotencyClaim): Promise<void>;
+  /** Runs `work` with `request` as the current idempotent request of the commits it makes. */
+  within<T>(request: IdempotentRequest, work: () => T): T;
 }
 
 export interface RateDecision {

@@ -3,6 +3,7 @@ import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import type { DeliveryQueue, ProcessOutcome, QueuedJob } from '../ports.js';
+import { isRedisUnavailable, redisErrorLogger } from '../store/redis.js';
 
 export const QUEUE_NAME = 'deliveries';
 
@@ -100,8 +101,12 @@ export function startDeliveryWorker(o: WorkerOptions): Worker {
   worker.on('failed', (job, err) => {
     o.log.error({ job_id: job?.id, err: err.message }, 'delivery job attempt failed unexpectedly; BullMQ retries it');
   });
+  // Redis trouble is logged once per outage (it repeats on every reconnect attempt); anything else each time.
+  const redisTrouble = redisErrorLogger(o.log, 'herald-worker (BullMQ)');
+  o.connection.on('ready', redisTrouble.ready);
   worker.on('error', (err) => {
-    o.log.error({ err: err.message }, 'delivery worker error');
+    if (isRedisUnavailable(err)) redisTrouble.error(err);
+    else o.log.error({ err: err.message }, 'delivery worker error');
   });
   return worker;
 }

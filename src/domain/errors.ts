@@ -33,6 +33,7 @@ export const ERROR_CODES = [
   'rate_limited',
   'not_implemented',
   'internal_error',
+  'service_unavailable',
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
@@ -68,4 +69,16 @@ export function fieldError(code: ErrorCode, field: string, message: string, fiel
 
 export function notFound(what: string, id: string): DomainError {
   return new DomainError('not_found', `${what} ${id} was not found.`);
+}
+
+/** Seconds a client should wait before retrying when Herald's database is unreachable. */
+export const UNAVAILABLE_RETRY_AFTER_S = 2;
+
+/** The database (Redis) cannot be used right now: 503 with Retry-After, never a 500. */
+export function serviceUnavailable(): DomainError {
+  // Not "nothing changed": a write sent just before Redis paused may still apply when it resumes.
+  // An Idempotency-Key makes the retry safe either way (the answer is stored with the effect).
+  return new DomainError('service_unavailable', "Herald can't reach its database right now. Retry shortly, with the same Idempotency-Key for a POST.", [], {
+    retryAfter: UNAVAILABLE_RETRY_AFTER_S,
+  });
 }

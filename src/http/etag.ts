@@ -3,8 +3,10 @@ import { DomainError } from '../domain/errors.js';
 
 /** ETags are the record's revision: strong, opaque to clients. */
 export function setEtag(res: Response, rev: number): void {
-  res.setHeader('ETag', `"r${rev}"`);
+  res.setHeader('ETag', etagOf(rev));
 }
+
+export const etagOf = (rev: number): string => `"r${rev}"`;
 
 /**
  * The revision named by If-Match, or null when there is none (or `*`). A value we could never

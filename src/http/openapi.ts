@@ -75,6 +75,7 @@ const common = {
   401: problem('Missing, malformed, unknown, expired or revoked API key (WWW-Authenticate says which).'),
   403: problem('The key lacks the scope this endpoint needs (WWW-Authenticate names it).'),
   429: problem('Per-key rate limit reached; Retry-After says when to retry.'),
+  503: problem("service_unavailable: Herald can't reach its database (Redis down, paused or unreachable). Retry after Retry-After; a POST with the same Idempotency-Key never takes effect twice."),
 };
 const body = (schema: z.ZodType, required = true) => ({ body: { required, content: { 'application/json': { schema } } } });
 

@@ -1,5 +1,6 @@
 import type { ErrorRequestHandler, Request, Response } from 'express';
-import { DomainError, type ErrorCode, type FieldError } from '../domain/errors.js';
+import { DomainError, serviceUnavailable, type ErrorCode, type FieldError } from '../domain/errors.js';
+import { isRedisUnavailable } from '../domain/unavailable.js';
 import { requestIdOf } from './context.js';
 
 /** The one table from domain error code to HTTP status (STYLE §3). */
@@ -33,6 +34,7 @@ export const STATUS_BY_CODE: Record<ErrorCode, number> = {
   rate_limited: 429,
   not_implemented: 501,
   internal_error: 500,
+  service_unavailable: 503,
 };
 
 const TITLES: Partial<Record<ErrorCode, string>> = {
@@ -43,6 +45,7 @@ const TITLES: Partial<Record<ErrorCode, string>> = {
   insufficient_scope: 'Insufficient scope',
   rate_limited: 'Too many requests',
   internal_error: 'Internal error',
+  service_unavailable: 'Service unavailable',
 };
 
 export interface Problem {
@@ -73,7 +76,7 @@ export function sendProblem(req: Request, res: Response, err: DomainError): void
     res.setHeader('WWW-Authenticate', err.meta.reason === 'missing' ? 'Bearer realm="herald"' : 'Bearer realm="herald", error="invalid_token"');
   } else if (err.code === 'insufficient_scope') {
     res.setHeader('WWW-Authenticate', `Bearer realm="herald", error="insufficient_scope", scope="${String(err.meta.scope)}"`);
-  } else if (err.code === 'rate_limited' && err.meta.retryAfter !== undefined) {
+  } else if ((err.code === 'rate_limited' || err.code === 'service_unavailable' || err.code === 'idempotency_key_in_use') && err.meta.retryAfter !== undefined) {
     res.setHeader('Retry-After', String(err.meta.retryAfter));
   } else if (err.code === 'method_not_allowed' && err.meta.allow !== undefined) {
     res.setHeader('Allow', String(err.meta.allow));
@@ -100,16 +103,26 @@ function fromParserError(err: unknown): DomainError | null {
 }
 
 /**
+ * The one mapping of infrastructure failures to a problem: Redis (or BullMQ over it) unreachable,
+ * paused or timing out is a 503 `service_unavailable` with Retry-After, never a 500.
+ */
+export function fromInfrastructureError(err: unknown): DomainError | null {
+  return isRedisUnavailable(err) ? serviceUnavailable() : null;
+}
+
+/**
  * The last middleware: domain errors become problems; anything else is logged with its stack
  * and answered as a bare 500 — no stack or internal detail ever leaves the process.
  */
-export function problemHandler(log: (err: unknown, req: Request) => void): ErrorRequestHandler {
+export function problemHandler(log: (err: unknown, req: Request) => void, unavailable: (err: unknown) => void = () => undefined): ErrorRequestHandler {
   return (err: unknown, req, res, next) => {
     if (res.headersSent) {
       next(err);
       return;
     }
-    const domain = err instanceof DomainError ? err : fromParserError(err);
+    const infrastructure = err instanceof DomainError ? null : fromInfrastructureError(err);
+    if (infrastructure) unavailable(err);
+    const domain = err instanceof DomainError ? err : (fromParserError(err) ?? infrastructure);
     if (domain) {
       sendProblem(req, res, domain);
       return;

@@ -58,14 +58,27 @@ export function createHttpApp(deps: ServerDeps): { app: Express; finish: () => v
     app.use(() => {
       throw new DomainError('not_found', 'No such endpoint.');
     });
+    // A paused Redis closes no connection (commands just time out), so the 503s themselves are
+    // logged too, at most once per UNAVAILABLE_LOG_EVERY_MS.
+    let lastUnavailableLog = 0;
     app.use(
-      problemHandler((err, req) => {
-        deps.log.error({ err, request_id: requestIdOf(req, req.res!), method: req.method, path: fullPath(req) }, 'unhandled error');
-      }),
+      problemHandler(
+        (err, req) => {
+          deps.log.error({ err, request_id: requestIdOf(req, req.res!), method: req.method, path: fullPath(req) }, 'unhandled error');
+        },
+        (err) => {
+          const now = Date.now();
+          if (now - lastUnavailableLog < UNAVAILABLE_LOG_EVERY_MS) return;
+          lastUnavailableLog = now;
+          deps.log.warn({ err: err instanceof Error ? err.message : String(err) }, 'answering 503 service_unavailable: Redis cannot be used');
+        },
+      ),
     );
   };
   return { app, finish };
 }
+
+const UNAVAILABLE_LOG_EVERY_MS = 10_000;
 
 function constantTimeEquals(a: string, b: string): boolean {
   // timingSafeEqual throws on unequal lengths: compare fixed-size digests instead.

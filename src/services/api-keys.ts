@@ -15,6 +15,7 @@ import { DomainError, notFound } from '../domain/errors.js';
 import type { Page, PageRequest } from '../domain/pagination.js';
 import { parseInput } from '../domain/validation.js';
 import type { ApiKeyRepo, Clock, IdGenerator, TokenCrypto } from '../ports.js';
+import { LOST_RACE, retryOnConflict } from './retry.js';
 
 export interface ApiKeyServiceDeps {
   repo: ApiKeyRepo;
@@ -60,13 +61,12 @@ export class ApiKeyService {
 
   /** Revokes a key (idempotent: revoking twice keeps the first time). */
   async revoke(id: string): Promise<ApiKey> {
-    for (let attempt = 0; attempt < 5; attempt++) {
+    return retryOnConflict(async () => {
       const key = await this.get(id);
       if (key.revoked_at !== null) return key;
       const next = { ...key, revoked_at: iso(this.d.clock.now()) };
-      if (await this.d.repo.update(key, next)) return next;
-    }
-    throw new DomainError('conflict', 'The key changed while it was being revoked; try again.');
+      return (await this.d.repo.update(key, next)) ? next : LOST_RACE;
+    }, () => new DomainError('conflict', 'The key changed while it was being revoked; try again.'));
   }
 
   /**

@@ -32,6 +32,7 @@ import { DomainError, notFound } from '../domain/errors.js';
 import { isId } from '../domain/ids.js';
 import { expectCursorKind, type Page, type PageRequest } from '../domain/pagination.js';
 import { parseInput, toFieldErrors } from '../domain/validation.js';
+import { LOST_RACE, retryOnConflict } from './retry.js';
 import type { Clock, ConnectionFilter, ConnectionRepo, ConnectionTester, IdGenerator, SecretBox, TokenCrypto } from '../ports.js';
 
 export interface ConnectionServiceDeps {
@@ -54,8 +55,6 @@ export interface ConnectionServiceDeps {
 
 export type DeliveryOutcome = { ok: true } | { ok: false; error: string };
 
-/** Optimistic writes retry this often before answering 409 `conflict`. */
-const MAX_ATTEMPTS = 8;
 /**
  * System updates (health, last test) may race many deliveries of one connection at once. Every
  * compare-and-set round has a winner, so each writer gets through within (concurrent writers)
@@ -79,8 +78,9 @@ export class ConnectionService {
     const { plain, secrets } = splitSecrets(draft.type, config);
     const now = iso(this.d.clock.now());
     const record = newConnectionRecord(this.d.ids.next('connection'), draft, plain, this.seal(secrets, {}, {}), now);
-    if (!(await this.d.repo.create(record))) throw conflict();
-    return { connection: record, signingSecret: signingSecretOf(draft.type, config) };
+    const signingSecret = signingSecretOf(draft.type, config);
+    if (!(await this.d.repo.create(record, signingSecret))) throw conflict();
+    return { connection: record, signingSecret };
   }
 
   async get(id: string): Promise<ConnectionRecord> {
@@ -110,7 +110,7 @@ export class ConnectionService {
    * a destination to another host needs every secret sent there again. Re-enabling resets health.
    */
   async update(id: string, input: unknown, ifMatch: number | null = null): Promise<ConnectionRecord> {
-    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+    return retryOnConflict(async () => {
       const current = await this.get(id);
       checkRevision(current, ifMatch);
       const patch = this.parsePatch(current, input);
@@ -148,21 +148,21 @@ export class ConnectionService {
         if (current.enabled && !next.enabled) await this.d.onDisabled?.(id);
         return next;
       }
-    }
-    throw conflict();
+      return LOST_RACE;
+    }, conflict);
   }
 
   /** Deletes (If-Match honoured), then lets the delivery layer cancel what was queued for it. */
   async delete(id: string, ifMatch: number | null = null): Promise<void> {
-    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+    return retryOnConflict(async () => {
       const current = await this.get(id);
       checkRevision(current, ifMatch);
       if (await this.d.repo.delete(current)) {
         await this.d.onDeleted?.(id);
         return;
       }
-    }
-    throw conflict();
+      return LOST_RACE;
+    }, conflict);
   }
 
   /**
@@ -291,15 +291,15 @@ export class ConnectionService {
 
   /** Compare-and-set loop for system updates (health, last test); they do not move updated_at. */
   private async mutate(id: string, change: (c: ConnectionRecord) => ConnectionRecord): Promise<ConnectionRecord | null> {
-    for (let attempt = 0; attempt < MAX_SYSTEM_ATTEMPTS; attempt++) {
+    return retryOnConflict(async () => {
       const current = isId('connection', id) ? await this.d.repo.get(id) : null;
       if (!current) return null;
       const next = change(current);
       if (sameContent(current, next)) return current;
       next.rev = current.rev + 1;
       if (await this.d.repo.update(current, next)) return next;
-    }
-    throw conflict();
+      return LOST_RACE;
+    }, conflict, { attempts: MAX_SYSTEM_ATTEMPTS });
   }
 }
 

@@ -13,6 +13,7 @@ import type { TelegramParseMode } from '../domain/escape.js';
 import { sourceForChannel, type Template } from '../domain/template.js';
 import { missingVariablesError, resolveVariables, type TemplateVariable } from '../domain/variables.js';
 import { parseInput } from '../domain/validation.js';
+import { LOST_RACE, retryOnConflict } from './retry.js';
 import type { Clock, ExecutionRepo, IdGenerator, IncidentRepo } from '../ports.js';
 import { jobIdOf, type DeliveryService } from './deliveries.js';
 
@@ -60,7 +61,8 @@ export interface ExecutePreview {
 
 export type ExecuteResult = { dryRun: true; deliveries: PlannedDelivery[] } | { dryRun: false; execution: ExecutionView };
 
-const MAX_ATTEMPTS = 8;
+/** How long the 202 waits for the queue once the execution is committed (the outbox covers the rest). */
+const ENQUEUE_WAIT_MS = 1000;
 
 /**
  * Execute (SPEC §6): render every (connection × template that targets it) pair once, store the
@@ -72,7 +74,7 @@ export class ExecutionService {
 
   /** `opts.dryRun` is a boolean or the raw `?dry_run=` value, judged after the 404/409 checks. */
   async execute(incidentId: string, input: unknown, actor: Actor, opts: { dryRun: unknown }): Promise<ExecuteResult> {
-    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+    return retryOnConflict(async () => {
       const incident = await this.getIncident(incidentId);
       assertWritable(incident);
       const dryRun = parseInput(z.object({ dry_run: DryRunSchema }), { dry_run: opts.dryRun }).dry_run ?? false;
@@ -113,18 +115,37 @@ export class ExecutionService {
         deliveries: deliveries.length,
         template_versions: templateVersions,
       });
-      if (!(await this.d.repo.create(execution, deliveries, incident, next, [event]))) continue;
-      try {
-        await this.d.enqueue(deliveries.map((x) => ({ deliveryId: x.id, jobId: jobIdOf(x) })));
-        await this.d.repo.markEnqueued(deliveries.map((x) => x.id));
-      } catch (err) {
-        // The execution is committed with its outbox entries, so a worker's sweep queues it: the
-        // 202 stays true. Answering 5xx here would invite a retry that sends everything twice.
-        this.d.onError?.('queueing an execution (the outbox sweep will)', err);
-      }
+      if (!(await this.d.repo.create(execution, deliveries, incident, next, [event]))) return LOST_RACE;
+      await this.queueCommitted(deliveries);
       return { dryRun: false, execution: presentExecution(execution, deliveries) };
-    }
-    throw new DomainError('conflict', 'The incident kept changing while executing; try again.');
+    }, () => new DomainError('conflict', 'The incident kept changing while executing; try again.'));
+  }
+
+  /**
+   * Puts committed deliveries on the queue, waiting at most ENQUEUE_WAIT_MS: the execution is
+   * committed with its outbox entries, so a worker's sweep queues whatever this does not, and the
+   * 202 stays true. Answering 5xx here would invite a retry that sends everything twice, and
+   * waiting on a Redis that just went away would answer late (BullMQ's own connection never gives
+   * up a command); a late enqueue still lands, and job ids make it harmless.
+   */
+  private async queueCommitted(deliveries: Delivery[]): Promise<void> {
+    const queued = this.d
+      .enqueue(deliveries.map((x) => ({ deliveryId: x.id, jobId: jobIdOf(x) })))
+      .then(() => this.d.repo.markEnqueued(deliveries.map((x) => x.id)))
+      .then(
+        () => true,
+        (err: unknown) => {
+          this.d.onError?.('queueing an execution (the outbox sweep will)', err);
+          return true;
+        },
+      );
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<false>((resolve) => {
+      timer = setTimeout(() => resolve(false), ENQUEUE_WAIT_MS);
+    });
+    const inTime = await Promise.race([queued, late]);
+    clearTimeout(timer);
+    if (!inTime) this.d.onError?.('queueing an execution took too long (the outbox sweep will)', new Error(`not queued within ${ENQUEUE_WAIT_MS} ms`));
   }
 
   /**

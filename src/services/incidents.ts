@@ -15,6 +15,7 @@ import {
 import { newEvent, type IncidentEvent } from '../domain/incident-event.js';
 import { expectCursorKind, type Page, type PageRequest } from '../domain/pagination.js';
 import { parseInput } from '../domain/validation.js';
+import { LOST_RACE, retryOnConflict } from './retry.js';
 import type { Clock, IdGenerator, IncidentFilter, IncidentRepo } from '../ports.js';
 
 export interface IncidentServiceDeps {
@@ -33,15 +34,12 @@ export interface IncidentServiceDeps {
   onChange?: (incident: Incident, kind: 'created' | 'updated' | 'closed') => void;
 }
 
-/** Optimistic writes retry this often before answering 409 `conflict`. */
-const MAX_ATTEMPTS = 8;
-
 export class IncidentService {
   constructor(private readonly d: IncidentServiceDeps) {}
 
   async create(input: unknown, actor: Actor): Promise<Incident> {
     const body = parseInput(IncidentCreateSchema, input);
-    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+    return retryOnConflict(async () => {
       await this.assertTemplatesExist(body.template_ids);
       await this.assertVariableUnion(body.template_ids);
       const now = iso(this.d.clock.now());
@@ -54,8 +52,8 @@ export class IncidentService {
         this.d.onChange?.(incident, 'created');
         return incident;
       }
-    }
-    throw conflict();
+      return LOST_RACE;
+    }, conflict);
   }
 
   async get(id: string): Promise<Incident> {
@@ -73,7 +71,7 @@ export class IncidentService {
    * a stale one answers 412 instead of overwriting someone else's change.
    */
   async update(id: string, input: unknown, actor: Actor, ifMatch: number | null = null): Promise<Incident> {
-    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+    return retryOnConflict(async () => {
       const current = await this.get(id);
       checkRevision(current, ifMatch);
       // Order of checks (SPEC §1): closed (409) before the body's content (422).
@@ -93,12 +91,12 @@ export class IncidentService {
         this.d.onChange?.(next, 'updated');
         return next;
       }
-    }
-    throw conflict();
+      return LOST_RACE;
+    }, conflict);
   }
 
   async close(id: string, input: unknown, actor: Actor, ifMatch: number | null = null): Promise<Incident> {
-    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+    return retryOnConflict(async () => {
       const current = await this.get(id);
       checkRevision(current, ifMatch);
       if (current.status === 'closed') closeIncident(current, {}, '');
@@ -113,8 +111,8 @@ export class IncidentService {
         this.d.onChange?.(next, 'closed');
         return next;
       }
-    }
-    throw conflict();
+      return LOST_RACE;
+    }, conflict);
   }
 
   async events(id: string, page: PageRequest): Promise<Page<IncidentEvent>> {

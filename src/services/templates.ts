@@ -17,6 +17,7 @@ import {
   type Template,
 } from '../domain/template.js';
 import { parseInput, safeParseInput, toFieldErrors } from '../domain/validation.js';
+import { LOST_RACE, retryOnConflict } from './retry.js';
 import { missingVariablesError, resolveVariables } from '../domain/variables.js';
 import type { Clock, IdGenerator, TemplateRepo } from '../ports.js';
 
@@ -36,9 +37,6 @@ export interface TemplateServiceDeps {
 }
 
 export type TemplatePreviews = Record<ChannelType, RenderedMessage>;
-
-/** Optimistic writes retry this often before answering 409 `conflict`. */
-const MAX_ATTEMPTS = 8;
 
 export class TemplateService {
   constructor(private readonly d: TemplateServiceDeps) {}
@@ -120,7 +118,7 @@ export class TemplateService {
    * the ETag); a stale one answers 412 instead of overwriting someone else's edit.
    */
   async update(id: string, input: unknown, ifMatch: number | null = null): Promise<Template> {
-    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+    return retryOnConflict(async () => {
       const current = await this.get(id);
       checkVersion(current, ifMatch);
       const patch = parseInput(TemplatePatchSchema, input);
@@ -130,13 +128,13 @@ export class TemplateService {
       const outcome = await this.d.templates.update(current, next);
       if (outcome.ok) return next;
       if (outcome.reason === 'name_taken') throw nameTaken([{ field: 'name', name: next.name }]);
-    }
-    throw conflict();
+      return LOST_RACE;
+    }, conflict);
   }
 
   /** DELETE: refused (409 `template_in_use`) while a non-closed incident attaches the template. */
   async delete(id: string, ifMatch: number | null = null): Promise<void> {
-    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+    return retryOnConflict(async () => {
       const current = await this.get(id);
       checkVersion(current, ifMatch);
       const outcome = await this.d.templates.delete(current);
@@ -144,8 +142,8 @@ export class TemplateService {
       if (outcome.reason === 'in_use') {
         throw new DomainError('template_in_use', `Template ${id} is attached to an incident that is not closed; detach it or close the incident first.`);
       }
-    }
-    throw conflict();
+      return LOST_RACE;
+    }, conflict);
   }
 
   async versions(id: string, page: PageRequest): Promise<Page<Template>> {

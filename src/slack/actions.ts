@@ -1,7 +1,9 @@
 import type { App, BlockAction, ButtonAction } from '@slack/bolt';
 import { isAdmin, type SlackDeps } from './deps.js';
 import { publishHome } from './home.js';
-import { openCreateModal, openStepModal, type IncidentStep } from './modals.js';
+import { isRedisUnavailable } from '../domain/unavailable.js';
+import { ephemeralMessage } from './errors.js';
+import { messageModal, openCreateModal, openStepModal, type IncidentStep } from './modals.js';
 import { identity, once } from './once.js';
 import { ACTIONS, ADMIN_ACTIONS } from './views/action-ids.js';
 import { generateApiKeyModal } from './views/api-key-modals.js';
@@ -25,7 +27,7 @@ export function registerActions(app: App, deps: SlackDeps): void {
   for (const [actionId, step] of Object.entries(STEP_BY_ACTION)) {
     app.action<ButtonClick>({ type: 'block_actions', action_id: actionId }, async ({ ack, body, action }) => {
       await ack();
-      await once(deps.idempotency, identity('trigger', body.trigger_id), () => openStepModal(deps, body.trigger_id, step, action.value ?? ''));
+      await openOnce(deps, body.trigger_id, () => openStepModal(deps, body.trigger_id, step, action.value ?? ''));
     });
   }
 
@@ -33,7 +35,7 @@ export function registerActions(app: App, deps: SlackDeps): void {
     await ack();
     // From the App Home there is no channel: the announcement goes to HERALD_SLACK_CHANNEL or a DM.
     const channel = body.channel?.id;
-    await once(deps.idempotency, identity('trigger', body.trigger_id), () => openCreateModal(deps, body.trigger_id, { ctx: channel ? { channel_id: channel } : {} }));
+    await openOnce(deps, body.trigger_id, () => openCreateModal(deps, body.trigger_id, { ctx: channel ? { channel_id: channel } : {} }));
   });
 
   // Test: the read-only check; Send test message: a marked message (types without a check).
@@ -74,6 +76,19 @@ export function registerActions(app: App, deps: SlackDeps): void {
     }
     await publishHome(deps, body.user.id);
   });
+}
+
+/**
+ * `once` for a button that opens a modal. With Redis unreachable the claim itself fails: the user
+ * gets a short explanation on the same trigger (still valid, the ack came first) instead of nothing.
+ */
+async function openOnce(deps: SlackDeps, triggerId: string, open: () => Promise<void>): Promise<void> {
+  try {
+    await once(deps.idempotency, identity('trigger', triggerId), open);
+  } catch (e) {
+    if (!isRedisUnavailable(e)) throw e;
+    await deps.client.views.open({ trigger_id: triggerId, view: messageModal('Cannot do that', ephemeralMessage(e)) });
+  }
 }
 
 /**

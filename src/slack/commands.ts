@@ -1,5 +1,6 @@
-import type { App, RespondArguments } from '@slack/bolt';
+import type { AckFn, App, RespondArguments, SlashCommand } from '@slack/bolt';
 import { assertWritable, OPEN_STATUSES } from '../domain/incident.js';
+import { isRedisUnavailable } from '../domain/unavailable.js';
 import type { SlackDeps } from './deps.js';
 import { ephemeralMessage } from './errors.js';
 import { openCreateModal, openStepModal, type IncidentStep } from './modals.js';
@@ -44,58 +45,75 @@ const ephemeral = (text: string, blocks?: KnownBlock[]): RespondArguments => ({ 
  * gets a friendly line instead of a modal that cannot work.
  */
 export function registerCommands(app: App, deps: SlackDeps): void {
-  app.command(COMMAND, async ({ command, ack }) => {
-    const parsed = parseCommand(command.text ?? '');
-    switch (parsed.kind) {
-      case 'help':
-        await ack(ephemeral(helpMessage(command.command).text, helpMessage(command.command).blocks));
-        return;
-      case 'unknown':
-        await ack(ephemeral(`I don't know \`${escapedText(parsed.word, 120)}\`. Try \`${command.command} help\` for what I can do.`));
-        return;
-      case 'list': {
-        const page = await deps.services.incidents.list({ status: [...OPEN_STATUSES] }, { limit: LIST_LIMIT, cursor: null });
-        const msg = incidentListMessage(page.data, page.nextCursor !== null);
-        await ack(ephemeral(msg.text, msg.blocks));
-        return;
-      }
-      case 'new':
-        await ack();
-        await once(deps.idempotency, identity('trigger', command.trigger_id), () =>
-          openCreateModal(deps, command.trigger_id, { ...(parsed.title ? { title: parsed.title } : {}), ctx: { channel_id: command.channel_id } }),
-        );
-        return;
-      case 'show':
-      case 'execute':
-      case 'update':
-      case 'resolve':
-      case 'close': {
-        if (parsed.id === null) {
-          await ack(ephemeral(`Which incident? Usage: \`${command.command} ${parsed.kind} <id>\` (ids are in \`${command.command} list\`).`));
-          return;
-        }
-        let incident;
-        try {
-          incident = await deps.services.incidents.get(parsed.id);
-        } catch (e) {
-          await ack(ephemeral(ephemeralMessage(e)));
-          return;
-        }
-        if (parsed.kind === 'show') {
-          await ack(ephemeral(incidentFallbackText(incident), [...incidentBlocks(incident), ...incidentActions(incident)]));
-          return;
-        }
-        try {
-          assertWritable(incident);
-        } catch (e) {
-          await ack(ephemeral(ephemeralMessage(e)));
-          return;
-        }
-        await ack();
-        const step = parsed.kind;
-        await once(deps.idempotency, identity('trigger', command.trigger_id), () => openStepModal(deps, command.trigger_id, step, incident.id));
-        return;
-      }
+  app.command(COMMAND, async ({ command, ack: rawAck, respond }) => {
+    // With Redis unreachable every step below fails fast (bounded commands): the user gets the
+    // friendly line in the ack itself, or, once acked, as an ephemeral follow-up.
+    let acked = false;
+    const ack: typeof rawAck = (arg?: Parameters<typeof rawAck>[0]) => {
+      acked = true;
+      return rawAck(arg);
+    };
+    try {
+      await handleCommand(command, ack, deps);
+    } catch (e) {
+      if (!acked) await rawAck(ephemeral(ephemeralMessage(e)));
+      else await respond(ephemeral(ephemeralMessage(e))).catch((err: unknown) => deps.log.warn({ err }, 'could not tell the user a command failed'));
+      if (!isRedisUnavailable(e)) throw e;
     }
   });
+}
+
+async function handleCommand(command: SlashCommand, ack: AckFn<string | RespondArguments>, deps: SlackDeps): Promise<void> {
+  const parsed = parseCommand(command.text ?? '');
+  switch (parsed.kind) {
+    case 'help':
+      await ack(ephemeral(helpMessage(command.command).text, helpMessage(command.command).blocks));
+      return;
+    case 'unknown':
+      await ack(ephemeral(`I don't know \`${escapedText(parsed.word, 120)}\`. Try \`${command.command} help\` for what I can do.`));
+      return;
+    case 'list': {
+      const page = await deps.services.incidents.list({ status: [...OPEN_STATUSES] }, { limit: LIST_LIMIT, cursor: null });
+      const msg = incidentListMessage(page.data, page.nextCursor !== null);
+      await ack(ephemeral(msg.text, msg.blocks));
+      return;
+    }
+    case 'new':
+      await ack();
+      await once(deps.idempotency, identity('trigger', command.trigger_id), () =>
+        openCreateModal(deps, command.trigger_id, { ...(parsed.title ? { title: parsed.title } : {}), ctx: { channel_id: command.channel_id } }),
+      );
+      return;
+    case 'show':
+    case 'execute':
+    case 'update':
+    case 'resolve':
+    case 'close': {
+      if (parsed.id === null) {
+        await ack(ephemeral(`Which incident? Usage: \`${command.command} ${parsed.kind} <id>\` (ids are in \`${command.command} list\`).`));
+        return;
+      }
+      let incident;
+      try {
+        incident = await deps.services.incidents.get(parsed.id);
+      } catch (e) {
+        await ack(ephemeral(ephemeralMessage(e)));
+        return;
+      }
+      if (parsed.kind === 'show') {
+        await ack(ephemeral(incidentFallbackText(incident), [...incidentBlocks(incident), ...incidentActions(incident)]));
+        return;
+      }
+      try {
+        assertWritable(incident);
+      } catch (e) {
+        await ack(ephemeral(ephemeralMessage(e)));
+        return;
+      }
+      await ack();
+      const step = parsed.kind;
+      await once(deps.idempotency, identity('trigger', command.trigger_id), () => openStepModal(deps, command.trigger_id, step, incident.id));
+      return;
+    }
+  }
 }

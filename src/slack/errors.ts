@@ -1,5 +1,6 @@
 import { DomainError, isDomainError, type ErrorCode } from '../domain/errors.js';
 import { escapeSlack } from '../domain/escape.js';
+import { isRedisUnavailable } from '../domain/unavailable.js';
 
 /**
  * The one table from domain error code to what Slack shows (STYLE §3): a friendly ephemeral line,
@@ -23,7 +24,11 @@ const FRIENDLY: Partial<Record<ErrorCode, (e: DomainError) => string>> = {
   insufficient_scope: () => ':no_entry: Only Herald admins can do that.',
   unauthenticated: () => ':no_entry: Only Herald admins can do that.',
   internal_error: () => ':warning: Something went wrong inside Herald; the error is logged. Please try again.',
+  service_unavailable: () => UNAVAILABLE,
 };
+
+/** What Slack shows while Redis is down, paused or unreachable. */
+export const UNAVAILABLE = ":warning: Herald can't reach its database right now. Please try again in a minute.";
 
 const GENERIC = ':warning: Something went wrong inside Herald; the error is logged. Please try again.';
 
@@ -33,6 +38,7 @@ const GENERIC = ':warning: Something went wrong inside Herald; the error is logg
  * escaped; modal field errors (below) are plain text and are not.
  */
 export function ephemeralMessage(err: unknown): string {
+  if (isRedisUnavailable(err)) return UNAVAILABLE;
   if (!isDomainError(err)) return GENERIC;
   const shown = new DomainError(
     err.code,
@@ -57,7 +63,9 @@ export function modalErrors(err: unknown, blockIds: readonly string[], fallback:
     const list = (out[block] ??= []);
     if (!list.includes(message)) list.push(message);
   };
-  if (!isDomainError(err)) {
+  if (isRedisUnavailable(err)) {
+    put(fallback, UNAVAILABLE);
+  } else if (!isDomainError(err)) {
     put(fallback, GENERIC);
   } else {
     const general = FRIENDLY[err.code]?.(err) ?? err.message;

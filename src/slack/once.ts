@@ -17,13 +17,20 @@ export async function once<T>(store: IdempotencyStore, key: string | null, work:
   const claim = await store.begin(SCOPE, key, key);
   if (claim.state !== 'new') return { repeat: true };
   let value: T;
+  // The claim is a short lease (a crashed process frees it within seconds): keep it while working.
+  const renewing = setInterval(() => {
+    store.renew(claim.claim).catch(() => false);
+  }, 1_500);
+  renewing.unref();
   try {
     value = await work();
   } catch (e) {
-    await store.release(SCOPE, key).catch(() => undefined);
+    clearInterval(renewing);
+    await store.release(claim.claim).catch(() => undefined);
     throw e;
   }
-  await store.complete(SCOPE, key, key, { status: 200, body: '', headers: {} });
+  clearInterval(renewing);
+  await store.complete(claim.claim, { status: 200, body: '', headers: {} });
   return { repeat: false, value };
 }
 

@@ -1,4 +1,7 @@
 import type { Redis } from 'ioredis';
+import { DomainError } from '../domain/errors.js';
+import type { CommittedEffect } from '../ports.js';
+import { currentIdempotentScope } from './idempotency.js';
 
 /**
  * commit — an atomic compare-and-set over several keys, in one Lua script.
@@ -88,10 +91,31 @@ export class Change {
     return this;
   }
 
-  /** Runs the change; true when every check held (and the writes happened), false otherwise. */
-  async commit(): Promise<boolean> {
+  /**
+   * Runs the change; true when every check held (and the writes happened), false otherwise.
+   *
+   * `effect` names what this change commits for the request. Inside an idempotent request whose
+   * route answers that effect, the stored response is written in the same script, guarded by the
+   * request's claim: either both the effect and its replayable response exist, or neither does.
+   * A claim that is no longer ours (its lease lapsed and a retry took the key over) commits
+   * nothing and answers 409 idempotency_key_in_use, so the request never runs twice.
+   */
+  async commit(effect?: CommittedEffect): Promise<boolean> {
+    const scope = effect === undefined ? undefined : currentIdempotentScope();
+    const response = scope && !scope.request.stored && effect ? scope.request.respond?.(effect) : null;
+    let claimCheck = 0;
+    if (scope && response) {
+      const k = this.idx(scope.key);
+      this.checks.unshift({ k, op: 'eq', v: scope.claimValue });
+      this.writes.push({ c: 'SET', k, a: [scope.record(response), 'EX', scope.ttlSeconds] });
+      claimCheck = 1;
+    }
     if (this.keys.length === 0) return true;
     const result = await this.redis.eval(COMMIT_LUA, this.keys.length, ...this.keys, JSON.stringify(this.checks), JSON.stringify(this.writes));
+    if (claimCheck !== 0 && result === claimCheck) {
+      throw new DomainError('idempotency_key_in_use', 'This Idempotency-Key was taken over by a retry of this request; retry shortly for its result.');
+    }
+    if (result === 0 && scope && response) scope.request.stored = true;
     return result === 0;
   }
 }

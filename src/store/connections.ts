@@ -26,13 +26,13 @@ export class RedisConnectionRepo implements ConnectionRepo {
     return loadJson<ConnectionRecord>(this.redis, ids.map((id) => this.keys.connection(id)));
   }
 
-  create(connection: ConnectionRecord): Promise<boolean> {
+  create(connection: ConnectionRecord, signingSecret: string | null = null): Promise<boolean> {
     const k = this.keys;
     return new Change(this.redis)
       .expect(k.connection(connection.id), null)
       .write('SET', k.connection(connection.id), JSON.stringify(connection))
       .write('ZADD', k.connections(), '0', connection.id)
-      .commit();
+      .commit({ kind: 'connection', connection, signingSecret });
   }
 
   update(prev: ConnectionRecord, next: ConnectionRecord): Promise<boolean> {

@@ -34,7 +34,7 @@ export class RedisExecutionRepo implements ExecutionRepo {
         .write('ZADD', k.deliveryOutbox(), now, d.id);
     }
     if (events.length > 0) change.write('RPUSH', k.incidentEvents(incidentNext.id), ...events.map((e) => JSON.stringify(e)));
-    return change.commit();
+    return change.commit({ kind: 'execution', execution, deliveries });
   }
 
   async get(id: string): Promise<Execution | null> {

@@ -1,20 +1,24 @@
 import type { Redis } from 'ioredis';
-import { createHash } from 'node:crypto';
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { createHash, randomBytes } from 'node:crypto';
 import { LIMITS } from '../domain/limits.js';
-import type { IdempotencyBegin, IdempotencyStore, SecretBox, StoredResponse } from '../ports.js';
+import type { IdempotencyBegin, IdempotencyClaim, IdempotencyStore, IdempotentRequest, SecretBox, StoredResponse } from '../ports.js';
 import type { Keys } from './keys.js';
 
 /**
  * idempotency-begin — claim an Idempotency-Key or report what holds it.
  * KEYS[1] idem:<api key>:<sha256(key)>
  * ARGV[1] fingerprint of the request (method, path, body bytes)
- * ARGV[2] in-flight claim lifetime, ms (a crashed request frees its key after this)
+ * ARGV[2] lease, ms: a claim not renewed within this is abandoned (its process died) and the next
+ *         retry takes the key over
+ * ARGV[3] the claim to store: {"s":"in_flight","fp":…,"t":<holder's token>}, encoded by the caller
+ *         so that later checks can compare the exact string
  * Returns {"new"} | {"in_flight"} | {"mismatch"} | {"done", <stored JSON>}
  */
 const BEGIN_LUA = `
 local cur = redis.call('GET', KEYS[1])
 if not cur then
-  redis.call('SET', KEYS[1], cjson.encode({s = 'in_flight', fp = ARGV[1]}), 'PX', ARGV[2])
+  redis.call('SET', KEYS[1], ARGV[3], 'PX', ARGV[2])
   return {'new'}
 end
 local rec = cjson.decode(cur)
@@ -23,8 +27,48 @@ if rec.s == 'in_flight' then return {'in_flight'} end
 return {'done', cur}
 `;
 
-/** In-flight claims expire so a process killed mid-request does not lock a key for 24 h. */
-const IN_FLIGHT_MS = 120_000;
+/**
+ * idempotency-holder — act on a claim only while it is still this holder's.
+ * KEYS[1] the idempotency key; ARGV[1] the exact claim value; ARGV[2] "renew" | "complete" | "release";
+ * ARGV[3] lease ms (renew) or the stored record (complete); ARGV[4] its TTL, s (complete).
+ * Returns 1 when the claim held (and the action ran), else 0.
+ */
+const HOLDER_LUA = `
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+if ARGV[2] == 'renew' then
+  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+elseif ARGV[2] == 'complete' then
+  redis.call('SET', KEYS[1], ARGV[3], 'EX', ARGV[4])
+else
+  redis.call('DEL', KEYS[1])
+end
+return 1
+`;
+
+/**
+ * The in-flight lease. A running request renews it every third of this, so only a claim whose
+ * process died (or lost Redis for that long) lapses, and a retry takes it over within this time.
+ */
+export const IDEMPOTENCY_LEASE_MS = 5_000;
+
+/** What a commit inside an idempotent request needs to write the response with the effect. */
+export interface IdempotentScope {
+  request: IdempotentRequest;
+  /** The idempotency key in Redis (same hash tag as every other key). */
+  key: string;
+  /** The exact claim value that must still be there for the commit to go ahead. */
+  claimValue: string;
+  /** The stored record for a response, and its TTL in seconds. */
+  record(response: StoredResponse): string;
+  ttlSeconds: number;
+}
+
+const scopes = new AsyncLocalStorage<IdempotentScope>();
+
+/** The idempotent request the running code belongs to, if any (read by Change.commit). */
+export function currentIdempotentScope(): IdempotentScope | undefined {
+  return scopes.getStore();
+}
 
 /**
  * Stored responses are sealed with the secrets key: a replayed create can carry a secret shown
@@ -42,10 +86,11 @@ export class RedisIdempotencyStore implements IdempotencyStore {
   }
 
   async begin(scope: string, key: string, fingerprint: string): Promise<IdempotencyBegin> {
-    const r = (await this.redis.eval(BEGIN_LUA, 1, this.key(scope, key), fingerprint, IN_FLIGHT_MS)) as string[];
+    const claim: IdempotencyClaim = { scope, key, fingerprint, token: randomBytes(12).toString('hex') };
+    const r = (await this.redis.eval(BEGIN_LUA, 1, this.key(scope, key), fingerprint, IDEMPOTENCY_LEASE_MS, claimValueOf(claim))) as string[];
     switch (r[0]) {
       case 'new':
-        return { state: 'new' };
+        return { state: 'new', claim };
       case 'in_flight':
         return { state: 'in_flight' };
       case 'mismatch':
@@ -57,11 +102,40 @@ export class RedisIdempotencyStore implements IdempotencyStore {
     }
   }
 
-  async complete(scope: string, key: string, fingerprint: string, response: StoredResponse): Promise<void> {
-    await this.redis.set(this.key(scope, key), JSON.stringify({ s: 'done', fp: fingerprint, r: this.box.seal(JSON.stringify(response)) }), 'EX', LIMITS.idempotencyTtlSeconds);
+  private async holder(claim: IdempotencyClaim, action: 'renew' | 'complete' | 'release', ...args: (string | number)[]): Promise<boolean> {
+    const held = await this.redis.eval(HOLDER_LUA, 1, this.key(claim.scope, claim.key), claimValueOf(claim), action, ...args);
+    return held === 1;
   }
 
-  async release(scope: string, key: string): Promise<void> {
-    await this.redis.del(this.key(scope, key));
+  renew(claim: IdempotencyClaim): Promise<boolean> {
+    return this.holder(claim, 'renew', IDEMPOTENCY_LEASE_MS);
   }
+
+  async complete(claim: IdempotencyClaim, response: StoredResponse): Promise<void> {
+    await this.holder(claim, 'complete', this.record(claim.fingerprint, response), LIMITS.idempotencyTtlSeconds);
+  }
+
+  async release(claim: IdempotencyClaim): Promise<void> {
+    await this.holder(claim, 'release');
+  }
+
+  within<T>(request: IdempotentRequest, work: () => T): T {
+    const scope: IdempotentScope = {
+      request,
+      key: this.key(request.claim.scope, request.claim.key),
+      claimValue: claimValueOf(request.claim),
+      record: (response) => this.record(request.claim.fingerprint, response),
+      ttlSeconds: LIMITS.idempotencyTtlSeconds,
+    };
+    return scopes.run(scope, work);
+  }
+
+  private record(fingerprint: string, response: StoredResponse): string {
+    return JSON.stringify({ s: 'done', fp: fingerprint, r: this.box.seal(JSON.stringify(response)) });
+  }
+}
+
+/** The stored claim: compared as this exact string by every holder action and atomic commit. */
+function claimValueOf(claim: IdempotencyClaim): string {
+  return JSON.stringify({ s: 'in_flight', fp: claim.fingerprint, t: claim.token });
 }

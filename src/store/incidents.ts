@@ -40,7 +40,7 @@ export class RedisIncidentRepo implements IncidentRepo {
       .write('ZADD', k.incidents(), '0', incident.id)
       .write('ZADD', k.incidentsByStatus(incident.status), '0', incident.id);
     this.pushEvents(change, incident.id, events);
-    return change.commit();
+    return change.commit({ kind: 'incident', incident });
   }
 
   async update(prev: Incident, next: Incident, events: IncidentEvent[]): Promise<boolean> {
@@ -58,7 +58,7 @@ export class RedisIncidentRepo implements IncidentRepo {
       if (!before.includes(t)) change.expectExists(k.template(t)).write('SADD', k.templateIncidents(t), next.id);
     }
     this.pushEvents(change, next.id, events);
-    return change.commit();
+    return change.commit({ kind: 'incident', incident: next });
   }
 
   list(filter: IncidentFilter, page: PageRequest): Promise<Page<Incident>> {

@@ -1,17 +1,116 @@
 import { Redis, type RedisOptions } from 'ioredis';
+import type { Logger } from 'pino';
+import { isRedisUnavailable } from '../domain/unavailable.js';
+
+export { isRedisUnavailable };
 
 /**
- * Redis connections. `worker: true` is for BullMQ workers, which block and must never give up a
- * command (`maxRetriesPerRequest: null`).
+ * How long one command may take on a connection that serves a request. A stopped, paused or
+ * unreachable Redis must turn into a 503 within 2 s (README "Redis faults"), and the first command
+ * of a request decides it; 1.2 s leaves room for the answer itself on a busy machine.
  */
-export function createRedis(url: string, opts: { worker?: boolean; name?: string } = {}): Redis {
-  const options: RedisOptions = {
-    connectionName: opts.name ?? 'herald',
-    maxRetriesPerRequest: opts.worker ? null : 3,
+export const REQUEST_COMMAND_TIMEOUT_MS = 1200;
+
+/**
+ * Options of every connection that serves requests (API, Slack, CLI, the queue's producer side):
+ * commands are bounded in time, and none is queued while disconnected — it fails at once (a 503)
+ * instead. A queued command that timed out would still be sent on reconnect, applying a write
+ * whose request was already answered 503. Reconnection keeps trying every second at most, so
+ * Herald recovers by itself when Redis returns. Wait for `whenReady` before the first command.
+ */
+export function requestRedisOptions(name: string): RedisOptions {
+  return {
+    connectionName: name,
+    maxRetriesPerRequest: 1,
+    commandTimeout: REQUEST_COMMAND_TIMEOUT_MS,
+    connectTimeout: 2000,
+    enableOfflineQueue: false,
     enableReadyCheck: true,
     lazyConnect: false,
+    retryStrategy: (times) => Math.min(100 * times, 1000),
   };
-  return new Redis(url, options);
+}
+
+/**
+ * Resolves once the client is ready (request connections queue nothing before that), or rejects
+ * after `ms` with the last connection error, e.g. ECONNREFUSED or WRONGPASS.
+ */
+export function whenReady(redis: Redis, ms: number): Promise<void> {
+  if (redis.status === 'ready') return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    let last = '';
+    const onError = (err: Error) => {
+      last = err.message;
+    };
+    const done = (err?: Error) => {
+      clearTimeout(timer);
+      redis.off('ready', onReady);
+      redis.off('error', onError);
+      if (err) reject(err);
+      else resolve();
+    };
+    const onReady = () => done();
+    const timer = setTimeout(() => done(new Error(`Redis not ready within ${ms} ms${last ? ` (${last})` : ''}`)), ms);
+    redis.on('ready', onReady);
+    redis.on('error', onError);
+  });
+}
+
+/**
+ * Options of BullMQ's worker connections: blocking commands must never give up
+ * (`maxRetriesPerRequest: null`, no command time-out); callers on a request path bound their own
+ * wait (execute's enqueue).
+ */
+export function workerRedisOptions(name: string): RedisOptions {
+  return {
+    connectionName: name,
+    maxRetriesPerRequest: null,
+    enableReadyCheck: true,
+    lazyConnect: false,
+    retryStrategy: (times) => Math.min(100 * times, 1000),
+  };
+}
+
+/**
+ * Redis connections. `worker: true` is for BullMQ, whose workers block and must never give up a
+ * command. Pass `log` to get the one error listener every client needs (see watchRedis).
+ */
+export function createRedis(url: string, opts: { worker?: boolean; name?: string; log?: Logger } = {}): Redis {
+  const name = opts.name ?? 'herald';
+  const redis = new Redis(url, opts.worker ? workerRedisOptions(name) : requestRedisOptions(name));
+  if (opts.log) watchRedis(redis, opts.log, name);
+  return redis;
+}
+
+/**
+ * Logs a client's trouble once per state change: the first error or lost connection after being
+ * healthy (warn), and the return (info). ioredis emits an error for every failed reconnect (and a
+ * connection closed under it may emit none, only 'reconnecting'), and a client without an
+ * 'error' listener prints "Unhandled error event" on stderr, outside the JSON log.
+ */
+export function watchRedis(client: Pick<Redis, 'on'>, log: Logger, name: string): void {
+  const onError = redisErrorLogger(log, name);
+  client.on('error', onError.error);
+  // Emitted only for an unexpected close (never after quit/disconnect).
+  client.on('reconnecting', () => onError.error(new Error('connection lost; reconnecting')));
+  client.on('ready', onError.ready);
+}
+
+/** The state-change logger behind watchRedis, for emitters that re-emit a client's errors (BullMQ). */
+export function redisErrorLogger(log: Logger, name: string): { error: (err: unknown) => void; ready: () => void } {
+  let down = false;
+  return {
+    error: (err: unknown) => {
+      if (down) return;
+      down = true;
+      log.warn({ connection: name, err: err instanceof Error ? err.message : String(err) }, 'redis unreachable; retrying (requests answer 503 meanwhile)');
+    },
+    ready: () => {
+      if (!down) return;
+      down = false;
+      log.info({ connection: name }, 'redis reachable again');
+    },
+  };
 }
 
 export type Persistence = 'aof' | 'rdb' | 'none';

@@ -44,7 +44,7 @@ export class RedisTemplateRepo implements TemplateRepo {
         .write('HSET', k.templateNames(), nameKey, t.id)
         .write('ZADD', k.templates(), '0', t.id);
     });
-    if (await change.commit()) return { ok: true };
+    if (await change.commit({ kind: 'templates', templates })) return { ok: true };
     const holders = nameKeys.length > 0 ? await this.redis.hmget(k.templateNames(), ...nameKeys) : [];
     const indexes = holders.flatMap((holder, i) => (holder === null ? [] : [i]));
     return indexes.length > 0 ? { ok: false, reason: 'name_taken', indexes } : { ok: false, reason: 'conflict' };

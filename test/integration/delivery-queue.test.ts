@@ -5,7 +5,7 @@ import { BullDeliveryQueue, startDeliveryWorker } from '../../src/delivery/queue
 import { createLogger } from '../../src/log.js';
 import type { ProcessOutcome } from '../../src/ports.js';
 import { createKeys } from '../../src/store/keys.js';
-import { createRedis } from '../../src/store/redis.js';
+import { createRedis, whenReady } from '../../src/store/redis.js';
 import { dropPrefix, testRedisUrl, uniquePrefix } from '../support/redis.js';
 import { waitFor } from '../support/wait.js';
 
@@ -21,8 +21,10 @@ let queueRedis: Redis;
 let queue: BullDeliveryQueue;
 const workers: { worker: Worker; connection: Redis }[] = [];
 
-beforeAll(() => {
+beforeAll(async () => {
   redis = createRedis(testRedisUrl());
+  // A request connection queues nothing before it is ready.
+  await whenReady(redis, 10_000);
   queueRedis = createRedis(testRedisUrl(), { worker: true });
   queue = new BullDeliveryQueue(queueRedis, keys.bullPrefix, () => undefined);
 });

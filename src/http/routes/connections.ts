@@ -1,12 +1,13 @@
 import { Router } from 'express';
 import { z } from 'zod';
 import { ChannelTypeSchema } from '../../domain/channel-types.js';
-import { presentConnection } from '../../domain/connection.js';
+import { presentConnection, type ConnectionRecord } from '../../domain/connection.js';
 import { parsePageRequest } from '../../domain/pagination.js';
 import { parseInput } from '../../domain/validation.js';
 import type { ConnectionService } from '../../services/connections.js';
 import { endpoint, queryList, queryString, type EdgeDeps } from '../endpoint.js';
-import { ifMatchRevision, setEtag } from '../etag.js';
+import { etagOf, ifMatchRevision, setEtag } from '../etag.js';
+import { jsonResponse, respondOnCommit, sendStored } from '../idempotency.js';
 import { presentPage } from '../present.js';
 
 const FilterSchema = z.object({
@@ -17,6 +18,13 @@ const FilterSchema = z.object({
     .optional(),
 });
 
+/** Create's 201; a webhook's signing secret is shown here, once. */
+export const connectionCreated = (connection: ConnectionRecord, signingSecret: string | null) =>
+  jsonResponse(201, signingSecret === null ? presentConnection(connection) : { ...presentConnection(connection), signing_secret: signingSecret }, {
+    location: `/v1/connections/${connection.id}`,
+    etag: etagOf(connection.rev),
+  });
+
 export function connectionRoutes(deps: EdgeDeps & { connections: ConnectionService }): Router {
   const r = Router();
   const svc = deps.connections;
@@ -25,10 +33,10 @@ export function connectionRoutes(deps: EdgeDeps & { connections: ConnectionServi
     post: {
       scope: 'connections:write',
       handler: async (req, res) => {
+        // Stored (sealed) with the connection itself: a crash after the commit still replays this.
+        respondOnCommit(res, (e) => (e.kind === 'connection' ? connectionCreated(e.connection, e.signingSecret) : null));
         const { connection, signingSecret } = await svc.create(req.body);
-        setEtag(res, connection.rev);
-        const body = signingSecret === null ? presentConnection(connection) : { ...presentConnection(connection), signing_secret: signingSecret };
-        res.status(201).location(`/v1/connections/${connection.id}`).json(body);
+        sendStored(res, connectionCreated(connection, signingSecret));
       },
     },
     get: {

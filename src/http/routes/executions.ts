@@ -1,10 +1,15 @@
 import { Router } from 'express';
+import { presentExecution, type ExecutionView } from '../../domain/execution.js';
 import { parsePageRequest } from '../../domain/pagination.js';
 import type { ExecutionService } from '../../services/executions.js';
 import { actorOf } from '../context.js';
 import { endpoint, type EdgeDeps } from '../endpoint.js';
+import { jsonResponse, respondOnCommit, sendStored } from '../idempotency.js';
 import { presentPage } from '../present.js';
 
+/** Execute's 202, as stored for Idempotency-Key replays. */
+export const accepted = (execution: ExecutionView) =>
+  jsonResponse(202, execution, { location: `/v1/incidents/${execution.incident_id}/executions/${execution.id}` });
 
 export function executionRoutes(deps: EdgeDeps & { executions: ExecutionService }): Router {
   const r = Router();
@@ -18,12 +23,15 @@ export function executionRoutes(deps: EdgeDeps & { executions: ExecutionService 
       body: 'optional',
       handler: async (req, res) => {
         const id = String(req.params.id);
+        // The 202 is stored with the execution and its deliveries: a retry after a crash gets this
+        // execution, never a second fan-out.
+        respondOnCommit(res, (e) => (e.kind === 'execution' ? accepted(presentExecution(e.execution, e.deliveries)) : null));
         const result = await svc.execute(id, req.body, actorOf(res), { dryRun: req.query.dry_run });
         if (result.dryRun) {
           res.status(200).json({ dry_run: true, deliveries: result.deliveries });
           return;
         }
-        res.status(202).location(`/v1/incidents/${id}/executions/${result.execution.id}`).json(result.execution);
+        sendStored(res, accepted(result.execution));
       },
     },
   });

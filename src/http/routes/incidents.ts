@@ -1,18 +1,24 @@
 import { Router } from 'express';
 import { z } from 'zod';
-import { presentIncident, SeveritySchema, StatusSchema } from '../../domain/incident.js';
+import { presentIncident, SeveritySchema, StatusSchema, type Incident } from '../../domain/incident.js';
 import { parsePageRequest } from '../../domain/pagination.js';
 import { parseInput } from '../../domain/validation.js';
 import type { IncidentService } from '../../services/incidents.js';
 import { actorOf } from '../context.js';
 import { endpoint, queryList, type EdgeDeps } from '../endpoint.js';
-import { ifMatchRevision, setEtag } from '../etag.js';
+import { etagOf, ifMatchRevision, setEtag } from '../etag.js';
+import { jsonResponse, respondOnCommit, sendStored } from '../idempotency.js';
 import { presentPage } from '../present.js';
 
 const FilterSchema = z.object({
   status: z.array(StatusSchema).optional(),
   severity: z.array(SeveritySchema).optional(),
 });
+
+/** The answers of create and close, as stored for Idempotency-Key replays. */
+export const created = (incident: Incident) =>
+  jsonResponse(201, presentIncident(incident), { location: `/v1/incidents/${incident.id}`, etag: etagOf(incident.rev) });
+export const current = (incident: Incident) => jsonResponse(200, presentIncident(incident), { etag: etagOf(incident.rev) });
 
 export function incidentRoutes(deps: EdgeDeps & { incidents: IncidentService }): Router {
   const r = Router();
@@ -22,9 +28,9 @@ export function incidentRoutes(deps: EdgeDeps & { incidents: IncidentService }):
     post: {
       scope: 'incidents:write',
       handler: async (req, res) => {
-        const incident = await svc.create(req.body, actorOf(res));
-        setEtag(res, incident.rev);
-        res.status(201).location(`/v1/incidents/${incident.id}`).json(presentIncident(incident));
+        // Stored with the incident itself, so a crash right after the commit still replays this.
+        respondOnCommit(res, (e) => (e.kind === 'incident' ? created(e.incident) : null));
+        sendStored(res, created(await svc.create(req.body, actorOf(res))));
       },
     },
     get: {
@@ -62,9 +68,8 @@ export function incidentRoutes(deps: EdgeDeps & { incidents: IncidentService }):
       scope: 'incidents:write',
       body: 'optional',
       handler: async (req, res) => {
-        const incident = await svc.close(String(req.params.id), req.body, actorOf(res), ifMatchRevision(req));
-        setEtag(res, incident.rev);
-        res.json(presentIncident(incident));
+        respondOnCommit(res, (e) => (e.kind === 'incident' ? current(e.incident) : null));
+        sendStored(res, current(await svc.close(String(req.params.id), req.body, actorOf(res), ifMatchRevision(req))));
       },
     },
   });

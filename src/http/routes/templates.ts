@@ -1,10 +1,14 @@
 import { Router } from 'express';
 import { parsePageRequest } from '../../domain/pagination.js';
-import { presentTemplate } from '../../domain/template.js';
+import { presentTemplate, type Template } from '../../domain/template.js';
 import type { TemplateService } from '../../services/templates.js';
 import { endpoint, type EdgeDeps } from '../endpoint.js';
-import { ifMatchRevision, setEtag } from '../etag.js';
+import { etagOf, ifMatchRevision, setEtag } from '../etag.js';
+import { jsonResponse, respondOnCommit, sendStored } from '../idempotency.js';
 import { presentPage } from '../present.js';
+
+const bulkCreated = (templates: Template[]) => jsonResponse(201, { data: templates.map(presentTemplate) });
+const created = (template: Template) => jsonResponse(201, presentTemplate(template), { location: `/v1/templates/${template.id}`, etag: etagOf(template.version) });
 
 export function templateRoutes(deps: EdgeDeps & { templates: TemplateService }): Router {
   const r = Router();
@@ -14,15 +18,14 @@ export function templateRoutes(deps: EdgeDeps & { templates: TemplateService }):
     post: {
       scope: 'templates:write',
       handler: async (req, res) => {
-        // The one JSON-array body of the API: a bulk create, all or nothing (SPEC §4).
-        if (Array.isArray(req.body)) {
-          const created = await svc.createMany(req.body);
-          res.status(201).json({ data: created.map(presentTemplate) });
-          return;
-        }
-        const template = await svc.create(req.body);
-        setEtag(res, template.version);
-        res.status(201).location(`/v1/templates/${template.id}`).json(presentTemplate(template));
+        // The one JSON-array body of the API: a bulk create, all or nothing (README "A walk through the API").
+        const bulk = Array.isArray(req.body);
+        const answer = (templates: Template[]) => (bulk ? bulkCreated(templates) : templates[0] ? created(templates[0]) : null);
+        // Stored with the templates themselves: a crash after the commit still replays this.
+        respondOnCommit(res, (e) => (e.kind === 'templates' ? answer(e.templates) : null));
+        const templates = bulk ? await svc.createMany(req.body) : [await svc.create(req.body)];
+        const stored = answer(templates);
+        if (stored) sendStored(res, stored);
       },
     },
     get: {
