@@ -45,7 +45,8 @@ import { RedisRateLimiter } from './store/rate-limit.js';
 import { createRedis, readRedisFacts, whenReady } from './store/redis.js';
 import { EmbeddedRedisError, openEmbeddedRedis, type EmbeddedRedis } from './store/embedded-redis.js';
 import { redisLocation } from './store/redis-location.js';
-import { loadOrCreateSecretKey, verifySecretKey } from './store/secret-key.js';
+import { resealAll, type ResealReport } from './store/reseal.js';
+import { loadOrCreateSecretKey, previousSecretKeys, verifySecretKey } from './store/secret-key.js';
 
 export interface HeraldOptions {
   config: Config;
@@ -103,9 +104,11 @@ export async function createHerald(opts: HeraldOptions): Promise<Herald> {
     if (secret.generated) {
       log.warn({ path: secret.path }, 'HERALD_SECRET_KEY is not set: using a generated key from the data directory. Every instance sharing this Redis must be given the same key.');
     }
-    const box = createSecretBox(secret.key);
+    const box = createSecretBox(secret.key, previousSecretKeys(config));
     try {
-      await verifySecretKey(redis, keys, box);
+      if ((await verifySecretKey(redis, keys, box)) === 'previous') {
+        log.warn('Secrets in this Redis are still sealed with HERALD_SECRET_KEY_PREVIOUS: run `herald secrets reseal`, then remove HERALD_SECRET_KEY_PREVIOUS.');
+      }
     } catch (e) {
       throw new StartupError((e as Error).message);
     }
@@ -296,6 +299,8 @@ function withDeadline<T>(p: Promise<T>, ms: number): Promise<T> {
 /** What a short-lived command (the CLI) gets: the API key service over the configured Redis. */
 export interface Core {
   services: Pick<Services, 'apiKeys'>;
+  /** `herald secrets reseal`: moves every sealed value to HERALD_SECRET_KEY (key rotation). */
+  resealSecrets(): Promise<ResealReport>;
   close(): Promise<void>;
 }
 
@@ -333,7 +338,14 @@ export async function openCore(opts: { config: Config; log: Logger; clock?: Cloc
   const clock = opts.clock ?? systemClock;
   const ids = createIdGenerator(() => clock.now().getTime());
   const apiKeys = new ApiKeyService({ repo: new RedisApiKeyRepo(redis, createKeys(config.HERALD_KEY_PREFIX)), clock, ids, crypto: nodeTokenCrypto });
-  return { services: { apiKeys }, close };
+  const resealSecrets = async (): Promise<ResealReport> => {
+    const keys = createKeys(config.HERALD_KEY_PREFIX);
+    const box = createSecretBox(loadOrCreateSecretKey(config.HERALD_SECRET_KEY, config.HERALD_DATA_DIR).key, previousSecretKeys(config));
+    // The check value first: with a key that opens nothing, stop before touching anything.
+    await verifySecretKey(redis, keys, box);
+    return resealAll(redis, keys, box);
+  };
+  return { services: { apiKeys }, resealSecrets, close };
 }
 
 /** HERALD_OUTBOUND_ALLOW, parsed once; a bad entry stops start-up naming it. */

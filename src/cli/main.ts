@@ -10,8 +10,8 @@ import { ConfigError, loadConfig } from '../config.js';
 import { SCOPES } from '../domain/api-key.js';
 import { isDomainError } from '../domain/errors.js';
 import { createLogger } from '../log.js';
-import type { ApiKeyService } from '../services/api-keys.js';
 import { asUsageError, createKey, listKeys, parseCreateFlags, revokeKey, UsageError, type Output } from './keys.js';
+import { resealSecrets } from './secrets.js';
 
 const HELP = `Usage: npm run --silent herald -- <command> [options]
 
@@ -23,6 +23,9 @@ Commands:
       List API keys, newest first (--json: an array of keys).
   keys revoke ID [--json]
       Revoke a key: its token is refused by every instance within a second.
+  secrets reseal [--json]
+      After a secret-key rotation (HERALD_SECRET_KEY new, HERALD_SECRET_KEY_PREVIOUS old), seal
+      every stored secret with the new key. Safe while Herald runs; running it again changes nothing.
   help, --help, -h
       Show this help.
 
@@ -33,7 +36,7 @@ Configuration is the server's: REDIS_URL, or without it the embedded Redis under
 Exit status: 0 done, 1 failed, 2 usage error.
 `;
 
-type Run = (keys: ApiKeyService, io: Output) => Promise<void>;
+type Run = (core: Core, io: Output) => Promise<void>;
 type Parsed = { kind: 'help' } | { kind: 'run'; run: Run };
 
 const json = { type: 'boolean' } as const;
@@ -48,6 +51,7 @@ const COMMANDS = {
 function parseCommand(argv: string[]): Parsed {
   const [group, sub, ...rest] = argv;
   if (group === undefined || group === 'help' || group === '--help' || group === '-h') return { kind: 'help' };
+  if (group === 'secrets') return parseSecretsCommand(sub, rest);
   if (group !== 'keys') throw new UsageError(`Unknown command "${group}".`);
   if (sub === undefined || sub === '--help' || sub === '-h') return { kind: 'help' };
   if (!(sub in COMMANDS)) throw new UsageError(`Unknown command "keys ${sub}"; use keys create, keys list or keys revoke.`);
@@ -58,13 +62,13 @@ function parseCommand(argv: string[]): Parsed {
       if (values.help) return { kind: 'help' };
       noPositionals(positionals);
       const input = parseCreateFlags(values);
-      return { kind: 'run', run: (keys, io) => createKey(keys, input, values.json ?? false, io) };
+      return { kind: 'run', run: (core, io) => createKey(core.services.apiKeys, input, values.json ?? false, io) };
     }
     case 'list': {
       const { values, positionals } = parse(rest, COMMANDS.list);
       if (values.help) return { kind: 'help' };
       noPositionals(positionals);
-      return { kind: 'run', run: (keys, io) => listKeys(keys, values.json ?? false, io, new Date()) };
+      return { kind: 'run', run: (core, io) => listKeys(core.services.apiKeys, values.json ?? false, io, new Date()) };
     }
     case 'revoke': {
       const { values, positionals } = parse(rest, COMMANDS.revoke);
@@ -72,9 +76,18 @@ function parseCommand(argv: string[]): Parsed {
       const [id, ...extra] = positionals;
       if (id === undefined) throw new UsageError('keys revoke needs the key id (see keys list), e.g. keys revoke key_01J...');
       noPositionals(extra);
-      return { kind: 'run', run: (keys, io) => revokeKey(keys, id, values.json ?? false, io) };
+      return { kind: 'run', run: (core, io) => revokeKey(core.services.apiKeys, id, values.json ?? false, io) };
     }
   }
+}
+
+function parseSecretsCommand(sub: string | undefined, rest: string[]): Parsed {
+  if (sub === undefined || sub === '--help' || sub === '-h') return { kind: 'help' };
+  if (sub !== 'reseal') throw new UsageError(`Unknown command "secrets ${sub}"; use secrets reseal.`);
+  const { values, positionals } = parse(rest, { json, help });
+  if (values.help) return { kind: 'help' };
+  noPositionals(positionals);
+  return { kind: 'run', run: (core, io) => resealSecrets(core, values.json ?? false, io) };
 }
 
 function parse<O extends NonNullable<ParseArgsConfig['options']>>(args: string[], options: O) {
@@ -119,7 +132,7 @@ async function runCli(argv: string[], io: Output): Promise<number> {
     throw e;
   }
   try {
-    await parsed.run(core.services.apiKeys, io);
+    await parsed.run(core, io);
     return 0;
   } catch (e) {
     const usage = e instanceof UsageError ? e : asUsageError(e);

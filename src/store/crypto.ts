@@ -9,22 +9,49 @@ export const nodeTokenCrypto: TokenCrypto = {
 /**
  * AES-256-GCM for secrets at rest. Sealed form: `v1.<iv>.<tag>.<ciphertext>` (base64url), a fresh
  * 12-byte IV each time. A wrong key fails authentication and throws — never returns garbage.
+ *
+ * Key rotation (README "Rotating the secret key"): `previous` are keys that sealed data earlier
+ * (HERALD_SECRET_KEY_PREVIOUS). Values are always sealed with the current key; opening tries the
+ * current key, then each previous one — GCM's tag tells a wrong key apart, so no key id is stored.
+ * `reseal` moves one value to the current key; `herald secrets reseal` applies it to everything.
  */
-export function createSecretBox(key: Buffer): SecretBox {
-  if (key.length !== 32) throw new Error('HERALD_SECRET_KEY must be 32 bytes');
+export function createSecretBox(key: Buffer, previous: readonly Buffer[] = []): SecretBox {
+  for (const k of [key, ...previous]) if (k.length !== 32) throw new Error('HERALD_SECRET_KEY must be 32 bytes');
+  const older = previous.filter((k) => !k.equals(key));
+  const seal = (plaintext: string): string => {
+    const iv = randomBytes(12);
+    const cipher = createCipheriv('aes-256-gcm', key, iv);
+    const ct = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
+    return ['v1', iv.toString('base64url'), cipher.getAuthTag().toString('base64url'), ct.toString('base64url')].join('.');
+  };
+  /** The plaintext and whether the current key opened it; throws when no key does. */
+  const openWithAny = (sealed: string): { plaintext: string; current: boolean } => {
+    const current = tryOpen(key, sealed);
+    if (current !== null) return { plaintext: current, current: true };
+    for (const k of older) {
+      const plaintext = tryOpen(k, sealed);
+      if (plaintext !== null) return { plaintext, current: false };
+    }
+    throw new Error('sealed secret could not be opened with the current or a previous key');
+  };
   return {
-    seal(plaintext) {
-      const iv = randomBytes(12);
-      const cipher = createCipheriv('aes-256-gcm', key, iv);
-      const ct = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
-      return ['v1', iv.toString('base64url'), cipher.getAuthTag().toString('base64url'), ct.toString('base64url')].join('.');
-    },
-    open(sealed) {
-      const [v, iv, tag, ct] = sealed.split('.');
-      if (v !== 'v1' || iv === undefined || tag === undefined || ct === undefined) throw new Error('not a sealed secret');
-      const decipher = createDecipheriv('aes-256-gcm', key, Buffer.from(iv, 'base64url'));
-      decipher.setAuthTag(Buffer.from(tag, 'base64url'));
-      return Buffer.concat([decipher.update(Buffer.from(ct, 'base64url')), decipher.final()]).toString('utf8');
+    seal,
+    open: (sealed) => openWithAny(sealed).plaintext,
+    reseal(sealed) {
+      const { plaintext, current } = openWithAny(sealed);
+      return current ? null : seal(plaintext);
     },
   };
+}
+
+function tryOpen(key: Buffer, sealed: string): string | null {
+  const [v, iv, tag, ct] = sealed.split('.');
+  if (v !== 'v1' || iv === undefined || tag === undefined || ct === undefined) throw new Error('not a sealed secret');
+  try {
+    const decipher = createDecipheriv('aes-256-gcm', key, Buffer.from(iv, 'base64url'));
+    decipher.setAuthTag(Buffer.from(tag, 'base64url'));
+    return Buffer.concat([decipher.update(Buffer.from(ct, 'base64url')), decipher.final()]).toString('utf8');
+  } catch {
+    return null;
+  }
 }
