@@ -6,6 +6,7 @@
 export const ERROR_CODES = [
   'validation_failed',
   'invalid_json',
+  'invalid_path',
   'invalid_cursor',
   'unsupported_media_type',
   'payload_too_large',

@@ -6,6 +6,7 @@ import { requestIdOf } from './context.js';
 export const STATUS_BY_CODE: Record<ErrorCode, number> = {
   validation_failed: 422,
   invalid_json: 400,
+  invalid_path: 400,
   invalid_cursor: 400,
   unsupported_media_type: 415,
   payload_too_large: 413,
@@ -38,6 +39,7 @@ export const STATUS_BY_CODE: Record<ErrorCode, number> = {
 const TITLES: Partial<Record<ErrorCode, string>> = {
   validation_failed: 'Invalid request',
   invalid_json: 'Malformed JSON',
+  invalid_path: 'Malformed path',
   not_found: 'Not found',
   unauthenticated: 'Unauthenticated',
   insufficient_scope: 'Insufficient scope',

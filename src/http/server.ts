@@ -35,6 +35,7 @@ export function createHttpApp(deps: ServerDeps): { app: Express; finish: () => v
   app.use(requestId);
   app.use(accessLog(deps.log));
   app.use(httpMetrics(deps.registry));
+  app.use(refuseMalformedPaths);
 
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
@@ -66,6 +67,20 @@ export function createHttpApp(deps: ServerDeps): { app: Express; finish: () => v
   };
   return { app, finish };
 }
+
+/**
+ * A path whose percent-encoding does not decode (`/v1/incidents/inc_x%ZZ`, a lone `%`, bytes
+ * that are not UTF-8) is the client's mistake: 400 `invalid_path` before anything else runs,
+ * instead of the router's URIError surfacing as a 500.
+ */
+const refuseMalformedPaths: RequestHandler = (req, _res, next) => {
+  try {
+    decodeURIComponent(fullPath(req));
+  } catch {
+    throw new DomainError('invalid_path', 'The path has malformed percent-encoding (each % must start a valid UTF-8 escape such as %20).');
+  }
+  next();
+};
 
 function constantTimeEquals(a: string, b: string): boolean {
   // timingSafeEqual throws on unequal lengths: compare fixed-size digests instead.

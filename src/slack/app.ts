@@ -1,4 +1,4 @@
-import { App, ExpressReceiver, LogLevel, SocketModeReceiver, type Logger as BoltLogger } from '@slack/bolt';
+import { App, ExpressReceiver, HTTPModuleFunctions, LogLevel, SocketModeReceiver, type Logger as BoltLogger, type ReceiverProcessEventErrorHandlerArgs } from '@slack/bolt';
 import { WebClient } from '@slack/web-api';
 import express, { type Express, type RequestHandler } from 'express';
 import type { Logger } from 'pino';
@@ -10,6 +10,7 @@ import type { SlackDeps, SlackServices, SlackSettings } from './deps.js';
 import { publishHome } from './home.js';
 import { registerSubmissions } from './submissions.js';
 import { registerTemplateOptions } from './template-options.js';
+import { checkSlackPayload } from './payload-guard.js';
 import { verifySlackRequest } from './verify-request.js';
 
 /** Where Slack posts commands, interactivity and events in HTTP mode (see slack-app-manifest.yml). */
@@ -92,7 +93,14 @@ export function createSlackEdge(opts: SlackEdgeOptions, expressApp: Express): Sl
     mode = 'http';
     expressApp.post(SLACK_EVENTS_PATH, express.raw({ type: () => true, limit: BODY_LIMIT }), verifyRequests(opts.signingSecret, now, log));
     // Bolt adds its router to the same Express app (no second server, no global body parser).
-    const receiver = new ExpressReceiver({ signingSecret: opts.signingSecret, app: expressApp, endpoints: SLACK_EVENTS_PATH, logger: boltLogger(log), processBeforeResponse: false });
+    const receiver = new ExpressReceiver({
+      signingSecret: opts.signingSecret,
+      app: expressApp,
+      endpoints: SLACK_EVENTS_PATH,
+      logger: boltLogger(log),
+      processBeforeResponse: false,
+      processEventErrorHandler: answerListenerFailure(log),
+    });
     app = new App({ ...common, receiver });
   } else {
     mode = 'outbound';
@@ -142,7 +150,7 @@ function verifyRequests(signingSecret: string, now: () => Date, log: Logger): Re
       signingSecret,
       timestamp: req.get('x-slack-request-timestamp'),
       signature: req.get('x-slack-signature'),
-      rawBody: raw.toString('utf8'),
+      rawBody: raw,
       nowMs: now().getTime(),
     });
     if (!result.ok) {
@@ -150,10 +158,37 @@ function verifyRequests(signingSecret: string, now: () => Date, log: Logger): Re
       res.status(401).type('text/plain').send('invalid Slack request signature or timestamp\n');
       return;
     }
+    // Signed is not the same as well-formed: a payload Herald cannot act on is answered here,
+    // with a warn line, instead of failing inside Bolt as a 500.
+    const shape = checkSlackPayload(raw, req.get('content-type'));
+    if (shape.verdict !== 'pass') {
+      log.warn({ reason: shape.reason }, shape.verdict === 'ignore' ? 'ignored a Slack request Herald has no listener for' : 'refused a malformed Slack payload');
+      res.status(shape.verdict === 'ignore' ? 200 : 400).end();
+      return;
+    }
     (req as typeof req & { rawBody?: Buffer }).rawBody = raw;
     const type = req.headers['content-type'];
     if (type !== undefined && /^application\/x-www-form-urlencoded\s*;/i.test(type)) req.headers['content-type'] = 'application/x-www-form-urlencoded';
     next();
+  };
+}
+
+/**
+ * Bolt's answer when a listener (or Bolt's routing) throws before acknowledging. A TypeError or
+ * RangeError there means the payload had a shape the listener did not expect — past the payload
+ * guard, still the sender's input — so it is a 400 no-op with a warn line. Anything else (Redis
+ * down, a Slack API failure) keeps Bolt's own answer: a 500, which makes Slack retry.
+ */
+function answerListenerFailure(log: Logger): (args: ReceiverProcessEventErrorHandlerArgs) => Promise<boolean> {
+  return async (args) => {
+    const { error, response } = args;
+    if (!response.headersSent && (error instanceof TypeError || error instanceof RangeError || error instanceof SyntaxError)) {
+      log.warn({ err_message: error.message }, 'a Slack payload did not have the shape its listener reads; answered 400');
+      response.writeHead(400);
+      response.end();
+      return true;
+    }
+    return HTTPModuleFunctions.defaultProcessEventErrorHandler(args);
   };
 }
 
