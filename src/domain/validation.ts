@@ -113,28 +113,40 @@ function hygieneProblem(text: string, freeText: boolean): { code: string; messag
  * so no endpoint stores them. Iterative, so a deeply nested body cannot exhaust the stack.
  */
 export function textHygieneErrors(value: unknown): FieldError[] {
+  // Each node points at its parent: the path is built only for a string in error, so a body
+  // nested 20,000 levels deep costs linear time, not a copy of the path per level.
+  interface Node {
+    value: unknown;
+    key: string | null;
+    parent: Node | null;
+    freeText: boolean;
+  }
+  const pathOf = (n: Node): string => {
+    const parts: string[] = [];
+    for (let at: Node | null = n; at !== null && at.key !== null; at = at.parent) parts.push(at.key);
+    return parts.reverse().join('.');
+  };
   const errors: FieldError[] = [];
-  const stack: { value: unknown; path: string[]; freeText: boolean }[] = [{ value, path: [], freeText: false }];
+  const stack: Node[] = [{ value, key: null, parent: null, freeText: false }];
   while (stack.length > 0 && errors.length < MAX_HYGIENE_ERRORS) {
-    const item = stack.pop()!;
-    const v = item.value;
+    const node = stack.pop()!;
+    const v = node.value;
     if (typeof v === 'string') {
-      const problem = hygieneProblem(v, item.freeText);
-      if (problem) errors.push({ field: item.path.join('.'), ...problem });
+      const problem = hygieneProblem(v, node.freeText);
+      if (problem) errors.push({ field: pathOf(node), ...problem });
     } else if (Array.isArray(v)) {
-      for (let i = v.length - 1; i >= 0; i--) stack.push({ value: v[i] as unknown, path: [...item.path, String(i)], freeText: item.freeText });
+      for (let i = v.length - 1; i >= 0; i--) stack.push({ value: v[i] as unknown, key: String(i), parent: node, freeText: node.freeText });
     } else if (v !== null && typeof v === 'object') {
       const entries = Object.entries(v as Record<string, unknown>);
       for (let i = entries.length - 1; i >= 0; i--) {
         const [key, child] = entries[i]!;
-        const path = [...item.path, key];
         const keyProblem = hygieneProblem(key, false);
         if (keyProblem) {
-          errors.push({ field: path.join('.'), code: keyProblem.code, message: `The field name: ${keyProblem.message}` });
+          errors.push({ field: pathOf({ value: child, key, parent: node, freeText: false }), code: keyProblem.code, message: `The field name: ${keyProblem.message}` });
           continue;
         }
-        const freeText = item.freeText || key === 'variables' || FREE_TEXT_KEYS.has(key);
-        stack.push({ value: child, path, freeText });
+        const freeText = node.freeText || key === 'variables' || FREE_TEXT_KEYS.has(key);
+        stack.push({ value: child, key, parent: node, freeText });
       }
     }
   }

@@ -1,4 +1,11 @@
 import { parse as parseQuery } from 'node:querystring';
+import { COMMAND } from './commands.js';
+import { ACTIONS, CALLBACKS } from './views/action-ids.js';
+import { TEMPLATE_FIELD } from './views/incident-modals.js';
+
+/** What Herald's listeners answer (commands.ts, actions.ts, submissions.ts, template-options.ts). */
+const HANDLED_ACTIONS: ReadonlySet<string> = new Set(Object.values(ACTIONS));
+const HANDLED_CALLBACKS: ReadonlySet<string> = new Set(Object.values(CALLBACKS));
 
 /**
  * The shape check of a signed Slack request, before Bolt sees it. A valid signature says who
@@ -70,7 +77,7 @@ function checkCommand(form: ReturnType<typeof parseQuery>): PayloadVerdict {
     if (!isString(form[field])) return malformed(`the command has no single ${field}`);
   }
   if (form.text !== undefined && !isString(form.text)) return malformed('the command has more than one text');
-  return PASS;
+  return form.command === COMMAND ? PASS : ignore(`command ${String(form.command).slice(0, 40)}`);
 }
 
 function hasUser(p: Obj): boolean {
@@ -112,12 +119,17 @@ function checkInteraction(p: unknown): PayloadVerdict {
       }
       if (p.container !== undefined && !isObject(p.container)) return malformed('container is not an object');
       if (p.channel !== undefined && p.channel !== null && !(isObject(p.channel) && isString(p.channel.id))) return malformed('channel without an id');
-      return PASS;
+      // Bolt routes on the first action; one no listener takes would wait 3 s and then 404.
+      const first = (p.actions as Obj[])[0]!;
+      return HANDLED_ACTIONS.has(first.action_id as string) ? PASS : ignore(`action ${String(first.action_id).slice(0, 40)}`);
     }
     case 'view_submission':
     case 'view_closed': {
       const problem = viewProblem(p.view, p.type === 'view_submission');
-      return problem ? malformed(`${p.type}: ${problem}`) : PASS;
+      if (problem) return malformed(`${p.type}: ${problem}`);
+      if (p.type === 'view_closed') return ignore('view_closed');
+      const callback = (p.view as Obj).callback_id;
+      return isString(callback) && HANDLED_CALLBACKS.has(callback) ? PASS : ignore(`view callback ${String(callback).slice(0, 40)}`);
     }
     case 'block_suggestion': {
       if (!isString(p.action_id) || !isString(p.block_id) || !isString(p.value)) return malformed('block_suggestion without action_id, block_id and value');
@@ -125,7 +137,7 @@ function checkInteraction(p: unknown): PayloadVerdict {
         const problem = viewProblem(p.view, false);
         if (problem) return malformed(problem);
       }
-      return PASS;
+      return p.block_id === TEMPLATE_FIELD ? PASS : ignore(`suggestion for ${p.block_id.slice(0, 40)}`);
     }
     default:
       return ignore(`interaction type ${p.type.slice(0, 40)}`);
