@@ -138,8 +138,10 @@ function registerListeners(app: App, deps: SlackDeps, announcer: Announcer, log:
 }
 
 /**
- * Verifies Slack's signature and timestamp (±5 minutes) before Bolt runs; Bolt verifies again
- * with the same raw body, which this hands on as `req.rawBody`. Slack sends forms as exactly
+ * Verifies Slack's signature and timestamp (±5 minutes) over the raw bytes before Bolt runs, then
+ * the payload's shape (payload-guard.ts). Bolt verifies again with the same raw body, which this
+ * hands on as `req.rawBody`; Bolt decodes it as UTF-8 first, which is exact here because a body
+ * that is not valid UTF-8 never gets past the guard. Slack sends forms as exactly
  * `application/x-www-form-urlencoded`; a charset suffix from a proxy is normalised so Bolt
  * parses the form instead of failing on it as JSON.
  */
