@@ -37,6 +37,7 @@ let dns: DnsServer;
 let raw: ReturnType<typeof rawClient>;
 const logs = logLines();
 let cases = 0;
+let slowest = 0;
 
 // ── the model: what the 2xx answers say is stored ───────────────────────────────────────────
 type Kind = 'incidents' | 'templates' | 'connections';
@@ -267,7 +268,7 @@ const apiRequest = fc
     auth: fc.oneof({ weight: 12, arbitrary: fc.constant('admin') }, { weight: 1, arbitrary: fc.constantFrom('none', 'garbage', 'basic', 'bearer-empty', 'long', 'reader', 'lowercase') }),
     contentType: mostly('application/json', 8, fc.constantFrom(...CONTENT_TYPES)),
     encoding: mostly(null, 15, fc.constantFrom('gzip-valid', 'gzip', 'deflate', 'br', 'identity', 'snappy', 'gzip, gzip')),
-    extraHeaders: mostly(null, 5, fc.dictionary(fc.constantFrom('If-Match', 'Idempotency-Key', 'X-Request-Id', 'X-Garbage', 'Accept', 'Accept-Encoding', 'Prefer', 'X-Forwarded-For', 'Origin', 'Range'), fc.oneof(headerValue, fc.constantFrom('"1"', 'W/"1"', '*', 'x'.repeat(1500), '""')))),
+    extraHeaders: mostly(null, 5, fc.dictionary(fc.constantFrom('If-Match', 'Idempotency-Key', 'X-Request-Id', 'X-Garbage', 'Accept', 'Accept-Encoding', 'Prefer', 'X-Forwarded-For', 'Origin', 'Range'), fc.oneof(headerValue, fc.constantFrom('"1"', 'W/"1"', '*', 'x'.repeat(1500), '""')), { maxKeys: 4 })),
     bodySeed: fc.nat(),
   })
   .chain((r) => {
@@ -395,7 +396,7 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  console.log(`fuzz: ${cases} requests in all (API and /slack/events)`);
+  console.log(`fuzz: ${cases} requests in all (API and /slack/events); slowest API answer ${Math.round(slowest)} ms`);
   raw?.close();
   await h?.herald.slack?.stop();
   await h?.close();
@@ -425,6 +426,7 @@ describe('fuzzing', () => {
         }
         const r = await raw.send({ method: req.method, path, headers, body, timeoutMs: DEADLINE_MS });
         cases += 1;
+        slowest = Math.max(slowest, r.ms);
         if (process.env.HERALD_FUZZ_DEBUG && (r.ms > 100 || (req.body.kind === 'json' && r.status >= 400 && r.status !== 404 && req.auth === 'admin' && req.oddMethod === null && req.contentType === 'application/json' && req.encoding === null))) console.log(`${Math.round(r.ms)}ms ${req.method} ${path.slice(0, 80)} ${r.status} ${r.text.slice(0, 200)} <= ${body?.toString('utf8').slice(0, 120)}`);
         checkApiAnswer(req.method, path, r);
         record(req.method, path, r);
@@ -444,11 +446,11 @@ describe('fuzzing', () => {
         if (r.status >= 500) throw new Error(`/slack/events → ${r.status} for ${req.body.bytes.toString('utf8').slice(0, 300)}`);
         if (req.method !== 'POST') return; // the API's 404/405 problem, checked as such
         if (r.status === 200 && r.text !== '' && r.json === undefined) throw new Error(`/slack/events → 200 with a body that is not JSON: ${r.text.slice(0, 200)}`);
+        // Bolt's answer to a request no listener acknowledged is a 404 after 3 s: refused here too.
         if (r.status !== 200 && ![400, 401, 413, 415].includes(r.status)) throw new Error(`/slack/events → ${r.status}`);
         // A "lossy" signature (over the bytes decoded as UTF-8) is a valid one when they decode.
         const lossyIsExact = req.signing === 'lossy' && Buffer.from(req.body.bytes.toString('utf8')).equals(req.body.bytes);
         if (req.signing !== 'valid' && !lossyIsExact && r.status !== 401) throw new Error(`/slack/events accepted a request signed "${req.signing}" (${r.status})`);
-        if (r.ms > 2_900) throw new Error(`/slack/events took ${Math.round(r.ms)} ms (Bolt's unacknowledged wait?)`);
       }),
       { numRuns: SLACK_RUNS, endOnFailure: true },
     );
