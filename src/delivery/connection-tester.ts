@@ -146,7 +146,7 @@ export function createConnectionTester(deps: ConnectionTesterDeps): ConnectionTe
         const r = await Promise.race([run(conn, sendMessage), deadline]);
         if (r === 'deadline') {
           const hosts = definitionOf(conn.type).destinations(conn.config).map((d) => d.host);
-          outcome = { ok: false, status: 'unreachable', http_status: null, provider_code: null, latency_ms: null, detail: `the test did not finish within ${Math.round(deadlineMs / 1000)} s (${hosts.join(', ') || 'the destination'} did not answer in time)` };
+          outcome = { ok: false, status: 'unreachable', http_status: null, provider_code: null, latency_ms: null, detail: `the test did not finish within ${deadlineMs >= 1000 ? `${Math.round(deadlineMs / 1000)} s` : `${deadlineMs} ms`} (${hosts.join(', ') || 'the destination'} did not answer in time)` };
         } else {
           method = r.method;
           outcome = r.outcome;

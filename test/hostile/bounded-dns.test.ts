@@ -193,8 +193,21 @@ describe('the connection test deadline', () => {
     } as unknown as DeliveryConnection;
     const r = await timed(tester.test(conn, { sendMessage: true }));
     expect(r.value).toMatchObject({ ok: false, status: 'unreachable', sent_message: false });
-    expect(r.value?.detail).toMatch(/did not finish within 0 s|did not finish within/);
+    expect(r.value?.detail).toMatch(/^the test did not finish within 400 ms/);
     expect(r.value?.detail).toContain('stuck.example.test');
+    expect(r.ms).toBeLessThan(2_000);
+  });
+});
+
+describe('the delivery attempt deadline', () => {
+  it('an attempt that never ends is a retryable, ambiguous failure at the deadline', async () => {
+    const http = createOutboundHttp(OutboundAllow.none, { resolver: resolverFor() });
+    const stuck = { send: () => new Promise<never>(() => undefined), verify: () => new Promise<never>(() => undefined) };
+    const senders = createChannelSenders({ http, slackApiUrl: 'http://127.0.0.1:9/api/', telegramApiUrl: 'http://127.0.0.1:9', attemptDeadlineMs: 300 }, stuck);
+    const target = { id: 'con_1', name: 'mail', type: 'email', enabled: true, config: { host: 'smtp.example.test', port: 587, security: 'starttls', from: 'a@example.test', to: ['b@example.test'] }, secrets: {}, rateLimitPerMinute: null, health: {} } as unknown as Extract<DeliveryConnection, { type: 'email' }>;
+    const message = { deliveryId: 'dlv_1', executionId: 'exe_1', incident: { id: 'inc_1', title: 't', severity: 'low' as const, status: 'investigating' as const, url: null }, content: { subject: 's', body: 'b' } };
+    const r = await timed(senders.email.send(target, message));
+    expect(r.value).toMatchObject({ outcome: 'retryable', ambiguous: true, error: 'the attempt did not finish within 300 ms' });
     expect(r.ms).toBeLessThan(2_000);
   });
 });
