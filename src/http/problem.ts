@@ -7,6 +7,8 @@ export const STATUS_BY_CODE: Record<ErrorCode, number> = {
   validation_failed: 422,
   invalid_json: 400,
   invalid_path: 400,
+  bad_request: 400,
+  request_headers_too_large: 431,
   invalid_cursor: 400,
   unsupported_media_type: 415,
   payload_too_large: 413,

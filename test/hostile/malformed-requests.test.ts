@@ -1,5 +1,8 @@
+import { createServer, type Server } from 'node:http';
+import net, { type AddressInfo } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { answerClientErrors } from '../../src/http/server.js';
 import { createLogger } from '../../src/log.js';
 import { signSlackRequest } from '../../src/slack/verify-request.js';
 import { startHerald, type TestHerald } from '../support/herald.js';
@@ -59,6 +62,39 @@ describe('paths', () => {
   it('a well-formed escape still reaches the route (404 for an unknown id)', async () => {
     const r = await raw.send({ method: 'GET', path: '/v1/incidents/inc_%41', headers: auth() });
     expectProblem(r, 404, 'not_found');
+  });
+});
+
+describe('requests Node refuses before Express', () => {
+  /** Writes raw bytes on a fresh TCP connection and reads until the server closes it. */
+  function rawTcp(port: number, bytes: string): Promise<string> {
+    return new Promise((resolve, reject) => {
+      const chunks: Buffer[] = [];
+      const socket = net.connect(port, '127.0.0.1', () => socket.end(bytes));
+      socket.setTimeout(10_000, () => socket.destroy(new Error('no answer within 10 s')));
+      socket.on('data', (c: Buffer) => chunks.push(c));
+      socket.on('error', reject);
+      socket.on('close', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    });
+  }
+
+  it('a request line that is not HTTP → 400 problem+json; headers over 16 KiB → 431 problem+json', async () => {
+    const server: Server = createServer(h.herald.app);
+    answerClientErrors(server);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+    const port = (server.address() as AddressInfo).port;
+    try {
+      const garbage = await rawTcp(port, 'GARBAGE / NOT-HTTP\r\n\r\n');
+      expect(garbage).toMatch(/^HTTP\/1\.1 400 /);
+      expect(garbage).toMatch(/content-type: application\/problem\+json/i);
+      expect(JSON.parse(garbage.slice(garbage.indexOf('\r\n\r\n') + 4))).toMatchObject({ status: 400, code: 'bad_request' });
+      const huge = await rawTcp(port, `GET /v1/incidents HTTP/1.1\r\nHost: x\r\nX-Long: ${'a'.repeat(20_000)}\r\n\r\n`);
+      expect(huge).toMatch(/^HTTP\/1\.1 431 /);
+      expect(JSON.parse(huge.slice(huge.indexOf('\r\n\r\n') + 4))).toMatchObject({ status: 431, code: 'request_headers_too_large' });
+    } finally {
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    }
   });
 });
 
