@@ -91,7 +91,7 @@ export function createSlackEdge(opts: SlackEdgeOptions, expressApp: Express): Sl
     app = new App({ ...common, receiver });
   } else if (opts.signingSecret !== undefined) {
     mode = 'http';
-    expressApp.post(SLACK_EVENTS_PATH, express.raw({ type: () => true, limit: BODY_LIMIT }), verifyRequests(opts.signingSecret, now, log));
+    expressApp.post(SLACK_EVENTS_PATH, readRawBody(log), verifyRequests(opts.signingSecret, now, log));
     // Bolt adds its router to the same Express app (no second server, no global body parser).
     const receiver = new ExpressReceiver({
       signingSecret: opts.signingSecret,
@@ -135,6 +135,30 @@ function registerListeners(app: App, deps: SlackDeps, announcer: Announcer, log:
     log.error({ err }, 'Slack listener failed');
     return Promise.resolve();
   });
+}
+
+/**
+ * The raw body, as Slack sent it. A body that cannot be read — over the limit (413), in an
+ * encoding Node cannot decode (415), or not decoding as its Content-Encoding says (400) — is
+ * answered here, empty, with a warn line: it is the sender's, never a 500.
+ */
+function readRawBody(log: Logger): RequestHandler {
+  const parse = express.raw({ type: () => true, limit: BODY_LIMIT });
+  return (req, res, next) => {
+    parse(req, res, (err?: unknown) => {
+      if (err === undefined || err === null) {
+        next();
+        return;
+      }
+      const status = err !== null && typeof err === 'object' && 'status' in err ? Number(err.status) : NaN;
+      if (!(status >= 400 && status < 500)) {
+        next(err);
+        return;
+      }
+      log.warn({ status, reason: (err as Error).message.slice(0, 200) }, 'refused a Slack request body that could not be read');
+      res.status(status).end();
+    });
+  };
 }
 
 /**

@@ -275,6 +275,31 @@ describe('Slack: signed but malformed', () => {
     expect(lossy.status).toBe(401);
   });
 
+  it.each([
+    ['gzip', 400],
+    ['br', 400],
+    ['snappy', 415],
+  ] as const)('Content-Encoding %s that does not decode → %i, never a 500', async (coding, status) => {
+    const t = ts();
+    const body = 'command=%2Fincident&text=help&user_id=U1&channel_id=C1&trigger_id=1.2';
+    const beforeError = errorLines().length;
+    const r = await raw.send({
+      method: 'POST',
+      path: '/slack/events',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', 'content-encoding': coding, 'x-slack-request-timestamp': String(t), 'x-slack-signature': signSlackRequest(SECRET, t, body) },
+      body,
+    });
+    expect(r.status).toBe(status);
+    expect(errorLines().slice(beforeError)).toEqual([]);
+  });
+
+  it('a body over the limit → 413', async () => {
+    const t = ts();
+    const body = `command=%2Fincident&text=${'x'.repeat(1_100_000)}`;
+    const r = await raw.send({ method: 'POST', path: '/slack/events', headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-slack-request-timestamp': String(t), 'x-slack-signature': signSlackRequest(SECRET, t, body) }, body });
+    expect(r.status).toBe(413);
+  });
+
   it('a valid command still works through the guard', async () => {
     const body = new URLSearchParams({ command: '/incident', text: 'help', user_id: 'UALICE', user_name: 'alice', channel_id: 'CGENERAL', trigger_id: '1.2.3', team_id: 'T1' }).toString();
     const r = await signed(body);
