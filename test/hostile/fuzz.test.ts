@@ -22,6 +22,8 @@ import { logLines, rawClient, type RawResponse } from './raw-http.js';
 const API_RUNS = Number(process.env.HERALD_FUZZ_API_RUNS ?? 8_000);
 const SLACK_RUNS = Number(process.env.HERALD_FUZZ_SLACK_RUNS ?? 3_000);
 const DEADLINE_MS = 10_000;
+/** A failure prints its seed; HERALD_FUZZ_SEED=<seed> replays that run. */
+const SEED = process.env.HERALD_FUZZ_SEED === undefined ? {} : { seed: Number(process.env.HERALD_FUZZ_SEED) };
 const SECRET = 'slack-signing-secret-fuzz';
 
 const doc = JSON.parse(readFileSync(new URL('../../manifest/openapi.json', import.meta.url), 'utf8')) as { paths: Record<string, Record<string, unknown>> };
@@ -434,7 +436,7 @@ describe('fuzzing', () => {
         checkApiAnswer(req.method, path, r);
         record(req.method, path, r);
       }),
-      { numRuns: API_RUNS, endOnFailure: true },
+      { numRuns: API_RUNS, endOnFailure: true, ...SEED },
     );
     console.log(`fuzz: ${API_RUNS} API requests in ${Math.round(performance.now() - started)} ms; stored ${model.incidents.size} incidents, ${model.templates.size} templates, ${model.connections.size} connections, ${executions.length} executions`);
   }, 240_000);
@@ -462,7 +464,7 @@ describe('fuzzing', () => {
         const undecodable = req.encoding !== null && req.encoding !== 'gzip-valid';
         if (req.signing !== 'valid' && !lossyIsExact && !undecodable && r.status !== 401) throw new Error(`/slack/events accepted a request signed "${req.signing}" (${r.status})`);
       }),
-      { numRuns: SLACK_RUNS, endOnFailure: true },
+      { numRuns: SLACK_RUNS, endOnFailure: true, ...SEED },
     );
     console.log(`fuzz: ${SLACK_RUNS} Slack requests in ${Math.round(performance.now() - started)} ms`);
   }, 240_000);
