@@ -20,6 +20,7 @@ import { composeDelivery, type DeliveryWiring } from './compose-delivery.js';
 import { createChannelSenders } from './delivery/channels/index.js';
 import { createSmtpClient } from './delivery/channels/email.js';
 import { createConnectionTester } from './delivery/connection-tester.js';
+import { createBoundedResolver } from './delivery/outbound-guard.js';
 import { createOutboundHttp } from './delivery/outbound-http.js';
 import { incidentRoutes } from './http/routes/incidents.js';
 import { templateRoutes } from './http/routes/templates.js';
@@ -129,7 +130,8 @@ export async function createHerald(opts: HeraldOptions): Promise<Herald> {
     const allow = outboundAllow(config.HERALD_OUTBOUND_ALLOW);
     // Every request to a user-supplied destination goes through this guarded client (SPEC §5);
     // the operator's platform API bases are trusted.
-    const outbound = createOutboundHttp(allow, { trustedBaseUrls: [config.SLACK_API_URL, config.TELEGRAM_API_URL] });
+    // Names are resolved by bounded c-ares (HERALD_DNS_SERVERS or the system's servers).
+    const outbound = createOutboundHttp(allow, { trustedBaseUrls: [config.SLACK_API_URL, config.TELEGRAM_API_URL], resolver: createBoundedResolver({ servers: config.HERALD_DNS_SERVERS }) });
     const channelDeps = { http: outbound, slackApiUrl: config.SLACK_API_URL, telegramApiUrl: config.TELEGRAM_API_URL, now: () => clock.now().getTime() };
     const smtp = createSmtpClient({ guard: outbound.guard });
     const senders = createChannelSenders(channelDeps, smtp);

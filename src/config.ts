@@ -50,6 +50,12 @@ const EnvSchema = z.object({
   /** Base URL of this Herald, for {{incident.url}} and links in messages. */
   HERALD_PUBLIC_URL: url.optional(),
   HERALD_OUTBOUND_ALLOW: csv.default([]),
+  /**
+   * DNS servers for user-supplied destinations (webhooks, SMTP hosts): `ip`, `ip:port` or
+   * `[v6]:port`, comma-separated. Unset: the system's servers (/etc/resolv.conf). Resolution is
+   * c-ares with a deadline, never getaddrinfo, so /etc/hosts is not read (except `localhost`).
+   */
+  HERALD_DNS_SERVERS: csv.pipe(z.array(z.string().regex(/^(?:\d{1,3}(?:\.\d{1,3}){3}(?::\d{1,5})?|[0-9A-Fa-f:]+|\[[0-9A-Fa-f:]+\](?::\d{1,5})?)$/, 'each entry must be an IP address, ip:port or [v6]:port'))).default([]),
   HERALD_SHUTDOWN_MS: positiveInt.default(10_000),
   /** Deliveries one worker process sends at once. */
   HERALD_WORKER_CONCURRENCY: positiveInt.max(1000).default(50),

@@ -7,6 +7,7 @@ import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { createHerald, StartupError, type Herald } from './app.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
+import { answerClientErrors } from './http/server.js';
 import { createLogger } from './log.js';
 import { EmbeddedRedisError, openEmbeddedRedis, type EmbeddedRedis } from './store/embedded-redis.js';
 import { redisLocation } from './store/redis-location.js';
@@ -99,6 +100,7 @@ async function main(): Promise<void> {
 
 function listen(herald: Herald, config: Config, log: Logger): Promise<Server> {
   const server = createServer(herald.app);
+  answerClientErrors(server);
   return new Promise((resolve, reject) => {
     server.once('error', (e: NodeJS.ErrnoException) => {
       reject(new Error(e.code === 'EADDRINUSE' ? `${config.HOST}:${config.PORT} is already in use; set PORT to a free port.` : `Cannot listen on ${config.HOST}:${config.PORT}: ${e.message}`));

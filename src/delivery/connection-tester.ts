@@ -40,7 +40,14 @@ export interface ConnectionTesterDeps {
   /** The id a test message is sent under (its `webhook-id`, Google Chat requestId, Message-ID). */
   newTestId?: () => string;
   timeoutMs?: number;
+  /**
+   * The whole test's deadline (DNS, connect, TLS, the check or the test message): past it the
+   * test answers `unreachable` with the reason, whatever is still pending. Default 10 s.
+   */
+  deadlineMs?: number;
 }
+
+export const CONNECTION_TEST_DEADLINE_MS = 10_000;
 
 type Outcome = Omit<ConnectionTestResult, 'checked_at' | 'method' | 'sent_message'>;
 
@@ -110,6 +117,17 @@ export function createConnectionTester(deps: ConnectionTesterDeps): ConnectionTe
     return fromResult(result, 'The test message was delivered.');
   }
 
+  const deadlineMs = deps.deadlineMs ?? CONNECTION_TEST_DEADLINE_MS;
+
+  /** The test itself, without the deadline: the method tried and its outcome. */
+  async function run(conn: DeliveryConnection, sendMessage: boolean): Promise<{ method: string | null; outcome: Outcome; contacted: boolean }> {
+    const refusal = await checkDestinations(deps.http, conn);
+    if (refusal) return { method: sendMessage ? 'send_message' : readOnlyCheckOf(conn.type, conn.config), outcome: refusal, contacted: false };
+    if (sendMessage) return { method: 'send_message', outcome: await sendTestMessage(conn), contacted: true };
+    const r = await readOnlyCheck(conn);
+    return { ...r, contacted: true };
+  }
+
   return {
     async test(conn, { sendMessage }) {
       const checkedAt = iso(deps.clock.now());
@@ -118,22 +136,27 @@ export function createConnectionTester(deps: ConnectionTesterDeps): ConnectionTe
       let method: string | null = sendMessage ? 'send_message' : null;
       let outcome: Outcome;
       let contacted = true;
+      let timer: NodeJS.Timeout | undefined;
+      // The deadline answers for whatever is still pending (a resolver, a TLS handshake, an SMTP
+      // server that greets slowly); what runs on is bounded by its own time-outs and is ignored.
+      const deadline = new Promise<'deadline'>((resolve) => {
+        timer = setTimeout(() => resolve('deadline'), deadlineMs);
+      });
       try {
-        const refusal = await checkDestinations(deps.http, conn);
-        if (refusal) {
-          outcome = refusal;
-          contacted = false;
-          if (!sendMessage) method = readOnlyCheckOf(conn.type, conn.config);
-        } else if (sendMessage) {
-          outcome = await sendTestMessage(conn);
+        const r = await Promise.race([run(conn, sendMessage), deadline]);
+        if (r === 'deadline') {
+          const hosts = definitionOf(conn.type).destinations(conn.config).map((d) => d.host);
+          outcome = { ok: false, status: 'unreachable', http_status: null, provider_code: null, latency_ms: null, detail: `the test did not finish within ${deadlineMs >= 1000 ? `${Math.round(deadlineMs / 1000)} s` : `${deadlineMs} ms`} (${hosts.join(', ') || 'the destination'} did not answer in time)` };
         } else {
-          const r = await readOnlyCheck(conn);
           method = r.method;
           outcome = r.outcome;
+          contacted = r.contacted;
         }
       } catch (e) {
         // A bug must not turn a test into a 500: report it as data, without internals.
         outcome = { ok: false, status: 'unreachable', http_status: null, provider_code: null, latency_ms: null, detail: `the test could not run: ${(e as Error).message}` };
+      } finally {
+        clearTimeout(timer);
       }
       // The check's own latency when it has one; else the time taken, if anyone was contacted.
       const latency = outcome.latency_ms ?? (contacted && outcome.status !== 'needs_send_message' ? Math.round(monotonic() - started) : null);

@@ -3,7 +3,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { isIP } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { describeAddress, normalizeHost, permitsAddress, type OutboundAllow } from '../domain/address-policy.js';
+import { describeAddress, isLoopbackName, normalizeHost, permitsAddress, type OutboundAllow } from '../domain/address-policy.js';
 import { OutboundError } from './outbound-error.js';
 
 /**
@@ -36,7 +36,118 @@ import { OutboundError } from './outbound-error.js';
 /** Resolves a host name to every address (the injection point for tests: no real DNS needed). */
 export type Resolver = (hostname: string) => Promise<LookupAddress[]>;
 
-export const systemResolver: Resolver = (hostname) => dnsPromises.lookup(hostname, { all: true, order: 'verbatim' });
+export interface BoundedResolverOptions {
+  /**
+   * DNS servers (`ip` or `ip:port`, `[v6]:port`); default: the system's (/etc/resolv.conf).
+   * HERALD_DNS_SERVERS sets it; tests point it at a local DNS server.
+   */
+  servers?: readonly string[];
+  /** c-ares time-out of one try, in ms (it doubles on each retry). Default 1000. */
+  timeoutMs?: number;
+  /** c-ares tries per server. Default 2. */
+  tries?: number;
+  /** Hard deadline for the whole resolution, in ms: outstanding queries are cancelled. Default 4000. */
+  deadlineMs?: number;
+  /** Once one family answered, how long the other may still take (RFC 8305's resolution delay). Default 50. */
+  secondFamilyGraceMs?: number;
+}
+
+/** Why a resolution failed: `timeout` (no answer in time) or `not_found` (no such name, no address). */
+export class DnsError extends Error {
+  constructor(
+    readonly reason: 'timeout' | 'not_found' | 'failed',
+    message: string,
+  ) {
+    super(message);
+    this.name = 'DnsError';
+  }
+}
+
+/** RFC 6761 §6.3: `localhost` and names under it are loopback, answered without asking DNS. */
+const LOOPBACK_ANSWER: readonly LookupAddress[] = [
+  { address: '127.0.0.1', family: 4 },
+  { address: '::1', family: 6 },
+];
+
+const TIMEOUT_CODES = new Set(['ETIMEOUT', 'ECANCELLED', 'ECONNREFUSED', 'ESERVFAIL']);
+
+/**
+ * Resolves user-supplied destinations with c-ares (`resolve4` + `resolve6` over UDP), NOT
+ * `dns.lookup`: getaddrinfo runs on libuv's thread pool (4 threads by default), so a handful of
+ * names whose resolver drops packets would hold every thread for the system's whole retry cycle
+ * and starve every other lookup — and file I/O — behind them. c-ares queries are plain sockets on
+ * the event loop, each bounded by its time-out and tries, and the whole resolution by a deadline
+ * after which the queries are cancelled.
+ *
+ * What it does not read: /etc/hosts and NSS (mDNS, LDAP…). A destination is a public name, so
+ * DNS is the source of truth; the one exception is `localhost` (and `*.localhost`), which means
+ * loopback without asking anyone — refused by the guard unless HERALD_OUTBOUND_ALLOW opens it.
+ * A name that only /etc/hosts knows does not resolve (`dns_failure`).
+ */
+export function createBoundedResolver(opts: BoundedResolverOptions = {}): Resolver {
+  const timeout = opts.timeoutMs ?? 1000;
+  const tries = opts.tries ?? 2;
+  const deadlineMs = opts.deadlineMs ?? 4000;
+  const graceMs = opts.secondFamilyGraceMs ?? 50;
+  const servers = opts.servers && opts.servers.length > 0 ? [...opts.servers] : null;
+  if (servers) new dnsPromises.Resolver().setServers(servers); // fail at start-up on a bad entry, not at the first send
+
+  return (hostname) => {
+    const name = normalizeHost(hostname);
+    if (isLoopbackName(name)) return Promise.resolve(LOOPBACK_ANSWER.map((a) => ({ ...a })));
+    // One c-ares channel per resolution, so a deadline cancels this name's queries and no other's.
+    const resolver = new dnsPromises.Resolver({ timeout, tries });
+    if (servers) resolver.setServers(servers);
+    return new Promise<LookupAddress[]>((resolve, reject) => {
+      const found: { 4: string[] | null; 6: string[] | null } = { 4: null, 6: null };
+      const errors: NodeJS.ErrnoException[] = [];
+      let pending = 2;
+      let settled = false;
+      let grace: NodeJS.Timeout | undefined;
+      const finish = () => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(deadline);
+        clearTimeout(grace);
+        resolver.cancel();
+        const addresses = [...(found[4] ?? []).map((address) => ({ address, family: 4 })), ...(found[6] ?? []).map((address) => ({ address, family: 6 }))];
+        if (addresses.length > 0) return resolve(addresses);
+        if (errors.length > 0 && errors.every((e) => e.code === 'ENOTFOUND' || e.code === 'ENODATA')) return reject(new DnsError('not_found', `${name} does not exist in DNS or has no address`));
+        if (errors.some((e) => TIMEOUT_CODES.has(e.code ?? ''))) return reject(new DnsError('timeout', `${name} did not resolve: its DNS did not answer in time`));
+        if (errors.length === 0) return reject(new DnsError('not_found', `${name} has no address`));
+        return reject(new DnsError('failed', `${name} did not resolve (${errors[0]?.code ?? 'error'})`));
+      };
+      const deadline = setTimeout(() => {
+        if (found[4] !== null || found[6] !== null) return finish();
+        settled = true;
+        clearTimeout(grace);
+        resolver.cancel();
+        reject(new DnsError('timeout', `${name} did not resolve within ${deadlineMs} ms (DNS did not answer)`));
+      }, deadlineMs);
+      const settle = (family: 4 | 6, p: Promise<string[]>) => {
+        p.then(
+          (list) => {
+            found[family] = list;
+          },
+          (e: unknown) => {
+            errors.push(e as NodeJS.ErrnoException);
+          },
+        ).finally(() => {
+          pending -= 1;
+          if (pending === 0) return finish();
+          // One family has addresses: do not wait the whole deadline for a resolver that drops
+          // the other query (AAAA is the usual victim).
+          if (found[family] !== null && found[family].length > 0 && grace === undefined) grace = setTimeout(finish, graceMs);
+        });
+      };
+      settle(4, resolver.resolve4(name));
+      settle(6, resolver.resolve6(name));
+    });
+  };
+}
+
+/** The default resolver: bounded c-ares with the system's servers. */
+export const systemResolver: Resolver = createBoundedResolver();
 
 /** Node's `lookup` callback shapes (single address, or all of them when `options.all`). */
 type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
@@ -98,7 +209,8 @@ export class OutboundGuard {
     try {
       addresses = await this.resolver(h);
     } catch (e) {
-      throw new OutboundError('dns_failure', `${h} did not resolve`, { cause: e });
+      // The resolver's own words say why (time-out vs no such name); others get a plain line.
+      throw new OutboundError('dns_failure', e instanceof DnsError ? e.message : `${h} did not resolve`, { cause: e });
     }
     if (addresses.length === 0) throw new OutboundError('dns_failure', `${h} has no address`);
     if (!this.allow.allowsHost(h)) for (const a of addresses) this.checkAddress(a.address, h);

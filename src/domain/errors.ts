@@ -6,6 +6,9 @@
 export const ERROR_CODES = [
   'validation_failed',
   'invalid_json',
+  'invalid_path',
+  'bad_request',
+  'request_headers_too_large',
   'invalid_cursor',
   'unsupported_media_type',
   'payload_too_large',

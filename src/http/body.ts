@@ -2,6 +2,7 @@ import express, { type RequestHandler } from 'express';
 import { createHash } from 'node:crypto';
 import { DomainError } from '../domain/errors.js';
 import { LIMITS } from '../domain/limits.js';
+import { textHygieneErrors } from '../domain/validation.js';
 
 /** Marks the raw body's digest on the request, for idempotency fingerprints. */
 export interface WithBodyDigest {
@@ -12,10 +13,42 @@ const parseJson = express.json({
   limit: LIMITS.bodyBytes,
   strict: true,
   type: () => true, // the media type is judged below, so a wrong one is 415, not an empty body
-  verify: (req, _res, buf) => {
+  // Runs on the raw (decompressed) bytes before JSON.parse: a thrown DomainError passes through
+  // body-parser untouched and becomes the problem answer.
+  verify: (req, _res, buf, encoding) => {
+    // JSON on the wire is UTF-8 (RFC 8259 §8.1); other charsets are refused, not transcoded.
+    if (encoding.toLowerCase() !== 'utf-8') throw new DomainError('unsupported_media_type', 'Send the body as UTF-8 JSON.');
+    try {
+      // A lossy decoder would store U+FFFD where the client sent broken bytes: refuse instead.
+      STRICT_UTF8.decode(buf);
+    } catch {
+      throw new DomainError('invalid_json', 'The body is not valid UTF-8.');
+    }
     (req as unknown as WithBodyDigest).bodyDigest = createHash('sha256').update(buf).digest('hex');
   },
 });
+
+const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
+
+/** body-parser error types that problem.ts already maps to a 4xx (see fromParserError there). */
+const KNOWN_PARSER_ERRORS = new Set(['entity.parse.failed', 'entity.too.large', 'encoding.unsupported', 'charset.unsupported', 'request.aborted']);
+
+/**
+ * Any other failure to read the body is the client's: above all a body that does not decode as
+ * its Content-Encoding says (`gzip` on plain bytes → a zlib error), or a length that lies.
+ */
+function readFailure(err: unknown, contentEncoding: string | undefined): unknown {
+  if (err instanceof DomainError) return err;
+  const type = err !== null && typeof err === 'object' && 'type' in err ? String(err.type) : '';
+  if (KNOWN_PARSER_ERRORS.has(type)) return err;
+  const status = err !== null && typeof err === 'object' && 'status' in err ? Number(err.status) : NaN;
+  if (!(status >= 400 && status < 500)) return err;
+  const coding = contentEncoding?.trim().toLowerCase();
+  if (coding !== undefined && coding !== '' && coding !== 'identity') {
+    return new DomainError('invalid_json', `The body does not decode as its Content-Encoding (${coding.slice(0, 32)}) says.`);
+  }
+  return new DomainError('invalid_json', 'The request body could not be read.');
+}
 
 function hasBody(req: Parameters<RequestHandler>[0]): boolean {
   const len = req.get('Content-Length');
@@ -43,7 +76,13 @@ export function jsonBody(opts: { optional: boolean }): RequestHandler {
     }
     parseJson(req, res, (err?: unknown) => {
       if (err) {
-        next(err);
+        next(readFailure(err, req.get('Content-Encoding')));
+        return;
+      }
+      // Lone surrogates, NUL and control characters are refused here for every endpoint at once.
+      const hostile = textHygieneErrors(req.body);
+      if (hostile.length > 0) {
+        next(new DomainError('validation_failed', 'The request has text that no field may hold (control characters or invalid Unicode); see errors.', hostile));
         return;
       }
       next();

@@ -7,6 +7,9 @@ import { requestIdOf } from './context.js';
 export const STATUS_BY_CODE: Record<ErrorCode, number> = {
   validation_failed: 422,
   invalid_json: 400,
+  invalid_path: 400,
+  bad_request: 400,
+  request_headers_too_large: 431,
   invalid_cursor: 400,
   unsupported_media_type: 415,
   payload_too_large: 413,
@@ -40,6 +43,7 @@ export const STATUS_BY_CODE: Record<ErrorCode, number> = {
 const TITLES: Partial<Record<ErrorCode, string>> = {
   validation_failed: 'Invalid request',
   invalid_json: 'Malformed JSON',
+  invalid_path: 'Malformed path',
   not_found: 'Not found',
   unauthenticated: 'Unauthenticated',
   insufficient_scope: 'Insufficient scope',

@@ -1,10 +1,12 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
+import { STATUS_CODES, type Server } from 'node:http';
+import type { Duplex } from 'node:stream';
 import express, { type Express, type Request, type RequestHandler, type Router } from 'express';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { DomainError } from '../domain/errors.js';
 import { requestIdOf } from './context.js';
-import { problemHandler } from './problem.js';
+import { problemHandler, toProblem } from './problem.js';
 import { requestId } from './request-id.js';
 import { httpMetrics } from './metrics.js';
 
@@ -35,6 +37,7 @@ export function createHttpApp(deps: ServerDeps): { app: Express; finish: () => v
   app.use(requestId);
   app.use(accessLog(deps.log));
   app.use(httpMetrics(deps.registry));
+  app.use(refuseMalformedPaths);
 
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
@@ -79,6 +82,44 @@ export function createHttpApp(deps: ServerDeps): { app: Express; finish: () => v
 }
 
 const UNAVAILABLE_LOG_EVERY_MS = 10_000;
+
+/**
+ * A path whose percent-encoding does not decode (`/v1/incidents/inc_x%ZZ`, a lone `%`, bytes
+ * that are not UTF-8) is the client's mistake: 400 `invalid_path` before anything else runs,
+ * instead of the router's URIError surfacing as a 500.
+ */
+const refuseMalformedPaths: RequestHandler = (req, _res, next) => {
+  try {
+    decodeURIComponent(fullPath(req));
+  } catch {
+    throw new DomainError('invalid_path', 'The path has malformed percent-encoding (each % must start a valid UTF-8 escape such as %20).');
+  }
+  next();
+};
+
+/**
+ * Requests Node's HTTP parser refuses before Express sees them (a request line that is not HTTP,
+ * headers over Node's 16 KiB limit, a bad Content-Length) get a problem+json answer like every
+ * other refusal, instead of Node's bare "400 Bad Request". Call once on the listening server.
+ */
+export function answerClientErrors(server: Server): void {
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
+    // A reset or an already-answered socket has nobody left to read an answer.
+    if (err.code === 'ECONNRESET' || !socket.writable) {
+      socket.destroy();
+      return;
+    }
+    const tooLarge = err.code === 'HPE_HEADER_OVERFLOW';
+    const problem = tooLarge
+      ? toProblem(new DomainError('request_headers_too_large', 'The request headers are larger than the server accepts (16 KiB in all).'), 'none')
+      : toProblem(new DomainError('bad_request', 'The request is not valid HTTP/1.1.'), 'none');
+    const body = JSON.stringify(problem);
+    socket.end(
+      `HTTP/1.1 ${problem.status} ${STATUS_CODES[problem.status] ?? 'Bad Request'}\r\n` +
+        `Content-Type: application/problem+json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  });
+}
 
 function constantTimeEquals(a: string, b: string): boolean {
   // timingSafeEqual throws on unequal lengths: compare fixed-size digests instead.

@@ -1,4 +1,4 @@
-import { App, ExpressReceiver, LogLevel, SocketModeReceiver, type Logger as BoltLogger } from '@slack/bolt';
+import { App, ExpressReceiver, HTTPModuleFunctions, LogLevel, SocketModeReceiver, type Logger as BoltLogger, type ReceiverProcessEventErrorHandlerArgs } from '@slack/bolt';
 import { WebClient } from '@slack/web-api';
 import express, { type Express, type RequestHandler } from 'express';
 import type { Logger } from 'pino';
@@ -10,6 +10,7 @@ import type { SlackDeps, SlackServices, SlackSettings } from './deps.js';
 import { publishHome } from './home.js';
 import { registerSubmissions } from './submissions.js';
 import { registerTemplateOptions } from './template-options.js';
+import { checkSlackPayload } from './payload-guard.js';
 import { verifySlackRequest } from './verify-request.js';
 
 /** Where Slack posts commands, interactivity and events in HTTP mode (see slack-app-manifest.yml). */
@@ -92,9 +93,16 @@ export function createSlackEdge(opts: SlackEdgeOptions, expressApp: Express): Sl
     app = new App({ ...common, receiver });
   } else if (opts.signingSecret !== undefined) {
     mode = 'http';
-    expressApp.post(SLACK_EVENTS_PATH, express.raw({ type: () => true, limit: BODY_LIMIT }), verifyRequests(opts.signingSecret, now, log));
+    expressApp.post(SLACK_EVENTS_PATH, readRawBody(log), verifyRequests(opts.signingSecret, now, log));
     // Bolt adds its router to the same Express app (no second server, no global body parser).
-    const receiver = new ExpressReceiver({ signingSecret: opts.signingSecret, app: expressApp, endpoints: SLACK_EVENTS_PATH, logger: boltLogger(log), processBeforeResponse: false });
+    const receiver = new ExpressReceiver({
+      signingSecret: opts.signingSecret,
+      app: expressApp,
+      endpoints: SLACK_EVENTS_PATH,
+      logger: boltLogger(log),
+      processBeforeResponse: false,
+      processEventErrorHandler: answerListenerFailure(log),
+    });
     app = new App({ ...common, receiver });
   } else {
     mode = 'outbound';
@@ -132,8 +140,34 @@ function registerListeners(app: App, deps: SlackDeps, announcer: Announcer, log:
 }
 
 /**
- * Verifies Slack's signature and timestamp (±5 minutes) before Bolt runs; Bolt verifies again
- * with the same raw body, which this hands on as `req.rawBody`. Slack sends forms as exactly
+ * The raw body, as Slack sent it. A body that cannot be read — over the limit (413), in an
+ * encoding Node cannot decode (415), or not decoding as its Content-Encoding says (400) — is
+ * answered here, empty, with a warn line: it is the sender's, never a 500.
+ */
+function readRawBody(log: Logger): RequestHandler {
+  const parse = express.raw({ type: () => true, limit: BODY_LIMIT });
+  return (req, res, next) => {
+    parse(req, res, (err?: unknown) => {
+      if (err === undefined || err === null) {
+        next();
+        return;
+      }
+      const status = err !== null && typeof err === 'object' && 'status' in err ? Number(err.status) : NaN;
+      if (!(status >= 400 && status < 500)) {
+        next(err);
+        return;
+      }
+      log.warn({ status, reason: (err as Error).message.slice(0, 200) }, 'refused a Slack request body that could not be read');
+      res.status(status).end();
+    });
+  };
+}
+
+/**
+ * Verifies Slack's signature and timestamp (±5 minutes) over the raw bytes before Bolt runs, then
+ * the payload's shape (payload-guard.ts). Bolt verifies again with the same raw body, which this
+ * hands on as `req.rawBody`; Bolt decodes it as UTF-8 first, which is exact here because a body
+ * that is not valid UTF-8 never gets past the guard. Slack sends forms as exactly
  * `application/x-www-form-urlencoded`; a charset suffix from a proxy is normalised so Bolt
  * parses the form instead of failing on it as JSON.
  */
@@ -144,7 +178,7 @@ function verifyRequests(signingSecret: string, now: () => Date, log: Logger): Re
       signingSecret,
       timestamp: req.get('x-slack-request-timestamp'),
       signature: req.get('x-slack-signature'),
-      rawBody: raw.toString('utf8'),
+      rawBody: raw,
       nowMs: now().getTime(),
     });
     if (!result.ok) {
@@ -152,10 +186,37 @@ function verifyRequests(signingSecret: string, now: () => Date, log: Logger): Re
       res.status(401).type('text/plain').send('invalid Slack request signature or timestamp\n');
       return;
     }
+    // Signed is not the same as well-formed: a payload Herald cannot act on is answered here,
+    // with a warn line, instead of failing inside Bolt as a 500.
+    const shape = checkSlackPayload(raw, req.get('content-type'));
+    if (shape.verdict !== 'pass') {
+      log.warn({ reason: shape.reason }, shape.verdict === 'ignore' ? 'ignored a Slack request Herald has no listener for' : 'refused a malformed Slack payload');
+      res.status(shape.verdict === 'ignore' ? 200 : 400).end();
+      return;
+    }
     (req as typeof req & { rawBody?: Buffer }).rawBody = raw;
     const type = req.headers['content-type'];
     if (type !== undefined && /^application\/x-www-form-urlencoded\s*;/i.test(type)) req.headers['content-type'] = 'application/x-www-form-urlencoded';
     next();
+  };
+}
+
+/**
+ * Bolt's answer when a listener (or Bolt's routing) throws before acknowledging. A TypeError or
+ * RangeError there means the payload had a shape the listener did not expect — past the payload
+ * guard, still the sender's input — so it is a 400 no-op with a warn line. Anything else (Redis
+ * down, a Slack API failure) keeps Bolt's own answer: a 500, which makes Slack retry.
+ */
+function answerListenerFailure(log: Logger): (args: ReceiverProcessEventErrorHandlerArgs) => Promise<boolean> {
+  return async (args) => {
+    const { error, response } = args;
+    if (!response.headersSent && (error instanceof TypeError || error instanceof RangeError || error instanceof SyntaxError)) {
+      log.warn({ err_message: error.message }, 'a Slack payload did not have the shape its listener reads; answered 400');
+      response.writeHead(400);
+      response.end();
+      return true;
+    }
+    return HTTPModuleFunctions.defaultProcessEventErrorHandler(args);
   };
 }
 

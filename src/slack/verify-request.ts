@@ -15,7 +15,8 @@ export interface VerifyInput {
   signingSecret: string;
   timestamp: string | undefined;
   signature: string | undefined;
-  rawBody: string;
+  /** The body exactly as received: the HMAC covers these bytes, never a decoded copy of them. */
+  rawBody: Buffer | string;
   nowMs: number;
 }
 
@@ -26,7 +27,9 @@ export function verifySlackRequest(input: VerifyInput): { ok: true } | { ok: fal
   const skew = Number(timestamp) - Math.floor(input.nowMs / 1000);
   if (skew < -MAX_CLOCK_SKEW_SECONDS) return { ok: false, reason: 'stale_timestamp' };
   if (skew > MAX_CLOCK_SKEW_SECONDS) return { ok: false, reason: 'future_timestamp' };
-  const expected = `v0=${createHmac('sha256', input.signingSecret).update(`v0:${timestamp}:${input.rawBody}`).digest('hex')}`;
+  // The raw bytes are hashed as they came: decoding first would map invalid UTF-8 to U+FFFD, and
+  // two different byte strings would then share one signature.
+  const expected = `v0=${createHmac('sha256', input.signingSecret).update(`v0:${timestamp}:`).update(input.rawBody).digest('hex')}`;
   const a = Buffer.from(expected);
   const b = Buffer.from(signature);
   if (a.length !== b.length || !timingSafeEqual(a, b)) return { ok: false, reason: 'bad_signature' };
@@ -34,6 +37,6 @@ export function verifySlackRequest(input: VerifyInput): { ok: true } | { ok: fal
 }
 
 /** Signs a body the way Slack does (tests and local tooling). */
-export function signSlackRequest(signingSecret: string, timestamp: number, rawBody: string): string {
-  return `v0=${createHmac('sha256', signingSecret).update(`v0:${timestamp}:${rawBody}`).digest('hex')}`;
+export function signSlackRequest(signingSecret: string, timestamp: number, rawBody: Buffer | string): string {
+  return `v0=${createHmac('sha256', signingSecret).update(`v0:${timestamp}:`).update(rawBody).digest('hex')}`;
 }

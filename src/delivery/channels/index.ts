@@ -31,7 +31,14 @@ export interface ChannelSenderDeps {
   smtp?: Omit<SmtpClientOptions, 'guard'>;
   /** Per-request budget for HTTP platforms (default: the client's, 10 s). */
   timeoutMs?: number;
+  /**
+   * The hard bound on one delivery attempt, whatever the channel (DNS, connect, TLS, an SMTP
+   * server that answers one byte at a time). Default 60 s: above every per-step time-out.
+   */
+  attemptDeadlineMs?: number;
 }
+
+export const ATTEMPT_DEADLINE_MS = 60_000;
 
 /** A sender as built here: its results may name a failure's cause (read by the connection tester). */
 export interface HeraldChannelSender<T extends ChannelType> {
@@ -43,15 +50,17 @@ export type HeraldChannelSenders = { [T in ChannelType]: HeraldChannelSender<T> 
 
 export function createChannelSenders(deps: ChannelSenderDeps, smtp: SmtpClient = createSmtpClient({ ...deps.smtp, guard: deps.http.guard })): HeraldChannelSenders {
   const common = { http: deps.http, ...(deps.now ? { now: deps.now } : {}), ...(deps.timeoutMs ? { timeoutMs: deps.timeoutMs } : {}) };
+  const deadline = deps.attemptDeadlineMs ?? ATTEMPT_DEADLINE_MS;
+  const wrap = <T extends ChannelType>(sender: HeraldChannelSender<T>) => scrubbing<T>(bounded<T>(sender, deadline));
   return {
-    slack: scrubbing<'slack'>(createSlackSender({ ...common, apiUrl: deps.slackApiUrl })),
-    teams: scrubbing<'teams'>(createTeamsSender(common)),
-    discord: scrubbing<'discord'>(createDiscordSender(common)),
-    email: scrubbing<'email'>(createEmailSender({ smtp })),
-    mattermost: scrubbing<'mattermost'>(createMattermostSender(common)),
-    google_chat: scrubbing<'google_chat'>(createGoogleChatSender(common)),
-    telegram: scrubbing<'telegram'>(createTelegramSender({ ...common, apiUrl: deps.telegramApiUrl })),
-    webhook: scrubbing<'webhook'>(createWebhookSender(common)),
+    slack: wrap<'slack'>(createSlackSender({ ...common, apiUrl: deps.slackApiUrl })),
+    teams: wrap<'teams'>(createTeamsSender(common)),
+    discord: wrap<'discord'>(createDiscordSender(common)),
+    email: wrap<'email'>(createEmailSender({ smtp })),
+    mattermost: wrap<'mattermost'>(createMattermostSender(common)),
+    google_chat: wrap<'google_chat'>(createGoogleChatSender(common)),
+    telegram: wrap<'telegram'>(createTelegramSender({ ...common, apiUrl: deps.telegramApiUrl })),
+    webhook: wrap<'webhook'>(createWebhookSender(common)),
   };
 }
 
@@ -59,6 +68,29 @@ function scrubbing<T extends ChannelType>(sender: HeraldChannelSender<T>): Heral
   return {
     async send(target, message) {
       return scrubResult(await sender.send(target, message), Object.values(target.secrets));
+    },
+  };
+}
+
+/**
+ * Past the deadline the attempt counts as a retryable failure. Ambiguous: the message may have
+ * gone out before the platform stalled, so a retry is flagged as a possible duplicate. What is
+ * still pending ends on its own time-outs; its late result is ignored.
+ */
+function bounded<T extends ChannelType>(sender: HeraldChannelSender<T>, deadlineMs: number): HeraldChannelSender<T> {
+  return {
+    async send(target, message) {
+      let timer: NodeJS.Timeout | undefined;
+      const expired = new Promise<ChannelResult>((resolve) => {
+        timer = setTimeout(() => {
+          resolve({ outcome: 'retryable', httpStatus: null, providerCode: null, latencyMs: deadlineMs, retryAfterMs: null, error: `the attempt did not finish within ${deadlineMs >= 1000 ? `${Math.round(deadlineMs / 1000)} s` : `${deadlineMs} ms`}`, ambiguous: true });
+        }, deadlineMs);
+      });
+      try {
+        return await Promise.race([sender.send(target, message), expired]);
+      } finally {
+        clearTimeout(timer);
+      }
     },
   };
 }

@@ -2,6 +2,7 @@ import { Router } from 'express';
 import { parsePageRequest } from '../../domain/pagination.js';
 import { presentTemplate, type Template } from '../../domain/template.js';
 import type { TemplateService } from '../../services/templates.js';
+import { apiKeyOf } from '../context.js';
 import { endpoint, type EdgeDeps } from '../endpoint.js';
 import { etagOf, ifMatchRevision, setEtag } from '../etag.js';
 import { jsonResponse, respondOnCommit, sendStored } from '../idempotency.js';
@@ -88,10 +89,20 @@ export function templateRoutes(deps: EdgeDeps & { templates: TemplateService }):
       // `{}` is a valid request for a template without required variables, so no body is too.
       body: 'optional',
       handler: async (req, res) => {
+        // Rendering from a real incident reads its title, description and impact: that is
+        // incident data, so the key needs incidents:read too (checked before anything is read).
+        if (namesIncident(req.body)) deps.keys.requireScope(apiKeyOf(res), 'incidents:read');
         res.json({ previews: await svc.render(String(req.params.id), req.body) });
       },
     },
   });
 
   return r;
+}
+
+/** True when a render request asks for a real incident (`incident_id` present and not null). */
+function namesIncident(body: unknown): boolean {
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) return false;
+  const id = (body as Record<string, unknown>).incident_id;
+  return id !== undefined && id !== null;
 }
