@@ -38,7 +38,8 @@ export interface TestHerald {
   api(method: string, path: string, opts?: RequestOptions): Promise<ApiResponse>;
   /** Makes another key with just these scopes and returns its token. */
   tokenWith(scopes: (Scope | '*')[], name?: string): Promise<string>;
-  close(): Promise<void>;
+  /** Stops this Herald; `keepData` leaves its Redis keys for a later Herald on the same prefix. */
+  close(opts?: { keepData?: boolean }): Promise<void>;
 }
 
 /**
@@ -46,7 +47,7 @@ export interface TestHerald {
  * directory and an all-scopes API key. Everything it made is removed by close().
  */
 export async function startHerald(env: Record<string, string> = {}, opts: Pick<HeraldOptions, 'senders' | 'worker'> & { redisUrl?: string; log?: HeraldOptions['log'] } = {}): Promise<TestHerald> {
-  const prefix = uniquePrefix('h');
+  const prefix = env.HERALD_KEY_PREFIX ?? uniquePrefix('h');
   const dataDir = mkdtempSync(join(tmpdir(), 'herald-test-'));
   const config = loadConfig({
     HERALD_KEY_PREFIX: prefix,
@@ -92,10 +93,10 @@ export async function startHerald(env: Record<string, string> = {}, opts: Pick<H
     prefix,
     api,
     tokenWith,
-    async close() {
+    async close(closeOpts = {}) {
       server.closeAllConnections();
       await new Promise((r) => server.close(r));
-      await dropPrefix(herald.redis, prefix);
+      if (closeOpts.keepData !== true) await dropPrefix(herald.redis, prefix);
       await herald.close();
       rmSync(dataDir, { recursive: true, force: true });
     },
