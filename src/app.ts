@@ -44,10 +44,10 @@ import { RedisTemplateRepo } from './store/templates.js';
 import { RedisPacer } from './store/pacing.js';
 import { RedisRateLimiter } from './store/rate-limit.js';
 import { createRedis, readRedisFacts, whenReady } from './store/redis.js';
-import { EmbeddedRedisError, openEmbeddedRedis, type EmbeddedRedis } from './store/embedded-redis.js';
-import { redisLocation } from './store/redis-location.js';
-import { resealAll, type ResealReport } from './store/reseal.js';
 import { loadOrCreateSecretKey, previousSecretKeys, verifySecretKey } from './store/secret-key.js';
+import { CORE_CONNECT_TIMEOUT_MS, StartupError, withDeadline } from './core.js';
+
+export { openCore, StartupError, type Core } from './core.js';
 
 export interface HeraldOptions {
   config: Config;
@@ -81,7 +81,6 @@ export interface Herald {
   close(): Promise<void>;
 }
 
-export class StartupError extends Error {}
 
 /** Connects, checks Redis, and wires everything. Throws StartupError on a refusal to start. */
 export async function createHerald(opts: HeraldOptions): Promise<Herald> {
@@ -286,70 +285,6 @@ function slackEdge(
 }
 
 const READINESS_TIMEOUT_MS = 1500;
-const CORE_CONNECT_TIMEOUT_MS = 5000;
-
-/** Rejects when `p` has not settled within `ms` (p's own late rejection is swallowed). */
-function withDeadline<T>(p: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
-  });
-  p.catch(() => undefined);
-  return Promise.race([p, late]).finally(() => clearTimeout(timer));
-}
-
-/** What a short-lived command (the CLI) gets: the API key service over the configured Redis. */
-export interface Core {
-  services: Pick<Services, 'apiKeys'>;
-  /** `herald secrets reseal`: moves every sealed value to HERALD_SECRET_KEY (key rotation). */
-  resealSecrets(): Promise<ResealReport>;
-  close(): Promise<void>;
-}
-
-/**
- * Opens the core for the CLI, with the server's configuration: REDIS_URL, or the embedded Redis of
- * HERALD_DATA_DIR (the running Herald's socket, or a server started for the command and stopped
- * by close()). No HTTP, no start-up checks. Throws StartupError when Redis cannot be had.
- */
-export async function openCore(opts: { config: Config; log: Logger; clock?: Clock }): Promise<Core> {
-  const { config, log } = opts;
-  let embedded: EmbeddedRedis | null = null;
-  if (config.REDIS_URL === undefined) {
-    try {
-      embedded = await openEmbeddedRedis({ dataDir: config.HERALD_DATA_DIR, log });
-    } catch (e) {
-      throw e instanceof EmbeddedRedisError ? new StartupError(e.message) : e;
-    }
-  }
-  const url = config.REDIS_URL ?? embedded?.socketPath ?? '';
-  const redis = createRedis(url, { name: 'herald-cli' });
-  // The CLI says "cannot reach Redis" itself; the client's own errors are only worth a debug line.
-  redis.on('error', (err: Error) => log.debug({ err }, 'redis connection error'));
-  const close = async () => {
-    await withDeadline(redis.quit(), 2000).catch(() => redis.disconnect());
-    await embedded?.stop();
-  };
-  try {
-    await whenReady(redis, CORE_CONNECT_TIMEOUT_MS);
-    await withDeadline(redis.ping(), CORE_CONNECT_TIMEOUT_MS);
-  } catch {
-    redis.disconnect();
-    await embedded?.stop();
-    throw new StartupError(`Cannot reach Redis at ${redisLocation(url)}; check REDIS_URL and that Redis is running.`);
-  }
-  const clock = opts.clock ?? systemClock;
-  const ids = createIdGenerator(() => clock.now().getTime());
-  const apiKeys = new ApiKeyService({ repo: new RedisApiKeyRepo(redis, createKeys(config.HERALD_KEY_PREFIX)), clock, ids, crypto: nodeTokenCrypto });
-  const resealSecrets = async (): Promise<ResealReport> => {
-    const keys = createKeys(config.HERALD_KEY_PREFIX);
-    const box = createSecretBox(loadOrCreateSecretKey(config.HERALD_SECRET_KEY, config.HERALD_DATA_DIR).key, previousSecretKeys(config));
-    // The check value first: with a key that opens nothing, stop before touching anything.
-    await verifySecretKey(redis, keys, box);
-    return resealAll(redis, keys, box);
-  };
-  return { services: { apiKeys }, resealSecrets, close };
-}
-
 /** HERALD_OUTBOUND_ALLOW, parsed once; a bad entry stops start-up naming it. */
 function outboundAllow(entries: string[]): OutboundAllow {
   try {

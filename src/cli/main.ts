@@ -1,3 +1,4 @@
+#!/usr/bin/env node
 /**
  * The `herald` command line (`npm run --silent herald -- …`). It uses the server's configuration
  * (loadConfig) and core (openCore): REDIS_URL, or the embedded Redis of HERALD_DATA_DIR. stdout
@@ -5,7 +6,7 @@
  * Exit status: 0 done, 1 failed, 2 usage error.
  */
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { openCore, StartupError, type Core } from '../app.js';
+import { openCore, StartupError, type Core } from '../core.js';
 import { ConfigError, loadConfig } from '../config.js';
 import { SCOPES } from '../domain/api-key.js';
 import { isDomainError } from '../domain/errors.js';

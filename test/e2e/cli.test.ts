@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { childEnv, runTsx } from '../support/child.js';
+import { childEnv, runEntry } from '../support/child.js';
 import { startHerald, type TestHerald } from '../support/herald.js';
 import { testRedisUrl } from '../support/redis.js';
 import { waitFor } from '../support/wait.js';
@@ -21,8 +21,8 @@ afterAll(async () => {
 
 /** The CLI against the test Herald's Redis and key prefix, as `npm run --silent herald -- …`. */
 const herald = (...args: string[]) =>
-  runTsx(
-    'src/cli/main.ts',
+  runEntry(
+    'cli',
     args,
     childEnv({ REDIS_URL: testRedisUrl(), HERALD_KEY_PREFIX: h.prefix, HERALD_SECRET_KEY: randomBytes(32).toString('base64'), HERALD_DATA_DIR: dataDir }),
   );
@@ -130,7 +130,7 @@ describe('herald keys (CLI)', () => {
   });
 
   it('fails with exit 1 and a clear message when Redis is unreachable', async () => {
-    const r = await runTsx('src/cli/main.ts', ['keys', 'list'], childEnv({ REDIS_URL: 'redis://:hunter2@127.0.0.1:1', HERALD_KEY_PREFIX: h.prefix }));
+    const r = await runEntry('cli', ['keys', 'list'], childEnv({ REDIS_URL: 'redis://:hunter2@127.0.0.1:1', HERALD_KEY_PREFIX: h.prefix }));
     expect(r.code).toBe(1);
     expect(r.stderr).toContain('Cannot reach Redis at redis://127.0.0.1:1');
     expect(r.stderr).not.toContain('hunter2');

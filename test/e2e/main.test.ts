@@ -4,7 +4,7 @@ import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { childEnv, freePort, runTsx, spawnTsx, startPrivateRedis, stopChild, type Child } from '../support/child.js';
+import { CHILD_DEADLINE_MS, childEnv, freePort, runEntry, spawnEntry, spawnNpmStart, startPrivateRedis, stopChild, type Child } from '../support/child.js';
 import { waitFor } from '../support/wait.js';
 
 /**
@@ -42,8 +42,8 @@ function alive(pid: number): boolean {
   }
 }
 
-async function startMain(direct = false): Promise<Child> {
-  const child = spawnTsx('src/main.ts', [], env(), { direct });
+async function startMain(how: 'node' | 'npm' = 'node'): Promise<Child> {
+  const child = how === 'npm' ? spawnNpmStart(env()) : spawnEntry('main', [], env());
   running = child;
   await waitFor(
     async () => {
@@ -51,7 +51,7 @@ async function startMain(direct = false): Promise<Child> {
       // The start-up line comes just after listen(): wait for it, not only for an answer.
       return child.stdout().includes('Herald listening') && (await fetch(url('/healthz')).catch(() => null))?.ok;
     },
-    { timeoutMs: 20_000, intervalMs: 100, what: 'Herald to answer /healthz' },
+    { timeoutMs: CHILD_DEADLINE_MS, intervalMs: 100, what: 'Herald to answer /healthz' },
   );
   return child;
 }
@@ -86,7 +86,7 @@ describe('npm start on the embedded Redis', () => {
   });
 
   it('lets the CLI use the same server (reused, not a second one, and left running)', async () => {
-    const r = await runTsx('src/cli/main.ts', ['keys', 'create', '--name', 'ops', '--scopes', '*', '--json'], env());
+    const r = await runEntry('cli', ['keys', 'create', '--name', 'ops', '--scopes', '*', '--json'], env());
     expect(r.code).toBe(0);
     token = JSON.parse(r.stdout).token;
     expect(redisPid()).toBe(serverPid);
@@ -147,7 +147,7 @@ describe('npm start on the embedded Redis', () => {
   });
 
   it('lets the CLI start the Redis for one command when Herald is not running, and stop it after', async () => {
-    const r = await runTsx('src/cli/main.ts', ['keys', 'list', '--json'], env());
+    const r = await runEntry('cli', ['keys', 'list', '--json'], env());
     expect(r.code).toBe(0);
     expect(JSON.parse(r.stdout).map((k: { name: string }) => k.name)).toEqual(['ops']);
     expect(existsSync(join(dataDir, 'redis', 'redis.sock'))).toBe(false);
@@ -156,7 +156,7 @@ describe('npm start on the embedded Redis', () => {
   });
 
   it('after a kill -9 the Redis survives; the next start reuses it, loses nothing, and stops it on exit', async () => {
-    const first = await startMain(true);
+    const first = await startMain();
     const pid = redisPid()!;
     first.proc.kill('SIGKILL');
     await first.exited;
@@ -171,8 +171,26 @@ describe('npm start on the embedded Redis', () => {
     await waitFor(() => !alive(pid), { timeoutMs: 5000, what: 'the orphaned redis-server to be stopped' });
   });
 
+  it.each(['SIGTERM', 'SIGINT'] as const)('%s to the `npm start` process itself stops Herald and its Redis within the drain budget', async (signal) => {
+    const npm = await startMain('npm');
+    const pid = redisPid()!;
+    expect(alive(pid)).toBe(true);
+    const t0 = Date.now();
+    npm.proc.kill(signal);
+    await npm.exited;
+    // npm has exited; what matters is that nothing it started is left: not Herald (the port is
+    // free, /healthz refuses) and not its redis-server.
+    await waitFor(async () => (await fetch(url('/healthz')).then(() => false, () => true)) && !alive(pid), {
+      timeoutMs: 15_000,
+      what: 'Herald and its redis-server to stop',
+    });
+    expect(Date.now() - t0).toBeLessThan(12_000);
+    expect(npm.stdout()).toContain('shutting down');
+    expect(existsSync(join(dataDir, 'redis', 'redis.sock'))).toBe(false);
+  });
+
   it('serves concurrent CLI commands from one server and leaves none behind', async () => {
-    const cli = (...args: string[]) => runTsx('src/cli/main.ts', args, env());
+    const cli = (...args: string[]) => runEntry('cli', args, env());
     const results = await Promise.all([cli('keys', 'create', '--name', 'a', '--scopes', '*', '--json'), cli('keys', 'create', '--name', 'b', '--scopes', '*', '--json'), cli('keys', 'list')]);
     for (const r of results) expect(r.code, r.stderr).toBe(0);
     const list = await cli('keys', 'list', '--json');
@@ -185,7 +203,7 @@ describe('npm start on the embedded Redis', () => {
 
 describe('npm start refuses to start, saying why', () => {
   it('names a bad variable (never its value) and exits 1', async () => {
-    const r = await runTsx('src/main.ts', [], env({ PORT: 'abc' }));
+    const r = await runEntry('main', [], env({ PORT: 'abc' }));
     expect(r.code).toBe(1);
     expect(r.stderr).toContain('PORT');
     expect(r.stderr).not.toContain('abc');
@@ -194,7 +212,7 @@ describe('npm start refuses to start, saying why', () => {
   it('without redis-server on PATH and without REDIS_URL, names both remedies', async () => {
     const emptyBin = mkdtempSync(join(tmpdir(), 'herald-nobin-'));
     try {
-      const r = await runTsx('src/main.ts', [], env({ PATH: emptyBin, HERALD_DATA_DIR: join(emptyBin, 'data') }));
+      const r = await runEntry('main', [], env({ PATH: emptyBin, HERALD_DATA_DIR: join(emptyBin, 'data') }));
       expect(r.code).toBe(1);
       expect(r.stderr).toContain('apt-get install redis-server');
       expect(r.stderr).toContain('REDIS_URL=redis://');
@@ -206,7 +224,7 @@ describe('npm start refuses to start, saying why', () => {
   it('refuses a Redis whose maxmemory-policy evicts, naming noeviction', async () => {
     const redis = await startPrivateRedis(['--maxmemory-policy', 'allkeys-lru']);
     try {
-      const r = await runTsx('src/main.ts', [], env({ REDIS_URL: redis.url }));
+      const r = await runEntry('main', [], env({ REDIS_URL: redis.url }));
       expect(r.code).toBe(1);
       expect(r.stderr).toContain('noeviction');
       expect(r.stderr).toContain('allkeys-lru');
@@ -220,7 +238,7 @@ describe('npm start refuses to start, saying why', () => {
     await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
     const dir = mkdtempSync(join(tmpdir(), 'herald-busy-'));
     try {
-      const r = await runTsx('src/main.ts', [], env({ HERALD_DATA_DIR: dir, PORT: String((taken.address() as AddressInfo).port) }));
+      const r = await runEntry('main', [], env({ HERALD_DATA_DIR: dir, PORT: String((taken.address() as AddressInfo).port) }));
       expect(r.code).toBe(1);
       expect(r.stderr).toMatch(/127\.0\.0\.1:\d+ is already in use; set PORT/);
       expect(existsSync(join(dir, 'redis', 'redis.sock'))).toBe(false);
@@ -231,7 +249,7 @@ describe('npm start refuses to start, saying why', () => {
   });
 
   it('refuses a data directory whose socket path would be too long for a unix socket', async () => {
-    const r = await runTsx('src/main.ts', [], env({ HERALD_DATA_DIR: join(dataDir, 'x'.repeat(120)) }));
+    const r = await runEntry('main', [], env({ HERALD_DATA_DIR: join(dataDir, 'x'.repeat(120)) }));
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/unix sockets allow at most 107.*shorter path/s);
   });

@@ -7,7 +7,7 @@ import { openCore, StartupError } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { createLogger } from '../../src/log.js';
 import { createSecretBox } from '../../src/store/crypto.js';
-import { childEnv, runTsx } from '../support/child.js';
+import { childEnv, runEntry } from '../support/child.js';
 import { CONNECTION_BODIES } from '../support/connection-bodies.js';
 import { startHerald, type TestHerald } from '../support/herald.js';
 import { connectTestRedis, dropPrefix, testRedisUrl, uniquePrefix } from '../support/redis.js';
@@ -108,8 +108,8 @@ describe('rotating HERALD_SECRET_KEY', () => {
     expect(report.resealed).toBe(1 + ids.length + 1);
     expect(report.checked).toBeGreaterThanOrEqual(report.resealed);
     // A second run, through the CLI as an operator runs it, finds nothing left to do.
-    const cli = await runTsx(
-      'src/cli/main.ts',
+    const cli = await runEntry(
+      'cli',
       ['secrets', 'reseal', '--json'],
       childEnv({ REDIS_URL: testRedisUrl(), HERALD_KEY_PREFIX: prefix, HERALD_DATA_DIR: dataDir, HERALD_SECRET_KEY: keyB, HERALD_SECRET_KEY_PREVIOUS: keyA }),
     );

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { childEnv, spawnTsx, stopChild, type Child } from '../support/child.js';
+import { childEnv, spawnEntry, stopChild, type Child } from '../support/child.js';
 import { startHerald, type TestHerald } from '../support/herald.js';
 import { startHttpSink, type HttpSink } from '../support/peers/http-sink.js';
 import { testRedisUrl } from '../support/redis.js';
@@ -18,8 +18,8 @@ let sink: HttpSink;
 const workers: Child[] = [];
 
 function startWorker(): Child {
-  const child = spawnTsx(
-    'src/main.ts',
+  const child = spawnEntry(
+    'main',
     [],
     childEnv({
       HERALD_ROLE: 'worker',
@@ -32,7 +32,6 @@ function startWorker(): Child {
       HERALD_DATA_DIR: h.dataDir,
       LOG_LEVEL: 'warn',
     }),
-    { direct: true },
   );
   workers.push(child);
   return child;

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { childEnv, freePort, spawnTsx, stopChild, type Child } from '../support/child.js';
+import { childEnv, freePort, spawnEntry, stopChild, type Child } from '../support/child.js';
 import { startHerald, type TestHerald } from '../support/herald.js';
 import { startHttpSink, type HttpSink } from '../support/peers/http-sink.js';
 import { testRedisUrl } from '../support/redis.js';
@@ -81,8 +81,8 @@ describe('the API SIGKILLed with idempotent creates and executes in flight', () 
     ];
 
     const port = await freePort();
-    api = spawnTsx(
-      'src/main.ts',
+    api = spawnEntry(
+      'main',
       [],
       childEnv({
         HERALD_ROLE: 'api',
@@ -97,7 +97,6 @@ describe('the API SIGKILLed with idempotent creates and executes in flight', () 
         HERALD_DATA_DIR: h.dataDir,
         LOG_LEVEL: 'warn',
       }),
-      { direct: true },
     );
     const base = `http://127.0.0.1:${port}`;
     await waitFor(async () => (await fetch(`${base}/readyz`)).status === 200, { timeoutMs: 60_000, intervalMs: 200, what: 'the API child ready' });

@@ -5,13 +5,21 @@ import { Redis } from 'ioredis';
 import { waitFor } from './wait.js';
 
 /**
- * Child processes for the end-to-end tests of the entry points: `src/main.ts` and the CLI run
- * through tsx exactly as `npm start` and `npm run herald` do (node + tsx's CLI, without npx's
- * start-up cost), with an environment built from scratch so the developer's own REDIS_URL or
- * HERALD_* variables never leak in.
+ * Child processes for the end-to-end tests of the entry points: the compiled `dist/main.js` and
+ * `dist/cli/main.js`, run with plain node exactly as `npm start` and `npm run herald` run them
+ * (`npm test` builds dist/ before the tests), with an environment built from scratch so the
+ * developer's own REDIS_URL or HERALD_* variables never leak in.
  */
 export const ROOT = join(import.meta.dirname, '..', '..');
-const TSX_CLI = join(ROOT, 'node_modules', 'tsx', 'dist', 'cli.mjs');
+const ENTRIES = { main: join(ROOT, 'dist', 'main.js'), cli: join(ROOT, 'dist', 'cli', 'main.js') } as const;
+export type Entry = keyof typeof ENTRIES;
+
+/**
+ * How long a child may take before the test gives up on it. Generous on purpose: a busy 2-core
+ * machine running the whole suite can take seconds to start a process; a test that waits for a
+ * specific line or exit never waits this long when things work.
+ */
+export const CHILD_DEADLINE_MS = 90_000;
 
 export interface Child {
   proc: ChildProcess;
@@ -32,13 +40,7 @@ export function childEnv(vars: Record<string, string | undefined>): NodeJS.Proce
   return env;
 }
 
-/**
- * Starts `tsx <script> ...args` in the project root. `direct` runs it as one process
- * (`node --import tsx`), for tests that must signal the program itself rather than tsx's relay.
- */
-export function spawnTsx(script: string, args: string[], env: NodeJS.ProcessEnv, opts: { direct?: boolean } = {}): Child {
-  const argv = opts.direct ? ['--import', 'tsx', script, ...args] : [TSX_CLI, script, ...args];
-  const proc = spawn(process.execPath, argv, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+function track(proc: ChildProcess): Child {
   let out = '';
   let err = '';
   proc.stdout?.on('data', (c: Buffer) => (out += c.toString('utf8')));
@@ -47,15 +49,25 @@ export function spawnTsx(script: string, args: string[], env: NodeJS.ProcessEnv,
   return { proc, stdout: () => out, stderr: () => err, exited };
 }
 
+/** Starts `node dist/<entry> ...args` in the project root: one process, signalled directly. */
+export function spawnEntry(entry: Entry, args: string[], env: NodeJS.ProcessEnv): Child {
+  return track(spawn(process.execPath, [ENTRIES[entry], ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] }));
+}
+
+/** Starts `npm start` itself (npm, its shell, then node), as an init system or a container would. */
+export function spawnNpmStart(env: NodeJS.ProcessEnv): Child {
+  return track(spawn('npm', ['start'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] }));
+}
+
 export interface RunResult {
   code: number | null;
   stdout: string;
   stderr: string;
 }
 
-/** Runs `tsx <script> ...args` to completion (killed at the deadline). */
-export async function runTsx(script: string, args: string[], env: NodeJS.ProcessEnv, timeoutMs = 20_000): Promise<RunResult> {
-  const child = spawnTsx(script, args, env);
+/** Runs `node dist/<entry> ...args` to completion (killed only at the deadline). */
+export async function runEntry(entry: Entry, args: string[], env: NodeJS.ProcessEnv, timeoutMs = CHILD_DEADLINE_MS): Promise<RunResult> {
+  const child = spawnEntry(entry, args, env);
   const timer = setTimeout(() => child.proc.kill('SIGKILL'), timeoutMs);
   const code = await child.exited.finally(() => clearTimeout(timer));
   return { code, stdout: child.stdout(), stderr: child.stderr() };
