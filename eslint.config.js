@@ -10,7 +10,7 @@ const layer = (files, patterns) => ({
 const io = ['ioredis', 'bullmq', 'express', '@slack/*', 'nodemailer', 'pino', 'node:fs*', 'node:net', 'node:http*', 'node:dns*'];
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', 'data/**', 'coverage/**', 'manifest/**'] },
+  { ignores: ['node_modules/**', 'data/**', 'coverage/**', 'manifest/**', 'dist/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {
@@ -45,4 +45,6 @@ export default tseslint.config(
     },
   },
   { files: ['eslint.config.js'], ...tseslint.configs.disableTypeChecked },
+  // Plain Node scripts (no TypeScript project): the JavaScript rules only.
+  { files: ['scripts/**/*.mjs'], ...tseslint.configs.disableTypeChecked, languageOptions: { parserOptions: { projectService: false }, globals: { process: 'readonly' } } },
 );
