@@ -127,7 +127,7 @@ export async function createHerald(opts: HeraldOptions): Promise<Herald> {
       onChange: (incident, kind) => slack?.announcer.incidentChanged(incident, kind),
     });
     const allow = outboundAllow(config.HERALD_OUTBOUND_ALLOW);
-    // Every request to a user-supplied destination goes through this guarded client (SPEC §5);
+    // Every request to a user-supplied destination goes through this guarded client (README "Delivery semantics", Outbound safety);
     // the operator's platform API bases are trusted.
     // Names are resolved by bounded c-ares (HERALD_DNS_SERVERS or the system's servers).
     const outbound = createOutboundHttp(allow, { trustedBaseUrls: [config.SLACK_API_URL, config.TELEGRAM_API_URL], resolver: createBoundedResolver({ servers: config.HERALD_DNS_SERVERS }) });

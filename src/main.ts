@@ -1,5 +1,5 @@
 /**
- * The entry of `npm start` (SPEC §8): configuration, Redis (REDIS_URL or the embedded server),
+ * The entry of `npm start` (README "Quick start"): configuration, Redis (REDIS_URL or the embedded server),
  * the roles, and an orderly stop on SIGTERM/SIGINT.
  */
 import { createServer, type Server } from 'node:http';

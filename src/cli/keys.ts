@@ -1,5 +1,5 @@
 /**
- * `herald keys create | list | revoke` (SPEC §2): turns flags into ApiKeyService calls and presents
+ * `herald keys create | list | revoke` (README "API keys"): turns flags into ApiKeyService calls and presents
  * the results, as a table for people or JSON for scripts. The rules (scopes, expiry, revocation)
  * live in the service and the domain; this file only translates.
  */

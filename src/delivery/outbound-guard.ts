@@ -7,7 +7,7 @@ import { describeAddress, isLoopbackName, normalizeHost, permitsAddress, type Ou
 import { OutboundError } from './outbound-error.js';
 
 /**
- * The outbound guard of SPEC §5: the ONE place that decides whether Herald may open a connection
+ * The outbound guard of README "Delivery semantics", Outbound safety: the ONE place that decides whether Herald may open a connection
  * to a user-supplied destination — HTTP deliveries, connection tests and SMTP alike.
  *
  * Rules:

@@ -12,7 +12,7 @@ import { OutboundGuard, type Resolver } from './outbound-guard.js';
  * the caller's platform-specific reading.
  *
  * `trustedBaseUrls` are the operator's platform API bases from configuration (SLACK_API_URL,
- * TELEGRAM_API_URL: SPEC §5 calls them trusted). URLs under them skip the address and https rules
+ * TELEGRAM_API_URL: the operator's own settings, trusted). URLs under them skip the address and https rules
  * — the operator chose them, and tests point them at loopback — but keep every other rule here
  * (no redirects, time-outs, the answer cap). Everything else a user supplied is guarded.
  */

@@ -1,7 +1,7 @@
 import ipaddr from 'ipaddr.js';
 
 /**
- * Outbound address policy (SPEC §5 "Outbound safety"), pure: it classifies literal addresses and
+ * Outbound address policy (README "Delivery semantics", Outbound safety), pure: it classifies literal addresses and
  * reads the operator's allow list; it never resolves a name. Two callers share it:
  *
  * - create/PATCH of a connection (services/connections.ts): a destination whose host is a

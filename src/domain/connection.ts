@@ -7,7 +7,7 @@ import { LIMITS } from './limits.js';
 import { dedupeFieldErrors, safeParseInput, toFieldErrors } from './validation.js';
 
 /**
- * Connections (SPEC §5): the wire schemas, the stored record, and the pure rules — config
+ * Connections (README "Delivery semantics", Outbound safety): the wire schemas, the stored record, and the pure rules — config
  * validation per type, merge-PATCH, the secret_required rule, the address policy at write time,
  * health bookkeeping and the presenter. Secrets are plaintext here; sealing them is the
  * service's job (through the SecretBox port), so the rules stay pure and testable.
@@ -301,7 +301,7 @@ function mergeMap(current: Record<string, unknown>, patch: Record<string, unknow
 }
 
 /**
- * SPEC §5: moving a destination to another host without re-sending every secret that goes there
+ * README "Delivery semantics", Outbound safety: moving a destination to another host without re-sending every secret that goes there
  * would hand those secrets to the new host. One `secret_required` entry per secret not sent.
  * (A webhook's signing secret never travels, so it is kept.)
  */
@@ -427,7 +427,7 @@ export function disabledHealth(health: ConnectionHealth, reason: string): Connec
 
 /**
  * The non-secret config fields of a type, in its schema's order: what `config` on the wire
- * lists, with null for an optional field that is not set (SPEC §1: absent is null, not omitted).
+ * lists, with null for an optional field that is not set (README "Conventions worth knowing": absent is null, not omitted).
  */
 function presentedConfigFields(type: ChannelType): string[] {
   const def = definitionOf(type);

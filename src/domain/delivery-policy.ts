@@ -1,7 +1,7 @@
 import type { ChannelType } from './channel-types.js';
 
 /**
- * The delivery policy of SPEC §6, declared once: how many attempts, how long to wait, what is
+ * The delivery policy of README "Delivery semantics", declared once: how many attempts, how long to wait, what is
  * worth retrying, and how fast each platform may be sent to.
  */
 export const MAX_ATTEMPTS = 8;
@@ -22,7 +22,7 @@ export function retryDelayMs(n: number, retryAfterMs: number | null, random: () 
 }
 
 /**
- * "Up to 8 attempts within about an hour" (SPEC §6): the backoff alone spends about 4 minutes
+ * "Up to 8 attempts within about an hour" (README "Delivery semantics"): the backoff alone spends about 4 minutes
  * over 8 attempts, so only a platform's Retry-After can stretch a delivery further — and a retry
  * whose attempt would start more than this long after the first attempt (of the current
  * redeliver round) is not made: the delivery fails with the last error.

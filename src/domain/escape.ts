@@ -1,6 +1,6 @@
 /**
  * Escaping of VALUES (incident fields, caller variables) for each target format, so a value is
- * shown as typed and can never become a mention or markup (SPEC §4). A template's own literal
+ * shown as typed and can never become a mention or markup (README "Delivery semantics"). A template's own literal
  * text is never passed through these: the author's formatting is kept.
  *
  * Two strategies, because the platforms differ:

@@ -1,6 +1,6 @@
 import { monotonicFactory } from 'ulid';
 
-/** Resource prefixes of SPEC §1. */
+/** Resource prefixes of README "Conventions worth knowing". */
 export const ID_PREFIX = {
   incident: 'inc',
   template: 'tpl',

@@ -94,7 +94,7 @@ export function newIncident(id: string, input: IncidentCreate, actor: Actor, now
   };
 }
 
-/** Closed is terminal: no write of any kind (SPEC §3). */
+/** Closed is terminal: no write of any kind (README "Incident states"). */
 export const isWritable = (incident: Pick<Incident, 'status'>): boolean => incident.status !== 'closed';
 
 export function assertWritable(incident: Incident): void {
@@ -114,7 +114,7 @@ export interface PatchOutcome {
 }
 
 /**
- * Applies a PATCH under the state machine of SPEC §3. Setting a value the incident already has is
+ * Applies a PATCH under the state machine of README "Incident states". Setting a value the incident already has is
  * not a change: an all-no-op patch returns the incident untouched (same updated_at, no events).
  */
 export function applyPatch(incident: Incident, patch: IncidentPatch, now: string): PatchOutcome {
@@ -143,7 +143,7 @@ export function applyPatch(incident: Incident, patch: IncidentPatch, now: string
   if (patch.status !== undefined && patch.status !== incident.status) {
     statusChange = { from: incident.status, to: patch.status };
     next.status = patch.status;
-    // Entering resolved stamps the time; reopening from resolved clears it (SPEC §3).
+    // Entering resolved stamps the time; reopening from resolved clears it (README "Incident states").
     next.resolved_at = patch.status === 'resolved' ? now : null;
   }
   if (statusChange === null && Object.keys(changes).length === 0) return { next: incident, changes, statusChange };

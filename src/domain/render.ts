@@ -172,7 +172,7 @@ export function sampleIncident(publicUrl?: string): IncidentView {
 }
 
 /**
- * The message an incident without templates sends (SPEC §6): title, severity, status, impact,
+ * The message an incident without templates sends (README "Delivery semantics"): title, severity, status, impact,
  * description and every supplied variable. Channel escaping applies as for any template.
  */
 export function defaultMessageSource(): MessageSource {

@@ -6,7 +6,7 @@ import type { MessageSource } from './render.js';
 import { settleVariables, type TemplateText } from './template-placeholders.js';
 import { TemplateVariableSchema, VariablesSchema, type TemplateVariable } from './variables.js';
 
-/** Most connections one template can target; empty means every connection (SPEC §4). */
+/** Most connections one template can target; empty means every connection (README "Delivery semantics"). */
 export const TEMPLATE_CONNECTIONS_MAX = 100;
 
 const templateText = (field: string) => z.string().max(LIMITS.templateBody, `${field} is at most ${LIMITS.templateBody} characters.`);

@@ -23,7 +23,7 @@ export const VariableNameSchema = z
   .regex(LIMITS.variableName, nameMessage)
   .refine((n) => !RESERVED_VARIABLE_NAMES.has(n), { error: (issue) => reservedMessage(String(issue.input)) });
 
-/** `{name: value}` as supplied by a caller: ≤ 50 names, values ≤ 4,000 characters (SPEC §1). */
+/** `{name: value}` as supplied by a caller: ≤ 50 names, values ≤ 4,000 characters (README "Conventions worth knowing"). */
 export const VariablesSchema = z
   .record(z.string(), z.string().max(LIMITS.variableValue, `Variable values are at most ${LIMITS.variableValue} characters.`))
   .superRefine((vars, ctx) => {
@@ -77,7 +77,7 @@ export function resolveVariables(declared: readonly TemplateVariable[], supplied
   return { values, missing };
 }
 
-/** The 422 of SPEC §6 for missing variables: one `errors[]` entry per name. */
+/** The 422 of README "Delivery semantics" for missing variables: one `errors[]` entry per name. */
 export function missingVariablesError(names: readonly string[]): DomainError {
   return new DomainError(
     'missing_variables',

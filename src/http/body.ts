@@ -56,7 +56,7 @@ function hasBody(req: Parameters<RequestHandler>[0]): boolean {
 }
 
 /**
- * JSON bodies under SPEC §1: `application/json` or 415; malformed → 400; over 256 KiB → 413.
+ * JSON bodies under README "Conventions worth knowing": `application/json` or 415; malformed → 400; over 256 KiB → 413.
  * `optional` routes (close, test, redeliver) also take no body at all, without a Content-Type.
  */
 export function jsonBody(opts: { optional: boolean }): RequestHandler {

@@ -27,7 +27,7 @@ export interface Endpoint {
 }
 
 /**
- * Registers one path with the SPEC §1 chain, in the SPEC's order of checks: the path is known
+ * Registers one path with the chain of README "Conventions worth knowing", in its order of checks: the path is known
  * (else 404 at the end of the router) → method allowed (405 + Allow) → 401 → rate limit → 403 →
  * body (400/413/415) → Idempotency-Key (POST) → the route, which does 404/409/422.
  */

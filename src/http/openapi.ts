@@ -117,7 +117,7 @@ export function buildOpenApiDocument(): object {
     {
       method: 'patch',
       path: '/incidents/{id}',
-      summary: 'Update an incident (state machine of SPEC §3)',
+      summary: 'Update an incident (status moves along its state machine; closed is terminal)',
       scope: 'incidents:write',
       tag: 'Incidents',
       request: { params: z.object(inc), ...body(IncidentPatchSchema) },

@@ -1,6 +1,6 @@
 import { encodeCursor, type Page, type PageRequest } from '../domain/pagination.js';
 
-/** The list envelope of SPEC §1. */
+/** The list envelope of README "Conventions worth knowing". */
 export function presentPage<T, W>(page: Page<T>, req: PageRequest, present: (item: T) => W) {
   return {
     data: page.data.map(present),

@@ -71,7 +71,7 @@ export class ApiKeyService {
 
   /**
    * Resolves a bearer token to an active key. No cache: every instance reads Redis on every
-   * request, which is what makes a revocation effective everywhere at once (SPEC: within 1 s).
+   * request, which is what makes a revocation effective everywhere at once (within 1 s, README "API keys").
    */
   async authenticate(token: string | null): Promise<ApiKey> {
     if (token === null) throw unauthenticated('missing');

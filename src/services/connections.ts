@@ -63,7 +63,7 @@ export type DeliveryOutcome = { ok: true } | { ok: false; error: string };
 const MAX_SYSTEM_ATTEMPTS = 100;
 
 /**
- * Connections (SPEC §5): CRUD with sealed secrets, merge-PATCH with the secret_required rule, the
+ * Connections (README "Delivery semantics", Outbound safety): CRUD with sealed secrets, merge-PATCH with the secret_required rule, the
  * write-time address policy, the non-network part of POST /test, and the seams the delivery
  * layer uses (getForDelivery, recordHealth, disable, setLastTest).
  */

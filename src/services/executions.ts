@@ -65,7 +65,7 @@ export type ExecuteResult = { dryRun: true; deliveries: PlannedDelivery[] } | { 
 const ENQUEUE_WAIT_MS = 1000;
 
 /**
- * Execute (SPEC §6): render every (connection × template that targets it) pair once, store the
+ * Execute (README "Delivery semantics"): render every (connection × template that targets it) pair once, store the
  * execution and all its deliveries in one atomic step, then put them on the queue. The 202 is
  * answered only after the queue has them; a crash in between is covered by the outbox sweep.
  */

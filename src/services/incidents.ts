@@ -74,7 +74,7 @@ export class IncidentService {
     return retryOnConflict(async () => {
       const current = await this.get(id);
       checkRevision(current, ifMatch);
-      // Order of checks (SPEC §1): closed (409) before the body's content (422).
+      // Order of checks (README "Conventions worth knowing"): closed (409) before the body's content (422).
       if (current.status === 'closed') applyPatch(current, {}, '');
       const patch = parseInput(IncidentPatchSchema, input);
       const now = iso(this.d.clock.now());

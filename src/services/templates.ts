@@ -52,7 +52,7 @@ export class TemplateService {
   }
 
   /**
-   * Bulk create (SPEC §4): all or nothing, in one atomic write. Every item is judged before
+   * Bulk create (README "Delivery semantics"): all or nothing, in one atomic write. Every item is judged before
    * anything is refused, so one answer names every bad field of every item, as in `3.name`;
    * names must be unique within the batch as well as against stored templates.
    */
@@ -161,7 +161,7 @@ export class TemplateService {
   }
 
   /**
-   * The render preview (SPEC §4): the current version for every channel type, with the caller's
+   * The render preview (README "Delivery semantics"): the current version for every channel type, with the caller's
    * variables (defaults applied) and the built-ins of `incident_id` or a sample incident.
    * Nothing is sent. Variables the template does not use are ignored, as at execute.
    */

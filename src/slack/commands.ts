@@ -12,7 +12,7 @@ import { incidentListMessage } from './views/incident-list.js';
 
 export const COMMAND = '/incident';
 
-/** `list` shows at most this many open incidents (SPEC §7). */
+/** `list` shows at most this many open incidents (README "Slack"). */
 export const LIST_LIMIT = 20;
 
 export type ParsedCommand =

@@ -5,7 +5,7 @@ import { join, resolve } from 'node:path';
 import type { Logger } from 'pino';
 
 /**
- * The embedded default of SPEC §8: without REDIS_URL, Herald runs a private `redis-server` under
+ * The embedded default of README "Quick start": without REDIS_URL, Herald runs a private `redis-server` under
  * `<HERALD_DATA_DIR>/redis`, reachable only through a unix socket (no TCP port), with AOF
  * `everysec` and `noeviction`. One data directory never gets two servers: a server already
  * answering on the socket (a running Herald, or a CLI command) is reused, and every decision to

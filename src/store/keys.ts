@@ -27,7 +27,7 @@ export function createKeys(prefix: string) {
     templates: () => `${t}:tpls`,
     templateVersions: (id: string) => `${t}:tpl:${id}:versions`,
     templateNames: () => `${t}:tpl-names`,
-    /** Non-closed incidents that attach a template: the in-use rule of SPEC §4. */
+    /** Non-closed incidents that attach a template: the in-use rule of README "Delivery semantics". */
     templateIncidents: (id: string) => `${t}:tpl:${id}:incs`,
 
     connection: (id: string) => `${t}:con:${id}`,

@@ -60,7 +60,7 @@ describe('creating connections', () => {
     expect(Object.keys(bot.body.secrets)).toEqual(['bot_token']);
     const hook = await create(BODIES.webhook!);
     expect(hook.body.config).toEqual({ url: 'https://hooks.example.com/herald' });
-    // Optional fields that are not set are null, never omitted (SPEC §1).
+    // Optional fields that are not set are null, never omitted (README "Conventions worth knowing").
     const plainMail = await create({ ...BODIES.email!, config: { host: 'smtp.example.com', port: 25, security: 'none', from: 'a@example.com', to: ['b@example.com'] } });
     expect(plainMail.body.config).toEqual({ host: 'smtp.example.com', port: 25, security: 'none', username: null, from: 'a@example.com', to: ['b@example.com'], cc: null });
     expect(plainMail.body.secrets).toEqual({});

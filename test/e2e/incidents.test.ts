@@ -68,7 +68,7 @@ describe('incidents over HTTP', () => {
     expect(typed.body.errors.map((e: { field: string; code: string }) => `${e.field}:${e.code}`).sort()).toEqual(['severity:required', 'title:invalid_type']);
   });
 
-  it('checks in the SPEC order: 404 of the resource before 409 incident_closed before 422', async () => {
+  it('checks in the documented order: 404 of the resource before 409 incident_closed before 422', async () => {
     const missing = await h.api('PATCH', '/v1/incidents/inc_01J00000000000000000000000', { body: { colour: 'red' } });
     expect(missing.status).toBe(404);
     const { body: inc } = await create();

@@ -7,7 +7,7 @@ import { testRedisUrl } from '../support/redis.js';
 import { waitFor } from '../support/wait.js';
 
 /**
- * SPEC §6: "a process killed at any point loses no delivery". An API-only Herald takes the
+ * README "Delivery semantics": "a process killed at any point loses no delivery". An API-only Herald takes the
  * execute; a separate worker process (the real `npm start` entry, HERALD_ROLE=worker) sends to a
  * slow sink and is SIGKILLed mid-fan-out; a second worker finishes, and every delivery arrives.
  */

@@ -26,7 +26,7 @@ describe('retry policy', () => {
     expect(RETRY_WINDOW_MS).toBe(3_600_000);
   });
 
-  it('classifies statuses as SPEC §6 says', () => {
+  it('classifies statuses as the delivery policy says', () => {
     for (const s of [200, 201, 202, 204]) expect(classifyHttpStatus(s)).toBe('delivered');
     for (const s of [408, 425, 429, 500, 502, 503]) expect(classifyHttpStatus(s)).toBe('retryable');
     for (const s of [301, 302, 400, 401, 403, 404, 410, 413, 422]) expect(classifyHttpStatus(s)).toBe('permanent');

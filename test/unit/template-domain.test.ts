@@ -21,7 +21,7 @@ const create = (input: Record<string, unknown>): Template => newTemplate('tpl_1'
 const fail = domainErrorOf;
 
 describe('channel types', () => {
-  it('lists the eight types of SPEC §4', () => {
+  it('lists the eight channel types', () => {
     expect(CHANNEL_TYPES).toEqual(['slack', 'teams', 'discord', 'email', 'mattermost', 'google_chat', 'telegram', 'webhook']);
     expect(ChannelTypeSchema.safeParse('sms').success).toBe(false);
   });
@@ -84,7 +84,7 @@ describe('declared variables', () => {
     expect(t.variables_declared).toBe(true);
   });
 
-  it('names follow the SPEC pattern, are unique, not reserved, and at most 50', () => {
+  it('names follow the documented pattern, are unique, not reserved, and at most 50', () => {
     const bad = TemplateCreateSchema.safeParse({ name: 'T', body: 'x', variables: [{ name: '1x' }, { name: 'ok' }, { name: 'ok' }, { name: 'incident' }, { name: 'a'.repeat(65) }] });
     expect(bad.success).toBe(false);
     const e = fail(() => parseInput(TemplateCreateSchema, { name: 'T', body: 'x', variables: [{ name: '1x' }, { name: 'ok' }, { name: 'ok' }, { name: 'incident' }] }));

@@ -7,7 +7,7 @@ import { joinSubject, subjectOf, truncate } from './message-text.js';
 /**
  * Google Chat space webhook: `{text: "*subject*\n\nbody"}` (values were escaped for Chat's text
  * markup at render). `requestId` = the delivery id makes a retry idempotent on Google's side — the
- * same requestId returns the message already created instead of posting it again (SPEC §6).
+ * same requestId returns the message already created instead of posting it again (README "Delivery semantics").
  * With `thread_key`, messages of the connection go to one thread (`messageReplyOption` starts it
  * when it does not exist yet).
  *
