@@ -94,6 +94,34 @@ describe('creating connections', () => {
     expect(type.body.errors.map((e: { field: string }) => e.field)).toEqual(['type']);
   });
 
+  it('refuses tokens, URLs and header values that could never be sent (422 with the field), on create and PATCH', async () => {
+    // The README's own placeholder, pasted literally: "…" is not ASCII and never fits a header.
+    const cases: [Record<string, unknown>, string][] = [
+      [{ type: 'slack', config: { bot_token: 'xoxb-…', channel: 'C0123456' } }, 'config.bot_token'],
+      [{ type: 'slack', config: { bot_token: 'xoxb-123-456-ab\u00a0cd', channel: 'C0123456' } }, 'config.bot_token'],
+      [{ type: 'telegram', config: { bot_token: '987654321:TELEGRAMSECRETTOKEN_abcdef…', chat_id: '-100123' } }, 'config.bot_token'],
+      [{ type: 'discord', config: { webhook_url: 'https://discord.com/api/webhooks/112233/TOKEN…' } }, 'config.webhook_url'],
+      [{ type: 'teams', config: { webhook_url: 'https://prod-07.westeurope.logic.azure.com/workflows/x/triggers/manual/paths/invoke?sig=a\tb' } }, 'config.webhook_url'],
+      [{ type: 'mattermost', config: { webhook_url: 'https://mm.example.com/hooks/ünïcode' } }, 'config.webhook_url'],
+      [{ type: 'webhook', config: { url: 'https://hooks.example.com/herald', headers: { Authorization: 'Bearer tok…' } } }, 'config.headers.Authorization'],
+      [{ type: 'webhook', config: { url: 'https://hooks.example.com/herald', headers: { 'X-Token': 'a\u0007b' } } }, 'config.headers.X-Token'],
+    ];
+    for (const [body, field] of cases) {
+      const r = await create({ name: 'unsafe', ...body });
+      expect(r.status, `${field}: ${JSON.stringify(body)}`).toBe(422);
+      expect(r.body.errors.map((e: { field: string }) => e.field)).toContain(field);
+    }
+    // The same values through PATCH of a valid connection of each type.
+    for (const [body, field] of cases) {
+      const type = body.type as string;
+      const valid = BODIES[type === 'slack' ? 'slack_bot' : type]!;
+      const { body: c } = await create(valid);
+      const r = await api('PATCH', `/v1/connections/${c.id}`, { body: { config: body.config } });
+      expect(r.status, `PATCH ${field}`).toBe(422);
+      expect(r.body.errors.map((e: { field: string }) => e.field)).toContain(field);
+    }
+  });
+
   it('refuses legacy Teams connector URLs, explaining why', async () => {
     const r = await create({ name: 'old', type: 'teams', config: { webhook_url: 'https://contoso.webhook.office.com/webhookb2/abc@def/IncomingWebhook/123/456' } });
     expect(r.status).toBe(422);

@@ -65,7 +65,24 @@ const URL_MAX = 2048;
 export const httpUrl = (what = 'URL') =>
   z
     .url({ protocol: /^https?$/, message: `${what} must be an http(s) URL.` })
-    .max(URL_MAX, `${what} is at most ${URL_MAX} characters.`);
+    .max(URL_MAX, `${what} is at most ${URL_MAX} characters.`)
+    // A URL parser drops tabs and line breaks and encodes the rest without a word; what is
+    // stored must be exactly what is sent, so anything outside visible ASCII is refused here.
+    .regex(VISIBLE_ASCII, `${what} may hold only visible ASCII characters: no spaces, line breaks or characters such as "…" (percent-encode them; use punycode for host names).`);
+
+/**
+ * Visible ASCII (0x21–0x7E): all a token may hold when it travels in an HTTP header or a URL.
+ * Anything else (a pasted "…", a non-breaking space, a line break) could never be sent: Node
+ * refuses it at every attempt, so it is refused once, here, with the field's path.
+ */
+const VISIBLE_ASCII = /^[\x21-\x7e]*$/;
+
+/** A secret that is sent in an HTTP header or URL (bot tokens): a secret string of visible ASCII. */
+export const headerSafeToken = (what: string, max = 1024) =>
+  secretString(what, max).regex(VISIBLE_ASCII, `${what} may hold only visible ASCII characters: no spaces, line breaks or characters such as "…". Paste the token exactly as the platform shows it.`);
+
+/** A header value: visible ASCII, spaces and tabs (what HTTP allows and every receiver reads alike). */
+export const HEADER_VALUE = /^[\t\x20-\x7e]*$/;
 
 /** A secret string: non-empty, bounded, no surrounding whitespace (a pasted newline is a classic). */
 export const secretString = (what: string, max = 1024) =>

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { defineConnectionType, httpUrl, secretString, shortText, urlDestination } from './definition.js';
+import { defineConnectionType, headerSafeToken, httpUrl, shortText, urlDestination } from './definition.js';
 
 /**
  * Slack: an incoming webhook (`webhook_url`, itself the secret), or a bot token posting to a
@@ -8,7 +8,7 @@ import { defineConnectionType, httpUrl, secretString, shortText, urlDestination 
 const SlackConfigSchema = z
   .strictObject({
     webhook_url: httpUrl('webhook_url').optional(),
-    bot_token: secretString('bot_token', 256)
+    bot_token: headerSafeToken('bot_token', 256)
       .regex(/^xox[a-z]-\S+$/, 'bot_token must be a Slack token (xoxb-…).')
       .optional(),
     channel: shortText('channel', 80)

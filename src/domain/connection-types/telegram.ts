@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { defineConnectionType, secretString } from './definition.js';
+import { defineConnectionType, headerSafeToken } from './definition.js';
 
 /**
  * Telegram Bot API. The token goes only to TELEGRAM_API_URL (the operator's, trusted), so there
@@ -7,7 +7,7 @@ import { defineConnectionType, secretString } from './definition.js';
  */
 const TelegramConfigSchema = z
   .strictObject({
-    bot_token: secretString('bot_token', 256).regex(/^\d{1,20}:[A-Za-z0-9_-]{20,}$/, 'bot_token looks like 123456789:AA… (from @BotFather).'),
+    bot_token: headerSafeToken('bot_token', 256).regex(/^\d{1,20}:[A-Za-z0-9_-]{20,}$/, 'bot_token looks like 123456789:AA… (from @BotFather).'),
     chat_id: z.union([
       z.int(),
       z.string().regex(/^(?:-?\d{1,20}|@[A-Za-z][A-Za-z0-9_]{3,31})$/, 'chat_id is a numeric chat id or @channelusername.'),

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { defineConnectionType, httpUrl, urlDestination } from './definition.js';
+import { defineConnectionType, HEADER_VALUE, httpUrl, urlDestination } from './definition.js';
 
 /**
  * A signed HTTP webhook (Standard Webhooks). `url` is not secret; `secret` signs every request
@@ -23,7 +23,7 @@ const signingSecret = z
   }, 'secret must be "whsec_" followed by base64 of 24 to 64 random bytes (omit it and Herald generates one).');
 
 const headers = z
-  .record(z.string(), z.string().max(4096, 'A header value is at most 4096 characters.').regex(/^[^\r\n\0]*$/, 'A header value cannot contain line breaks.'))
+  .record(z.string(), z.string().max(4096, 'A header value is at most 4096 characters.').regex(HEADER_VALUE, 'A header value may hold only visible ASCII characters, spaces and tabs: no line breaks, control characters or characters such as "…".'))
   .superRefine((h, ctx) => {
     const names = Object.keys(h);
     if (names.length > MAX_HEADERS) ctx.addIssue({ code: 'custom', path: [], message: `At most ${MAX_HEADERS} headers.` });
