@@ -1,4 +1,4 @@
-import { OpenAPIRegistry, OpenApiGeneratorV31 } from '@asteasolutions/zod-to-openapi';
+import { OpenAPIRegistry, OpenApiGeneratorV31, type ResponseConfig } from '@asteasolutions/zod-to-openapi';
 import { z } from 'zod';
 import type { SCOPES } from '../domain/api-key.js';
 import {
@@ -175,29 +175,229 @@ export function buildOpenApiDocument(): object {
     { method: 'post', path: '/connections/{id}/test', summary: 'Test a connection (the outcome is data: always 200)', scope: 'connections:write', tag: 'Connections', request: { params: z.object(con), ...body(ConnectionTestRequestSchema, false) }, responses: { 200: json(ConnectionTestResultSchema, 'The test result, also stored as last_test.'), 404: problem('not_found') } },
   ];
 
+  registerHeaders(registry);
   for (const op of ops) {
+    const operationId = OPERATION_IDS[`${op.method} ${op.path}`];
+    if (operationId === undefined) throw new Error(`no operationId for ${op.method} ${op.path}`);
+    const hasBody = op.request !== undefined && 'body' in op.request;
+    const ifMatch = IF_MATCH.has(`${op.method} ${op.path}`);
+    const headers = {
+      ...(op.method === 'post' ? { 'Idempotency-Key': IdempotencyKeyHeader } : {}),
+      ...(ifMatch ? { 'If-Match': IfMatchHeader } : {}),
+    };
     registry.registerPath({
       method: op.method,
       path: op.path,
+      operationId,
       summary: op.summary,
       tags: [op.tag],
       security: [{ bearer: [] }],
       description: `Scope: \`${op.scope}\`.`,
-      request: op.request,
-      responses: { ...op.responses, ...common },
+      request: Object.keys(headers).length > 0 ? { ...op.request, headers: z.object(headers) } : op.request,
+      responses: completeResponses(op, { hasBody, ifMatch }),
     });
   }
+  registerWebhooks(registry);
 
   const generator = new OpenApiGeneratorV31(registry.definitions);
-  return generator.generateDocument({
+  const doc = generator.generateDocument({
     openapi: '3.1.0',
     info: {
       title: 'Herald API',
       version: '1.0.0',
+      license: { name: 'MIT', identifier: 'MIT' },
       description:
         'Incident communication: declare, template, execute to every channel, with a receipt per delivery. ' +
         'Conventions: problem+json errors, cursor pagination, Idempotency-Key on POST, ETag/If-Match, per-key rate limits (RateLimit headers).',
     },
     servers: [{ url: '/v1' }],
   });
+  return describeRequestDefaults(doc);
+}
+
+// ── what every operation shares: ids, headers, the statuses the request chain can answer ──────
+
+const OPERATION_IDS: Record<string, string> = {
+  'post /incidents': 'createIncident',
+  'get /incidents': 'listIncidents',
+  'get /incidents/{id}': 'getIncident',
+  'patch /incidents/{id}': 'updateIncident',
+  'post /incidents/{id}/close': 'closeIncident',
+  'get /incidents/{id}/events': 'listIncidentEvents',
+  'post /incidents/{id}/execute': 'executeIncident',
+  'get /incidents/{id}/executions': 'listExecutions',
+  'get /incidents/{id}/executions/{executionId}': 'getExecution',
+  'post /incidents/{id}/executions/{executionId}/redeliver': 'redeliverExecution',
+  'post /templates': 'createTemplates',
+  'get /templates': 'listTemplates',
+  'get /templates/{id}': 'getTemplate',
+  'patch /templates/{id}': 'updateTemplate',
+  'delete /templates/{id}': 'deleteTemplate',
+  'get /templates/{id}/versions': 'listTemplateVersions',
+  'get /templates/{id}/versions/{n}': 'getTemplateVersion',
+  'post /templates/{id}/render': 'renderTemplate',
+  'post /connections': 'createConnection',
+  'get /connections': 'listConnections',
+  'get /connections/{id}': 'getConnection',
+  'patch /connections/{id}': 'updateConnection',
+  'delete /connections/{id}': 'deleteConnection',
+  'post /connections/{id}/test': 'testConnection',
+};
+
+/** Writes that honour If-Match (the routes call ifMatchRevision). */
+const IF_MATCH = new Set(['patch /incidents/{id}', 'post /incidents/{id}/close', 'patch /templates/{id}', 'delete /templates/{id}', 'patch /connections/{id}', 'delete /connections/{id}']);
+
+const IdempotencyKeyHeader = z
+  .string()
+  .min(1)
+  .max(255)
+  .optional()
+  .meta({
+    description:
+      'Makes the POST safe to retry: the same key with the same body within 24 h replays the stored answer (Idempotent-Replayed: true) and never takes effect twice; ' +
+      'another body → 422 idempotency_key_reused; while the first is still running → 409 idempotency_key_in_use (retry after Retry-After).',
+    example: 'deploy-4711-execute',
+  });
+const IfMatchHeader = z
+  .string()
+  .optional()
+  .meta({ description: 'The ETag last read (`"r3"`): the write applies only if the record is still at that revision, else 412 precondition_failed.', example: '"r3"' });
+
+const header = (name: string) => ({ $ref: `#/components/headers/${name}` });
+
+function registerHeaders(registry: OpenAPIRegistry): void {
+  const str = { type: 'string' } as const;
+  const headers: Record<string, { description: string; schema: object; required?: boolean }> = {
+    'X-Request-Id': { description: 'The request id, also in problem bodies and logs; a valid incoming X-Request-Id is reused.', schema: str },
+    Location: { description: 'The created resource (or the execution an execute queued).', schema: str },
+    ETag: { description: 'The revision of the resource (`"r3"`); send it back as If-Match.', schema: str },
+    RateLimit: { description: 'Remaining requests per policy (IETF RateLimit fields): `"default";r=599;t=60`.', schema: str },
+    'RateLimit-Policy': { description: 'Each policy applied: `"default";q=600;w=60` (and `"execute"` on execute).', schema: str },
+    'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer', minimum: 0 }, required: true },
+    'Idempotent-Replayed': { description: '`true` when this is the stored answer of an earlier request with the same Idempotency-Key.', schema: { type: 'string', enum: ['true'] } },
+    'WWW-Authenticate': { description: 'Bearer challenge: `error="invalid_token"`, or `error="insufficient_scope", scope="…"` naming the missing scope.', schema: str, required: true },
+  };
+  for (const [name, h] of Object.entries(headers)) registry.registerComponent('headers', name, h);
+}
+
+interface Shape {
+  hasBody: boolean;
+  ifMatch: boolean;
+}
+
+/** A response object with the headers its status carries; problem descriptions are merged. */
+function completeResponses(op: Op, shape: Shape): Record<number, ResponseConfig> {
+  const extra: Record<number, string> = {
+    400: 'invalid_path (malformed percent-encoding in the path), invalid_cursor, bad_request.',
+    431: 'request_headers_too_large: the request headers exceed 16 KiB.',
+  };
+  if (shape.hasBody) {
+    extra[400] += ' invalid_json: the body is not JSON, not UTF-8, or its Content-Encoding does not decode.';
+    extra[413] = 'payload_too_large: the body is over 256 KiB.';
+    extra[415] = 'unsupported_media_type: the body must be application/json (UTF-8), identity, gzip, deflate or br.';
+    extra[422] = 'validation_failed: a field is invalid (errors[].field names it), including control characters and lone surrogates in text.';
+  }
+  if (op.method === 'post') {
+    extra[409] = 'idempotency_key_in_use: a request with this Idempotency-Key is still running; retry after Retry-After.';
+    extra[422] = `${extra[422] ?? ''} idempotency_key_reused: this Idempotency-Key was used with another body.`.trim();
+  }
+  if (op.path.includes('{')) extra[404] = 'not_found: no such resource (also for a malformed id).';
+  if (shape.ifMatch) extra[412] = 'precondition_failed: If-Match no longer matches the current ETag.';
+
+  const all: Record<number, unknown> = { ...op.responses, ...common };
+  for (const [status, text] of Object.entries(extra)) {
+    const code = Number(status);
+    const existing = all[code] as { description: string } | undefined;
+    all[code] = existing ? { ...existing, description: existing.description.includes(text) ? existing.description : `${existing.description} ${text}` } : problem(text);
+  }
+  const out: Record<number, ResponseConfig> = {};
+  for (const [status, response] of Object.entries(all)) {
+    const code = Number(status);
+    const headers: Record<string, unknown> = { 'X-Request-Id': header('X-Request-Id') };
+    if (code !== 401) Object.assign(headers, { RateLimit: header('RateLimit'), 'RateLimit-Policy': header('RateLimit-Policy') });
+    if (code === 201 || code === 202) headers.Location = header('Location');
+    if ((code === 200 || code === 201) && /^\/(incidents|templates|connections)(\/\{id\}(\/close)?)?$/.test(op.path) && op.method !== 'get') headers.ETag = header('ETag');
+    if (code === 200 && op.method === 'get' && /^\/(incidents|templates|connections)\/\{id\}$/.test(op.path)) headers.ETag = header('ETag');
+    if (op.method === 'post' && code >= 200 && code < 300) headers['Idempotent-Replayed'] = header('Idempotent-Replayed');
+    if (code === 429 || code === 503) headers['Retry-After'] = header('Retry-After');
+    if (code === 409 && op.method === 'post') headers['Retry-After'] = { ...header('Retry-After') };
+    if (code === 401 || code === 403) headers['WWW-Authenticate'] = header('WWW-Authenticate');
+    out[code] = { ...(response as ResponseConfig), headers: headers as ResponseConfig['headers'] };
+  }
+  return out;
+}
+
+/** What a `webhook` connection receives: the payload and its Standard Webhooks headers. */
+function registerWebhooks(registry: OpenAPIRegistry): void {
+  const payload = z
+    .object({
+      type: z.enum(['incident.executed', 'connection.test']).meta({ description: '`connection.test` for a connection test with send_message (then `test` is true).' }),
+      test: z.boolean(),
+      delivery_id: z.string().meta({ description: 'The delivery: the same on every retry of it (also webhook-id).', example: 'dlv_01JH3ZK6X2B8V4N0Q7R5T9W1YC' }),
+      execution_id: z.string().meta({ example: 'exe_01JH3ZK6X2B8V4N0Q7R5T9W1YC' }),
+      incident: z.object({ id: z.string(), title: z.string(), severity: z.string(), status: z.string(), url: z.string().nullable().meta({ description: 'HERALD_PUBLIC_URL + the incident path; null when unset.' }) }),
+      subject: z.string(),
+      body: z.string(),
+      timestamp: z.string().meta({ description: 'When this attempt was made (ISO 8601).', example: '2026-11-22T10:00:00.000Z' }),
+    })
+    .meta({ id: 'WebhookPayload' });
+  registry.registerWebhook({
+    method: 'post',
+    path: 'incidentDelivery',
+    operationId: 'receiveIncidentDelivery',
+    summary: 'What a webhook connection receives on each delivery attempt',
+    description:
+      'Signed per Standard Webhooks (standardwebhooks.com): verify `webhook-signature` = `v1,` + base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>`, ' +
+      'keyed with the base64-decoded part of the connection\'s `whsec_…` secret, and drop a repeated webhook-id (a retry). ' +
+      "The connection's own configured headers are sent too. Answer 2xx to accept; 408, 429 (with Retry-After) and 5xx are retried, other statuses fail the delivery.",
+    tags: ['Webhooks'],
+    // Herald signs the request (webhook-signature); the receiver needs no credentials from it.
+    security: [],
+    request: {
+      headers: z.object({
+        'webhook-id': z.string().meta({ description: 'The delivery id: stable across retries.' }),
+        'webhook-timestamp': z.string().meta({ description: 'Unix seconds of this attempt.' }),
+        'webhook-signature': z.string().meta({ description: '`v1,<base64 HMAC-SHA256>`.' }),
+      }),
+      body: { required: true, content: { 'application/json': { schema: payload } } },
+    },
+    responses: { 200: { description: 'Accepted (any 2xx).' }, 500: { description: 'Any 5xx, 408 or 429: retried with backoff.' } },
+  });
+}
+
+/**
+ * Request bodies describe their defaults in words instead of `default`: code generators (such as
+ * openapi-typescript in its default settings) make a field with a `default` required, which
+ * would refuse the README's own minimal bodies. Responses keep every field required as sent.
+ */
+function describeRequestDefaults<T extends object>(doc: T): T {
+  const d = doc as { paths?: Record<string, Record<string, { requestBody?: unknown }>>; components?: { schemas?: Record<string, unknown> } };
+  const schemas = d.components?.schemas ?? {};
+  const seen = new Set<string>();
+  // `properties` maps names to schemas: a property may itself be called "default".
+  const visit = (node: unknown, isPropertyMap = false): void => {
+    if (node === null || typeof node !== 'object') return;
+    if (Array.isArray(node)) return node.forEach((n) => visit(n));
+    const o = node as Record<string, unknown>;
+    if (isPropertyMap) {
+      for (const v of Object.values(o)) visit(v);
+      return;
+    }
+    if (typeof o.$ref === 'string') {
+      const name = o.$ref.split('/').pop()!;
+      if (!seen.has(name)) {
+        seen.add(name);
+        visit(schemas[name]);
+      }
+      return;
+    }
+    if ('default' in o) {
+      const text = `Default: ${JSON.stringify(o.default)}.`;
+      o.description = typeof o.description === 'string' ? `${o.description} ${text}` : text;
+      delete o.default;
+    }
+    for (const [k, v] of Object.entries(o)) visit(v, k === 'properties');
+  };
+  for (const ops of Object.values(d.paths ?? {})) for (const op of Object.values(ops)) visit(op.requestBody);
+  return doc;
 }

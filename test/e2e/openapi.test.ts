@@ -35,4 +35,42 @@ describe('OpenAPI', () => {
       expect(paths).toContain(p);
     }
   });
+
+  it('names every operation, and declares the headers and statuses the request chain can answer', async () => {
+    type Op = { operationId?: string; parameters?: { in: string; name: string }[]; requestBody?: unknown; responses: Record<string, { headers?: Record<string, unknown> }> };
+    const doc = JSON.parse(JSON.stringify(buildOpenApiDocument())) as { info: { license?: unknown }; paths: Record<string, Record<string, Op>>; webhooks?: Record<string, unknown>; components: { headers: Record<string, unknown> } };
+    expect(doc.info.license).toMatchObject({ name: 'MIT' });
+    expect(Object.keys(doc.webhooks ?? {})).toEqual(['incidentDelivery']);
+    const ids = new Set<string>();
+    for (const [path, ops] of Object.entries(doc.paths)) {
+      for (const [method, op] of Object.entries(ops)) {
+        const where = `${method.toUpperCase()} ${path}`;
+        expect(op.operationId, where).toMatch(/^[a-z][A-Za-z]+$/);
+        ids.add(op.operationId!);
+        const statuses = Object.keys(op.responses);
+        for (const s of ['400', '401', '403', '429', '431', '503']) expect(statuses, `${where} ${s}`).toContain(s);
+        if (op.requestBody) for (const s of ['413', '415', '422']) expect(statuses, `${where} ${s}`).toContain(s);
+        if (path.includes('{')) expect(statuses, where).toContain('404');
+        const headerParams = (op.parameters ?? []).filter((p) => p.in === 'header').map((p) => p.name);
+        if (method === 'post') {
+          expect(headerParams, where).toContain('Idempotency-Key');
+          expect(statuses, where).toContain('409');
+        }
+        if (headerParams.includes('If-Match')) expect(statuses, where).toContain('412');
+        for (const [status, response] of Object.entries(op.responses)) {
+          expect(Object.keys(response.headers ?? {}), `${where} ${status}`).toContain('X-Request-Id');
+          if (status === '429' || status === '503') expect(Object.keys(response.headers ?? {})).toContain('Retry-After');
+          if (status === '201' || status === '202') expect(Object.keys(response.headers ?? {})).toContain('Location');
+        }
+      }
+    }
+    expect(ids.size).toBe(Object.values(doc.paths).reduce((n, ops) => n + Object.keys(ops).length, 0));
+    // What the server really sends on a write is declared: ETag, RateLimit and the request id.
+    const created = await h.api('POST', '/v1/incidents', { body: { title: 'Headers', severity: 'minor' } });
+    const declared = Object.keys(doc.paths['/incidents']!.post!.responses['201']!.headers ?? {}).map((n) => n.toLowerCase());
+    for (const name of ['location', 'etag', 'ratelimit', 'ratelimit-policy', 'x-request-id']) {
+      expect(created.headers.get(name), name).not.toBeNull();
+      expect(declared).toContain(name);
+    }
+  });
 });
