@@ -1,0 +1,26 @@
+# Herald: a multi-stage image. The build stage compiles TypeScript; the runtime stage holds only
+# production dependencies and dist/, runs as a non-root user, and lets node be PID 1 (Herald
+# handles SIGTERM/SIGINT itself and drains within HERALD_SHUTDOWN_MS).
+# Every RUN and CMD here is exercised by test/deploy/dockerfile.test.ts in a clean directory.
+
+FROM node:24-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json tsconfig.json tsconfig.build.json ./
+COPY scripts ./scripts
+COPY src ./src
+RUN npm ci --no-audit --no-fund --ignore-scripts
+RUN npm run build
+
+FROM node:24-slim AS runtime
+ENV NODE_ENV=production PORT=3000 HERALD_DATA_DIR=/data
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --no-audit --no-fund --ignore-scripts && npm cache clean --force
+COPY --from=build /app/dist ./dist
+RUN mkdir -p /data && chown node:node /data
+USER node
+EXPOSE 3000
+# node itself probes, so the image needs no curl.
+HEALTHCHECK --interval=15s --timeout=3s --start-period=20s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||3000)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
+CMD ["node", "dist/main.js"]

@@ -1,0 +1,109 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseAllDocuments, parse as parseYaml } from 'yaml';
+import { CONFIG_VARIABLES } from '../../src/config.js';
+import { ROOT } from '../support/child.js';
+import { startHerald, type TestHerald } from '../support/herald.js';
+
+/**
+ * The deployment files against what the code reads: every variable they set exists in the
+ * configuration schema, .env.example lists every variable, and the probes and ports they name
+ * are the ones Herald serves. Nothing here can be run on this machine (no registry, no cluster),
+ * so the files are checked as data.
+ */
+const read = (path: string) => readFileSync(join(ROOT, path), 'utf8');
+type Obj = Record<string, unknown>;
+const asObj = (v: unknown): Obj => (v !== null && typeof v === 'object' ? (v as Obj) : {});
+
+const k8sFiles = readdirSync(join(ROOT, 'deploy', 'kubernetes')).filter((f) => f.endsWith('.yaml'));
+const k8sDocs = k8sFiles.flatMap((f) =>
+  parseAllDocuments(read(join('deploy', 'kubernetes', f))).map((d) => {
+    expect(d.errors, f).toEqual([]);
+    return { file: f, doc: asObj(d.toJSON()) };
+  }),
+);
+const containersOf = (doc: Obj): Obj[] => (asObj(asObj(asObj(doc.spec).template).spec).containers as Obj[] | undefined) ?? [];
+
+describe('deployment files', () => {
+  it('.env.example lists every variable Herald reads, and nothing else', () => {
+    const names = read('.env.example')
+      .split('\n')
+      .filter((l) => /^[A-Z_0-9]+=/.test(l))
+      .map((l) => l.slice(0, l.indexOf('=')));
+    expect([...names].sort()).toEqual([...CONFIG_VARIABLES].sort());
+  });
+
+  it('compose.yaml: api + worker + Redis with AOF and noeviction, a volume, the key from .env', () => {
+    const compose = asObj(parseYaml(read('compose.yaml'), { merge: true }));
+    const services = asObj(compose.services);
+    expect(Object.keys(services).sort()).toEqual(['api', 'redis', 'worker']);
+    for (const role of ['api', 'worker']) {
+      const s = asObj(services[role]);
+      const env = asObj(s.environment);
+      expect(env.HERALD_ROLE).toBe(role);
+      expect(s.env_file).toBe('.env');
+      for (const name of Object.keys(env)) expect(CONFIG_VARIABLES, `${role}: ${name}`).toContain(name);
+    }
+    expect(asObj(services.api).ports).toEqual([`${asObj(asObj(services.api).environment).PORT as string}:3000`]);
+    const redis = (asObj(services.redis).command as string[]).join(' ');
+    expect(redis).toContain('--appendonly yes');
+    expect(redis).toContain('--maxmemory-policy noeviction');
+    expect(Object.keys(asObj(compose.volumes))).toEqual(['redis-data']);
+  });
+
+  it('Kubernetes: api and worker Deployments, probes on /healthz and /readyz at the served port, a Secret, PodDisruptionBudgets', () => {
+    const kinds = k8sDocs.map(({ doc }) => `${doc.kind as string}/${asObj(doc.metadata).name as string}`).sort();
+    expect(kinds).toEqual(['ConfigMap/herald', 'Deployment/herald-api', 'Deployment/herald-worker', 'PodDisruptionBudget/herald-api', 'PodDisruptionBudget/herald-worker', 'Secret/herald', 'Service/herald']);
+    const byName = new Map(k8sDocs.map(({ doc }) => [`${doc.kind as string}/${asObj(doc.metadata).name as string}`, doc]));
+    for (const { doc } of k8sDocs) {
+      if (doc.kind === 'ConfigMap') for (const name of Object.keys(asObj(doc.data))) expect(CONFIG_VARIABLES, name).toContain(name);
+      if (doc.kind === 'Secret') expect(Object.keys(asObj(doc.stringData)).sort()).toEqual(['HERALD_SECRET_KEY', 'REDIS_URL']);
+      for (const c of containersOf(doc)) {
+        for (const e of (c.env as Obj[] | undefined) ?? []) expect(CONFIG_VARIABLES, String(e.name)).toContain(e.name);
+      }
+    }
+    const api = containersOf(byName.get('Deployment/herald-api')!)[0]!;
+    const env = Object.fromEntries(((api.env as Obj[]) ?? []).map((e) => [e.name, e.value]));
+    expect(env.HERALD_ROLE).toBe('api');
+    const port = (api.ports as Obj[])[0]!;
+    expect(String(port.containerPort)).toBe(env.PORT);
+    expect(asObj(asObj(api.livenessProbe).httpGet)).toEqual({ path: '/healthz', port: port.name });
+    expect(asObj(asObj(api.readinessProbe).httpGet)).toEqual({ path: '/readyz', port: port.name });
+    const worker = containersOf(byName.get('Deployment/herald-worker')!)[0]!;
+    expect(((worker.env as Obj[]) ?? []).find((e) => e.name === 'HERALD_ROLE')?.value).toBe('worker');
+  });
+
+  it('the systemd unit sets only known variables, runs the compiled entry and stops within its budget', () => {
+    const unit = read('deploy/systemd/herald.service');
+    // NODE_ENV is Node's and its libraries' own, not Herald's.
+    const names = [...unit.matchAll(/^Environment=([A-Z_0-9]+)=/gm)].map((m) => m[1]!).filter((n) => n !== 'NODE_ENV');
+    expect(names).toContain('HERALD_DATA_DIR');
+    for (const name of names) expect(CONFIG_VARIABLES, name).toContain(name);
+    expect(unit).toMatch(/^ExecStart=\/usr\/bin\/node dist\/main\.js$/m);
+    expect(Number(/^TimeoutStopSec=(\d+)$/m.exec(unit)?.[1])).toBeGreaterThan(10);
+  });
+
+  it('the Dockerfile: non-root, production dependencies only, node as the command, HEALTHCHECK on /healthz at PORT', () => {
+    const docker = read('Dockerfile');
+    expect(docker).toMatch(/^USER node$/m);
+    expect(docker).toMatch(/npm ci --omit=dev/);
+    expect(docker).toMatch(/^CMD \["node", "dist\/main\.js"\]$/m);
+    expect(docker).toMatch(/HEALTHCHECK[\s\S]*\/healthz/);
+    expect(docker).toMatch(/^EXPOSE 3000$/m);
+    expect(docker).toMatch(/PORT=3000/);
+  });
+});
+
+describe('the probes the files name are the ones Herald serves', () => {
+  let h: TestHerald;
+  beforeAll(async () => {
+    h = await startHerald();
+  });
+  afterAll(async () => {
+    await h.close();
+  });
+  it.each(['/healthz', '/readyz'])('%s answers 200 without a key', async (path) => {
+    expect((await fetch(`${h.url}${path}`)).status).toBe(200);
+  });
+});
