@@ -46,5 +46,5 @@ export default tseslint.config(
   },
   { files: ['eslint.config.js'], ...tseslint.configs.disableTypeChecked },
   // Plain Node scripts (no TypeScript project): the JavaScript rules only.
-  { files: ['scripts/**/*.mjs'], ...tseslint.configs.disableTypeChecked, languageOptions: { parserOptions: { projectService: false }, globals: { process: 'readonly' } } },
+  { files: ['scripts/**/*.mjs'], ...tseslint.configs.disableTypeChecked, languageOptions: { parserOptions: { projectService: false }, globals: { process: 'readonly', Buffer: 'readonly' } } },
 );

@@ -34,6 +34,11 @@ describe('deployment files', () => {
     expect([...names].sort()).toEqual([...CONFIG_VARIABLES].sort());
   });
 
+  it("the README's Configuration table lists every variable", () => {
+    const readme = read('README.md');
+    for (const name of CONFIG_VARIABLES) expect(readme, name).toContain(`| \`${name}\` |`);
+  });
+
   it('compose.yaml: api + worker + Redis with AOF and noeviction, a volume, the key from .env', () => {
     const compose = asObj(parseYaml(read('compose.yaml'), { merge: true }));
     const services = asObj(compose.services);
