@@ -2,7 +2,8 @@
  * `npm run bench`: measures on this machine, against a real Redis (HERALD_BENCH_REDIS_URL or
  * 127.0.0.1:6379, under a throw-away key prefix) and a local HTTP sink on loopback:
  *  1. fan-out: one execute to 200 webhook connections, from the 202 to the last delivery;
- *  2. API: incident creates and reads, sequential latency percentiles.
+ *  2. API: incident creates and reads, sequential latency percentiles;
+ *  3. CLI start-up: `node dist/cli/main.js keys list` against `node -e ''`, medians of 7.
  * Nothing leaves the machine; every loop is bounded.
  */
 import { randomBytes } from 'node:crypto';
@@ -11,6 +12,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { execFileSync } from 'node:child_process';
 import { createHerald } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
 import { createLogger } from '../src/log.js';
@@ -99,6 +101,7 @@ async function main(): Promise<void> {
     lat.sort((a, b) => a - b);
     console.log(`API: ${API_REQUESTS} × (POST /incidents + GET /incidents/{id}), sequential: p50 ${percentile(lat, 50).toFixed(1)} ms, p95 ${percentile(lat, 95).toFixed(1)} ms, p99 ${percentile(lat, 99).toFixed(1)} ms`);
     console.log(`memory: rss ${(process.memoryUsage().rss / 2 ** 20).toFixed(0)} MiB`);
+    benchCli({ REDIS_URL: redisUrl, HERALD_KEY_PREFIX: prefix, HERALD_SECRET_KEY: config.HERALD_SECRET_KEY ?? '', HERALD_DATA_DIR: dataDir });
   } finally {
     server.close();
     sink.close();
@@ -121,3 +124,16 @@ main().then(
     process.exit(1);
   },
 );
+
+/** The CLI's start-up: the compiled `keys list` (built by `npm run build`) against bare node. */
+function benchCli(env: Record<string, string>): void {
+  const time = (args: string[]): number => {
+    const t0 = performance.now();
+    execFileSync(process.execPath, args, { env: { PATH: process.env.PATH, ...env }, stdio: 'ignore' });
+    return performance.now() - t0;
+  };
+  const median = (args: string[]) => percentile(Array.from({ length: 7 }, () => time(args)).sort((a, b) => a - b), 50);
+  const bare = median(['-e', '']);
+  const cli = median([join(import.meta.dirname, '..', 'dist', 'cli', 'main.js'), 'keys', 'list']);
+  console.log(`CLI: keys list ${cli.toFixed(0)} ms (target ≤ 300), node -e '' ${bare.toFixed(0)} ms, ratio ${(cli / bare).toFixed(1)}×`);
+}
