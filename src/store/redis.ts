@@ -1,4 +1,4 @@
-import { Redis, type RedisOptions } from 'ioredis';
+import { Cluster, Redis, type RedisOptions } from 'ioredis';
 
 /**
  * Redis connections. `worker: true` is for BullMQ workers, which block and must never give up a
@@ -26,7 +26,21 @@ export interface RedisFacts {
  * queued deliveries) and whether anything survives a restart. CONFIG GET of several names comes
  * back as a flat [name, value, …] array in any order (or a map under RESP3), so it is paired up.
  */
-export async function readRedisFacts(redis: Redis): Promise<RedisFacts> {
+export async function readRedisFacts(redis: Redis | Cluster): Promise<RedisFacts> {
+  if (!(redis instanceof Cluster)) return readNodeFacts(redis);
+  // CONFIG GET is answered per node: on a Cluster every master holds some of the data, so the
+  // weakest master decides (one evicting or amnesiac master loses its slots' deliveries).
+  const masters = redis.nodes('master');
+  if (masters.length === 0) throw new Error('Redis Cluster has no reachable master');
+  const all = await Promise.all(masters.map((n) => readNodeFacts(n)));
+  const rank: Record<Persistence, number> = { none: 0, rdb: 1, aof: 2 };
+  return {
+    maxmemoryPolicy: all.find((f) => f.maxmemoryPolicy !== 'noeviction')?.maxmemoryPolicy ?? 'noeviction',
+    persistence: all.reduce<Persistence>((w, f) => (rank[f.persistence] < rank[w] ? f.persistence : w), 'aof'),
+  };
+}
+
+async function readNodeFacts(redis: Redis): Promise<RedisFacts> {
   const raw: unknown = await redis.call('CONFIG', 'GET', 'maxmemory-policy', 'appendonly', 'save');
   const cfg = new Map<string, string>();
   if (Array.isArray(raw)) {
