@@ -4,7 +4,7 @@
  */
 import type { Express } from 'express';
 import { Router } from 'express';
-import type { Redis } from 'ioredis';
+import type { RedisClient as Redis } from './store/redis-connect.js';
 import type { Logger } from 'pino';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import type { Config } from './config.js';
@@ -42,13 +42,14 @@ import { createKeys, type Keys } from './store/keys.js';
 import { RedisTemplateRepo } from './store/templates.js';
 import { RedisRateLimiter } from './store/rate-limit.js';
 import { createRedis, readRedisFacts } from './store/redis.js';
+import { describeRedisTarget, redisTargetFromConfig, type RedisTarget } from './store/redis-connect.js';
 import { EmbeddedRedisError, openEmbeddedRedis, type EmbeddedRedis } from './store/embedded-redis.js';
-import { redisLocation } from './store/redis-location.js';
 import { loadOrCreateSecretKey, verifySecretKey } from './store/secret-key.js';
 
 export interface HeraldOptions {
   config: Config;
-  redisUrl: string;
+  /** A Redis URL or socket path, or a Cluster/Sentinel target (src/store/redis-connect.ts). */
+  redisUrl: string | RedisTarget;
   log: Logger;
   clock?: Clock;
   /** Run the delivery worker in this process (default: HERALD_ROLE is worker or all). */
@@ -302,15 +303,15 @@ export interface Core {
 export async function openCore(opts: { config: Config; log: Logger; clock?: Clock }): Promise<Core> {
   const { config, log } = opts;
   let embedded: EmbeddedRedis | null = null;
-  if (config.REDIS_URL === undefined) {
+  if (config.REDIS_URL === undefined && config.REDIS_CLUSTER_NODES === undefined && config.REDIS_SENTINELS === undefined) {
     try {
       embedded = await openEmbeddedRedis({ dataDir: config.HERALD_DATA_DIR, log });
     } catch (e) {
       throw e instanceof EmbeddedRedisError ? new StartupError(e.message) : e;
     }
   }
-  const url = config.REDIS_URL ?? embedded?.socketPath ?? '';
-  const redis = createRedis(url, { name: 'herald-cli' });
+  const target = redisTargetFromConfig(config, embedded?.socketPath);
+  const redis = createRedis(target, { name: 'herald-cli' });
   redis.on('error', (err: Error) => log.debug({ err }, 'redis connection error'));
   const close = async () => {
     await withDeadline(redis.quit(), 2000).catch(() => redis.disconnect());
@@ -321,7 +322,7 @@ export async function openCore(opts: { config: Config; log: Logger; clock?: Cloc
   } catch {
     redis.disconnect();
     await embedded?.stop();
-    throw new StartupError(`Cannot reach Redis at ${redisLocation(url)}; check REDIS_URL and that Redis is running.`);
+    throw new StartupError(`Cannot reach Redis at ${describeRedisTarget(target)}; check REDIS_URL (or REDIS_CLUSTER_NODES / REDIS_SENTINELS) and that Redis is running.`);
   }
   const clock = opts.clock ?? systemClock;
   const ids = createIdGenerator(() => clock.now().getTime());

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient as Redis } from './redis-connect.js';
 
 /**
  * commit — an atomic compare-and-set over several keys, in one Lua script.

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient as Redis } from './redis-connect.js';
 import { createHash } from 'node:crypto';
 import { LIMITS } from '../domain/limits.js';
 import type { IdempotencyBegin, IdempotencyStore, SecretBox, StoredResponse } from '../ports.js';

@@ -1,17 +1,14 @@
-import { Cluster, Redis, type RedisOptions } from 'ioredis';
+import { Cluster, type Redis } from 'ioredis';
+import { connectRedis, type RedisClient, type RedisTarget } from './redis-connect.js';
 
 /**
- * Redis connections. `worker: true` is for BullMQ workers, which block and must never give up a
+ * Redis connections, to a URL (or socket path) or to any target of src/store/redis-connect.ts
+ * (Cluster, Sentinel). `worker: true` is for BullMQ workers, which block and must never give up a
  * command (`maxRetriesPerRequest: null`).
  */
-export function createRedis(url: string, opts: { worker?: boolean; name?: string } = {}): Redis {
-  const options: RedisOptions = {
-    connectionName: opts.name ?? 'herald',
-    maxRetriesPerRequest: opts.worker ? null : 3,
-    enableReadyCheck: true,
-    lazyConnect: false,
-  };
-  return new Redis(url, options);
+export function createRedis(target: string | RedisTarget, opts: { worker?: boolean; name?: string } = {}): RedisClient {
+  const t: RedisTarget = typeof target === 'string' ? { kind: 'standalone', url: target } : target;
+  return connectRedis(t, { use: opts.worker ? 'worker' : 'request', name: opts.name ?? 'herald' });
 }
 
 export type Persistence = 'aof' | 'rdb' | 'none';

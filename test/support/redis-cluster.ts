@@ -89,6 +89,18 @@ export async function startCluster(): Promise<TestCluster> {
     for (const n of nodes) {
       await waitFor(async () => (await cli(n.port, 'CLUSTER', 'INFO')).includes('cluster_state:ok'), { timeoutMs: 45_000, intervalMs: 200, what: `cluster_state:ok on ${n.port}` });
     }
+    // Replica assignments spread by gossip after cluster_state:ok: wait until every node knows
+    // all three replicas, and every replica has synced, so a failover has somewhere to go.
+    for (const n of nodes) {
+      await waitFor(async () => {
+        const lines = (await cli(n.port, 'CLUSTER', 'NODES')).trim().split('\n').map((l) => l.split(' '));
+        return lines.filter((f) => f[2]?.includes('slave') && f[3] !== '-').length === 3;
+      }, { timeoutMs: 45_000, intervalMs: 200, what: `replicas known to ${n.port}` });
+      const info = await cli(n.port, 'INFO', 'replication');
+      if (info.includes('role:slave')) {
+        await waitFor(async () => (await cli(n.port, 'INFO', 'replication')).includes('master_link_status:up'), { timeoutMs: 45_000, intervalMs: 200, what: `replica ${n.port} in sync` });
+      }
+    }
   } catch (e) {
     await stop();
     throw e;
