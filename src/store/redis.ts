@@ -27,6 +27,8 @@ export async function readRedisFacts(redis: Redis | Cluster): Promise<RedisFacts
   if (!(redis instanceof Cluster)) return readNodeFacts(redis);
   // CONFIG GET is answered per node: on a Cluster every master holds some of the data, so the
   // weakest master decides (one evicting or amnesiac master loses its slots' deliveries).
+  // A fresh Cluster knows its nodes only once the slot map is loaded: a command waits for that.
+  await redis.ping();
   const masters = redis.nodes('master');
   if (masters.length === 0) throw new Error('Redis Cluster has no reachable master');
   const all = await Promise.all(masters.map((n) => readNodeFacts(n)));

@@ -10,6 +10,8 @@ import { BullDeliveryQueue, startDeliveryWorker } from '../../src/delivery/queue
 import { createKeys } from '../../src/store/keys.js';
 import { connectRedis, type RedisClient } from '../../src/store/redis-connect.js';
 import { readRedisFacts } from '../../src/store/redis.js';
+import { startHerald, type TestHerald } from '../support/herald.js';
+import { startWebhookReceiver } from '../support/peers/webhook-receiver.js';
 import { startCluster, nodeClient, type TestCluster } from '../support/redis-cluster.js';
 import { uniquePrefix } from '../support/redis.js';
 import { waitFor } from '../support/wait.js';
@@ -106,4 +108,58 @@ describe('Redis Cluster', () => {
       await queue.close();
     }
   }, 120_000);
+
+  it('runs the whole story on the cluster and keeps every delivery through a failover mid fan-out', async () => {
+    const N = 120;
+    const rx = await startWebhookReceiver({ acceptUnverified: true });
+    // A slow sink: the fan-out is still running when the failover starts.
+    rx.script(...Array.from({ length: N + 10 }, () => ({ delayMs: 250 })));
+    let h: TestHerald | null = null;
+    try {
+      h = await startHerald(
+        { HERALD_RATE_LIMIT: '100000', HERALD_EXECUTE_RATE_LIMIT: '100000', HERALD_WORKER_CONCURRENCY: '8' },
+        { redisUrl: { kind: 'cluster', nodes: [{ host: '127.0.0.1', port: cluster.nodes[0]!.port }] } },
+      );
+      const api = h.api.bind(h);
+      for (let i = 0; i < N; i++) {
+        const c = await api('POST', '/v1/connections', { body: { name: `sink-${i}`, type: 'webhook', config: { url: `${rx.url}/hook/${i}` } } });
+        expect(c.status).toBe(201);
+      }
+      const { body: inc } = await api('POST', '/v1/incidents', { body: { title: 'Checkout down', severity: 'major' } });
+      const exe = await api('POST', `/v1/incidents/${inc.id}/execute`, { body: {} });
+      expect(exe.status).toBe(202);
+      expect(exe.body.deliveries).toHaveLength(N);
+      await waitFor(() => rx.requests.length >= 10, { timeoutMs: 30_000, what: 'fan-out to start' });
+
+      const keys = createKeys(h.prefix);
+      const { master, replica } = await cluster.ownerOf(keys.tag);
+      const rc = nodeClient(replica!);
+      try {
+        await rc.call('CLUSTER', 'FAILOVER');
+        await waitFor(async () => (await cluster.roleOf(replica!)) === 'master' && (await cluster.roleOf(master)) === 'slave', { timeoutMs: 30_000, intervalMs: 200, what: 'failover' });
+      } finally {
+        rc.disconnect();
+      }
+      // The failover really landed in the middle of the fan-out.
+      expect(new Set(rx.requests.map((r) => r.path)).size).toBeLessThan(N);
+      const done = await waitFor(async () => {
+        const e = await api('GET', `/v1/incidents/${inc.id}/executions/${exe.body.id}`);
+        return e.status === 200 && !['queued', 'in_progress'].includes(e.body.status) ? e.body : undefined;
+      }, { timeoutMs: 60_000, intervalMs: 250, what: 'execution to finish after the failover' });
+      expect(done.status).toBe('delivered');
+      // Every delivery arrived; one that may have arrived twice says so (possible_duplicate).
+      const paths = new Map<string, number>();
+      for (const r of rx.requests) paths.set(r.path, (paths.get(r.path) ?? 0) + 1);
+      expect(paths.size).toBe(N);
+      const dupPaths = [...paths].filter(([, n]) => n > 1).length;
+      const flagged = done.deliveries.filter((d: { possible_duplicate: boolean }) => d.possible_duplicate).length;
+      expect(flagged).toBeGreaterThanOrEqual(dupPaths);
+      expect(done.deliveries.every((d: { status: string }) => d.status === 'delivered')).toBe(true);
+      // Herald was not restarted: it still serves reads on the new primary.
+      expect((await api('GET', `/v1/incidents/${inc.id}`)).status).toBe(200);
+    } finally {
+      await h?.close();
+      await rx.close();
+    }
+  }, 150_000);
 });

@@ -45,7 +45,7 @@ export interface TestHerald {
  * A real Herald on a random port over the shared test Redis, with its own key prefix, data
  * directory and an all-scopes API key. Everything it made is removed by close().
  */
-export async function startHerald(env: Record<string, string> = {}, opts: Pick<HeraldOptions, 'senders' | 'worker'> = {}): Promise<TestHerald> {
+export async function startHerald(env: Record<string, string> = {}, opts: Pick<HeraldOptions, 'senders' | 'worker'> & { redisUrl?: HeraldOptions['redisUrl'] } = {}): Promise<TestHerald> {
   const prefix = uniquePrefix('h');
   const dataDir = mkdtempSync(join(tmpdir(), 'herald-test-'));
   const config = loadConfig({
@@ -56,7 +56,7 @@ export async function startHerald(env: Record<string, string> = {}, opts: Pick<H
     HERALD_OUTBOUND_ALLOW: '127.0.0.1/32,::1/128,localhost',
     ...env,
   });
-  const herald = await createHerald({ config, redisUrl: testRedisUrl(), log: createLogger(config.LOG_LEVEL), ...opts });
+  const herald = await createHerald({ config, log: createLogger(config.LOG_LEVEL), ...opts, redisUrl: opts.redisUrl ?? testRedisUrl() });
   const server: Server = await new Promise((resolve) => {
     const s = herald.app.listen(0, '127.0.0.1', () => resolve(s));
   });
