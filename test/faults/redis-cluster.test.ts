@@ -3,12 +3,17 @@
  * node that does not own Herald's slot, the start-up facts, multi-key scripts and MULTI under the
  * hash tag, the rate limiter, and the BullMQ delivery queue carrying on across a failover.
  */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import pino from 'pino';
 import { RateLimiterRedis } from 'rate-limiter-flexible';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openCore, createHerald } from '../../src/app.js';
+import { loadConfig } from '../../src/config.js';
 import { BullDeliveryQueue, startDeliveryWorker } from '../../src/delivery/queue.js';
 import { createKeys } from '../../src/store/keys.js';
-import { connectRedis, type RedisClient } from '../../src/store/redis-connect.js';
+import { connectRedis, redisTargetFromConfig, type RedisClient } from '../../src/store/redis-connect.js';
 import { readRedisFacts } from '../../src/store/redis.js';
 import { startHerald, type TestHerald } from '../support/herald.js';
 import { startWebhookReceiver } from '../support/peers/webhook-receiver.js';
@@ -162,4 +167,30 @@ describe('Redis Cluster', () => {
       await rx.close();
     }
   }, 150_000);
+
+  it('starts and runs the CLI core from REDIS_CLUSTER_NODES naming only a node that does not own the slot', async () => {
+    const prefix = uniquePrefix('cl');
+    const seed = await strangerTo(createKeys(prefix).tag);
+    const dataDir = mkdtempSync(join(tmpdir(), 'herald-cl-'));
+    const config = loadConfig({ REDIS_CLUSTER_NODES: `127.0.0.1:${seed}`, HERALD_KEY_PREFIX: prefix, HERALD_DATA_DIR: dataDir, LOG_LEVEL: 'silent' });
+    try {
+      // Start-up (its CONFIG GET checks included) and a write through the API services.
+      const herald = await createHerald({ config, redisUrl: redisTargetFromConfig(config), log, worker: false });
+      let id: string;
+      try {
+        id = (await herald.services.apiKeys.create({ name: 'ops', scopes: ['*'] }, { type: 'system', id: 'test', name: 'test' })).key.id;
+      } finally {
+        await herald.close();
+      }
+      // The CLI's core, as `herald keys …` opens it, reads what the server wrote.
+      const core = await openCore({ config, log });
+      try {
+        expect((await core.services.apiKeys.get(id)).name).toBe('ops');
+      } finally {
+        await core.close();
+      }
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 60_000);
 });
