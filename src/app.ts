@@ -4,7 +4,7 @@
  */
 import type { Express } from 'express';
 import { Router } from 'express';
-import type { Redis } from 'ioredis';
+import type { RedisClient as Redis } from './store/redis-connect.js';
 import type { Logger } from 'pino';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import type { Config } from './config.js';
@@ -45,13 +45,15 @@ import { RedisPacer } from './store/pacing.js';
 import { RedisRateLimiter } from './store/rate-limit.js';
 import { createRedis, readRedisFacts, whenReady } from './store/redis.js';
 import { loadOrCreateSecretKey, previousSecretKeys, verifySecretKey } from './store/secret-key.js';
+import type { RedisTarget } from './store/redis-connect.js';
 import { CORE_CONNECT_TIMEOUT_MS, StartupError, withDeadline } from './core.js';
 
 export { openCore, StartupError, type Core } from './core.js';
 
 export interface HeraldOptions {
   config: Config;
-  redisUrl: string;
+  /** A Redis URL or socket path, or a Cluster/Sentinel target (src/store/redis-connect.ts). */
+  redisUrl: string | RedisTarget;
   log: Logger;
   clock?: Clock;
   /** Run the delivery worker in this process (default: HERALD_ROLE is worker or all). */

@@ -4,7 +4,7 @@
  * file stays one job; nothing here decides a rule.
  */
 import type { Worker } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient as Redis } from './store/redis-connect.js';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { Config } from './config.js';
@@ -22,6 +22,7 @@ import { RedisExecutionRepo } from './store/executions.js';
 import type { Keys } from './store/keys.js';
 import { RedisPacer } from './store/pacing.js';
 import { createRedis, isRedisUnavailable, redisErrorLogger } from './store/redis.js';
+import type { RedisTarget } from './store/redis-connect.js';
 
 export interface DeliveryWiring {
   executions: ExecutionService;
@@ -36,7 +37,7 @@ export interface DeliveryWiring {
 
 export function composeDelivery(o: {
   config: Config;
-  redisUrl: string;
+  redisUrl: string | RedisTarget;
   redis: Redis;
   keys: Keys;
   log: Logger;

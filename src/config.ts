@@ -11,6 +11,15 @@ const positiveInt = z.coerce.number().int().min(1);
 const secretKey = z
   .string()
   .refine((s) => Buffer.from(s, 'base64').length === 32, 'must be 32 random bytes, base64 (openssl rand -base64 32)');
+/** `host:port` or `[v6]:port`. */
+const hostPort = z
+  .string()
+  .regex(/^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):\d{1,5}$/, 'each entry must be host:port')
+  .transform((s) => {
+    const i = s.lastIndexOf(':');
+    return { host: s.slice(0, i).replace(/^\[|\]$/g, ''), port: Number(s.slice(i + 1)) };
+  })
+  .refine((h) => h.port >= 1 && h.port <= 65535, 'port must be 1..65535');
 const url = z.url({ protocol: /^(redis|rediss|unix|http|https)$/ });
 
 const EnvSchema = z.object({
@@ -20,6 +29,15 @@ const EnvSchema = z.object({
   HERALD_ROLE: z.enum(['api', 'worker', 'all']).default('all'),
   /** Redis to use; without it Herald runs its own redis-server under HERALD_DATA_DIR. */
   REDIS_URL: z.string().regex(/^(rediss?:\/\/|\/)/, 'must be redis://, rediss:// or a unix socket path').optional(),
+  /** Seed nodes of a Redis Cluster, `host:port,host:port,…` (instead of REDIS_URL). */
+  REDIS_CLUSTER_NODES: csv.pipe(z.array(hostPort).min(1, 'must list at least one host:port')).optional(),
+  /** Sentinels watching the primary, `host:port,…`; needs REDIS_SENTINEL_NAME (instead of REDIS_URL). */
+  REDIS_SENTINELS: csv.pipe(z.array(hostPort).min(1, 'must list at least one host:port')).optional(),
+  /** The primary's name as the Sentinels know it (`sentinel monitor <name> …`). */
+  REDIS_SENTINEL_NAME: z.string().min(1).optional(),
+  /** Credentials for cluster nodes or the Sentinel-managed primary (REDIS_URL carries its own). */
+  REDIS_USERNAME: z.string().min(1).optional(),
+  REDIS_PASSWORD: z.string().min(1).optional(),
   HERALD_DATA_DIR: z.string().min(1).default('./data'),
   /** Prefix of every Redis key (inside the hash tag): several Heralds can share one Redis. */
   HERALD_KEY_PREFIX: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/).default('herald'),
@@ -53,6 +71,15 @@ const EnvSchema = z.object({
   HERALD_SLACK_CHANNEL: z.string().min(1).optional(),
   HERALD_SLACK_ADMINS: csv.default([]),
   HERALD_TRUST_PROXY: bool.default(false),
+}).superRefine((env, ctx) => {
+  // One way to reach Redis: two would leave it ambiguous which one holds the data.
+  const given = (['REDIS_URL', 'REDIS_CLUSTER_NODES', 'REDIS_SENTINELS'] as const).filter((k) => env[k] !== undefined);
+  if (given.length > 1) {
+    ctx.addIssue({ code: 'custom', path: [given[1] ?? ''], message: `set only one of ${given.join(' and ')}` });
+  }
+  if (env.REDIS_SENTINELS !== undefined && env.REDIS_SENTINEL_NAME === undefined) {
+    ctx.addIssue({ code: 'custom', path: ['REDIS_SENTINEL_NAME'], message: 'is required with REDIS_SENTINELS' });
+  }
 });
 
 export type Config = z.infer<typeof EnvSchema>;

@@ -13,7 +13,7 @@ import { createSecretBox, nodeTokenCrypto } from './store/crypto.js';
 import { EmbeddedRedisError, openEmbeddedRedis, type EmbeddedRedis } from './store/embedded-redis.js';
 import { createKeys } from './store/keys.js';
 import { createRedis, whenReady } from './store/redis.js';
-import { redisLocation } from './store/redis-location.js';
+import { describeRedisTarget, redisTargetFromConfig } from './store/redis-connect.js';
 import { resealAll, type ResealReport } from './store/reseal.js';
 import { loadOrCreateSecretKey, previousSecretKeys, verifySecretKey } from './store/secret-key.js';
 
@@ -48,15 +48,15 @@ export interface Core {
 export async function openCore(opts: { config: Config; log: Logger; clock?: Clock }): Promise<Core> {
   const { config, log } = opts;
   let embedded: EmbeddedRedis | null = null;
-  if (config.REDIS_URL === undefined) {
+  if (config.REDIS_URL === undefined && config.REDIS_CLUSTER_NODES === undefined && config.REDIS_SENTINELS === undefined) {
     try {
       embedded = await openEmbeddedRedis({ dataDir: config.HERALD_DATA_DIR, log });
     } catch (e) {
       throw e instanceof EmbeddedRedisError ? new StartupError(e.message) : e;
     }
   }
-  const url = config.REDIS_URL ?? embedded?.socketPath ?? '';
-  const redis = createRedis(url, { name: 'herald-cli' });
+  const target = redisTargetFromConfig(config, embedded?.socketPath);
+  const redis = createRedis(target, { name: 'herald-cli' });
   // The CLI says "cannot reach Redis" itself; the client's own errors are only worth a debug line.
   redis.on('error', (err: Error) => log.debug({ err }, 'redis connection error'));
   const close = async () => {
@@ -69,7 +69,7 @@ export async function openCore(opts: { config: Config; log: Logger; clock?: Cloc
   } catch {
     redis.disconnect();
     await embedded?.stop();
-    throw new StartupError(`Cannot reach Redis at ${redisLocation(url)}; check REDIS_URL and that Redis is running.`);
+    throw new StartupError(`Cannot reach Redis at ${describeRedisTarget(target)}; check REDIS_URL (or REDIS_CLUSTER_NODES / REDIS_SENTINELS) and that Redis is running.`);
   }
   const clock = opts.clock ?? systemClock;
   const ids = createIdGenerator(() => clock.now().getTime());

@@ -10,7 +10,7 @@ import { ConfigError, loadConfig, type Config } from './config.js';
 import { answerClientErrors } from './http/server.js';
 import { createLogger } from './log.js';
 import { EmbeddedRedisError, openEmbeddedRedis, type EmbeddedRedis } from './store/embedded-redis.js';
-import { redisLocation } from './store/redis-location.js';
+import { describeRedisTarget, redisTargetFromConfig } from './store/redis-connect.js';
 import { readRedisFacts } from './store/redis.js';
 
 async function main(): Promise<void> {
@@ -31,7 +31,8 @@ async function main(): Promise<void> {
   };
 
   let embedded: EmbeddedRedis | null = null;
-  if (config.REDIS_URL === undefined) {
+  // The embedded server only when no Redis of any kind is configured.
+  if (config.REDIS_URL === undefined && config.REDIS_CLUSTER_NODES === undefined && config.REDIS_SENTINELS === undefined) {
     try {
       embedded = await openEmbeddedRedis({ dataDir: config.HERALD_DATA_DIR, log });
     } catch (e) {
@@ -39,7 +40,7 @@ async function main(): Promise<void> {
       throw e;
     }
   }
-  const redisUrl = config.REDIS_URL ?? embedded?.socketPath ?? '';
+  const redisUrl = redisTargetFromConfig(config, embedded?.socketPath);
 
   let herald: Herald;
   try {
@@ -48,7 +49,7 @@ async function main(): Promise<void> {
     await embedded?.stop();
     if (e instanceof StartupError) refuse(e.message);
     // Anything else here is Redis refusing us (unreachable, WRONGPASS, ...): say which Redis.
-    refuse(`could not set up over Redis at ${redisLocation(redisUrl)}: ${e instanceof Error ? e.message : String(e)}`);
+    refuse(`could not set up over Redis at ${describeRedisTarget(redisUrl)}: ${e instanceof Error ? e.message : String(e)}`);
   }
 
   const role = config.HERALD_ROLE;
@@ -70,7 +71,7 @@ async function main(): Promise<void> {
       role,
       // createHerald runs the delivery worker for roles worker and all.
       delivery_worker: role !== 'api',
-      redis: embedded ? `embedded (${embedded.started ? 'started' : 'reused'}, ${embedded.socketPath})` : `external (${redisLocation(redisUrl)})`,
+      redis: embedded ? `embedded (${embedded.started ? 'started' : 'reused'}, ${embedded.socketPath})` : `external (${describeRedisTarget(redisUrl)})`,
       persistence,
       slack: herald.slack ? `${herald.slack.mode} mode` : 'Slack not configured: API only',
     },

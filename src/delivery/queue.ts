@@ -1,5 +1,5 @@
 import { DelayedError, Queue, UnrecoverableError, Worker, type Job } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import type { DeliveryQueue, ProcessOutcome, QueuedJob } from '../ports.js';
@@ -25,7 +25,7 @@ export const JOB_SAFETY_RETRIES = { attempts: 1000, backoff: { type: 'fixed', de
 export class BullDeliveryQueue implements DeliveryQueue {
   readonly queue: Queue;
 
-  constructor(connection: Redis, prefix: string, onError: (err: Error) => void) {
+  constructor(connection: Redis | Cluster, prefix: string, onError: (err: Error) => void) {
     this.queue = new Queue(QUEUE_NAME, { connection, prefix, defaultJobOptions: { ...JOB_SAFETY_RETRIES, removeOnComplete: true, removeOnFail: 1000 } });
     // Without a listener BullMQ prints every connection error's stack to the console.
     this.queue.on('error', onError);
@@ -50,7 +50,8 @@ export class BullDeliveryQueue implements DeliveryQueue {
 }
 
 export interface WorkerOptions {
-  connection: Redis;
+  /** A Redis or a Cluster; on a Cluster `prefix` must be a hash tag (keys.bullPrefix is). */
+  connection: Redis | Cluster;
   prefix: string;
   concurrency: number;
   /** How long a job stays claimed without a heartbeat: a killed worker's jobs return after this. */

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient as Redis } from './redis-connect.js';
 import type { Announcement, AnnouncementRepo } from '../ports.js';
 import type { Keys } from './keys.js';
 

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient as Redis } from './redis-connect.js';
 import type { ApiKey } from '../domain/api-key.js';
 import type { Page, PageRequest } from '../domain/pagination.js';
 import type { ApiKeyRepo } from '../ports.js';

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient as Redis } from './redis-connect.js';
 import { DomainError } from '../domain/errors.js';
 import type { CommittedEffect } from '../ports.js';
 import { currentIdempotentScope } from './idempotency.js';

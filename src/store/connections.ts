@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient as Redis } from './redis-connect.js';
 import type { ConnectionRecord } from '../domain/connection.js';
 import type { Page, PageRequest } from '../domain/pagination.js';
 import type { ConnectionFilter, ConnectionRepo } from '../ports.js';

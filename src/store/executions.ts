@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient as Redis } from './redis-connect.js';
 import { isTerminal, type Delivery, type Execution } from '../domain/execution.js';
 import type { Incident } from '../domain/incident.js';
 import type { IncidentEvent } from '../domain/incident-event.js';

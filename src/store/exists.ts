@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient as Redis } from './redis-connect.js';
 
 /** EXISTS for each key, in one round trip. */
 export async function keysExist(redis: Redis, keys: string[]): Promise<boolean[]> {

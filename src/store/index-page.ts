@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient as Redis } from './redis-connect.js';
 import type { Cursor, Page, PageRequest } from '../domain/pagination.js';
 
 /**

@@ -1,6 +1,7 @@
-import { Redis, type RedisOptions } from 'ioredis';
+import { Cluster, type Redis, type RedisOptions } from 'ioredis';
 import type { Logger } from 'pino';
 import { isRedisUnavailable } from '../domain/unavailable.js';
+import { connectRedis, type RedisClient, type RedisTarget } from './redis-connect.js';
 
 export { isRedisUnavailable };
 
@@ -35,7 +36,7 @@ export function requestRedisOptions(name: string): RedisOptions {
  * Resolves once the client is ready (request connections queue nothing before that), or rejects
  * after `ms` with the last connection error, e.g. ECONNREFUSED or WRONGPASS.
  */
-export function whenReady(redis: Redis, ms: number): Promise<void> {
+export function whenReady(redis: RedisClient, ms: number): Promise<void> {
   if (redis.status === 'ready') return Promise.resolve();
   return new Promise((resolve, reject) => {
     let last = '';
@@ -75,9 +76,10 @@ export function workerRedisOptions(name: string): RedisOptions {
  * Redis connections. `worker: true` is for BullMQ, whose workers block and must never give up a
  * command. Pass `log` to get the one error listener every client needs (see watchRedis).
  */
-export function createRedis(url: string, opts: { worker?: boolean; name?: string; log?: Logger } = {}): Redis {
+export function createRedis(target: string | RedisTarget, opts: { worker?: boolean; name?: string; log?: Logger } = {}): RedisClient {
   const name = opts.name ?? 'herald';
-  const redis = new Redis(url, opts.worker ? workerRedisOptions(name) : requestRedisOptions(name));
+  const t: RedisTarget = typeof target === 'string' ? { kind: 'standalone', url: target } : target;
+  const redis = connectRedis(t, { use: opts.worker ? 'worker' : 'request', name, options: opts.worker ? workerRedisOptions(name) : requestRedisOptions(name) });
   if (opts.log) watchRedis(redis, opts.log, name);
   return redis;
 }
@@ -88,7 +90,7 @@ export function createRedis(url: string, opts: { worker?: boolean; name?: string
  * connection closed under it may emit none, only 'reconnecting'), and a client without an
  * 'error' listener prints "Unhandled error event" on stderr, outside the JSON log.
  */
-export function watchRedis(client: Pick<Redis, 'on'>, log: Logger, name: string): void {
+export function watchRedis(client: Pick<Redis, 'on'> | Pick<Cluster, 'on'>, log: Logger, name: string): void {
   const onError = redisErrorLogger(log, name);
   client.on('error', onError.error);
   // Emitted only for an unexpected close (never after quit/disconnect).
@@ -125,7 +127,23 @@ export interface RedisFacts {
  * queued deliveries) and whether anything survives a restart. CONFIG GET of several names comes
  * back as a flat [name, value, …] array in any order (or a map under RESP3), so it is paired up.
  */
-export async function readRedisFacts(redis: Redis): Promise<RedisFacts> {
+export async function readRedisFacts(redis: Redis | Cluster): Promise<RedisFacts> {
+  if (!(redis instanceof Cluster)) return readNodeFacts(redis);
+  // CONFIG GET is answered per node: on a Cluster every master holds some of the data, so the
+  // weakest master decides (one evicting or amnesiac master loses its slots' deliveries).
+  // A fresh Cluster knows its nodes only once the slot map is loaded: a command waits for that.
+  await redis.ping();
+  const masters = redis.nodes('master');
+  if (masters.length === 0) throw new Error('Redis Cluster has no reachable master');
+  const all = await Promise.all(masters.map((n) => readNodeFacts(n)));
+  const rank: Record<Persistence, number> = { none: 0, rdb: 1, aof: 2 };
+  return {
+    maxmemoryPolicy: all.find((f) => f.maxmemoryPolicy !== 'noeviction')?.maxmemoryPolicy ?? 'noeviction',
+    persistence: all.reduce<Persistence>((w, f) => (rank[f.persistence] < rank[w] ? f.persistence : w), 'aof'),
+  };
+}
+
+async function readNodeFacts(redis: Redis): Promise<RedisFacts> {
   const raw: unknown = await redis.call('CONFIG', 'GET', 'maxmemory-policy', 'appendonly', 'save');
   const cfg = new Map<string, string>();
   if (Array.isArray(raw)) {

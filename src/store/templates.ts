@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient as Redis } from './redis-connect.js';
 import type { Page, PageRequest } from '../domain/pagination.js';
 import { templateNameKey, type Template } from '../domain/template.js';
 import type { TemplateRepo, TemplateWriteOutcome } from '../ports.js';

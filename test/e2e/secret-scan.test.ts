@@ -1,4 +1,5 @@
 import { Writable } from 'node:stream';
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/log.js';
 import { startHerald, type ApiResponse, type RequestOptions, type TestHerald } from '../support/herald.js';
@@ -157,7 +158,9 @@ describe('secrets stay secret', () => {
     await call('receipts', 'GET', executionPath);
     await call('events', 'GET', `/v1/incidents/${incidentId}/events`);
 
-    const redisDump = await dumpPrefix(h.herald.redis, h.prefix);
+    const client = h.herald.redis;
+    if (!(client instanceof Redis)) throw new Error('the scan reads a standalone Redis');
+    const redisDump = await dumpPrefix(client, h.prefix);
     expect([...redisDump.keys()].some((k) => k.includes(':bull:')), 'BullMQ keys are scanned too').toBe(true);
     expect(logLines.length, 'logs were captured').toBeGreaterThan(20);
     const places = new Map<string, string>([...redisDump, ...responses, ...logLines.map((l, i) => [`log ${i}`, l] as [string, string])]);

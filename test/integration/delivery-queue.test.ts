@@ -1,5 +1,5 @@
 import { Job, type Worker } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient as Redis } from '../../src/store/redis-connect.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { BullDeliveryQueue, startDeliveryWorker } from '../../src/delivery/queue.js';
 import { createLogger } from '../../src/log.js';

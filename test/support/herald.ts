@@ -46,7 +46,7 @@ export interface TestHerald {
  * A real Herald on a random port over the shared test Redis, with its own key prefix, data
  * directory and an all-scopes API key. Everything it made is removed by close().
  */
-export async function startHerald(env: Record<string, string> = {}, opts: Pick<HeraldOptions, 'senders' | 'worker'> & { redisUrl?: string; log?: HeraldOptions['log'] } = {}): Promise<TestHerald> {
+export async function startHerald(env: Record<string, string> = {}, opts: Pick<HeraldOptions, 'senders' | 'worker'> & { redisUrl?: HeraldOptions['redisUrl']; log?: HeraldOptions['log'] } = {}): Promise<TestHerald> {
   const prefix = env.HERALD_KEY_PREFIX ?? uniquePrefix('h');
   const dataDir = mkdtempSync(join(tmpdir(), 'herald-test-'));
   const config = loadConfig({

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { Redis } from 'ioredis';
+import { Cluster, Redis } from 'ioredis';
 
 export const testRedisUrl = (): string => process.env.HERALD_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 
@@ -7,7 +7,12 @@ export const testRedisUrl = (): string => process.env.HERALD_TEST_REDIS_URL ?? '
 export const uniquePrefix = (label = 't'): string => `test-${label}-${randomBytes(6).toString('hex')}`;
 
 /** Deletes every key under a prefix's hash tag (tests clean up after themselves). */
-export async function dropPrefix(redis: Redis, prefix: string): Promise<void> {
+export async function dropPrefix(redis: Redis | Cluster, prefix: string): Promise<void> {
+  // SCAN is per node: on a Cluster, the tag's slot lives on one master, so ask each.
+  if (redis instanceof Cluster) {
+    for (const node of redis.nodes('master')) await dropPrefix(node, prefix);
+    return;
+  }
   let cursor = '0';
   do {
     const [next, keys] = await redis.scan(cursor, 'MATCH', `{${prefix}}*`, 'COUNT', 1000);

@@ -1,0 +1,113 @@
+import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
+import type { Config } from '../config.js';
+import { redisLocation } from './redis-location.js';
+
+/**
+ * Where Herald's Redis is: one server (REDIS_URL or the embedded socket), a Redis Cluster
+ * (REDIS_CLUSTER_NODES) or a primary found through Sentinels (REDIS_SENTINELS). README
+ * "Configuration" lists the variables; docs/scaling.md says what each buys.
+ */
+export type RedisTarget =
+  | { kind: 'standalone'; url: string }
+  | { kind: 'cluster'; nodes: { host: string; port: number }[]; username?: string; password?: string }
+  | { kind: 'sentinel'; sentinels: { host: string; port: number }[]; name: string; username?: string; password?: string };
+
+/**
+ * The target the configuration names. `fallbackUrl` (the embedded server's socket) is used only
+ * when none of REDIS_URL, REDIS_CLUSTER_NODES and REDIS_SENTINELS is set.
+ */
+export function redisTargetFromConfig(
+  config: Pick<Config, 'REDIS_URL' | 'REDIS_CLUSTER_NODES' | 'REDIS_SENTINELS' | 'REDIS_SENTINEL_NAME' | 'REDIS_USERNAME' | 'REDIS_PASSWORD'>,
+  fallbackUrl?: string,
+): RedisTarget {
+  const auth = {
+    ...(config.REDIS_USERNAME !== undefined ? { username: config.REDIS_USERNAME } : {}),
+    ...(config.REDIS_PASSWORD !== undefined ? { password: config.REDIS_PASSWORD } : {}),
+  };
+  if (config.REDIS_CLUSTER_NODES !== undefined) return { kind: 'cluster', nodes: config.REDIS_CLUSTER_NODES, ...auth };
+  if (config.REDIS_SENTINELS !== undefined) {
+    // loadConfig already refuses sentinels without a name; this guards direct callers.
+    if (config.REDIS_SENTINEL_NAME === undefined) throw new Error('REDIS_SENTINEL_NAME is required with REDIS_SENTINELS');
+    return { kind: 'sentinel', sentinels: config.REDIS_SENTINELS, name: config.REDIS_SENTINEL_NAME, ...auth };
+  }
+  const url = config.REDIS_URL ?? fallbackUrl;
+  if (url === undefined) throw new Error('no Redis configured and no embedded Redis to fall back on');
+  return { kind: 'standalone', url };
+}
+
+/** Where the target is, safe to log (never a password). */
+export function describeRedisTarget(t: RedisTarget): string {
+  const list = (hs: { host: string; port: number }[]) => hs.map((h) => `${h.host}:${h.port}`).join(',');
+  if (t.kind === 'cluster') return `cluster (${list(t.nodes)})`;
+  if (t.kind === 'sentinel') return `sentinel "${t.name}" (${list(t.sentinels)})`;
+  return redisLocation(t.url);
+}
+
+/**
+ * What a connection is for:
+ * - `request`: serves HTTP requests and Slack; a command fails after a few retries rather than
+ *   hanging the request while Redis is away.
+ * - `worker`: BullMQ queue and worker connections; they block and must never give up a command
+ *   (`maxRetriesPerRequest: null`, BullMQ refuses anything else for workers).
+ * - `subscriber`: long-lived pub/sub or blocking reads; like `worker`, never gives up.
+ */
+export type RedisUse = 'request' | 'worker' | 'subscriber';
+
+export type RedisClient = Redis | Cluster;
+
+export interface ConnectOptions {
+  use: RedisUse;
+  /** CLIENT SETNAME, so `CLIENT LIST` shows which part of Herald holds a connection. */
+  name: string;
+  /** Extra per-connection options (time-outs, …) laid over the defaults for `use`. */
+  options?: RedisOptions;
+}
+
+function baseOptions(o: ConnectOptions): RedisOptions {
+  return {
+    connectionName: o.name,
+    maxRetriesPerRequest: o.use === 'request' ? 3 : null,
+    enableReadyCheck: true,
+    lazyConnect: false,
+    ...o.options,
+  };
+}
+
+/**
+ * One connection to the configured Redis. On a Cluster, reads go to the masters too
+ * (`scaleReads: 'master'`): Herald reads what it has just written, and a replica may lag.
+ * Every multi-key command Herald sends keeps its keys under one hash tag (src/store/keys.ts), so
+ * one slot serves it; BullMQ's prefix is a hash tag for the same reason.
+ */
+export function connectRedis(target: RedisTarget, o: ConnectOptions): RedisClient {
+  const options = baseOptions(o);
+  if (target.kind === 'standalone') return new Redis(target.url, options);
+  const auth = {
+    ...(target.username !== undefined ? { username: target.username } : {}),
+    ...(target.password !== undefined ? { password: target.password } : {}),
+  };
+  if (target.kind === 'sentinel') {
+    return new Redis({
+      ...options,
+      ...auth,
+      sentinels: target.sentinels,
+      name: target.name,
+      role: 'master',
+      // Sentinels usually share the primary's password when they have one at all.
+      ...(target.password !== undefined ? { sentinelPassword: target.password } : {}),
+      ...(target.username !== undefined ? { sentinelUsername: target.username } : {}),
+    });
+  }
+  const clusterOptions: ClusterOptions = {
+    scaleReads: 'master',
+    redisOptions: { ...options, ...auth },
+    enableReadyCheck: true,
+    lazyConnect: false,
+    // A failover moves slots for a few seconds; keep asking instead of failing requests at once.
+    retryDelayOnClusterDown: 200,
+    retryDelayOnFailover: 200,
+    retryDelayOnTryAgain: 200,
+    ...(options.maxRetriesPerRequest === null ? {} : { maxRedirections: 16 }),
+  };
+  return new Cluster(target.nodes, clusterOptions);
+}

@@ -1,0 +1,196 @@
+/**
+ * Herald's Redis access on a real 3-master Redis Cluster (one replica each): connecting through a
+ * node that does not own Herald's slot, the start-up facts, multi-key scripts and MULTI under the
+ * hash tag, the rate limiter, and the BullMQ delivery queue carrying on across a failover.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
+import { RateLimiterRedis } from 'rate-limiter-flexible';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openCore, createHerald } from '../../src/app.js';
+import { loadConfig } from '../../src/config.js';
+import { BullDeliveryQueue, startDeliveryWorker } from '../../src/delivery/queue.js';
+import { createKeys } from '../../src/store/keys.js';
+import { connectRedis, redisTargetFromConfig, type RedisClient } from '../../src/store/redis-connect.js';
+import { readRedisFacts } from '../../src/store/redis.js';
+import { startHerald, type TestHerald } from '../support/herald.js';
+import { startWebhookReceiver } from '../support/peers/webhook-receiver.js';
+import { startCluster, nodeClient, type TestCluster } from '../support/redis-cluster.js';
+import { uniquePrefix } from '../support/redis.js';
+import { waitFor } from '../support/wait.js';
+
+const log = pino({ level: 'silent' });
+let cluster: TestCluster;
+const opened: RedisClient[] = [];
+const open = (c: RedisClient) => (opened.push(c), c);
+
+beforeAll(async () => {
+  cluster = await startCluster();
+}, 90_000);
+
+afterAll(async () => {
+  for (const c of opened) c.disconnect();
+  await cluster?.stop();
+}, 30_000);
+
+/** A seed node that owns neither the key's slot as master nor replicates it. */
+async function strangerTo(key: string): Promise<number> {
+  const { master, replica } = await cluster.ownerOf(key);
+  const other = cluster.nodes.find((n) => n.port !== master && n.port !== replica);
+  if (!other) throw new Error('no unrelated node');
+  return other.port;
+}
+
+describe('Redis Cluster', () => {
+  it('connects through a node that does not own the slot, and reads the facts of every master', async () => {
+    const keys = createKeys(uniquePrefix('cl'));
+    const seed = await strangerTo(keys.tag);
+    const redis = open(connectRedis({ kind: 'cluster', nodes: [{ host: '127.0.0.1', port: seed }] }, { use: 'request', name: 'herald-test' }));
+    await redis.set(keys.meta('x'), 'v');
+    expect(await redis.get(keys.meta('x'))).toBe('v');
+    expect(await readRedisFacts(redis)).toEqual({ maxmemoryPolicy: 'noeviction', persistence: 'aof' });
+  }, 60_000);
+
+  it('runs multi-key Lua, MULTI and the rate limiter under the hash tag in one slot', async () => {
+    const keys = createKeys(uniquePrefix('cl'));
+    const redis = open(connectRedis({ kind: 'cluster', nodes: [{ host: '127.0.0.1', port: cluster.nodes[0]!.port }] }, { use: 'request', name: 'herald-test' }));
+    const a = keys.incident('a');
+    const b = keys.incidents();
+    const r = await redis.eval("redis.call('SET', KEYS[1], ARGV[1]); redis.call('SADD', KEYS[2], ARGV[1]); return redis.call('SCARD', KEYS[2])", 2, a, b, 'one');
+    expect(r).toBe(1);
+    const res = await redis.multi().set(keys.incident('c'), '1').sadd(b, 'two').scard(b).exec();
+    expect(res?.map(([err]) => err)).toEqual([null, null, null]);
+    expect(res?.[2]?.[1]).toBe(2);
+
+    const limiter = new RateLimiterRedis({ storeClient: redis, keyPrefix: keys.rateLimitPrefix('default'), points: 2, duration: 60 });
+    await limiter.consume('k');
+    await limiter.consume('k');
+    await expect(limiter.consume('k')).rejects.toMatchObject({ remainingPoints: 0 });
+  }, 60_000);
+
+  it('delivers every queued job across a CLUSTER FAILOVER of the slot master, without a restart', async () => {
+    const keys = createKeys(uniquePrefix('cl'));
+    const seed = [{ host: '127.0.0.1', port: cluster.nodes[0]!.port }];
+    const queueConn = open(connectRedis({ kind: 'cluster', nodes: seed }, { use: 'worker', name: 'herald-queue' }));
+    const workerConn = open(connectRedis({ kind: 'cluster', nodes: seed }, { use: 'worker', name: 'herald-worker' }));
+    const queue = new BullDeliveryQueue(queueConn, keys.bullPrefix, () => undefined);
+    const seen = new Map<string, number>();
+    const N = 200;
+    const worker = startDeliveryWorker({
+      connection: workerConn,
+      prefix: keys.bullPrefix,
+      concurrency: 8,
+      lockDurationMs: 5000,
+      log,
+      async process(id) {
+        // A slow-ish sink, so the failover lands in the middle of the fan-out.
+        await new Promise((r) => setTimeout(r, 20));
+        seen.set(id, (seen.get(id) ?? 0) + 1);
+        return { kind: 'done', status: 'delivered' };
+      },
+    });
+    try {
+      const ids = Array.from({ length: N }, (_, i) => `dlv_${String(i).padStart(26, '0')}`);
+      await queue.enqueue(ids.map((deliveryId) => ({ deliveryId, jobId: `${deliveryId}-0`, delayMs: 0 })));
+      await waitFor(() => seen.size >= 20, { timeoutMs: 30_000, what: 'fan-out to start' });
+
+      const { master, replica } = await cluster.ownerOf(keys.tag);
+      expect(replica).not.toBeNull();
+      const rc = nodeClient(replica!);
+      try {
+        await rc.call('CLUSTER', 'FAILOVER');
+        await waitFor(async () => (await cluster.roleOf(replica!)) === 'master' && (await cluster.roleOf(master)) === 'slave', { timeoutMs: 30_000, intervalMs: 200, what: 'failover' });
+      } finally {
+        rc.disconnect();
+      }
+      expect(seen.size).toBeLessThan(N);
+      await waitFor(() => seen.size === N, { timeoutMs: 45_000, intervalMs: 100, what: `all ${N} jobs after failover (saw ${seen.size})` });
+      expect(ids.every((id) => seen.has(id))).toBe(true);
+    } finally {
+      await worker.close();
+      await queue.close();
+    }
+  }, 120_000);
+
+  it('runs the whole story on the cluster and keeps every delivery through a failover mid fan-out', async () => {
+    const N = 120;
+    const rx = await startWebhookReceiver({ acceptUnverified: true });
+    // A slow sink: the fan-out is still running when the failover starts.
+    rx.script(...Array.from({ length: N + 10 }, () => ({ delayMs: 250 })));
+    let h: TestHerald | null = null;
+    try {
+      h = await startHerald(
+        { HERALD_RATE_LIMIT: '100000', HERALD_EXECUTE_RATE_LIMIT: '100000', HERALD_WORKER_CONCURRENCY: '8' },
+        { redisUrl: { kind: 'cluster', nodes: [{ host: '127.0.0.1', port: cluster.nodes[0]!.port }] } },
+      );
+      const api = h.api.bind(h);
+      for (let i = 0; i < N; i++) {
+        const c = await api('POST', '/v1/connections', { body: { name: `sink-${i}`, type: 'webhook', config: { url: `${rx.url}/hook/${i}` } } });
+        expect(c.status).toBe(201);
+      }
+      const { body: inc } = await api('POST', '/v1/incidents', { body: { title: 'Checkout down', severity: 'major' } });
+      const exe = await api('POST', `/v1/incidents/${inc.id}/execute`, { body: {} });
+      expect(exe.status).toBe(202);
+      expect(exe.body.deliveries).toHaveLength(N);
+      await waitFor(() => rx.requests.length >= 10, { timeoutMs: 30_000, what: 'fan-out to start' });
+
+      const keys = createKeys(h.prefix);
+      const { master, replica } = await cluster.ownerOf(keys.tag);
+      const rc = nodeClient(replica!);
+      try {
+        await rc.call('CLUSTER', 'FAILOVER');
+        await waitFor(async () => (await cluster.roleOf(replica!)) === 'master' && (await cluster.roleOf(master)) === 'slave', { timeoutMs: 30_000, intervalMs: 200, what: 'failover' });
+      } finally {
+        rc.disconnect();
+      }
+      // The failover really landed in the middle of the fan-out.
+      expect(new Set(rx.requests.map((r) => r.path)).size).toBeLessThan(N);
+      const done = await waitFor(async () => {
+        const e = await api('GET', `/v1/incidents/${inc.id}/executions/${exe.body.id}`);
+        return e.status === 200 && !['queued', 'in_progress'].includes(e.body.status) ? e.body : undefined;
+      }, { timeoutMs: 60_000, intervalMs: 250, what: 'execution to finish after the failover' });
+      expect(done.status).toBe('delivered');
+      // Every delivery arrived; one that may have arrived twice says so (possible_duplicate).
+      const paths = new Map<string, number>();
+      for (const r of rx.requests) paths.set(r.path, (paths.get(r.path) ?? 0) + 1);
+      expect(paths.size).toBe(N);
+      const dupPaths = [...paths].filter(([, n]) => n > 1).length;
+      const flagged = done.deliveries.filter((d: { possible_duplicate: boolean }) => d.possible_duplicate).length;
+      expect(flagged).toBeGreaterThanOrEqual(dupPaths);
+      expect(done.deliveries.every((d: { status: string }) => d.status === 'delivered')).toBe(true);
+      // Herald was not restarted: it still serves reads on the new primary.
+      expect((await api('GET', `/v1/incidents/${inc.id}`)).status).toBe(200);
+    } finally {
+      await h?.close();
+      await rx.close();
+    }
+  }, 150_000);
+
+  it('starts and runs the CLI core from REDIS_CLUSTER_NODES naming only a node that does not own the slot', async () => {
+    const prefix = uniquePrefix('cl');
+    const seed = await strangerTo(createKeys(prefix).tag);
+    const dataDir = mkdtempSync(join(tmpdir(), 'herald-cl-'));
+    const config = loadConfig({ REDIS_CLUSTER_NODES: `127.0.0.1:${seed}`, HERALD_KEY_PREFIX: prefix, HERALD_DATA_DIR: dataDir, LOG_LEVEL: 'silent' });
+    try {
+      // Start-up (its CONFIG GET checks included) and a write through the API services.
+      const herald = await createHerald({ config, redisUrl: redisTargetFromConfig(config), log, worker: false });
+      let id: string;
+      try {
+        id = (await herald.services.apiKeys.create({ name: 'ops', scopes: ['*'] }, { type: 'system', id: 'test', name: 'test' })).key.id;
+      } finally {
+        await herald.close();
+      }
+      // The CLI's core, as `herald keys …` opens it, reads what the server wrote.
+      const core = await openCore({ config, log });
+      try {
+        expect((await core.services.apiKeys.get(id)).name).toBe('ops');
+      } finally {
+        await core.close();
+      }
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 60_000);
+});

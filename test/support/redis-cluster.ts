@@ -1,0 +1,205 @@
+/**
+ * Private Redis Clusters and Sentinel groups for tests: their own redis-server processes on free
+ * loopback ports under a temporary directory, killed by stop() and, as a last resort, on exit.
+ * Nothing here touches the shared Redis on 6379.
+ */
+import { spawn, execFile, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { Redis } from 'ioredis';
+import { waitFor } from './wait.js';
+
+const run = promisify(execFile);
+const live = new Set<ChildProcess>();
+process.on('exit', () => {
+  for (const p of live) p.kill('SIGKILL');
+});
+
+async function portFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = createServer();
+    s.once('error', () => resolve(false));
+    s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
+  });
+}
+
+/** A port that is free, and (for cluster nodes) whose bus port, port + 10000, is free too. */
+async function freePort(withBus: boolean): Promise<number> {
+  for (;;) {
+    const p = 20_000 + Math.floor(Math.random() * 35_000);
+    if ((await portFree(p)) && (!withBus || (await portFree(p + 10_000)))) return p;
+  }
+}
+
+function startServer(args: string[]): ChildProcess {
+  const child = spawn('redis-server', args, { stdio: 'ignore' });
+  live.add(child);
+  child.once('exit', () => live.delete(child));
+  return child;
+}
+
+async function cli(port: number, ...args: string[]): Promise<string> {
+  const { stdout } = await run('redis-cli', ['-h', '127.0.0.1', '-p', String(port), ...args], { timeout: 20_000 });
+  return stdout;
+}
+
+async function waitPing(port: number): Promise<void> {
+  await waitFor(async () => (await cli(port, 'PING')).trim() === 'PONG', { timeoutMs: 30_000, intervalMs: 100, what: `redis on ${port}` });
+}
+
+export interface TestNode {
+  port: number;
+  process: ChildProcess;
+}
+
+export interface TestCluster {
+  nodes: TestNode[];
+  /** Node whose `CLUSTER NODES` line says master / slave right now. */
+  roleOf(port: number): Promise<'master' | 'slave'>;
+  /** The port of the master serving `key`'s slot, and of one of its replicas. */
+  ownerOf(key: string): Promise<{ master: number; replica: number | null }>;
+  stop(): Promise<void>;
+}
+
+/** Three masters with one replica each; resolves once every node reports cluster_state:ok. */
+export async function startCluster(): Promise<TestCluster> {
+  const dir = mkdtempSync(join(tmpdir(), 'herald-cluster-'));
+  const nodes: TestNode[] = [];
+  for (let i = 0; i < 6; i++) {
+    const port = await freePort(true);
+    const proc = startServer([
+      '--port', String(port), '--bind', '127.0.0.1', '--cluster-enabled', 'yes',
+      '--cluster-config-file', join(dir, `nodes-${port}.conf`), '--cluster-node-timeout', '2000',
+      '--dir', dir, '--dbfilename', `dump-${port}.rdb`, '--appendfilename', `aof-${port}.aof`, '--appenddirname', `aof-${port}`,
+      '--save', '', '--appendonly', 'yes', '--maxmemory-policy', 'noeviction',
+    ]);
+    nodes.push({ port, process: proc });
+  }
+  const stop = async () => {
+    for (const n of nodes) n.process.kill('SIGKILL');
+    await waitFor(() => nodes.every((n) => n.process.exitCode !== null || n.process.signalCode !== null), { timeoutMs: 10_000, what: 'cluster nodes to exit' }).catch(() => undefined);
+    rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    for (const n of nodes) await waitPing(n.port);
+    await run('redis-cli', ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', '1', '--cluster-yes'], { timeout: 60_000 });
+    for (const n of nodes) {
+      await waitFor(async () => (await cli(n.port, 'CLUSTER', 'INFO')).includes('cluster_state:ok'), { timeoutMs: 45_000, intervalMs: 200, what: `cluster_state:ok on ${n.port}` });
+    }
+    // Replica assignments spread by gossip after cluster_state:ok: wait until every node knows
+    // all three replicas, and every replica has synced, so a failover has somewhere to go.
+    for (const n of nodes) {
+      await waitFor(async () => {
+        const lines = (await cli(n.port, 'CLUSTER', 'NODES')).trim().split('\n').map((l) => l.split(' '));
+        return lines.filter((f) => f[2]?.includes('slave') && f[3] !== '-').length === 3;
+      }, { timeoutMs: 45_000, intervalMs: 200, what: `replicas known to ${n.port}` });
+      const info = await cli(n.port, 'INFO', 'replication');
+      if (info.includes('role:slave')) {
+        await waitFor(async () => (await cli(n.port, 'INFO', 'replication')).includes('master_link_status:up'), { timeoutMs: 45_000, intervalMs: 200, what: `replica ${n.port} in sync` });
+      }
+    }
+  } catch (e) {
+    await stop();
+    throw e;
+  }
+  const table = async (port: number) => (await cli(port, 'CLUSTER', 'NODES')).trim().split('\n').map((l) => l.split(' '));
+  return {
+    nodes,
+    async roleOf(port) {
+      const me = (await table(port)).find((f) => f[2]?.includes('myself'));
+      return me?.[2]?.includes('master') ? 'master' : 'slave';
+    },
+    async ownerOf(key) {
+      const slot = Number((await cli(nodes[0]!.port, 'CLUSTER', 'KEYSLOT', key)).trim());
+      const rows = await table(nodes[0]!.port);
+      const master = rows.find((f) => f[2]?.includes('master') && !f[2].includes('fail') && f.slice(8).some((r) => {
+        const [a, b] = r.split('-').map(Number);
+        return a !== undefined && slot >= a && slot <= (b ?? a);
+      }));
+      if (!master) throw new Error(`no master for slot ${slot}`);
+      const replica = rows.find((f) => f[3] === master[0] && !f[2]?.includes('fail'));
+      const portOf = (f: string[]) => Number(f[1]?.split('@')[0]?.split(':')[1]);
+      return { master: portOf(master), replica: replica ? portOf(replica) : null };
+    },
+    stop,
+  };
+}
+
+export interface TestSentinelGroup {
+  name: string;
+  master: TestNode;
+  replicas: TestNode[];
+  sentinels: TestNode[];
+  /** The port the sentinels currently call primary. */
+  primaryPort(): Promise<number>;
+  stop(): Promise<void>;
+}
+
+/** One primary, two replicas, three sentinels (quorum 2) with failover in a few seconds. */
+export async function startSentinelGroup(name = 'herald'): Promise<TestSentinelGroup> {
+  const dir = mkdtempSync(join(tmpdir(), 'herald-sentinel-'));
+  const all: TestNode[] = [];
+  const server = async (extra: string[]) => {
+    const port = await freePort(false);
+    const node = {
+      port,
+      process: startServer(['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--dbfilename', `dump-${port}.rdb`, '--appendfilename', `aof-${port}.aof`, '--appenddirname', `aof-${port}`,
+        '--save', '', '--appendonly', 'yes', '--maxmemory-policy', 'noeviction', ...extra]),
+    };
+    all.push(node);
+    return node;
+  };
+  const stop = async () => {
+    for (const n of all) n.process.kill('SIGKILL');
+    await waitFor(() => all.every((n) => n.process.exitCode !== null || n.process.signalCode !== null), { timeoutMs: 10_000, what: 'sentinel group to exit' }).catch(() => undefined);
+    rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    const master = await server([]);
+    await waitPing(master.port);
+    const replicas = [await server(['--replicaof', '127.0.0.1', String(master.port)]), await server(['--replicaof', '127.0.0.1', String(master.port)])];
+    for (const r of replicas) await waitPing(r.port);
+    const sentinels: TestNode[] = [];
+    for (let i = 0; i < 3; i++) {
+      const port = await freePort(false);
+      const conf = join(dir, `sentinel-${port}.conf`);
+      // Sentinel rewrites its config file, so each gets its own.
+      writeFileSync(conf, [
+        `port ${port}`, 'bind 127.0.0.1', `dir ${dir}`,
+        `sentinel monitor ${name} 127.0.0.1 ${master.port} 2`,
+        `sentinel down-after-milliseconds ${name} 1500`,
+        `sentinel failover-timeout ${name} 6000`,
+        `sentinel parallel-syncs ${name} 1`, '',
+      ].join('\n'));
+      const node = { port, process: startServer([conf, '--sentinel']) };
+      all.push(node);
+      sentinels.push(node);
+    }
+    for (const s of sentinels) await waitPing(s.port);
+    // Ready when every sentinel knows both replicas and the other two sentinels.
+    for (const s of sentinels) {
+      await waitFor(async () => {
+        const info = await cli(s.port, 'SENTINEL', 'MASTER', name);
+        const f = info.trim().split('\n');
+        const v = (k: string) => Number(f[f.indexOf(k) + 1]);
+        return v('num-slaves') >= 2 && v('num-other-sentinels') >= 2;
+      }, { timeoutMs: 45_000, intervalMs: 200, what: `sentinel ${s.port} to see the group` });
+    }
+    return {
+      name, master, replicas, sentinels, stop,
+      async primaryPort() {
+        const out = (await cli(sentinels[0]!.port, 'SENTINEL', 'GET-MASTER-ADDR-BY-NAME', name)).trim().split('\n');
+        return Number(out[1]);
+      },
+    };
+  } catch (e) {
+    await stop();
+    throw e;
+  }
+}
+
+/** A plain connection to one node, for a test's own checks. */
+export const nodeClient = (port: number): Redis => new Redis({ host: '127.0.0.1', port, maxRetriesPerRequest: 3, lazyConnect: false });
