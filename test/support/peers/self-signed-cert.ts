@@ -53,7 +53,10 @@ export function createSelfSignedCert(names: string[] = ['localhost', '127.0.0.1'
   const { publicKey, privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
   const name = seq(set(seq(oid('2.5.4.3'), utf8(names[0] ?? 'localhost'))));
   const serial = randomBytes(8);
-  serial[0] = serial[0]! & 0x7f; // a positive INTEGER
+  // A positive INTEGER in minimal DER: the high bit clear (positive) and the first byte never 0x00,
+  // which DER forbids before a byte below 0x80 (OpenSSL 3 refuses it as "illegal padding": 1
+  // certificate in about 256 failed that way).
+  serial[0] = (serial[0]! & 0x7f) | 0x40;
   const now = Date.now();
   const san = seq(
     ...names.map((n) => (isIPv4(n) ? der(0x87, Buffer.from(n.split('.').map(Number))) : der(0x82, Buffer.from(n, 'ascii')))),
