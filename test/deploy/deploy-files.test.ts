@@ -2,7 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments, parse as parseYaml } from 'yaml';
-import { CONFIG_VARIABLES } from '../../src/config.js';
+import { CONFIG_VARIABLES, loadConfig } from '../../src/config.js';
 import { ROOT } from '../support/child.js';
 import { startHerald, type TestHerald } from '../support/herald.js';
 
@@ -26,12 +26,40 @@ const k8sDocs = k8sFiles.flatMap((f) =>
 const containersOf = (doc: Obj): Obj[] => (asObj(asObj(asObj(doc.spec).template).spec).containers as Obj[] | undefined) ?? [];
 
 describe('deployment files', () => {
-  it('.env.example lists every variable Herald reads, and nothing else', () => {
-    const names = read('.env.example')
+  /** `NAME=value` lines of .env.example, commented out (`#NAME=value`) or not. */
+  const envExample = () =>
+    read('.env.example')
       .split('\n')
-      .filter((l) => /^[A-Z_0-9]+=/.test(l))
-      .map((l) => l.slice(0, l.indexOf('=')));
-    expect([...names].sort()).toEqual([...CONFIG_VARIABLES].sort());
+      .map((l) => /^(#?)([A-Z_0-9]+)=(.*)$/.exec(l))
+      .filter((m) => m !== null)
+      .map(([, hash, name, value]) => ({ name: name!, value: value!, active: hash === '' }));
+
+  it('.env.example lists every variable Herald reads, and nothing else', () => {
+    expect(envExample().map((e) => e.name).sort()).toEqual([...CONFIG_VARIABLES].sort());
+  });
+
+  it('an .env made from .env.example overrides nothing the image, compose or the systemd unit sets', () => {
+    // compose's env_file and systemd's EnvironmentFile= win over the image's ENV and the unit's
+    // Environment=: an uncommented default there would move HERALD_DATA_DIR off the volume.
+    const docker = read('Dockerfile');
+    const fromImage = [...docker.matchAll(/^ENV (.+)$/gm)].flatMap((m) => [...m[1]!.matchAll(/([A-Z_0-9]+)=/g)].map((x) => x[1]!));
+    const compose = asObj(parseYaml(read('compose.yaml'), { merge: true }));
+    const fromCompose = Object.values(asObj(compose.services)).flatMap((s) => Object.keys(asObj(asObj(s).environment)));
+    const fromUnit = [...read('deploy/systemd/herald.service').matchAll(/^Environment=([A-Z_0-9]+)=/gm)].map((m) => m[1]!);
+    const set = new Set([...fromImage, ...fromCompose, ...fromUnit]);
+    expect(set).toContain('HERALD_DATA_DIR');
+    const active = envExample().filter((e) => e.active).map((e) => e.name);
+    expect(active.filter((name) => set.has(name))).toEqual([]);
+    expect(active).toContain('HERALD_SECRET_KEY');
+  });
+
+  it('every example value in .env.example is one Herald accepts', () => {
+    const examples = envExample().filter((e) => e.value !== '');
+    expect(examples.length).toBeGreaterThan(20);
+    for (const { name, value } of examples) {
+      // REDIS_SENTINELS needs its master name; alone, each Redis way is valid.
+      expect(() => loadConfig({ REDIS_SENTINEL_NAME: 'herald', [name]: value }), `${name}=${value}`).not.toThrow();
+    }
   });
 
   it("the README's Configuration table lists every variable", () => {
