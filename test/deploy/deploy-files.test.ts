@@ -67,7 +67,7 @@ describe('deployment files', () => {
     for (const name of CONFIG_VARIABLES) expect(readme, name).toContain(`| \`${name}\` |`);
   });
 
-  it('compose.yaml: api + worker + Redis with AOF and noeviction, a volume, the key from .env', () => {
+  it('compose.yaml: api + worker (no HTTP health check) + Redis with AOF and noeviction, a volume, the key from .env', () => {
     const compose = asObj(parseYaml(read('compose.yaml'), { merge: true }));
     const services = asObj(compose.services);
     expect(Object.keys(services).sort()).toEqual(['api', 'redis', 'worker']);
@@ -78,6 +78,9 @@ describe('deployment files', () => {
       expect(s.env_file).toBe('.env');
       for (const name of Object.keys(env)) expect(CONFIG_VARIABLES, `${role}: ${name}`).toContain(name);
     }
+    // The image's HEALTHCHECK probes HTTP, which only the api role serves.
+    expect(asObj(services.api).healthcheck).toBeUndefined();
+    expect(asObj(asObj(services.worker).healthcheck).disable).toBe(true);
     expect(asObj(services.api).ports).toEqual([`${asObj(asObj(services.api).environment).PORT as string}:3000`]);
     const redis = (asObj(services.redis).command as string[]).join(' ');
     expect(redis).toContain('--appendonly yes');
