@@ -1,4 +1,6 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments, parse as parseYaml } from 'yaml';
@@ -59,6 +61,42 @@ describe('deployment files', () => {
     for (const { name, value } of examples) {
       // REDIS_SENTINELS needs its master name; alone, each Redis way is valid.
       expect(() => loadConfig({ REDIS_SENTINEL_NAME: 'herald', [name]: value }), `${name}=${value}`).not.toThrow();
+    }
+  });
+
+  it("the README's compose commands make an .env with which every compose service and the systemd unit start as meant", () => {
+    // The README's Compose block, run as written in a directory holding .env.example.
+    const readme = read('README.md');
+    const block = /```sh\n\s*(cp \.env\.example \.env\n[\s\S]*?)```/.exec(readme)?.[1];
+    expect(block, 'the Compose block').toBeDefined();
+    const commands = block!.split('\n').map((l) => l.trim()).filter((l) => l !== '' && !l.startsWith('docker compose'));
+    const dir = mkdtempSync(join(tmpdir(), 'herald-compose-env-'));
+    try {
+      copyFileSync(join(ROOT, '.env.example'), join(dir, '.env.example'));
+      execFileSync('bash', ['-euo', 'pipefail', '-c', commands.join('\n')], { cwd: dir });
+      const dotenv = Object.fromEntries(
+        readFileSync(join(dir, '.env'), 'utf8')
+          .split('\n')
+          .map((l) => /^([A-Z_0-9]+)=(.*)$/.exec(l))
+          .filter((m) => m !== null)
+          .map(([, k, v]) => [k!, v!]),
+      );
+      // Precedence as compose applies it: the image's ENV, then env_file, then environment.
+      const imageEnv = Object.fromEntries([...read('Dockerfile').matchAll(/^ENV (.+)$/gm)].flatMap((m) => [...m[1]!.matchAll(/([A-Z_0-9]+)=(\S+)/g)].map((x) => [x[1]!, x[2]!])));
+      const services = asObj(asObj(parseYaml(read('compose.yaml'), { merge: true })).services);
+      for (const role of ['api', 'worker'] as const) {
+        const env = { ...imageEnv, ...dotenv, ...(asObj(asObj(services[role]).environment) as Record<string, string>) };
+        const config = loadConfig(env);
+        expect(config.HERALD_ROLE).toBe(role);
+        expect(config.HERALD_DATA_DIR).toBe('/data');
+        expect(config.REDIS_URL).toBe('redis://redis:6379');
+        expect(Buffer.from(config.HERALD_SECRET_KEY ?? '', 'base64')).toHaveLength(32);
+      }
+      // systemd: EnvironmentFile= overrides Environment=.
+      const unitEnv = Object.fromEntries([...read('deploy/systemd/herald.service').matchAll(/^Environment=([A-Z_0-9]+)=(.*)$/gm)].map((m) => [m[1]!, m[2]!]));
+      expect(loadConfig({ ...unitEnv, ...dotenv }).HERALD_DATA_DIR).toBe('/var/lib/herald');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 
