@@ -21,7 +21,7 @@ import type { TemplateService } from './services/templates.js';
 import { RedisExecutionRepo } from './store/executions.js';
 import type { Keys } from './store/keys.js';
 import { RedisPacer } from './store/pacing.js';
-import { createRedis, isRedisUnavailable, redisErrorLogger } from './store/redis.js';
+import { BULK_COMMAND_TIMEOUT_MS, createRedis, isRedisUnavailable, redisErrorLogger } from './store/redis.js';
 import type { RedisTarget } from './store/redis-connect.js';
 
 export interface DeliveryWiring {
@@ -58,7 +58,8 @@ export function composeDelivery(o: {
   const queueTrouble = redisErrorLogger(log, 'herald-queue (BullMQ)');
   queueConnection.on('ready', queueTrouble.ready);
   const queue = new BullDeliveryQueue(queueConnection, keys.bullPrefix, (err) => (isRedisUnavailable(err) ? queueTrouble.error(err) : log.warn({ err: err.message }, 'delivery queue error')));
-  const repo = new RedisExecutionRepo(o.redis, keys, () => o.clock.now().getTime());
+  const bulkConnection = createRedis(o.redisUrl, { name: 'herald-bulk', log, commandTimeoutMs: BULK_COMMAND_TIMEOUT_MS });
+  const repo = new RedisExecutionRepo(o.redis, keys, () => o.clock.now().getTime(), bulkConnection);
   const metrics = deliveryMetrics(o.registry);
   const listeners: ((d: Delivery) => void)[] = [metrics.changed];
 
@@ -152,6 +153,7 @@ export function composeDelivery(o: {
       }
       await queue.close().catch(() => undefined);
       await queueConnection.quit().catch(() => undefined);
+      await bulkConnection.quit().catch(() => undefined);
       await workerConnection?.quit().catch(() => undefined);
     },
   };

@@ -17,11 +17,15 @@ export class RedisExecutionRepo implements ExecutionRepo {
     private readonly redis: Redis,
     private readonly keys: Keys,
     private readonly nowMs: () => number = Date.now,
+    /** The connection for the execute's commit (see BULK_COMMAND_TIMEOUT_MS); the same one by default. */
+    private readonly bulk: Redis = redis,
   ) {}
 
   create(execution: Execution, deliveries: Delivery[], incidentPrev: Incident, incidentNext: Incident, events: IncidentEvent[]): Promise<boolean> {
     const k = this.keys;
-    const change = new Change(this.redis)
+    // Not connected yet (just started) or reconnecting: the bounded connection answers at once.
+    const client = this.bulk.status === 'ready' ? this.bulk : this.redis;
+    const change = new Change(client)
       .expect(k.incident(incidentPrev.id), JSON.stringify(incidentPrev))
       .write('SET', k.incident(incidentNext.id), JSON.stringify(incidentNext))
       .write('SET', k.execution(execution.id), JSON.stringify(execution))

@@ -13,6 +13,15 @@ export { isRedisUnavailable };
 export const REQUEST_COMMAND_TIMEOUT_MS = 1200;
 
 /**
+ * The bound of the one command that commits an execute: a single atomic script writing every
+ * delivery (thousands of keys) can take seconds on a busy machine. Under the 1.2 s bound it was
+ * answered 503 although Redis went on to apply it (a time-out does not cancel a command sent).
+ * It runs only after the request's earlier commands succeeded, so a Redis that is down or paused
+ * has already been answered 503 within 2 s by then.
+ */
+export const BULK_COMMAND_TIMEOUT_MS = 15_000;
+
+/**
  * Options of every connection that serves requests (API, Slack, CLI, the queue's producer side):
  * commands are bounded in time, and none is queued while disconnected — it fails at once (a 503)
  * instead. A queued command that timed out would still be sent on reconnect, applying a write
@@ -76,10 +85,11 @@ export function workerRedisOptions(name: string): RedisOptions {
  * Redis connections. `worker: true` is for BullMQ, whose workers block and must never give up a
  * command. Pass `log` to get the one error listener every client needs (see watchRedis).
  */
-export function createRedis(target: string | RedisTarget, opts: { worker?: boolean; name?: string; log?: Logger } = {}): RedisClient {
+export function createRedis(target: string | RedisTarget, opts: { worker?: boolean; name?: string; log?: Logger; commandTimeoutMs?: number } = {}): RedisClient {
   const name = opts.name ?? 'herald';
   const t: RedisTarget = typeof target === 'string' ? { kind: 'standalone', url: target } : target;
-  const redis = connectRedis(t, { use: opts.worker ? 'worker' : 'request', name, options: opts.worker ? workerRedisOptions(name) : requestRedisOptions(name) });
+  const options = opts.worker ? workerRedisOptions(name) : { ...requestRedisOptions(name), ...(opts.commandTimeoutMs !== undefined ? { commandTimeout: opts.commandTimeoutMs } : {}) };
+  const redis = connectRedis(t, { use: opts.worker ? 'worker' : 'request', name, options });
   if (opts.log) watchRedis(redis, opts.log, name);
   return redis;
 }
