@@ -9,7 +9,7 @@ import pino, { type Logger } from 'pino';
 import { CHANNEL_TYPES } from '../../src/domain/channel-types.js';
 import type { ChannelSenders, OutboundMessage } from '../../src/ports.js';
 import { freePort } from '../support/child.js';
-import { waitFor } from '../support/wait.js';
+import { waitForRedis } from '../support/redis.js';
 
 /**
  * A private redis-server for destructive tests (SHUTDOWN, SIGSTOP): its own port and data
@@ -37,20 +37,7 @@ export async function startPrivateRedis(): Promise<PrivateRedis> {
     spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'yes', '--appendfsync', 'always', '--maxmemory-policy', 'noeviction'], {
       stdio: 'ignore',
     });
-  const ready = () =>
-    waitFor(
-      async () => {
-        const r = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-        r.on('error', () => undefined);
-        try {
-          await r.connect();
-          return (await r.ping()) === 'PONG';
-        } finally {
-          r.disconnect();
-        }
-      },
-      { what: 'private redis-server', timeoutMs: 30_000, intervalMs: 50 },
-    );
+  const ready = () => waitForRedis(url, 30_000);
   const state = { proc: spawnIt() };
   await ready();
   const exited = (p: ChildProcess) => (p.exitCode !== null || p.signalCode !== null ? Promise.resolve() : new Promise<void>((r) => p.once('exit', () => r())));

@@ -1,8 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { Redis } from 'ioredis';
-import { waitFor } from './wait.js';
+import { waitForRedis } from './redis.js';
 
 /**
  * Child processes for the end-to-end tests of the entry points: the compiled `dist/main.js` and
@@ -97,18 +96,6 @@ export async function startPrivateRedis(extra: string[]): Promise<{ url: string;
   const port = await freePort();
   const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', '/tmp', ...extra], { stdio: 'ignore' });
   const url = `redis://127.0.0.1:${port}`;
-  await waitFor(
-    async () => {
-      const r = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-      r.on('error', () => undefined);
-      try {
-        await r.connect();
-        return (await r.ping()) === 'PONG';
-      } finally {
-        r.disconnect();
-      }
-    },
-    { what: 'private redis-server', timeoutMs: 10_000, intervalMs: 50 },
-  );
+  await waitForRedis(url, 10_000);
   return { url, proc, kill: () => proc.kill('SIGKILL') };
 }

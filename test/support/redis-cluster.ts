@@ -10,6 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
+import { expect } from 'vitest';
+import type { TestHerald } from './herald.js';
 import { waitFor } from './wait.js';
 
 const run = promisify(execFile);
@@ -203,3 +205,30 @@ export async function startSentinelGroup(name = 'herald'): Promise<TestSentinelG
 
 /** A plain connection to one node, for a test's own checks. */
 export const nodeClient = (port: number): Redis => new Redis({ host: '127.0.0.1', port, maxRetriesPerRequest: 3, lazyConnect: false });
+
+/**
+ * After a failover mid fan-out: waits for the execution to finish, then checks that it delivered
+ * and that every delivery reached the receiver — a repeat only where Herald flagged it
+ * `possible_duplicate`. Returns the finished execution.
+ */
+export async function expectFanOutSurvived(
+  h: Pick<TestHerald, 'api'>,
+  executionPath: string,
+  received: readonly { path: string }[],
+  n: number,
+): Promise<{ deliveries: { status: string; possible_duplicate: boolean }[] }> {
+  const done = await waitFor(
+    async () => {
+      const e = await h.api('GET', executionPath);
+      return e.status === 200 && !['queued', 'in_progress'].includes(e.body.status) ? (e.body as { status: string; deliveries: { status: string; possible_duplicate: boolean }[] }) : undefined;
+    },
+    { timeoutMs: 60_000, intervalMs: 250, what: 'execution to finish after the failover' },
+  );
+  expect(done.status).toBe('delivered');
+  const paths = new Map<string, number>();
+  for (const r of received) paths.set(r.path, (paths.get(r.path) ?? 0) + 1);
+  expect(paths.size).toBe(n);
+  const repeated = [...paths].filter(([, count]) => count > 1).length;
+  expect(done.deliveries.filter((d) => d.possible_duplicate).length).toBeGreaterThanOrEqual(repeated);
+  return done;
+}

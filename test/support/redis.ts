@@ -1,24 +1,48 @@
 import { randomBytes } from 'node:crypto';
 import { Cluster, Redis } from 'ioredis';
+import { waitFor } from './wait.js';
 
 export const testRedisUrl = (): string => process.env.HERALD_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 
 /** A key prefix no other test uses. */
 export const uniquePrefix = (label = 't'): string => `test-${label}-${randomBytes(6).toString('hex')}`;
 
+/**
+ * Every key under a prefix's hash tag, a batch at a time. SCAN is per node: on a Cluster, the
+ * tag's slot lives on one master, so each is asked.
+ */
+export async function* scanPrefix(redis: Redis | Cluster, prefix: string): AsyncGenerator<string[]> {
+  for (const node of redis instanceof Cluster ? redis.nodes('master') : [redis]) {
+    let cursor = '0';
+    do {
+      const [next, keys] = await node.scan(cursor, 'MATCH', `{${prefix}}*`, 'COUNT', 1000);
+      cursor = next;
+      if (keys.length > 0) yield keys;
+    } while (cursor !== '0');
+  }
+}
+
 /** Deletes every key under a prefix's hash tag (tests clean up after themselves). */
 export async function dropPrefix(redis: Redis | Cluster, prefix: string): Promise<void> {
-  // SCAN is per node: on a Cluster, the tag's slot lives on one master, so ask each.
-  if (redis instanceof Cluster) {
-    for (const node of redis.nodes('master')) await dropPrefix(node, prefix);
-    return;
-  }
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `{${prefix}}*`, 'COUNT', 1000);
-    cursor = next;
-    if (keys.length > 0) await redis.del(...keys);
-  } while (cursor !== '0');
+  // One hash tag, one slot: a multi-key DEL is legal on a Cluster too.
+  for await (const keys of scanPrefix(redis, prefix)) await redis.del(...keys);
+}
+
+/** Waits until a Redis at `url` answers PING (a server a test has just started). */
+export async function waitForRedis(url: string, timeoutMs: number): Promise<void> {
+  await waitFor(
+    async () => {
+      const r = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+      r.on('error', () => undefined);
+      try {
+        await r.connect();
+        return (await r.ping()) === 'PONG';
+      } finally {
+        r.disconnect();
+      }
+    },
+    { what: `redis-server at ${url}`, timeoutMs, intervalMs: 50 },
+  );
 }
 
 export function connectTestRedis(): Redis {

@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import { scanPrefix } from './redis.js';
 
 /**
  * Finds secrets in text, in clear or encoded: base64 and base64url at each of the three byte
@@ -51,12 +52,9 @@ export function findSecrets(secrets: readonly string[], places: ReadonlyMap<stri
  */
 export async function dumpPrefix(redis: Redis, prefix: string): Promise<Map<string, string>> {
   const out = new Map<string, string>();
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `{${prefix}}*`, 'COUNT', 1000);
-    cursor = next;
+  for await (const keys of scanPrefix(redis, prefix)) {
     for (const key of keys) out.set(`redis ${key}`, `${key}\n${await readValue(redis, key)}`);
-  } while (cursor !== '0');
+  }
   return out;
 }
 
