@@ -18,6 +18,13 @@ import { spawn } from 'node:child_process';
  */
 const run = promisify(execFile);
 
+/**
+ * Two clean `npm ci` runs, a compile and a start: about 30 s on a quiet machine, over 120 s
+ * with a second test suite running beside it. The deadline is for a job that is long by nature,
+ * not a wait for something that may never come: each step still fails at once on an error.
+ */
+const DOCKERFILE_DEADLINE_MS = 600_000;
+
 interface Stage {
   name: string;
   env: Record<string, string>;
@@ -128,5 +135,5 @@ describe('the Dockerfile', () => {
     );
     proc.kill('SIGTERM');
     expect(await exited).toBe(0);
-  });
+  }, DOCKERFILE_DEADLINE_MS);
 });
