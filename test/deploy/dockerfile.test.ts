@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { copyFileSync, cpSync, existsSync, linkSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -66,6 +66,48 @@ function parseDockerfile(text: string): Stage[] {
   return stages;
 }
 
+/**
+ * The runtime stage ends with `npm cache clean --force`. Run against the user's npm cache, that
+ * wipes it under every other npm beside this test (a second `npm test` here failed its own
+ * `npm ci` with ENOTEMPTY), so every RUN line gets a private cache: a tree of hard links to the
+ * user's cache (cheap, and cacache never rewrites a file in place, it writes new ones), which
+ * the clean then empties without touching the user's.
+ */
+function privateNpmCache(into: string): string {
+  const userCache = process.env.npm_config_cache ?? join(homedir(), '.npm');
+  const cache = join(into, 'npm-cache');
+  mkdirSync(cache, { recursive: true });
+  const source = join(userCache, '_cacache');
+  if (existsSync(source)) linkTree(source, join(cache, '_cacache'));
+  return cache;
+}
+
+/** Mirrors a directory as hard links (copies across file systems); files that vanish meanwhile are skipped. */
+function linkTree(from: string, to: string): void {
+  mkdirSync(to, { recursive: true });
+  let entries;
+  try {
+    entries = readdirSync(from, { withFileTypes: true });
+  } catch {
+    return; // removed by another npm while we walked
+  }
+  for (const e of entries) {
+    if (e.name === 'tmp') continue; // another npm's files in flight
+    const a = join(from, e.name);
+    const b = join(to, e.name);
+    if (e.isDirectory()) linkTree(a, b);
+    else if (e.isFile()) {
+      try {
+        linkSync(a, b);
+      } catch (err) {
+        const code = (err as NodeJS.ErrnoException).code;
+        if (code === 'EXDEV') copyFileSync(a, b);
+        else if (code !== 'ENOENT') throw err;
+      }
+    }
+  }
+}
+
 const dirs: string[] = [];
 let server: Child | undefined;
 const redis = connectTestRedis();
@@ -84,6 +126,9 @@ describe('the Dockerfile', () => {
     const workdirs = new Map<string, string>();
     const dataDir = mkdtempSync(join(tmpdir(), 'herald-docker-data-'));
     dirs.push(dataDir);
+    const cacheDir = mkdtempSync(join(tmpdir(), 'herald-docker-npm-'));
+    dirs.push(cacheDir);
+    const npmCache = privateNpmCache(cacheDir);
     const skipped: string[] = [];
     for (const stage of stages) {
       const dir = mkdtempSync(join(tmpdir(), `herald-docker-${stage.name}-`));
@@ -102,7 +147,7 @@ describe('the Dockerfile', () => {
         } else if (/\/data\b/.test(step.command)) {
           skipped.push(step.command);
         } else {
-          await run('sh', ['-c', step.command], { cwd: dir, env: { ...process.env, ...stage.env, HERALD_DATA_DIR: dataDir }, maxBuffer: 64 * 1024 * 1024 });
+          await run('sh', ['-c', step.command], { cwd: dir, env: { ...process.env, ...stage.env, HERALD_DATA_DIR: dataDir, npm_config_cache: npmCache }, maxBuffer: 64 * 1024 * 1024 });
         }
       }
     }
