@@ -17,8 +17,8 @@ import { connectionRoutes } from './http/routes/connections.js';
 import { executionRoutes } from './http/routes/executions.js';
 import { openApiRoutes } from './http/routes/openapi.js';
 import { composeDelivery, type DeliveryWiring } from './compose-delivery.js';
-import { createChannelSenders } from './delivery/channels/index.js';
-import { createSmtpClient } from './delivery/channels/email.js';
+import { createSmtpClient } from './channels/email/send.js';
+import { createChannelSenders, loadChannelAdapters } from './delivery/senders.js';
 import { createConnectionTester } from './delivery/connection-tester.js';
 import { createBoundedResolver } from './delivery/outbound-guard.js';
 import { createOutboundHttp } from './delivery/outbound-http.js';
@@ -135,8 +135,9 @@ export async function createHerald(opts: HeraldOptions): Promise<Herald> {
     const outbound = createOutboundHttp(allow, { trustedBaseUrls: [config.SLACK_API_URL, config.TELEGRAM_API_URL], resolver: createBoundedResolver({ servers: config.HERALD_DNS_SERVERS }) });
     const channelDeps = { http: outbound, slackApiUrl: config.SLACK_API_URL, telegramApiUrl: config.TELEGRAM_API_URL, now: () => clock.now().getTime() };
     const smtp = createSmtpClient({ guard: outbound.guard });
-    const senders = createChannelSenders(channelDeps, smtp);
-    const tester = createConnectionTester({ ...channelDeps, senders, smtp, clock });
+    const adapters = await loadChannelAdapters();
+    const senders = createChannelSenders(adapters, { ...channelDeps, smtp });
+    const tester = createConnectionTester({ ...channelDeps, adapters, senders, smtp, clock });
     // Deleting or disabling a connection cancels its queued deliveries (bound once delivery exists).
     let cancelQueued: (connectionId: string, reason: string) => Promise<unknown> = () => Promise.resolve();
     const connections = new ConnectionService({

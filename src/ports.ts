@@ -3,7 +3,7 @@
  * the Redis adapters (store/) and the delivery machinery (delivery/) in behind these interfaces.
  */
 import type { ApiKey } from './domain/api-key.js';
-import type { ChannelType } from './domain/channel-types.js';
+import type { ChannelType } from './channels/index.js';
 import type { Clock } from './domain/clock.js';
 import type { ConnectionRecord, ConnectionTestResult, DeliveryConnection } from './domain/connection.js';
 import type { PacingRule } from './domain/delivery-policy.js';

@@ -1,16 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { iso } from '../domain/clock.js';
 import { readOnlyCheckOf, type ConnectionTestResult, type DeliveryConnection, type TestStatus } from '../domain/connection.js';
-import { definitionOf } from '../domain/connection-types/index.js';
-import { escapeHtml, escapeTelegram } from '../domain/escape.js';
+import type { ChannelAdapter } from '../channels/adapter.js';
+import { channelOf, type ChannelType } from '../channels/index.js';
+import { escapeHtml } from '../channels/shared/escape.js';
 import type { RenderedContent } from '../domain/execution.js';
 import type { ConnectionTester, OutboundMessage } from '../ports.js';
-import type { SmtpClient } from './channels/email.js';
-import { exchange, jsonOf, scrubSecrets, stringOf, type ChannelResult } from './channels/http-outcome.js';
-import type { HeraldChannelSenders } from './channels/index.js';
-import { readDiscordAnswer } from './channels/discord.js';
-import { readWebApiAnswer, slackMethodUrl } from './channels/slack.js';
-import { readTelegramAnswer, telegramMethodUrl } from './channels/telegram.js';
+import { scrubSecrets, type ChannelResult } from '../channels/shared/http-outcome.js';
+import { channelDeps, sendVia, type ChannelAdapters, type ChannelSenderDeps, type HeraldChannelSenders } from './senders.js';
 import { OutboundError } from './outbound-error.js';
 import type { OutboundHttp } from './outbound-http.js';
 
@@ -27,12 +24,9 @@ import type { OutboundHttp } from './outbound-http.js';
  * `accepted_unverified`, which still counts as `ok: true`.
  */
 
-export interface ConnectionTesterDeps {
-  http: OutboundHttp;
+export interface ConnectionTesterDeps extends ChannelSenderDeps {
+  adapters: ChannelAdapters;
   senders: HeraldChannelSenders;
-  smtp: SmtpClient;
-  slackApiUrl: string;
-  telegramApiUrl: string;
   /** Wall clock (checked_at, Retry-After dates). */
   clock: { now(): Date };
   /** Monotonic ms for latencies. */
@@ -54,56 +48,12 @@ type Outcome = Omit<ConnectionTestResult, 'checked_at' | 'method' | 'sent_messag
 export function createConnectionTester(deps: ConnectionTesterDeps): ConnectionTester {
   const monotonic = deps.monotonic ?? (() => performance.now());
   const newTestId = deps.newTestId ?? (() => `test_${randomUUID().replace(/-/g, '')}`);
-  const timeout = deps.timeoutMs ? { timeoutMs: deps.timeoutMs } : {};
 
   async function readOnlyCheck(conn: DeliveryConnection): Promise<{ method: string | null; outcome: Outcome }> {
-    const nowMs = deps.clock.now().getTime();
-    switch (conn.type) {
-      case 'slack': {
-        const token = conn.config.bot_token;
-        if (token === undefined) return { method: null, outcome: needsSendMessage(conn) };
-        const req = { method: 'POST', url: slackMethodUrl(deps.slackApiUrl, 'auth.test'), headers: { authorization: `Bearer ${token}`, 'content-type': 'application/x-www-form-urlencoded' }, body: '', ...timeout };
-        let who = '';
-        const result = await exchange(deps.http, req, (res) => {
-          const json = jsonOf(res);
-          who = [stringOf(json?.user) && `as ${stringOf(json?.user)}`, stringOf(json?.team) && `in ${stringOf(json?.team)}`].filter(Boolean).join(' ');
-          return readWebApiAnswer(res, 'auth.test', nowMs);
-        });
-        return { method: 'auth.test', outcome: fromResult(result, `Slack accepted the bot token${who ? ` (${who})` : ''}; channel ${conn.config.channel ?? ''} is not checked until a message is sent.`) };
-      }
-      case 'discord': {
-        const req = { method: 'GET', url: conn.config.webhook_url, ...timeout };
-        let name = '';
-        const result = await exchange(deps.http, req, (res) => {
-          name = stringOf(jsonOf(res)?.name) ?? '';
-          return readDiscordAnswer(res, 'Discord', nowMs);
-        });
-        return { method: 'get_webhook', outcome: fromResult(result, `The Discord webhook exists${name ? ` ("${name}")` : ''}.`) };
-      }
-      case 'telegram': {
-        const req = { method: 'POST', url: telegramMethodUrl(deps.telegramApiUrl, conn.config.bot_token, 'getMe'), headers: { 'content-type': 'application/json' }, body: '{}', ...timeout };
-        let bot = '';
-        const result = await exchange(deps.http, req, (res) => {
-          const r = jsonOf(res)?.result;
-          bot = r !== null && typeof r === 'object' ? (stringOf((r as Record<string, unknown>).username) ?? '') : '';
-          return readTelegramAnswer(res, 'getMe', nowMs);
-        });
-        return { method: 'getMe', outcome: fromResult(result, `Telegram accepted the bot token${bot ? ` (@${bot})` : ''}; chat ${String(conn.config.chat_id)} is not checked until a message is sent.`) };
-      }
-      case 'email': {
-        const v = await deps.smtp.verify(conn.config);
-        if (v.ok) {
-          const outcome: Outcome = { ok: true, status: 'ok', http_status: null, provider_code: null, latency_ms: v.latencyMs, detail: `${conn.config.host}:${conn.config.port} accepted the connection${conn.config.username !== undefined ? ' and the login' : ''}.` };
-          return { method: 'smtp_verify', outcome };
-        }
-        return { method: 'smtp_verify', outcome: fromResult(v.result, '') };
-      }
-      case 'teams':
-      case 'mattermost':
-      case 'google_chat':
-      case 'webhook':
-        return { method: null, outcome: needsSendMessage(conn) };
-    }
+    const check = checkOf(deps.adapters, conn.type);
+    const answer = check === null ? null : await check(conn.config, channelDeps(deps));
+    if (answer === null) return { method: null, outcome: needsSendMessage(conn) };
+    return { method: readOnlyCheckOf(conn.type, conn.config), outcome: fromResult(answer.result, answer.okDetail) };
   }
 
   async function sendTestMessage(conn: DeliveryConnection): Promise<Outcome> {
@@ -145,7 +95,7 @@ export function createConnectionTester(deps: ConnectionTesterDeps): ConnectionTe
       try {
         const r = await Promise.race([run(conn, sendMessage), deadline]);
         if (r === 'deadline') {
-          const hosts = definitionOf(conn.type).destinations(conn.config).map((d) => d.host);
+          const hosts = channelOf(conn.type).destinations(conn.config).map((d) => d.host);
           outcome = { ok: false, status: 'unreachable', http_status: null, provider_code: null, latency_ms: null, detail: `the test did not finish within ${deadlineMs >= 1000 ? `${Math.round(deadlineMs / 1000)} s` : `${deadlineMs} ms`} (${hosts.join(', ') || 'the destination'} did not answer in time)` };
         } else {
           method = r.method;
@@ -173,13 +123,9 @@ export function createConnectionTester(deps: ConnectionTesterDeps): ConnectionTe
   };
 }
 
-/**
- * Dispatches to the sender of the connection's type (the mapped HeraldChannelSenders type pairs
- * each type with its sender; methods are compared bivariantly, so the union widens safely here).
- */
-function sendVia(senders: HeraldChannelSenders, conn: DeliveryConnection, message: OutboundMessage): Promise<ChannelResult> {
-  const sender: { send(t: DeliveryConnection, m: OutboundMessage): Promise<ChannelResult> } = senders[conn.type];
-  return sender.send(conn, message);
+/** The read-only check of a type, seen through the common config type (the union widens safely). */
+function checkOf(adapters: ChannelAdapters, type: ChannelType): ChannelAdapter<DeliveryConnection['config']>['check'] {
+  return (adapters[type] as ChannelAdapter<DeliveryConnection['config']>).check;
 }
 
 /**
@@ -188,7 +134,7 @@ function sendVia(senders: HeraldChannelSenders, conn: DeliveryConnection, messag
  * pre-flight only lets the test say clearly why it would be refused.
  */
 async function checkDestinations(http: OutboundHttp, conn: DeliveryConnection): Promise<Outcome | null> {
-  for (const d of definitionOf(conn.type).destinations(conn.config)) {
+  for (const d of channelOf(conn.type).destinations(conn.config)) {
     try {
       if (d.kind === 'url') http.guard.checkUrl(d.value);
       await http.guard.resolve(d.host);
@@ -238,12 +184,10 @@ const TEST_BODY = 'This is a test message from Herald to check this connection. 
 
 /** The marked test message, written in the connection's format (the senders add the "[Herald test]" marker). */
 export function testMessage(conn: DeliveryConnection, id: string): OutboundMessage {
-  let content: RenderedContent = { subject: TEST_SUBJECT, body: TEST_BODY };
-  if (conn.type === 'email') content = { ...content, html: `<p>${escapeHtml(TEST_BODY)}</p>` };
-  if (conn.type === 'telegram') {
-    const mode = conn.config.parse_mode ?? null;
-    content = { subject: escapeTelegram(TEST_SUBJECT, mode), body: escapeTelegram(TEST_BODY, mode) };
-  }
+  const format = channelOf(conn.type).format(conn.config);
+  const content: RenderedContent = format.html
+    ? { subject: TEST_SUBJECT, body: TEST_BODY, html: `<p>${escapeHtml(TEST_BODY)}</p>` }
+    : { subject: format.escape(TEST_SUBJECT), body: format.escape(TEST_BODY) };
   return {
     deliveryId: id,
     executionId: id,

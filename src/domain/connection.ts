@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { refuseLiteralHost, type OutboundAllow } from './address-policy.js';
-import { ChannelTypeSchema, CHANNEL_TYPES, type ChannelType } from './channel-types.js';
-import { CONNECTION_TYPES, definitionOf, type ConfigOf, type Destination } from './connection-types/index.js';
+import { ChannelTypeSchema, CHANNEL_TYPES, type ChannelType } from '../channels/index.js';
+import { CHANNELS, channelOf, type ConfigOf, type Destination, type MessageFormat } from '../channels/index.js';
 import { DomainError, type FieldError } from './errors.js';
 import { LIMITS } from './limits.js';
 import { dedupeFieldErrors, safeParseInput, toFieldErrors } from './validation.js';
@@ -112,7 +112,7 @@ const CreateEnvelopeSchema = z.strictObject({
 export const ConnectionCreateSchema = z
   .discriminatedUnion(
     'type',
-    CHANNEL_TYPES.map((t) => CreateEnvelopeSchema.extend({ type: z.literal(t), config: CONNECTION_TYPES[t].createConfigSchema })) as unknown as [
+    CHANNEL_TYPES.map((t) => CreateEnvelopeSchema.extend({ type: z.literal(t), config: CHANNELS[t].createConfigSchema })) as unknown as [
       z.ZodObject,
       ...z.ZodObject[],
     ],
@@ -176,6 +176,11 @@ export type DeliveryConnection = {
   };
 }[ChannelType];
 
+/** The format a connection's messages are rendered in (its channel module's, with its config). */
+export function formatOf(connection: { type: ChannelType; config: unknown }): MessageFormat {
+  return channelOf(connection.type).format(connection.config);
+}
+
 export type PlainConfig = Record<string, unknown>;
 
 // ── create ───────────────────────────────────────────────────────────────────────────────────
@@ -201,7 +206,7 @@ export function parseConnectionCreate(input: unknown): ConnectionDraft {
   const type = ChannelTypeSchema.safeParse(raw.type);
   let config: PlainConfig | null = null;
   if (type.success && isPlainObject(raw.config)) {
-    const parsed = safeParseInput(definitionOf(type.data).createConfigSchema, raw.config);
+    const parsed = safeParseInput(channelOf(type.data).createConfigSchema, raw.config);
     if (parsed.success) config = parsed.data as PlainConfig;
     else errors.push(...toFieldErrors(parsed.error.issues, ['config']));
   }
@@ -213,13 +218,13 @@ export function parseConnectionCreate(input: unknown): ConnectionDraft {
 
 /** Fills generated config values (a webhook's signing secret) with injected randomness. */
 export function completeConfig(type: ChannelType, config: PlainConfig, randomBytes: (n: number) => Buffer): PlainConfig {
-  const def = definitionOf(type);
+  const def = channelOf(type);
   return def.complete ? (def.complete(config, randomBytes) as PlainConfig) : config;
 }
 
 /** The value returned once as `signing_secret` on create, for types that have one. */
 export function signingSecretOf(type: ChannelType, config: PlainConfig): string | null {
-  const field = definitionOf(type).signingSecretField;
+  const field = channelOf(type).signingSecretField;
   const value = field === undefined ? undefined : config[field];
   return typeof value === 'string' ? value : null;
 }
@@ -228,7 +233,7 @@ export function signingSecretOf(type: ChannelType, config: PlainConfig): string 
 
 /** Re-validates a full config against its type's schema; errors at `config.<field>`. */
 export function configShapeErrors(type: ChannelType, config: PlainConfig): FieldError[] {
-  const r = safeParseInput(definitionOf(type).configSchema, config);
+  const r = safeParseInput(channelOf(type).configSchema, config);
   return r.success ? [] : toFieldErrors(r.error.issues, ['config']);
 }
 
@@ -239,7 +244,7 @@ export function configShapeErrors(type: ChannelType, config: PlainConfig): Field
  * resolved here; the connect-time guard judges them.
  */
 export function checkConfigRules(type: ChannelType, config: PlainConfig, allow: OutboundAllow, changed: ((d: Destination) => boolean) | null = null): void {
-  const def = definitionOf(type);
+  const def = channelOf(type);
   const ruleError = def.rules?.(config, allow) ?? null;
   if (ruleError) throw ruleError;
   const errors = destinationErrors(type, config, allow, changed);
@@ -251,7 +256,7 @@ export function checkConfigRules(type: ChannelType, config: PlainConfig, allow: 
 /** The address policy alone, as field errors (also used by the test endpoint's `blocked_by_policy`). */
 export function destinationErrors(type: ChannelType, config: PlainConfig, allow: OutboundAllow, changed: ((d: Destination) => boolean) | null = null): FieldError[] {
   const errors: FieldError[] = [];
-  for (const d of definitionOf(type).destinations(config)) {
+  for (const d of channelOf(type).destinations(config)) {
     if (changed && !changed(d)) continue;
     const allowed = allow.allows(d.host);
     if (d.kind === 'url' && !allowed && !d.value.trim().toLowerCase().startsWith('https:')) {
@@ -277,7 +282,7 @@ export function destinationErrors(type: ChannelType, config: PlainConfig, allow:
  * removes. Secret maps (webhook `headers`) merge per key, names compared case-insensitively.
  */
 export function mergeConfig(type: ChannelType, current: PlainConfig, patch: PlainConfig): PlainConfig {
-  const maps = new Set(definitionOf(type).secretMaps);
+  const maps = new Set(channelOf(type).secretMaps);
   const next: PlainConfig = { ...current };
   for (const [key, value] of Object.entries(patch)) {
     if (value === null) {
@@ -306,7 +311,7 @@ function mergeMap(current: Record<string, unknown>, patch: Record<string, unknow
  * (A webhook's signing secret never travels, so it is kept.)
  */
 export function missingSecrets(type: ChannelType, before: PlainConfig, after: PlainConfig, patch: PlainConfig): FieldError[] {
-  const def = definitionOf(type);
+  const def = channelOf(type);
   const old = new Map(def.destinations(before).map((d) => [d.field, d.host]));
   const errors: FieldError[] = [];
   for (const d of def.destinations(after)) {
@@ -334,7 +339,7 @@ function wasSent(patch: PlainConfig, key: string): boolean {
 
 /** Destinations of `after` whose host differs from (or is absent in) `before`. */
 export function changedDestinations(type: ChannelType, before: PlainConfig): (d: Destination) => boolean {
-  const old = new Map(definitionOf(type).destinations(before).map((d) => [d.field, d.value]));
+  const old = new Map(channelOf(type).destinations(before).map((d) => [d.field, d.value]));
   return (d) => old.get(d.field) !== d.value;
 }
 
@@ -342,7 +347,7 @@ export function changedDestinations(type: ChannelType, before: PlainConfig): (d:
 
 /** Splits a full config into its non-secret fields and its secrets (`headers.X-Token` for maps). */
 export function splitSecrets(type: ChannelType, config: PlainConfig): { plain: PlainConfig; secrets: Record<string, string> } {
-  const def = definitionOf(type);
+  const def = channelOf(type);
   const plain: PlainConfig = {};
   const secrets: Record<string, string> = {};
   for (const [key, value] of Object.entries(config)) {
@@ -359,7 +364,7 @@ export function splitSecrets(type: ChannelType, config: PlainConfig): { plain: P
 
 /** The inverse of splitSecrets. */
 export function joinSecrets(type: ChannelType, plain: PlainConfig, secrets: Record<string, string>): PlainConfig {
-  const def = definitionOf(type);
+  const def = channelOf(type);
   const config: PlainConfig = { ...plain };
   for (const [key, value] of Object.entries(secrets)) {
     const dot = key.indexOf('.');
@@ -430,7 +435,7 @@ export function disabledHealth(health: ConnectionHealth, reason: string): Connec
  * lists, with null for an optional field that is not set (README "Conventions worth knowing": absent is null, not omitted).
  */
 function presentedConfigFields(type: ChannelType): string[] {
-  const def = definitionOf(type);
+  const def = channelOf(type);
   const schema = def.configSchema;
   const fields = schema instanceof z.ZodObject ? Object.keys(schema.shape) : [];
   return fields.filter((f) => !def.secretFields.includes(f) && !def.secretMaps.includes(f));
@@ -462,7 +467,7 @@ export function localTestResult(status: TestStatus, method: string | null, detai
 
 /** Name of the read-only check of this config, or null when its type has none. */
 export function readOnlyCheckOf(type: ChannelType, config: PlainConfig): string | null {
-  return definitionOf(type).readOnlyCheck(config);
+  return channelOf(type).readOnlyCheck(config);
 }
 
 function isPlainObject(v: unknown): v is Record<string, unknown> {

@@ -1,4 +1,4 @@
-import type { ChannelType } from './channel-types.js';
+import { channelOf, type ChannelType } from '../channels/index.js';
 
 /**
  * The delivery policy of README "Delivery semantics", declared once: how many attempts, how long to wait, what is
@@ -59,32 +59,23 @@ export function classifySmtpCode(code: number): HttpClass {
   return 'permanent';
 }
 
-/** Types addressed by a webhook URL: a 404/410 there means the URL is dead, so the connection is disabled. */
-const URL_ADDRESSED: ReadonlySet<ChannelType> = new Set(['teams', 'discord', 'mattermost', 'google_chat', 'webhook']);
-export function disablesConnection(type: ChannelType, status: number, slackWebhookMode: boolean): boolean {
-  if (status !== 404 && status !== 410) return false;
-  return URL_ADDRESSED.has(type) || (type === 'slack' && slackWebhookMode);
+/**
+ * A 404 or 410 from a URL-addressed destination (an incoming webhook: the URL is the address)
+ * means the URL is dead, so the connection is disabled; from an API addressed by token and
+ * channel it only means that message failed.
+ */
+export function disablesConnection(status: number, urlAddressed: boolean): boolean {
+  return urlAddressed && (status === 404 || status === 410);
 }
 
-/** Default pacing per platform: a token bucket of `burst` tokens refilled at `perSecond`. */
+/** Pacing: a token bucket of `burst` tokens refilled at `perSecond`. */
 export interface PacingRule {
   perSecond: number;
   burst: number;
 }
 
-const PLATFORM_PACING: Record<ChannelType, PacingRule> = {
-  slack: { perSecond: 1, burst: 1 }, // 1 message per second per channel
-  teams: { perSecond: 4, burst: 4 },
-  discord: { perSecond: 2.5, burst: 5 }, // 5 per 2 s per webhook
-  telegram: { perSecond: 1, burst: 1 }, // 1 per second per chat
-  google_chat: { perSecond: 1, burst: 1 }, // 60 per minute per space
-  mattermost: { perSecond: 10, burst: 10 },
-  email: { perSecond: 5, burst: 5 },
-  webhook: { perSecond: 20, burst: 20 },
-};
-
-/** The connection's override (`rate_limit_per_minute`) wins over the platform default. */
+/** The connection's override (`rate_limit_per_minute`) wins over the platform's default (its channel module's). */
 export function pacingFor(type: ChannelType, ratePerMinute: number | null): PacingRule {
   if (ratePerMinute !== null && ratePerMinute > 0) return { perSecond: ratePerMinute / 60, burst: 1 };
-  return PLATFORM_PACING[type];
+  return channelOf(type).pacing;
 }

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ChannelTypeSchema, type ChannelType } from './channel-types.js';
+import { ChannelTypeSchema, type ChannelType } from '../channels/index.js';
 import { VariablesSchema } from './variables.js';
 
 export const DELIVERY_STATUSES = ['queued', 'sending', 'delivered', 'retrying', 'failed', 'cancelled'] as const;

@@ -1,6 +1,6 @@
 import Mustache from 'mustache';
-import type { ChannelType } from './channel-types.js';
-import { escapeGoogleChat, escapeHtml, escapeMarkdown, escapeSlack, escapeTelegram, type TelegramParseMode } from './escape.js';
+import type { MessageFormat } from '../channels/channel.js';
+import { escapeHtml } from '../channels/shared/escape.js';
 import type { Incident } from './incident.js';
 import { parseMustache, type MustacheToken } from './template-placeholders.js';
 import { RESERVED_VARIABLE_NAMES } from './variables.js';
@@ -36,11 +36,6 @@ export interface RenderContext {
   variables: Readonly<Record<string, string>>;
 }
 
-export interface ChannelRenderOptions {
-  /** A Telegram connection's `parse_mode`; absent or null renders plain text. */
-  telegramParseMode?: TelegramParseMode | null;
-}
-
 export interface RenderedMessage {
   /** One line: line breaks in a rendered subject become spaces. */
   subject: string;
@@ -53,27 +48,10 @@ type Escape = (value: unknown) => string;
 
 const plain: Escape = (v) => String(v);
 
-function escapeFor(channel: Exclude<ChannelType, 'email'>, options: ChannelRenderOptions): Escape {
-  switch (channel) {
-    case 'slack':
-      return (v) => escapeSlack(String(v));
-    case 'discord':
-    case 'mattermost':
-    case 'teams':
-      return (v) => escapeMarkdown(String(v));
-    case 'google_chat':
-      return (v) => escapeGoogleChat(String(v));
-    case 'telegram':
-      return (v) => escapeTelegram(String(v), options.telegramParseMode ?? null);
-    case 'webhook':
-      // Structured JSON consumers get the values as they are.
-      return plain;
-  }
-}
-
-export function renderMessage(source: MessageSource, ctx: RenderContext, channel: ChannelType, options: ChannelRenderOptions = {}): RenderedMessage {
+/** Renders for one channel, in the format its module declares (`channelOf(type).format(config)`). */
+export function renderMessage(source: MessageSource, ctx: RenderContext, format: MessageFormat): RenderedMessage {
   const view = buildView(ctx);
-  if (channel === 'email') {
+  if (format.html) {
     // The subject and text part are plain text; the HTML part escapes values and literal text alike.
     return {
       subject: oneLine(renderText(source.subject, view, plain)),
@@ -81,7 +59,7 @@ export function renderMessage(source: MessageSource, ctx: RenderContext, channel
       html: renderText(source.body, view, (v) => htmlLines(String(v)), htmlLines),
     };
   }
-  const escape = escapeFor(channel, options);
+  const escape: Escape = (v) => format.escape(String(v));
   return { subject: oneLine(renderText(source.subject, view, escape)), body: renderText(source.body, view, escape) };
 }
 

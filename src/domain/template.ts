@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { CHANNEL_TYPES, type ChannelType } from './channel-types.js';
+import { CHANNEL_TYPES, type ChannelType } from '../channels/index.js';
 import { DomainError } from './errors.js';
 import { LIMITS } from './limits.js';
 import type { MessageSource } from './render.js';

@@ -14,7 +14,7 @@ import { ExecuteRequestSchema, ExecutionSchema, RedeliverRequestSchema } from '.
 import { IncidentCloseSchema, IncidentCreateSchema, IncidentPatchSchema, IncidentSchema, SeveritySchema, StatusSchema } from '../domain/incident.js';
 import { IncidentEventSchema } from '../domain/incident-event.js';
 import { LIMITS } from '../domain/limits.js';
-import { ChannelTypeSchema } from '../domain/channel-types.js';
+import { ChannelTypeSchema } from '../channels/index.js';
 import {
   TemplateBulkCreateSchema,
   TemplateCreateSchema,

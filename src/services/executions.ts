@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { Actor } from '../domain/actor.js';
-import type { ChannelType } from '../domain/channel-types.js';
+import type { ChannelType } from '../channels/index.js';
+import { formatOf } from '../domain/connection.js';
 import { iso } from '../domain/clock.js';
 import { DomainError, notFound, type FieldError } from '../domain/errors.js';
 import { DryRunSchema, ExecuteRequestSchema, RedeliverRequestSchema, newDelivery, presentExecution, type Delivery, type Execution, type ExecutionView, type RenderedContent } from '../domain/execution.js';
@@ -9,7 +10,6 @@ import { assertWritable, type Incident } from '../domain/incident.js';
 import { newEvent } from '../domain/incident-event.js';
 import { expectCursorKind, type Page, type PageRequest } from '../domain/pagination.js';
 import { defaultMessageSource, incidentView, renderMessage } from '../domain/render.js';
-import type { TelegramParseMode } from '../domain/escape.js';
 import { sourceForChannel, type Template } from '../domain/template.js';
 import { missingVariablesError, resolveVariables, type TemplateVariable } from '../domain/variables.js';
 import { parseInput } from '../domain/validation.js';
@@ -314,8 +314,7 @@ async function renderYielding(pairs: Pair[], ctx: RenderContext): Promise<(Pair 
   let sliceStart = performance.now();
   for (const p of pairs) {
     const source = p.template ? sourceForChannel(p.template, p.connection.type) : defaultMessageSource();
-    const parseMode = p.connection.type === 'telegram' ? (p.connection.config.parse_mode as TelegramParseMode | undefined) : undefined;
-    out.push({ ...p, content: renderMessage(source, ctx, p.connection.type, { telegramParseMode: parseMode ?? null }) });
+    out.push({ ...p, content: renderMessage(source, ctx, formatOf(p.connection)) });
     if (performance.now() - sliceStart >= RENDER_SLICE_MS) {
       await new Promise<void>((resolve) => setImmediate(resolve));
       sliceStart = performance.now();

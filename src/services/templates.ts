@@ -1,4 +1,4 @@
-import { CHANNEL_TYPES, type ChannelType } from '../domain/channel-types.js';
+import { CHANNEL_TYPES, channelOf, type ChannelType } from '../channels/index.js';
 import { iso } from '../domain/clock.js';
 import { DomainError, fieldError, isDomainError, notFound, type ErrorCode, type FieldError } from '../domain/errors.js';
 import { isId } from '../domain/ids.js';
@@ -178,7 +178,7 @@ export class TemplateService {
     if (missing.length > 0) throw missingVariablesError(missing);
     const ctx: RenderContext = { incident, execution: { id: SAMPLE_EXECUTION_ID }, variables: values };
     const previews = {} as TemplatePreviews;
-    for (const type of CHANNEL_TYPES) previews[type] = renderMessage(sourceForChannel(template, type), ctx, type);
+    for (const type of CHANNEL_TYPES) previews[type] = renderMessage(sourceForChannel(template, type), ctx, channelOf(type).format(null));
     return previews;
   }
 

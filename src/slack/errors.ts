@@ -1,5 +1,5 @@
 import { DomainError, isDomainError, type ErrorCode } from '../domain/errors.js';
-import { escapeSlack } from '../domain/escape.js';
+import { escapeSlack } from '../channels/slack/escape.js';
 import { isRedisUnavailable } from '../domain/unavailable.js';
 
 /**

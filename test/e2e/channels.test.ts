@@ -2,8 +2,8 @@ import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { OutboundAllow } from '../../src/domain/address-policy.js';
-import { createSmtpClient } from '../../src/delivery/channels/email.js';
-import { createChannelSenders, type ChannelResult, type HeraldChannelSenders } from '../../src/delivery/channels/index.js';
+import { createSmtpClient } from '../../src/channels/email/send.js';
+import { createChannelSenders, loadChannelAdapters, type ChannelResult, type HeraldChannelSenders } from '../../src/delivery/senders.js';
 import { createOutboundHttp } from '../../src/delivery/outbound-http.js';
 import type { ChannelSenders } from '../../src/ports.js';
 import { messageOf, targetOf } from '../support/delivery-targets.js';
@@ -24,13 +24,14 @@ import { trackPeers } from '../support/track.js';
  */
 
 const allow = OutboundAllow.parse(['127.0.0.1/32', 'localhost']);
+const adapters = await loadChannelAdapters();
 
 function senders(o: { slackApiUrl?: string; telegramApiUrl?: string; ca?: string | null; socketTimeoutMs?: number; allowList?: OutboundAllow } = {}): HeraldChannelSenders {
   const slackApiUrl = o.slackApiUrl ?? 'https://slack.invalid/api/';
   const telegramApiUrl = o.telegramApiUrl ?? 'https://telegram.invalid';
   const http = createOutboundHttp(o.allowList ?? allow, { trustedBaseUrls: [slackApiUrl, telegramApiUrl], defaultTimeoutMs: 5_000 });
   const smtp = createSmtpClient({ guard: http.guard, ...(o.ca ? { ca: o.ca } : {}), ...(o.socketTimeoutMs ? { socketTimeoutMs: o.socketTimeoutMs } : {}) });
-  const built = createChannelSenders({ http, slackApiUrl, telegramApiUrl }, smtp);
+  const built = createChannelSenders(adapters, { http, slackApiUrl, telegramApiUrl, smtp });
   // What app.ts does: the set is the ChannelSenders port.
   const port: ChannelSenders = built;
   expect(port).toBe(built);

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OutboundAllow } from '../../src/domain/address-policy.js';
 import { ConnectionTestResultSchema, type ConnectionTestResult } from '../../src/domain/connection.js';
-import { createSmtpClient } from '../../src/delivery/channels/email.js';
-import { createChannelSenders } from '../../src/delivery/channels/index.js';
+import { createSmtpClient } from '../../src/channels/email/send.js';
+import { createChannelSenders, loadChannelAdapters } from '../../src/delivery/senders.js';
 import { createConnectionTester } from '../../src/delivery/connection-tester.js';
 import { createOutboundHttp } from '../../src/delivery/outbound-http.js';
 import type { Resolver } from '../../src/delivery/outbound-guard.js';
@@ -35,10 +35,11 @@ function testerFor(o: { slackApiUrl?: string; telegramApiUrl?: string; ca?: stri
   const http = createOutboundHttp(o.allowList ?? allow, { trustedBaseUrls: [slackApiUrl, telegramApiUrl], ...(o.resolver ? { resolver: o.resolver } : {}) });
   const smtp = createSmtpClient({ guard: http.guard, ...(o.ca ? { ca: o.ca } : {}) });
   const deps = { http, slackApiUrl, telegramApiUrl };
-  return createConnectionTester({ ...deps, senders: createChannelSenders(deps, smtp), smtp, clock: { now: () => fixedNow } });
+  return createConnectionTester({ ...deps, adapters, senders: createChannelSenders(adapters, { ...deps, smtp }), smtp, clock: { now: () => fixedNow } });
 }
 
 const track = trackPeers();
+const adapters = await loadChannelAdapters();
 
 /** Every result is a valid ConnectionTestResult, checked_at from the injected clock. */
 function valid(r: ConnectionTestResult): ConnectionTestResult {

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CHANNEL_TYPES } from '../../src/domain/channel-types.js';
+import { CHANNEL_TYPES } from '../../src/channels/index.js';
 import { startHerald, type TestHerald } from '../support/herald.js';
 
 let h: TestHerald;

@@ -2,8 +2,8 @@ import { createServer as createHttpsServer, type Server as HttpsServer } from 'n
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OutboundAllow } from '../../src/domain/address-policy.js';
-import { createChannelSenders } from '../../src/delivery/channels/index.js';
-import { createSmtpClient } from '../../src/delivery/channels/email.js';
+import { createChannelSenders, loadChannelAdapters } from '../../src/delivery/senders.js';
+import { createSmtpClient } from '../../src/channels/email/send.js';
 import { createConnectionTester } from '../../src/delivery/connection-tester.js';
 import { OutboundError } from '../../src/delivery/outbound-error.js';
 import { createBoundedResolver, DnsError, OutboundGuard, type Resolver } from '../../src/delivery/outbound-guard.js';
@@ -180,7 +180,8 @@ describe('the connection test deadline', () => {
     const http = createOutboundHttp(OutboundAllow.none, { resolver: hanging });
     const smtp = createSmtpClient({ guard: http.guard });
     const deps = { http, slackApiUrl: 'http://127.0.0.1:9/api/', telegramApiUrl: 'http://127.0.0.1:9', now: () => Date.now() };
-    const tester = createConnectionTester({ ...deps, senders: createChannelSenders(deps, smtp), smtp, clock: { now: () => new Date() }, deadlineMs: 400 });
+    const adapters = await loadChannelAdapters();
+    const tester = createConnectionTester({ ...deps, adapters, senders: createChannelSenders(adapters, { ...deps, smtp }), smtp, clock: { now: () => new Date() }, deadlineMs: 400 });
     const conn = {
       id: 'con_1',
       name: 'hook',
@@ -203,7 +204,7 @@ describe('the delivery attempt deadline', () => {
   it('an attempt that never ends is a retryable, ambiguous failure at the deadline', async () => {
     const http = createOutboundHttp(OutboundAllow.none, { resolver: resolverFor() });
     const stuck = { send: () => new Promise<never>(() => undefined), verify: () => new Promise<never>(() => undefined) };
-    const senders = createChannelSenders({ http, slackApiUrl: 'http://127.0.0.1:9/api/', telegramApiUrl: 'http://127.0.0.1:9', attemptDeadlineMs: 300 }, stuck);
+    const senders = createChannelSenders(await loadChannelAdapters(), { http, slackApiUrl: 'http://127.0.0.1:9/api/', telegramApiUrl: 'http://127.0.0.1:9', attemptDeadlineMs: 300, smtp: stuck });
     const target = { id: 'con_1', name: 'mail', type: 'email', enabled: true, config: { host: 'smtp.example.test', port: 587, security: 'starttls', from: 'a@example.test', to: ['b@example.test'] }, secrets: {}, rateLimitPerMinute: null, health: {} } as unknown as Extract<DeliveryConnection, { type: 'email' }>;
     const message = { deliveryId: 'dlv_1', executionId: 'exe_1', incident: { id: 'inc_1', title: 't', severity: 'low' as const, status: 'investigating' as const, url: null }, content: { subject: 's', body: 'b' } };
     const r = await timed(senders.email.send(target, message));

@@ -1,6 +1,6 @@
-import type { ChannelType } from '../../src/domain/channel-types.js';
+import type { ChannelType } from '../../src/channels/index.js';
 import { HEALTHY, splitSecrets, type DeliveryConnection } from '../../src/domain/connection.js';
-import type { ConfigOf } from '../../src/domain/connection-types/index.js';
+import type { ConfigOf } from '../../src/channels/index.js';
 import type { OutboundMessage } from '../../src/ports.js';
 
 /**

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { fromHttpStatus, fromOutboundError, parseRetryAfter, scrubResult } from '../../src/delivery/channels/http-outcome.js';
-import { safeSlice, splitText, subjectOf, truncate } from '../../src/delivery/channels/message-text.js';
+import { fromHttpStatus, fromOutboundError, parseRetryAfter, scrubResult } from '../../src/channels/shared/http-outcome.js';
+import { safeSlice, splitText, subjectOf, truncate } from '../../src/channels/shared/message-text.js';
 import { OutboundError } from '../../src/delivery/outbound-error.js';
 import type { OutboundResponse } from '../../src/delivery/outbound-http.js';
 import { messageOf } from '../support/delivery-targets.js';
@@ -21,7 +21,7 @@ describe('parseRetryAfter', () => {
 
 describe('fromHttpStatus', () => {
   const read = (status: number, type: 'webhook' | 'slack' | 'telegram' = 'webhook', headers: Record<string, string> = {}, slackWebhookMode = false) =>
-    fromHttpStatus(res(status, headers), { type, who: 'example.com', nowMs: now, slackWebhookMode });
+    fromHttpStatus(res(status, headers), { urlAddressed: type === 'webhook' || (type === 'slack' && slackWebhookMode), who: 'example.com', nowMs: now });
 
   it('2xx delivered; 408/425/429/5xx retryable; 3xx and other 4xx permanent', () => {
     expect(read(204)).toMatchObject({ outcome: 'delivered', httpStatus: 204, latencyMs: 12 });

@@ -1,6 +1,6 @@
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import { OutboundAllow, parseOutboundAllow } from '../../src/domain/address-policy.js';
-import { CHANNEL_TYPES } from '../../src/domain/channel-types.js';
+import { CHANNEL_TYPES } from '../../src/channels/index.js';
 import {
   changedDestinations,
   checkConfigRules,
@@ -20,7 +20,7 @@ import {
   splitSecrets,
   type DeliveryConnection,
 } from '../../src/domain/connection.js';
-import { CONNECTION_TYPES } from '../../src/domain/connection-types/index.js';
+import { CHANNELS } from '../../src/channels/index.js';
 import { DomainError } from '../../src/domain/errors.js';
 import { domainErrorOf } from '../support/domain-error.js';
 
@@ -42,8 +42,8 @@ const VALID: Record<(typeof CHANNEL_TYPES)[number], Record<string, unknown>> = {
 
 describe('the type registry', () => {
   it('has one definition per channel type', () => {
-    expect(Object.keys(CONNECTION_TYPES).sort()).toEqual([...CHANNEL_TYPES].sort());
-    for (const t of CHANNEL_TYPES) expect(CONNECTION_TYPES[t].type).toBe(t);
+    expect(Object.keys(CHANNELS).sort()).toEqual([...CHANNEL_TYPES].sort());
+    for (const t of CHANNEL_TYPES) expect(CHANNELS[t].type).toBe(t);
   });
 
   it.each(CHANNEL_TYPES)('accepts a valid %s config and passes the rules', (type) => {

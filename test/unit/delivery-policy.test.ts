@@ -36,12 +36,13 @@ describe('retry policy', () => {
   });
 
   it('disables only URL-addressed destinations on 404/410', () => {
-    expect(disablesConnection('discord', 404, false)).toBe(true);
-    expect(disablesConnection('webhook', 410, false)).toBe(true);
-    expect(disablesConnection('slack', 404, true)).toBe(true);
-    expect(disablesConnection('slack', 404, false)).toBe(false);
-    expect(disablesConnection('telegram', 404, false)).toBe(false);
-    expect(disablesConnection('teams', 400, false)).toBe(false);
+    // Which senders are URL-addressed is each channel's (test/e2e/channels.test.ts proves it per platform).
+    expect(disablesConnection(404, true)).toBe(true);
+    expect(disablesConnection(410, true)).toBe(true);
+    expect(disablesConnection(404, false)).toBe(false);
+    expect(disablesConnection(410, false)).toBe(false);
+    expect(disablesConnection(400, true)).toBe(false);
+    expect(disablesConnection(500, true)).toBe(false);
   });
 
   it('paces per platform unless the connection overrides it', () => {

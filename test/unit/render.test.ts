@@ -1,6 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { CHANNEL_TYPES, type ChannelType } from '../../src/domain/channel-types.js';
-import { escapeGoogleChat, escapeMarkdown, escapeSlack, escapeTelegram, neutraliseMentions } from '../../src/domain/escape.js';
+import { escapeGoogleChat } from '../../src/channels/google-chat/escape.js';
+import { CHANNEL_TYPES, channelOf, type ChannelType } from '../../src/channels/index.js';
+import { escapeMarkdown, neutraliseMentions } from '../../src/channels/shared/escape.js';
+import { escapeSlack } from '../../src/channels/slack/escape.js';
+import { escapeTelegram } from '../../src/channels/telegram/escape.js';
 import { defaultMessageSource, incidentUrl, incidentView, renderMessage, sampleIncident, type RenderContext } from '../../src/domain/render.js';
 import { sourceForChannel } from '../../src/domain/template.js';
 
@@ -8,7 +11,9 @@ const Z = '\u200B';
 const EVIL = '<!channel> @everyone *bold* <script>';
 
 const ctx = (variables: Record<string, string> = {}, incident = sampleIncident()): RenderContext => ({ incident, execution: { id: 'exe_1' }, variables });
-const render = (body: string, channel: ChannelType, variables: Record<string, string> = {}, subject = '') => renderMessage({ subject, body }, ctx(variables), channel);
+/** The format of a channel, as its module gives it for a config (null: no connection, a preview). */
+const format = (channel: ChannelType, config: Record<string, unknown> | null = null) => channelOf(channel).format(config);
+const render = (body: string, channel: ChannelType, variables: Record<string, string> = {}, subject = '') => renderMessage({ subject, body }, ctx(variables), format(channel));
 
 /** Removes what a renderer would consume, to see what the reader would see. */
 const unescapeMarkdown = (s: string) => s.replace(/\\([!-/:-@[-`{-~])/g, '$1');
@@ -57,17 +62,17 @@ describe('the hostile value on every channel', () => {
   });
 
   it('telegram: plain text by default, HTML and MarkdownV2 when the connection says so', () => {
-    const plain = renderMessage({ subject: '', body: '{{v}}' }, ctx({ v: EVIL }), 'telegram');
+    const plain = renderMessage({ subject: '', body: '{{v}}' }, ctx({ v: EVIL }), format('telegram'));
     expect(plain.body).toBe(`<!channel> @${Z}everyone *bold* <script>`);
-    const html = renderMessage({ subject: '', body: '<b>{{v}}</b>' }, ctx({ v: EVIL }), 'telegram', { telegramParseMode: 'HTML' });
+    const html = renderMessage({ subject: '', body: '<b>{{v}}</b>' }, ctx({ v: EVIL }), format('telegram', { parse_mode: 'HTML' }));
     expect(html.body).toBe(`<b>&lt;!channel&gt; @${Z}everyone *bold* &lt;script&gt;</b>`);
-    const md = renderMessage({ subject: '', body: '*{{v}}*' }, ctx({ v: 'a_b *c* [d](e). 1-2!' }), 'telegram', { telegramParseMode: 'MarkdownV2' });
+    const md = renderMessage({ subject: '', body: '*{{v}}*' }, ctx({ v: 'a_b *c* [d](e). 1-2!' }), format('telegram', { parse_mode: 'MarkdownV2' }));
     expect(md.body).toBe('*a\\_b \\*c\\* \\[d\\]\\(e\\)\\. 1\\-2\\!*');
     expect(escapeTelegram('a_b *c* `d` [e]', 'Markdown')).toBe('a\\_b \\*c\\* \\`d\\` \\[e]');
   });
 
   it('email: text part as typed, HTML part escapes values and the literal text, newlines become <br>', () => {
-    const out = renderMessage({ subject: 'Re: {{v}}', body: 'Hello <team> & all\n{{v}}' }, ctx({ v: `${EVIL}\n"q" 'a'` }), 'email');
+    const out = renderMessage({ subject: 'Re: {{v}}', body: 'Hello <team> & all\n{{v}}' }, ctx({ v: `${EVIL}\n"q" 'a'` }), format('email'));
     expect(out.subject).toBe(`Re: ${EVIL} "q" 'a'`);
     expect(out.body).toBe(`Hello <team> & all\n${EVIL}\n"q" 'a'`);
     expect(out.html).toBe('Hello &lt;team&gt; &amp; all<br>\n&lt;!channel&gt; @everyone *bold* &lt;script&gt;<br>\n&quot;q&quot; &#39;a&#39;');
@@ -153,7 +158,7 @@ describe('renderMessage', () => {
 
 describe('defaultMessageSource', () => {
   it('carries title, severity, status, impact, description and every supplied variable', () => {
-    const out = renderMessage(defaultMessageSource(), ctx({ eta: '5 min', area: 'EU', blank: '' }), 'webhook');
+    const out = renderMessage(defaultMessageSource(), ctx({ eta: '5 min', area: 'EU', blank: '' }), format('webhook'));
     const inc = sampleIncident();
     expect(out.subject).toBe(`[major] ${inc.title}`);
     expect(out.body).toContain(inc.title);
@@ -166,7 +171,7 @@ describe('defaultMessageSource', () => {
 
   it('leaves out empty parts and escapes like any template', () => {
     const inc = incidentView({ id: 'inc_1', title: '<!here> down', severity: 'critical', status: 'identified', description: '', impact: '', resolution_summary: null });
-    const out = renderMessage(defaultMessageSource(), ctx({}, inc), 'slack');
+    const out = renderMessage(defaultMessageSource(), ctx({}, inc), format('slack'));
     expect(out.body).toBe('&lt;!here&gt; down\nSeverity: critical | Status: identified\n');
   });
 });

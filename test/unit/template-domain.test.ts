@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ChannelTypeSchema, CHANNEL_TYPES } from '../../src/domain/channel-types.js';
+import { ChannelTypeSchema, CHANNEL_TYPES } from '../../src/channels/index.js';
 import {
   applyTemplatePatch,
   newTemplate,

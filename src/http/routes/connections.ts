@@ -1,6 +1,6 @@
 import { Router } from 'express';
 import { z } from 'zod';
-import { ChannelTypeSchema } from '../../domain/channel-types.js';
+import { ChannelTypeSchema } from '../../channels/index.js';
 import { presentConnection, type ConnectionRecord } from '../../domain/connection.js';
 import { parsePageRequest } from '../../domain/pagination.js';
 import { parseInput } from '../../domain/validation.js';

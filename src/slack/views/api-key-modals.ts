@@ -1,5 +1,5 @@
 import { SCOPES } from '../../domain/api-key.js';
-import { escapeSlack } from '../../domain/escape.js';
+import { escapeSlack } from '../../channels/slack/escape.js';
 import { LIMITS } from '../../domain/limits.js';
 import { CALLBACKS } from './action-ids.js';
 import { context, input, INPUT_ACTION, modal, option, section, textInput, type ModalView } from './block-kit.js';

@@ -1,5 +1,5 @@
 import type { types } from '@slack/bolt';
-import { escapeSlack } from '../../domain/escape.js';
+import { escapeSlack } from '../../channels/slack/escape.js';
 import { cutText, cutTransformed, nonEmptyText } from '../../domain/text-cut.js';
 
 /**

@@ -1,5 +1,5 @@
 import { keyState, type ApiKey } from '../../domain/api-key.js';
-import { escapeSlack } from '../../domain/escape.js';
+import { escapeSlack } from '../../channels/slack/escape.js';
 import type { Incident } from '../../domain/incident.js';
 import { ACTIONS } from './action-ids.js';
 import { button, context, divider, escapedText, header, section, truncate, type HomeView, type KnownBlock } from './block-kit.js';

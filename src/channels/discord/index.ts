@@ -1,0 +1,13 @@
+import { defineChannel } from '../channel.js';
+import { MARKDOWN } from '../shared/escape.js';
+import { discord as connection } from './config.js';
+
+/** Discord: see ./config.ts (what a connection holds), ./send.ts (how a message goes out). */
+export const discordChannel = defineChannel({
+  ...connection,
+  type: 'discord',
+  label: 'Discord',
+  format: () => MARKDOWN,
+  pacing: { perSecond: 2.5, burst: 5 }, // 5 per 2 s per webhook
+  adapter: async () => (await import('./send.js')).adapter,
+});

@@ -1,0 +1,23 @@
+import { z } from 'zod';
+import { defineConnectionType, httpUrl, shortText, urlDestination } from '../shared/config-fields.js';
+
+/** Mattermost incoming webhook (the URL is the secret); channel/username override its defaults. */
+const MattermostConfigSchema = z
+  .strictObject({
+    webhook_url: httpUrl('webhook_url'),
+    channel: shortText('channel', 64).optional(),
+    username: shortText('username', 64).optional(),
+  })
+  .meta({ id: 'MattermostConnectionConfig' });
+
+export type MattermostConfig = z.output<typeof MattermostConfigSchema>;
+
+export const mattermost = defineConnectionType({
+  type: 'mattermost',
+  configSchema: MattermostConfigSchema,
+  createConfigSchema: MattermostConfigSchema,
+  secretFields: ['webhook_url'],
+  secretMaps: [],
+  destinations: (c) => [urlDestination('webhook_url', c.webhook_url)],
+  readOnlyCheck: () => null,
+});

@@ -1,0 +1,13 @@
+import { defineChannel } from '../channel.js';
+import { MARKDOWN } from '../shared/escape.js';
+import { mattermost as connection } from './config.js';
+
+/** Mattermost: see ./config.ts (what a connection holds), ./send.ts (how a message goes out). */
+export const mattermostChannel = defineChannel({
+  ...connection,
+  type: 'mattermost',
+  label: 'Mattermost',
+  format: () => MARKDOWN,
+  pacing: { perSecond: 10, burst: 10 },
+  adapter: async () => (await import('./send.js')).adapter,
+});

@@ -1,0 +1,49 @@
+import type { MattermostConfig } from './config.js';
+import type { OutboundMessage } from '../../ports.js';
+import type { OutboundHttp, OutboundResponse } from '../../delivery/outbound-http.js';
+import { exchange, fromHttpStatus, hostOf, jsonOf, stringOf, type ChannelResult } from '../shared/http-outcome.js';
+import { joinSubject, subjectOf, truncate } from '../shared/message-text.js';
+import type { ChannelAdapter } from '../adapter.js';
+
+/**
+ * Mattermost incoming webhook: `{text: "**subject**\n\nbody", channel?, username?}` (values were
+ * escaped as Markdown at render). Mattermost answers 200 `ok` in plain text, or a JSON error
+ * `{id, message}`. Posts are cut at 16,383 characters with a visible "… (truncated)".
+ */
+
+export interface MattermostSenderDeps {
+  http: OutboundHttp;
+  now?: () => number;
+  timeoutMs?: number;
+}
+
+export const MATTERMOST_TEXT_LIMIT = 16_383;
+
+export function mattermostPayload(message: OutboundMessage, config: Pick<MattermostConfig, 'channel' | 'username'>): Record<string, unknown> {
+  const subject = subjectOf(message);
+  return {
+    text: truncate(joinSubject(subject === '' ? '' : `**${subject}**`, message.content.body), MATTERMOST_TEXT_LIMIT),
+    ...(config.channel !== undefined ? { channel: config.channel } : {}),
+    ...(config.username !== undefined ? { username: config.username } : {}),
+  };
+}
+
+export function createMattermostSender(deps: MattermostSenderDeps) {
+  const now = deps.now ?? Date.now;
+  return {
+    send(target: { config: MattermostConfig }, message: OutboundMessage): Promise<ChannelResult> {
+      const url = target.config.webhook_url;
+      const body = JSON.stringify(mattermostPayload(message, target.config));
+      const req = { method: 'POST', url, headers: { 'content-type': 'application/json' }, body, ...(deps.timeoutMs ? { timeoutMs: deps.timeoutMs } : {}) };
+      return exchange(deps.http, req, (res) => readAnswer(res, hostOf(url), now()));
+    },
+  };
+}
+
+function readAnswer(res: OutboundResponse, host: string, nowMs: number): ChannelResult {
+  const json = res.status >= 400 ? jsonOf(res) : null;
+  return fromHttpStatus(res, { urlAddressed: true, who: `Mattermost (${host})`, providerCode: stringOf(json?.id), detail: stringOf(json?.message), nowMs });
+}
+
+/** Mattermost's incoming webhooks have no read-only check. */
+export const adapter: ChannelAdapter<MattermostConfig> = { createSender: (deps) => createMattermostSender(deps), check: null };

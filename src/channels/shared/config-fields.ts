@@ -1,0 +1,112 @@
+import { z } from 'zod';
+import type { OutboundAllow } from '../../domain/address-policy.js';
+import { normalizeHost } from '../../domain/address-policy.js';
+import type { DomainError } from '../../domain/errors.js';
+
+/**
+ * What one channel type declares about its connections (its `config.ts`), and the field builders
+ * the types share. The rest of a channel module is described in ../channel.ts.
+ */
+
+/** A place secrets are sent to, named by a field of the config. */
+export interface Destination {
+  /** Dotted path into the request body, for errors: `config.webhook_url`. */
+  field: string;
+  /** `url` destinations must be https (unless allowed); `host` ones (SMTP) are judged by host only. */
+  kind: 'url' | 'host';
+  /** The URL or host as configured. */
+  value: string;
+  /** Normalized host name or address (lower-case, no brackets), what the policy judges. */
+  host: string;
+  /**
+   * Secret keys (as in the connection's `secrets`) sent to this destination besides the field
+   * itself: moving the destination to another host requires re-sending each of them.
+   */
+  secrets: string[];
+}
+
+export interface ConnectionTypeDefinition<S extends z.ZodType = z.ZodType, C extends z.ZodType = S> {
+  type: string;
+  /** The complete config, secrets included: what is stored (sealed) and what a PATCH must merge into. */
+  configSchema: S;
+  /** The config accepted on create, when it differs (a generated secret may be absent). */
+  createConfigSchema: C;
+  /** Top-level config fields whose values are secret: write-only, sealed at rest, never returned. */
+  secretFields: readonly string[];
+  /** Object fields whose every value is secret (webhook `headers`), presented as `<field>.<key>`. */
+  secretMaps: readonly string[];
+  /** Where this config sends things; platform APIs from the operator's configuration are not listed. */
+  destinations(config: z.output<S>): Destination[];
+  /** Name of the read-only check the tester runs (`auth.test`, `getMe`, …), or null when there is none. */
+  readOnlyCheck(config: z.output<S>): string | null;
+  /** Type-specific rules that need the allow list (legacy Teams URLs, Discord URL shape). */
+  rules?(config: z.output<S>, allow: OutboundAllow): DomainError | null;
+  /** Fills generated values on create (a webhook's signing secret); randomness is injected. */
+  complete?(config: z.output<C>, randomBytes: (n: number) => Buffer): z.output<S>;
+  /** The config field returned once, as `signing_secret`, in the create response. */
+  signingSecretField?: string;
+}
+
+/** Identity helper that keeps each definition's config type. */
+export function defineConnectionType<S extends z.ZodType, C extends z.ZodType = S>(def: ConnectionTypeDefinition<S, C>): ConnectionTypeDefinition<S, C> {
+  return def;
+}
+
+// ── field builders shared by the types ──────────────────────────────────────────────────────
+
+const URL_MAX = 2048;
+
+/**
+ * An http(s) URL. Plain http is accepted by the schema so an allow-listed host (a test sink on
+ * 127.0.0.1) can use it; the address policy then requires https for every other host.
+ */
+export const httpUrl = (what = 'URL') =>
+  z
+    .url({ protocol: /^https?$/, message: `${what} must be an http(s) URL.` })
+    .max(URL_MAX, `${what} is at most ${URL_MAX} characters.`)
+    // A URL parser drops tabs and line breaks and encodes the rest without a word; what is
+    // stored must be exactly what is sent, so anything outside visible ASCII is refused here.
+    .regex(VISIBLE_ASCII, `${what} may hold only visible ASCII characters: no spaces, line breaks or characters such as "…" (percent-encode them; use punycode for host names).`);
+
+/**
+ * Visible ASCII (0x21–0x7E): all a token may hold when it travels in an HTTP header or a URL.
+ * Anything else (a pasted "…", a non-breaking space, a line break) could never be sent: Node
+ * refuses it at every attempt, so it is refused once, here, with the field's path.
+ */
+const VISIBLE_ASCII = /^[\x21-\x7e]*$/;
+
+/** A secret that is sent in an HTTP header or URL (bot tokens): a secret string of visible ASCII. */
+export const headerSafeToken = (what: string, max = 1024) =>
+  secretString(what, max).regex(VISIBLE_ASCII, `${what} may hold only visible ASCII characters: no spaces, line breaks or characters such as "…". Paste the token exactly as the platform shows it.`);
+
+/** A header value: visible ASCII, spaces and tabs (what HTTP allows and every receiver reads alike). */
+export const HEADER_VALUE = /^[\t\x20-\x7e]*$/;
+
+/** A secret string: non-empty, bounded, no surrounding whitespace (a pasted newline is a classic). */
+export const secretString = (what: string, max = 1024) =>
+  z
+    .string()
+    .trim()
+    .min(1, `${what} is required.`)
+    .max(max, `${what} is at most ${max} characters.`);
+
+export const shortText = (what: string, max: number) =>
+  z
+    .string()
+    .trim()
+    .min(1, `${what} must not be empty.`)
+    .max(max, `${what} is at most ${max} characters.`);
+
+/** The destination named by a URL field. */
+export function urlDestination(field: string, url: string, secrets: string[] = []): Destination {
+  return { field: `config.${field}`, kind: 'url', value: url, host: hostOfUrl(url), secrets };
+}
+
+/** The host of a URL, normalized (`https://[::1]:8443/x` → `::1`); '' when it does not parse. */
+export function hostOfUrl(url: string): string {
+  try {
+    return normalizeHost(new URL(url).hostname);
+  } catch {
+    return '';
+  }
+}

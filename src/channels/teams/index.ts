@@ -1,0 +1,13 @@
+import { defineChannel } from '../channel.js';
+import { MARKDOWN } from '../shared/escape.js';
+import { teams as connection } from './config.js';
+
+/** Microsoft Teams: see ./config.ts (what a connection holds), ./send.ts (how a message goes out). */
+export const teamsChannel = defineChannel({
+  ...connection,
+  type: 'teams',
+  label: 'Microsoft Teams',
+  format: () => MARKDOWN,
+  pacing: { perSecond: 4, burst: 4 },
+  adapter: async () => (await import('./send.js')).adapter,
+});

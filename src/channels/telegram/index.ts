@@ -1,0 +1,13 @@
+import { defineChannel } from '../channel.js';
+import { telegram as connection } from './config.js';
+import { escapeTelegram } from './escape.js';
+
+/** Telegram: see ./config.ts (what a connection holds), ./send.ts (how a message goes out). */
+export const telegramChannel = defineChannel({
+  ...connection,
+  type: 'telegram',
+  label: 'Telegram',
+  format: (config) => ({ escape: (v) => escapeTelegram(v, config?.parse_mode ?? null), html: false }),
+  pacing: { perSecond: 1, burst: 1 }, // 1 per second per chat
+  adapter: async () => (await import('./send.js')).adapter,
+});

@@ -1,0 +1,12 @@
+import { defineChannel, PLAIN } from '../channel.js';
+import { webhook as connection } from './config.js';
+
+/** Signed webhook: see ./config.ts (what a connection holds), ./send.ts (how a message goes out). */
+export const webhookChannel = defineChannel({
+  ...connection,
+  type: 'webhook',
+  label: 'Signed webhook',
+  format: () => PLAIN,
+  pacing: { perSecond: 20, burst: 20 },
+  adapter: async () => (await import('./send.js')).adapter,
+});

@@ -1,0 +1,81 @@
+import { createHmac } from 'node:crypto';
+import type { WebhookConfig } from './config.js';
+import type { OutboundMessage } from '../../ports.js';
+import type { OutboundHttp, OutboundResponse } from '../../delivery/outbound-http.js';
+import { exchange, fromHttpStatus, hostOf, refused, type ChannelResult } from '../shared/http-outcome.js';
+import { subjectOf } from '../shared/message-text.js';
+import type { ChannelAdapter } from '../adapter.js';
+
+/**
+ * Signed HTTP webhooks (Standard Webhooks, standardwebhooks.com). The body is JSON:
+ *
+ * ```json
+ * {"type": "incident.executed", "test": false, "delivery_id": "dlv_…", "execution_id": "exe_…",
+ *  "incident": {"id", "title", "severity", "status", "url"}, "subject": "…", "body": "…",
+ *  "timestamp": "2026-11-22T10:00:00.000Z"}
+ * ```
+ *
+ * A connection test sends `"type": "connection.test", "test": true` (so a consumer that acts on
+ * `incident.executed` never mistakes it for an incident) with a "[Herald test]" subject.
+ *
+ * Headers: `webhook-id` = the delivery id (stable across retries, so the receiver can drop a
+ * duplicate), `webhook-timestamp` = Unix seconds of this attempt, `webhook-signature` =
+ * `v1,<base64 HMAC-SHA256 of "id.timestamp.body">` keyed with the base64-decoded bytes after
+ * `whsec_`, plus the connection's own headers (their values are secrets; Herald's names are
+ * reserved by the config schema). Bodies over 256 KiB fail permanently before sending. The
+ * receiver's answer body is never quoted in errors: an arbitrary endpoint may echo the headers.
+ */
+
+export interface WebhookSenderDeps {
+  http: OutboundHttp;
+  /** Wall clock (ms): the signed timestamp and the body's `timestamp`. */
+  now?: () => number;
+  timeoutMs?: number;
+}
+
+export const WEBHOOK_BODY_LIMIT = 256 * 1024;
+
+export function webhookBody(message: OutboundMessage, nowMs: number): string {
+  return JSON.stringify({
+    type: message.test ? 'connection.test' : 'incident.executed',
+    test: message.test === true,
+    delivery_id: message.deliveryId,
+    execution_id: message.executionId,
+    incident: message.incident,
+    subject: subjectOf(message),
+    body: message.content.body,
+    timestamp: new Date(nowMs).toISOString(),
+  });
+}
+
+/** `v1,<base64 HMAC-SHA256("id.timestamp.body")>` keyed with the bytes of a `whsec_` secret. */
+export function signWebhook(secret: string, id: string, timestampSeconds: number, body: string): string {
+  const key = Buffer.from(secret.startsWith('whsec_') ? secret.slice('whsec_'.length) : secret, 'base64');
+  return `v1,${createHmac('sha256', key).update(`${id}.${timestampSeconds}.${body}`).digest('base64')}`;
+}
+
+export function createWebhookSender(deps: WebhookSenderDeps) {
+  const now = deps.now ?? Date.now;
+  return {
+    send(target: { config: WebhookConfig }, message: OutboundMessage): Promise<ChannelResult> {
+      const config = target.config;
+      const at = now();
+      const body = webhookBody(message, at);
+      const size = Buffer.byteLength(body);
+      if (size > WEBHOOK_BODY_LIMIT) return Promise.resolve(refused(`the webhook body is ${Math.ceil(size / 1024)} KiB, over the 256 KiB limit; shorten the template`));
+      const timestamp = Math.floor(at / 1000);
+      const headers: Record<string, string> = {
+        ...config.headers,
+        'content-type': 'application/json',
+        'webhook-id': message.deliveryId,
+        'webhook-timestamp': String(timestamp),
+        'webhook-signature': signWebhook(config.secret, message.deliveryId, timestamp, body),
+      };
+      const req = { method: 'POST', url: config.url, headers, body, ...(deps.timeoutMs ? { timeoutMs: deps.timeoutMs } : {}) };
+      return exchange(deps.http, req, (res: OutboundResponse) => fromHttpStatus(res, { urlAddressed: true, who: hostOf(config.url), nowMs: now() }));
+    },
+  };
+}
+
+/** A webhook receiver has nothing to ask without posting. */
+export const adapter: ChannelAdapter<WebhookConfig> = { createSender: (deps) => createWebhookSender(deps), check: null };

@@ -1,0 +1,89 @@
+import type { ChannelAdapter, ChannelDeps, ChannelSender } from '../channels/adapter.js';
+import { createSmtpClient, type SmtpClientOptions } from '../channels/email/send.js';
+import { CHANNEL_TYPES, channelOf, type ChannelType, type ConfigOf } from '../channels/index.js';
+import { scrubResult, type ChannelResult } from '../channels/shared/http-outcome.js';
+import type { DeliveryConnection } from '../domain/connection.js';
+import type { OutboundMessage } from '../ports.js';
+
+/**
+ * The senders of every registered channel type (src/channels/<type>/send.ts), built once from
+ * their lazily loaded modules. Every sender is wrapped the same way here: one hard deadline per
+ * attempt, and one scrub of the connection's secret values from whatever a platform echoed back.
+ */
+
+export type ChannelAdapters = { [T in ChannelType]: ChannelAdapter<ConfigOf<T>> };
+
+/** Loads the I/O half of every channel module (each `send.ts`), once per process. */
+export async function loadChannelAdapters(): Promise<ChannelAdapters> {
+  const entries = await Promise.all(CHANNEL_TYPES.map(async (t) => [t, await channelOf(t).adapter()] as const));
+  return Object.fromEntries(entries) as unknown as ChannelAdapters;
+}
+
+export interface ChannelSenderDeps extends Omit<ChannelDeps, 'smtp'> {
+  /** The SMTP client; by default one through the HTTP client's guard, with `smtpOptions`. */
+  smtp?: ChannelDeps['smtp'];
+  smtpOptions?: Omit<SmtpClientOptions, 'guard'>;
+  /**
+   * The hard bound on one delivery attempt, whatever the channel (DNS, connect, TLS, an SMTP
+   * server that answers one byte at a time). Default 60 s: above every per-step time-out.
+   */
+  attemptDeadlineMs?: number;
+}
+
+export const ATTEMPT_DEADLINE_MS = 60_000;
+
+/** A sender as built here: its results may name a failure's cause (read by the connection tester). */
+export interface HeraldChannelSender<T extends ChannelType> {
+  send(target: Extract<DeliveryConnection, { type: T }>, message: OutboundMessage): Promise<ChannelResult>;
+}
+
+/** Assignable to the ChannelSenders port. */
+export type HeraldChannelSenders = { [T in ChannelType]: HeraldChannelSender<T> };
+
+/** The ChannelDeps every adapter receives, with the default SMTP client filled in. */
+export function channelDeps(deps: ChannelSenderDeps): ChannelDeps {
+  const { smtp, smtpOptions, attemptDeadlineMs: _deadline, ...rest } = deps;
+  return { ...rest, smtp: smtp ?? createSmtpClient({ ...smtpOptions, guard: deps.http.guard }) };
+}
+
+export function createChannelSenders(adapters: ChannelAdapters, deps: ChannelSenderDeps): HeraldChannelSenders {
+  const shared = channelDeps(deps);
+  const deadline = deps.attemptDeadlineMs ?? ATTEMPT_DEADLINE_MS;
+  const build = <T extends ChannelType>(t: T): HeraldChannelSender<T> => {
+    // Each adapter is typed with its own config; here they are handled alike (the map pairs them).
+    const sender = adapters[t].createSender(shared) as ChannelSender<unknown>;
+    return { send: async (target, message) => scrubbed(bounded(sender.send(target, message), deadline), target.secrets) };
+  };
+  return Object.fromEntries(CHANNEL_TYPES.map((t) => [t, build(t)])) as unknown as HeraldChannelSenders;
+}
+
+/** Dispatches to the sender of the connection's type (the mapped type pairs each type with its sender). */
+export function sendVia(senders: HeraldChannelSenders, conn: DeliveryConnection, message: OutboundMessage): Promise<ChannelResult> {
+  const sender: { send(t: DeliveryConnection, m: OutboundMessage): Promise<ChannelResult> } = senders[conn.type];
+  return sender.send(conn, message);
+}
+
+async function scrubbed(result: Promise<ChannelResult>, secrets: Record<string, string>): Promise<ChannelResult> {
+  return scrubResult(await result, Object.values(secrets));
+}
+
+/**
+ * Past the deadline the attempt counts as a retryable failure. Ambiguous: the message may have
+ * gone out before the platform stalled, so a retry is flagged as a possible duplicate. What is
+ * still pending ends on its own time-outs; its late result is ignored.
+ */
+async function bounded(attempt: Promise<ChannelResult>, deadlineMs: number): Promise<ChannelResult> {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<ChannelResult>((resolve) => {
+    timer = setTimeout(() => {
+      resolve({ outcome: 'retryable', httpStatus: null, providerCode: null, latencyMs: deadlineMs, retryAfterMs: null, error: `the attempt did not finish within ${deadlineMs >= 1000 ? `${Math.round(deadlineMs / 1000)} s` : `${deadlineMs} ms`}`, ambiguous: true });
+    }, deadlineMs);
+  });
+  try {
+    return await Promise.race([attempt, expired]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+export type { ChannelResult, FailureCause } from '../channels/shared/http-outcome.js';
