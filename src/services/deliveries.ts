@@ -2,10 +2,27 @@ import type { Actor } from '../domain/actor.js';
 import { SYSTEM_ACTOR } from '../domain/actor.js';
 import { iso } from '../domain/clock.js';
 import { decideRetry, pacingFor, type RetryDecision } from '../domain/delivery-policy.js';
+import {
+  cancel,
+  holdForPacing,
+  interruptedAttempt,
+  isRefused,
+  recordDelivered,
+  recordFailed,
+  recordInterrupted,
+  recordRetry,
+  requeue,
+  roundBudgetAfter,
+  sendAttempt,
+  startSending,
+  supersede,
+  type Transitioned,
+} from '../domain/delivery-state.js';
 import { isTerminal, type Attempt, type Delivery } from '../domain/execution.js';
 import type { Incident } from '../domain/incident.js';
 import { newEvent, type IncidentEvent } from '../domain/incident-event.js';
 import type { ChannelSenders, Clock, DeliveryQueue, DeliveryTarget, ExecutionRepo, IdGenerator, OutboundMessage, Pacer, ProcessOutcome, SendResult } from '../ports.js';
+import { DELIVERY_WRITE_ATTEMPTS, LOST_RACE, retryOnConflict, type Attempt as RaceAttempt } from './retry.js';
 
 export interface DeliveryTargets {
   /** The connection with decrypted secrets, or null when it no longer exists. */
@@ -52,27 +69,26 @@ export class DeliveryService {
   constructor(private readonly d: DeliveryServiceDeps) {}
 
   async process(deliveryId: string): Promise<ProcessOutcome> {
-    for (let attempt = 0; attempt < 5; attempt++) {
-      const r = await this.tryProcess(deliveryId);
-      if (r !== 'conflict') return r;
-    }
-    // Something keeps changing the delivery (cancel racing us): look again shortly.
-    return { kind: 'delay', ms: 1000, reason: 'retry' };
+    return untilWritten(
+      () => this.tryProcess(deliveryId),
+      // Something keeps changing the delivery (cancel racing us): look again shortly.
+      (): ProcessOutcome => ({ kind: 'delay', ms: STILL_RACING_DELAY_MS, reason: 'retry' }),
+    );
   }
 
-  private async tryProcess(deliveryId: string): Promise<ProcessOutcome | 'conflict'> {
+  private async tryProcess(deliveryId: string): Promise<RaceAttempt<ProcessOutcome>> {
     let current = await this.d.repo.getDelivery(deliveryId);
     if (!current || isTerminal(current.status)) return { kind: 'done', status: current?.status ?? 'cancelled' };
 
     const target = await this.d.targets.get(current.connection_id);
     if (!target || !target.enabled) {
       const reason = target ? 'connection disabled' : 'connection deleted';
-      return (await this.cancelOne(current, reason)) ? { kind: 'done', status: 'cancelled' } : 'conflict';
+      return (await this.cancelOne(current, reason)) === 'cancelled' ? { kind: 'done', status: 'cancelled' } : LOST_RACE;
     }
 
     if (current.sending_since !== null) {
       const r = await this.recordInterrupted(current);
-      if (r === 'conflict' || 'kind' in r) return r;
+      if (r === LOST_RACE || 'kind' in r) return r;
       current = r;
     }
 
@@ -89,9 +105,9 @@ export class DeliveryService {
     if (!current.paced) {
       const wait = await this.d.pacer.reserve(target.id, rule);
       if (wait > 0) {
-        const held: Delivery = { ...current, not_before: iso(new Date(nowMs + wait)), paced: true, rev: current.rev + 1 };
+        const held = must(holdForPacing(current, new Date(nowMs + wait)));
         // Nothing a reader sees changed, so no listener is told.
-        if (!(await this.d.repo.updateDelivery(current, held))) return 'conflict';
+        if (!(await this.d.repo.updateDelivery(current, held))) return LOST_RACE;
         return { kind: 'delay', ms: wait, reason: 'pacing' };
       }
     }
@@ -99,8 +115,8 @@ export class DeliveryService {
     if (tokenWait > 0) {
       // Its slot is reserved already (just now, or before): remember that, so it is not reserved twice.
       if (!current.paced) {
-        const held: Delivery = { ...current, not_before: iso(new Date(nowMs + tokenWait)), paced: true, rev: current.rev + 1 };
-        if (!(await this.d.repo.updateDelivery(current, held))) return 'conflict';
+        const held = must(holdForPacing(current, new Date(nowMs + tokenWait)));
+        if (!(await this.d.repo.updateDelivery(current, held))) return LOST_RACE;
       }
       return { kind: 'delay', ms: tokenWait, reason: 'pacing' };
     }
@@ -108,8 +124,8 @@ export class DeliveryService {
     // Whatever can fail without sending happens before the delivery is marked `sending`, so a
     // crash here is never mistaken for a cut-off send.
     const message = await this.messageOf(current);
-    const sending: Delivery = { ...current, status: 'sending', sending_since: iso(this.d.clock.now()), not_before: null, paced: false, rev: current.rev + 1 };
-    if (!(await this.write(current, sending))) return 'conflict';
+    const sending = must(startSending(current, this.d.clock.now()));
+    if (!(await this.write(current, sending))) return LOST_RACE;
 
     let result: SendResult;
     try {
@@ -126,19 +142,18 @@ export class DeliveryService {
    * is recorded as `interrupted` (an attempt of the budget) with `possible_duplicate`; our own
    * crash is no reason to back off, so the next attempt may go at once.
    */
-  private async recordInterrupted(current: Delivery): Promise<Delivery | ProcessOutcome | 'conflict'> {
+  private async recordInterrupted(current: Delivery): Promise<Delivery | ProcessOutcome | typeof LOST_RACE> {
     const now = this.d.clock.now();
-    const at = iso(now);
-    const cutAttempt = attemptRecord(at, 'interrupted', null, 'the attempt was cut off (worker stopped); it may have been delivered');
-    const cut: Delivery = { ...current, status: 'retrying', sending_since: null, possible_duplicate: true, attempts: [...current.attempts, cutAttempt], rev: current.rev + 1 };
-    const decision = decideRetry({ attemptsMade: attemptsInRound(cut), retryAfterMs: 0, elapsedMs: elapsedInRound(cut, now), random: this.d.random });
+    const cutAttempt = interruptedAttempt(now);
+    const decision = decideRetry({ ...roundBudgetAfter(current, cutAttempt, now), retryAfterMs: 0, random: this.d.random });
     if (!decision.retry) {
-      const failed: Delivery = { ...cut, status: 'failed', finished_at: at };
-      if (!(await this.write(current, failed, { events: [this.failedEvent(failed, `${cutAttempt.error ?? ''} (${decision.reason})`)] }))) return 'conflict';
+      const failed = must(recordFailed(current, cutAttempt, now));
+      if (!(await this.write(current, failed, { events: [this.failedEvent(failed, `${cutAttempt.error ?? ''} (${decision.reason})`)] }))) return LOST_RACE;
       this.d.onAttempt?.(failed, cutAttempt);
       return { kind: 'done', status: 'failed' };
     }
-    if (!(await this.write(current, cut))) return 'conflict';
+    const cut = must(recordInterrupted(current, now));
+    if (!(await this.write(current, cut))) return LOST_RACE;
     this.d.onAttempt?.(cut, cutAttempt);
     return cut;
   }
@@ -161,46 +176,44 @@ export class DeliveryService {
 
   private async record(sending: Delivery, target: DeliveryTarget, result: SendResult): Promise<ProcessOutcome> {
     const now = this.d.clock.now();
-    const at = iso(now);
-    const attempt: Attempt = {
-      at: sending.sending_since ?? at,
-      outcome: result.outcome === 'delivered' ? 'delivered' : result.outcome === 'retryable' ? 'retryable_failure' : 'permanent_failure',
-      http_status: result.httpStatus,
-      provider_code: result.providerCode,
-      latency_ms: result.latencyMs === null ? null : Math.round(result.latencyMs),
-      retry_after_ms: result.outcome === 'retryable' ? result.retryAfterMs : null,
-      error: result.outcome === 'delivered' ? null : result.error,
-    };
-    const recorded: Delivery = { ...sending, attempts: [...sending.attempts, attempt], sending_since: null, rev: sending.rev + 1 };
+    const attempt = sendAttempt(sending, result, now);
     let next: Delivery;
     let outcome: ProcessOutcome;
     let events: IncidentEvent[] = [];
     if (result.outcome === 'delivered') {
-      next = { ...recorded, status: 'delivered', delivered_at: at, finished_at: at };
+      next = must(recordDelivered(sending, attempt, now));
       outcome = { kind: 'done', status: 'delivered' };
     } else {
       const decision: RetryDecision =
         result.outcome === 'retryable'
-          ? decideRetry({ attemptsMade: attemptsInRound(recorded), retryAfterMs: result.retryAfterMs, elapsedMs: elapsedInRound(recorded, now), random: this.d.random })
+          ? decideRetry({ ...roundBudgetAfter(sending, attempt, now), retryAfterMs: result.retryAfterMs, random: this.d.random })
           : { retry: false, reason: '' };
       if (decision.retry) {
-        const possibleDuplicate = sending.possible_duplicate || (result.outcome === 'retryable' && result.ambiguous);
-        next = { ...recorded, status: 'retrying', not_before: iso(new Date(now.getTime() + decision.delayMs)), paced: false, possible_duplicate: possibleDuplicate };
+        const ambiguous = result.outcome === 'retryable' && result.ambiguous;
+        next = must(recordRetry(sending, attempt, { notBefore: new Date(now.getTime() + decision.delayMs), ambiguous }));
         outcome = { kind: 'delay', ms: decision.delayMs, reason: 'retry' };
       } else {
-        next = { ...recorded, status: 'failed', finished_at: at };
+        next = must(recordFailed(sending, attempt, now));
         outcome = { kind: 'done', status: 'failed' };
         events = [this.failedEvent(next, decision.reason ? `${result.error} (${decision.reason})` : result.error)];
       }
     }
     // The worker holds the job, so only a cancel can race this write; the send already happened,
-    // so its record wins over the cancel (retry the write on the latest state).
-    for (let i = 0; i < 5 && !(await this.write(sending, next, { events })); i++) {
-      const latest = await this.d.repo.getDelivery(sending.id);
-      if (!latest) break;
-      sending = latest;
-      next = { ...next, rev: latest.rev + 1 };
-    }
+    // so its record wins over the cancel (retry the write on the latest state). Should it keep
+    // losing, or the delivery be gone, the attempt is still reported and the outcome stands.
+    let prev = sending;
+    await untilWritten(
+      async (n): Promise<RaceAttempt<void>> => {
+        if (n > 0) {
+          const latest = await this.d.repo.getDelivery(sending.id);
+          if (!latest) return;
+          prev = latest;
+          next = supersede(next, latest);
+        }
+        return (await this.write(prev, next, { events })) ? undefined : LOST_RACE;
+      },
+      () => undefined,
+    );
     this.d.onAttempt?.(next, attempt);
     // Bookkeeping about the connection: its failure must not change what happened to the delivery.
     await this.guarded('recording connection health', () =>
@@ -241,14 +254,19 @@ export class DeliveryService {
     let cancelled = 0;
     const jobIds: string[] = [];
     for (const id of ids) {
-      for (let i = 0; i < 5; i++) {
-        const d = await this.d.repo.getDelivery(id);
-        if (!d || isTerminal(d.status) || d.status === 'sending') break;
-        if (await this.cancelOne(d, reason)) {
-          cancelled++;
-          jobIds.push(jobIdOf(d));
-          break;
-        }
+      const jobId = await untilWritten(
+        async (): Promise<RaceAttempt<string | null>> => {
+          const d = await this.d.repo.getDelivery(id);
+          // Gone, or being sent right now: that one is left to finish.
+          if (!d || d.status === 'sending') return null;
+          const r = await this.cancelOne(d, reason);
+          return r === 'cancelled' ? jobIdOf(d) : r === 'refused' ? null : LOST_RACE;
+        },
+        () => null,
+      );
+      if (jobId !== null) {
+        cancelled++;
+        jobIds.push(jobId);
       }
     }
     await this.d.queue.remove(jobIds);
@@ -256,21 +274,13 @@ export class DeliveryService {
     return cancelled;
   }
 
-  private async cancelOne(d: Delivery, reason: string): Promise<boolean> {
-    const at = iso(this.d.clock.now());
-    const next: Delivery = {
-      ...d,
-      status: 'cancelled',
-      finished_at: at,
-      sending_since: null,
-      not_before: null,
-      paced: false,
-      attempts: [...d.attempts, attemptRecord(at, 'cancelled', null, reason)],
-      rev: d.rev + 1,
-    };
-    const ok = await this.write(d, next);
-    if (ok) this.d.onAttempt?.(next, next.attempts.at(-1)!);
-    return ok;
+  /** Cancels `d` as read: refused when it is terminal already, LOST_RACE when it changed since. */
+  private async cancelOne(d: Delivery, reason: string): Promise<'cancelled' | 'refused' | typeof LOST_RACE> {
+    const next = cancel(d, reason, this.d.clock.now());
+    if (isRefused(next)) return 'refused';
+    if (!(await this.write(d, next))) return LOST_RACE;
+    this.d.onAttempt?.(next, next.attempts.at(-1)!);
+    return 'cancelled';
   }
 
   private async write(prev: Delivery, next: Delivery, opts: { events?: IncidentEvent[] } = {}): Promise<boolean> {
@@ -287,8 +297,9 @@ export class DeliveryService {
   async requeueFailed(deliveries: Delivery[], _actor: Actor): Promise<number> {
     const jobs = [];
     for (const d of deliveries) {
-      if (d.status !== 'failed') continue;
-      const next: Delivery = { ...d, status: 'queued', finished_at: null, round: d.round + 1, round_start: d.attempts.length, not_before: null, paced: false, rev: d.rev + 1 };
+      // Only a failed delivery is redelivered; any other is left as it is.
+      const next = requeue(d);
+      if (isRefused(next)) continue;
       if (await this.d.repo.updateDelivery(d, next, { outbox: true })) {
         this.d.onDeliveryChanged?.(next);
         jobs.push({ deliveryId: next.id, jobId: jobIdOf(next) });
@@ -319,17 +330,31 @@ export class DeliveryService {
   }
 }
 
-/** Attempts of the current round (a redeliver starts a new one). */
-const attemptsInRound = (d: Delivery): number => d.attempts.length - d.round_start;
+/** How soon a job whose delivery kept changing under it (DELIVERY_WRITE_ATTEMPTS lost races) runs again. */
+const STILL_RACING_DELAY_MS = 1000;
 
-/** Time since the first attempt of the current round started (0 before any). */
-function elapsedInRound(d: Delivery, now: Date): number {
-  const first = d.attempts[d.round_start];
-  return first ? Math.max(0, now.getTime() - Date.parse(first.at)) : 0;
+/**
+ * A transition the service only asks for where it is legal (it read the status first): a refusal
+ * means the record is not what the machine allows, so the job fails loudly instead of writing it.
+ */
+function must(t: Transitioned): Delivery {
+  if (isRefused(t)) throw t;
+  return t;
 }
 
-function attemptRecord(at: string, outcome: Attempt['outcome'], httpStatus: number | null, error: string | null): Attempt {
-  return { at, outcome, http_status: httpStatus, provider_code: null, latency_ms: null, retry_after_ms: null, error };
+class StillRacing extends Error {}
+
+/**
+ * retryOnConflict with a delivery's bound (DELIVERY_WRITE_ATTEMPTS); a writer that keeps losing
+ * does not throw but falls back to `giveUp` (look again later, or let the record stand).
+ */
+async function untilWritten<T>(attempt: (n: number) => Promise<RaceAttempt<T>>, giveUp: () => T): Promise<T> {
+  try {
+    return await retryOnConflict(attempt, () => new StillRacing(), { attempts: DELIVERY_WRITE_ATTEMPTS });
+  } catch (err) {
+    if (err instanceof StillRacing) return giveUp();
+    throw err;
+  }
 }
 
 /**

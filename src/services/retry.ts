@@ -25,6 +25,16 @@ export interface RetryOptions {
  */
 export const CONFLICT_ATTEMPTS = 40;
 
+/**
+ * The bound for a delivery's own writes (the worker's and a cancel's). Unlike an API record, a
+ * delivery has few writers that can race: the one worker holding its job, and a cancel
+ * (its connection deleted or disabled); redeliver only touches a failed one, which no worker
+ * writes. Each lost round lets one of them through, so 5 rounds cover them with room to spare;
+ * past that something is wrong, and the loser does not spin: the worker looks again later
+ * (the job is delayed), a cancel leaves that delivery to its worker's next look.
+ */
+export const DELIVERY_WRITE_ATTEMPTS = 5;
+
 export async function retryOnConflict<T>(attempt: (n: number) => Promise<Attempt<T>>, exhausted: () => Error, opts: RetryOptions = {}): Promise<T> {
   const attempts = opts.attempts ?? CONFLICT_ATTEMPTS;
   const base = opts.baseDelayMs ?? 4;
