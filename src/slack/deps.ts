@@ -10,11 +10,11 @@ import type { IncidentService } from '../services/incidents.js';
 import type { TemplateService } from '../services/templates.js';
 
 export interface SlackServices {
-  incidents: Pick<IncidentService, 'create' | 'get' | 'list' | 'update' | 'close'>;
+  incidents: Pick<IncidentService, 'create' | 'get' | 'getWritable' | 'list' | 'update' | 'close'>;
   apiKeys: Pick<ApiKeyService, 'create' | 'list' | 'revoke'>;
-  templates: Pick<TemplateService, 'get' | 'getMany' | 'list'>;
+  templates: Pick<TemplateService, 'get' | 'getMany' | 'list' | 'search'>;
   connections: Pick<ConnectionService, 'get' | 'list' | 'test'>;
-  executions: Pick<ExecutionService, 'execute' | 'get' | 'precheck' | 'preview'>;
+  executions: Pick<ExecutionService, 'execute' | 'get' | 'precheck' | 'prepare'>;
   announcements: AnnouncementService;
 }
 
