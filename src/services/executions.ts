@@ -211,15 +211,12 @@ export class ExecutionService {
    * value still to be typed). Rendering every delivery of a large fan-out would cost seconds.
    */
   async preview(incidentId: string, opts: { limit: number; placeholder: (name: string) => string }): Promise<ExecutePreview> {
-    const incident = await this.getIncident(incidentId);
-    assertWritable(incident);
-    const { pairs, used } = await this.pairs(incident, undefined);
-    const declared = mergeDeclared(used);
-    const supplied = Object.fromEntries(declared.filter((v) => v.default === null).map((v) => [v.name, opts.placeholder(v.name)]));
-    const { values } = resolveVariables(declared, supplied);
-    const ctx = { incident: incidentView(incident, this.d.publicUrl), execution: { id: this.d.ids.next('execution') }, variables: values };
-    const shown = await renderYielding(pairs.slice(0, Math.max(0, opts.limit)), ctx);
-    return { variables: declared, total: pairs.length, deliveries: shown.map(planned) };
+    const p = await this.prepare(incidentId, opts);
+    return {
+      variables: p.variables.map(({ name, description, required, default: d }) => ({ name, description, required, default: d })),
+      total: p.total,
+      deliveries: p.deliveries.map(({ connection_name: _n, template_name: _t, ...d }) => d),
+    };
   }
 
   /**
