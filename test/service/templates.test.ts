@@ -141,7 +141,7 @@ describe('TemplateService.search', () => {
     const t = await w.services.templates.create({ name: 'hay', body: 'x' });
     // An endless catalogue: page n holds 100 templates named `hay n.i`, the needle only on page 25.
     let pages = 0;
-    w.repos.templates.list = (page) => {
+    w.repos.templates.list = () => {
       const n = pages++;
       const data = Array.from({ length: 100 }, (_, i) => ({ ...t, id: idOf('template', 100_000 - n * 100 - i), name: n === 25 && i === 0 ? 'needle' : `hay ${n}.${i}` }));
       return Promise.resolve({ data, nextCursor: { after: data.at(-1)!.id } });
