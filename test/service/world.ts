@@ -9,6 +9,7 @@ import { DeliveryService } from '../../src/services/deliveries.js';
 import { ExecutionService } from '../../src/services/executions.js';
 import { IncidentService } from '../../src/services/incidents.js';
 import { TemplateService } from '../../src/services/templates.js';
+import type { OutboundAllow } from '../../src/domain/address-policy.js';
 import type { Incident } from '../../src/domain/incident.js';
 import {
   allowNone,
@@ -30,6 +31,8 @@ export interface WorldOptions {
   /** What the connection tester answers (default: ok). */
   tester?: FakeTester | null;
   publicUrl?: string;
+  /** HERALD_OUTBOUND_ALLOW (default: nothing beyond public destinations). */
+  allow?: OutboundAllow;
 }
 
 export function world(opts: WorldOptions = {}) {
@@ -67,7 +70,7 @@ export function world(opts: WorldOptions = {}) {
     clock,
     ids,
     crypto,
-    allow: allowNone,
+    allow: opts.allow ?? allowNone,
     ...(tester ? { tester } : {}),
     onDeleted: (id) => void deleted.push(id),
     onDisabled: (id) => void disabled.push(id),
