@@ -260,7 +260,7 @@ export class FakeTester implements ConnectionTester {
   readonly calls: { id: string; sendMessage: boolean; config: Record<string, unknown> }[] = [];
   constructor(private readonly result: (c: DeliveryConnection) => ConnectionTestResult) {}
   test(connection: DeliveryConnection, opts: { sendMessage: boolean }): Promise<ConnectionTestResult> {
-    this.calls.push({ id: connection.id, sendMessage: opts.sendMessage, config: connection.config as Record<string, unknown> });
+    this.calls.push({ id: connection.id, sendMessage: opts.sendMessage, config: connection.config });
     return Promise.resolve(this.result(connection));
   }
 }
