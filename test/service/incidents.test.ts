@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { LIMITS } from '../../src/domain/limits.js';
 import { apiActor, fieldsOf, idOf, refusal, slackActor } from './fakes.js';
 import { world, type World } from './world.js';
@@ -205,7 +205,15 @@ describe('IncidentService.update', () => {
       const stored = w.repos.incidents.incidents.get(id)!;
       w.repos.incidents.incidents.set(id, { ...stored, rev: stored.rev + 1 });
     };
-    expect((await refusal(w.services.incidents.update(i.id, { title: 'Mine' }, apiActor))).code).toBe('conflict');
+    // The retries' jittered pauses run on fake time: the test stays fast.
+    vi.useFakeTimers();
+    try {
+      const refused = refusal(w.services.incidents.update(i.id, { title: 'Mine' }, apiActor));
+      await vi.runAllTimersAsync();
+      expect((await refused).code).toBe('conflict');
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('answers not_found for an unknown incident', async () => {

@@ -204,7 +204,7 @@ describe('execute modal', () => {
   });
 
   // The merge is ExecutionService's (prepare); the preview markers are asserted through prepare
-  // in test/service/executions.test.ts ('prepare … previews with markers').
+  // in test/service/executions.test.ts ('merges the variables … previews with markers').
   it('merges variables across templates', () => {
     const merged = mergeDeclaredVariables([
       [{ name: 'eta', description: '', required: false, default: null }],
