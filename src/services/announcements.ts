@@ -124,9 +124,8 @@ export class AnnouncementRouter {
   }
 
   /**
-   * Announces a new incident in the first channel that takes the message, in the order given
-   * (the Slack edge passes: where the command ran, then HERALD_SLACK_CHANNEL, then a direct
-   * message to the person who declared it). Empty and repeated channels are skipped.
+   * Announces a new incident in the first channel that takes the message, in the order given.
+   * Empty and repeated channels are skipped.
    */
   async announce(incidentId: string, channels: (string | null | undefined)[]): Promise<void> {
     const tried = new Set<string>();
@@ -150,6 +149,14 @@ export class AnnouncementRouter {
       }
     }
     this.r.log.warn({ incident_id: incidentId }, 'incident not announced in Slack: no channel took the message');
+  }
+
+  /**
+   * Announces an incident declared in the chat: in the channel it was declared in, else the
+   * default channel (HERALD_SLACK_CHANNEL), else a direct message to the person who declared it.
+   */
+  announceDeclared(incidentId: string, from: { channel?: string | null; user?: string | null }): Promise<void> {
+    return this.announce(incidentId, [from.channel, this.r.defaultChannel, from.user]);
   }
 
   /**

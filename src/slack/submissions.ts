@@ -35,7 +35,7 @@ export function registerSubmissions(app: App, deps: SlackDeps, announcer: Announ
       slackActor(body.user),
     );
     return {
-      after: () => announcer.announce(incident.id, [ctx.channel_id, deps.settings.defaultChannel, body.user.id]),
+      after: () => announcer.announceDeclared(incident.id, { channel: ctx.channel_id ?? null, user: body.user.id }),
     };
   });
 

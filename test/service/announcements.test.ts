@@ -78,6 +78,26 @@ describe('AnnouncementRouter.announce', () => {
     await router.idle();
   });
 
+  it('announces an incident declared in the chat where it was declared, else the default channel, else to its author', async () => {
+    const { w, chat, store, router } = routed();
+    const here = await w.services.incidents.create({ title: 'Here', severity: 'minor' }, slackActor);
+    await router.announceDeclared(here.id, { channel: 'CHERE', user: 'UALICE' });
+    expect((await store.find(here.id))!.channel).toBe('CHERE');
+    const home = await w.services.incidents.create({ title: 'From the Home tab', severity: 'minor' }, slackActor);
+    await router.announceDeclared(home.id, { channel: null, user: 'UALICE' });
+    expect((await store.find(home.id))!.channel).toBe('CDEFAULT');
+    chat.refuse.add('CDEFAULT');
+    const dm = await w.services.incidents.create({ title: 'Nowhere else', severity: 'minor' }, slackActor);
+    await router.announceDeclared(dm.id, { user: 'UALICE' });
+    expect((await store.find(dm.id))!.channel).toBe('UALICE');
+    const none = routed({ defaultChannel: null });
+    const i = await none.w.services.incidents.create({ title: 'T', severity: 'minor' }, slackActor);
+    await none.router.announceDeclared(i.id, { channel: null, user: 'UBOB' });
+    expect(none.chat.posts.map((p) => p.channel)).toEqual(['UBOB']);
+    await router.idle();
+    await none.router.idle();
+  });
+
   it('says so when no channel takes the message, remembering nothing', async () => {
     const { w, chat, store, router, warnings } = routed();
     const i = await w.services.incidents.create({ title: 'T', severity: 'minor' }, slackActor);
