@@ -7,7 +7,7 @@ import type { ChannelType } from './channels/index.js';
 import type { Clock } from './domain/clock.js';
 import type { ConnectionRecord, ConnectionTestResult, DeliveryConnection } from './domain/connection.js';
 import type { PacingRule } from './domain/delivery-policy.js';
-import type { Delivery, Execution, RenderedContent } from './domain/execution.js';
+import type { Delivery, DeliveryStatus, Execution, ExecutionStatus, RenderedContent } from './domain/execution.js';
 import type { IdGenerator } from './domain/ids.js';
 import type { Incident, IncidentStatus, Severity } from './domain/incident.js';
 import type { IncidentEvent } from './domain/incident-event.js';
@@ -323,4 +323,45 @@ export interface AnnouncementRepo {
    * renders again (from the newest state) and calls this again; false: the claim is released.
    */
   finishRefresh(incidentId: string, token: string, ttlMs: number): Promise<boolean>;
+}
+
+/** One delivery of the execute an announcement follows, as its receipts show it. */
+export interface AnnouncementReceiptLine {
+  connectionName: string;
+  connectionType: string;
+  status: DeliveryStatus;
+  attempts: number;
+  /** The last attempt's error, when it failed. */
+  error: string | null;
+}
+
+/** The receipts under an announcement: the deliveries of the newest execute. */
+export interface AnnouncementReceipts {
+  executionId: string;
+  status: ExecutionStatus;
+  lines: AnnouncementReceiptLine[];
+}
+
+/** What an announcement shows; the chat adapter turns it into the platform's message. */
+export interface AnnouncementContent {
+  incident: Incident;
+  receipts: AnnouncementReceipts | null;
+}
+
+/** Where a posted chat message lives. */
+export interface PostedMessage {
+  channel: string;
+  ts: string;
+}
+
+/**
+ * Posts and updates an incident's announcement in a chat platform (implemented by the Slack edge
+ * over its Web API client). Both throw the platform's error when it refuses (a channel the bot
+ * cannot post in, a rate limit): the caller decides what to try next.
+ */
+export interface ChatPoster {
+  /** Posts a new message; null when the platform did not say where it landed. */
+  post(channel: string, content: AnnouncementContent): Promise<PostedMessage | null>;
+  /** Replaces a posted message's content. */
+  update(message: PostedMessage, content: AnnouncementContent): Promise<void>;
 }

@@ -23,6 +23,8 @@ export interface ExecuteConnection {
   type: ChannelType;
   enabled: boolean;
   config: Record<string, unknown>;
+  /** Shown by `prepare` (a connection record has one); the id stands in without it. */
+  name?: string;
 }
 
 export interface ExecutionServiceDeps {
@@ -57,6 +59,46 @@ export interface ExecutePreview {
   total: number;
   /** The first `limit` of them, rendered with defaults and placeholders. */
   deliveries: PlannedDelivery[];
+}
+
+/** A declared variable as a form asks for it (see `prepare`). */
+export interface PreparedVariable extends TemplateVariable {
+  /** What the input starts with: the default (null: empty, to be typed). */
+  prefill: string | null;
+  /** What the preview renders for it: the default, else `placeholder(name)`. */
+  preview: string;
+}
+
+/** A delivery of the preview, with the names a person recognises. */
+export interface PreparedDelivery extends PlannedDelivery {
+  /** The connection's name (its id when it has none). */
+  connection_name: string;
+  /** The template's name; null for the built-in message. */
+  template_name: string | null;
+}
+
+/**
+ * Everything a form needs before an execute (see `prepare`): which templates it uses, one input
+ * per declared variable (merged by name) with what is prefilled, and the first deliveries rendered.
+ */
+export interface ExecutePreparation {
+  incident: Incident;
+  /** The incident's templates that target at least one of the connections, in attach order. */
+  templates: { id: string; name: string; version: number }[];
+  variables: PreparedVariable[];
+  /** How many deliveries an execute would make. */
+  total: number;
+  /** The first `limit` of them, rendered with defaults and placeholders. */
+  deliveries: PreparedDelivery[];
+}
+
+export interface PrepareOptions {
+  /** The subset of connections the execute will target (default: every enabled one). */
+  connection_ids?: string[];
+  /** Deliveries rendered into the preview (the rest are only counted). */
+  limit: number;
+  /** What the preview shows where a value is still to be typed. */
+  placeholder: (name: string) => string;
 }
 
 export type ExecuteResult = { dryRun: true; deliveries: PlannedDelivery[] } | { dryRun: false; execution: ExecutionView };
@@ -169,15 +211,37 @@ export class ExecutionService {
    * value still to be typed). Rendering every delivery of a large fan-out would cost seconds.
    */
   async preview(incidentId: string, opts: { limit: number; placeholder: (name: string) => string }): Promise<ExecutePreview> {
+    const p = await this.prepare(incidentId, opts);
+    return {
+      variables: p.variables.map(({ name, description, required, default: d }) => ({ name, description, required, default: d })),
+      total: p.total,
+      deliveries: p.deliveries.map(({ connection_name: _n, template_name: _t, ...d }) => d),
+    };
+  }
+
+  /**
+   * What a form shows before an execute, as plain data: the incident (404, closed 409 as execute
+   * would), the templates the execute uses (those that target an enabled connection), one merged
+   * declaration per variable with its prefill, and the first `limit` deliveries rendered with the
+   * defaults and `placeholder(name)` for the values still to be typed. An edge only presents it.
+   */
+  async prepare(incidentId: string, opts: PrepareOptions): Promise<ExecutePreparation> {
     const incident = await this.getIncident(incidentId);
     assertWritable(incident);
-    const { pairs, used } = await this.pairs(incident, undefined);
-    const declared = mergeDeclared(used);
-    const supplied = Object.fromEntries(declared.filter((v) => v.default === null).map((v) => [v.name, opts.placeholder(v.name)]));
-    const { values } = resolveVariables(declared, supplied);
+    if (opts.connection_ids !== undefined) parseInput(ExecuteRequestSchema, { connection_ids: opts.connection_ids });
+    const { pairs, used } = await this.pairs(incident, opts.connection_ids);
+    const declared = mergeDeclaredVariables(used.map((t) => t.variables));
+    const variables: PreparedVariable[] = declared.map((v) => ({ ...v, prefill: v.default, preview: v.default ?? opts.placeholder(v.name) }));
+    const values = Object.fromEntries(variables.map((v) => [v.name, v.preview]));
     const ctx = { incident: incidentView(incident, this.d.publicUrl), execution: { id: this.d.ids.next('execution') }, variables: values };
     const shown = await renderYielding(pairs.slice(0, Math.max(0, opts.limit)), ctx);
-    return { variables: declared, total: pairs.length, deliveries: shown.map(planned) };
+    return {
+      incident,
+      templates: used.map((t) => ({ id: t.id, name: t.name, version: t.version })),
+      variables,
+      total: pairs.length,
+      deliveries: shown.map((p) => ({ ...planned(p), connection_name: p.connection.name ?? p.connection.id, template_name: p.template?.name ?? null })),
+    };
   }
 
   async get(incidentId: string, executionId: string): Promise<ExecutionView> {
@@ -278,17 +342,24 @@ export class ExecutionService {
   }
 }
 
-/** One declaration per name across templates: required if any template requires it, first default wins. */
-function mergeDeclared(templates: Template[]): TemplateVariable[] {
+/**
+ * One declaration per name across templates (in order): required if any template requires it,
+ * the first default and the first non-empty description found.
+ */
+export function mergeDeclaredVariables(lists: readonly (readonly TemplateVariable[])[]): TemplateVariable[] {
   const byName = new Map<string, TemplateVariable>();
-  for (const t of templates) {
-    for (const v of t.variables) {
+  for (const list of lists) {
+    for (const v of list) {
       const seen = byName.get(v.name);
       if (!seen) byName.set(v.name, { ...v });
-      else byName.set(v.name, { ...seen, required: seen.required || v.required, default: seen.default ?? v.default });
+      else byName.set(v.name, { name: v.name, description: seen.description || v.description, required: seen.required || v.required, default: seen.default ?? v.default });
     }
   }
   return [...byName.values()];
+}
+
+function mergeDeclared(templates: Template[]): TemplateVariable[] {
+  return mergeDeclaredVariables(templates.map((t) => t.variables));
 }
 
 interface Pair {

@@ -5,6 +5,7 @@ import { isId } from '../domain/ids.js';
 import { LIMITS } from '../domain/limits.js';
 import {
   applyPatch,
+  assertWritable,
   closeIncident,
   IncidentCloseSchema,
   IncidentCreateSchema,
@@ -59,6 +60,16 @@ export class IncidentService {
   async get(id: string): Promise<Incident> {
     const incident = isId('incident', id) ? await this.d.incidents.get(id) : null;
     if (!incident) throw notFound('Incident', id);
+    return incident;
+  }
+
+  /**
+   * The incident, for a change about to be asked for (a form to fill in): 404 when it does not
+   * exist, `incident_closed` (409) when it is closed — what update, close and execute would answer.
+   */
+  async getWritable(id: string): Promise<Incident> {
+    const incident = await this.get(id);
+    assertWritable(incident);
     return incident;
   }
 

@@ -3,7 +3,8 @@ import { iso } from '../domain/clock.js';
 import { DomainError, fieldError, isDomainError, notFound, type ErrorCode, type FieldError } from '../domain/errors.js';
 import { isId } from '../domain/ids.js';
 import type { Incident } from '../domain/incident.js';
-import { expectCursorKind, type Page, type PageRequest } from '../domain/pagination.js';
+import { expectCursorKind, type Cursor, type Page, type PageRequest } from '../domain/pagination.js';
+import { LIMITS } from '../domain/limits.js';
 import { incidentView, renderMessage, sampleIncident, SAMPLE_EXECUTION_ID, type RenderContext, type RenderedMessage } from '../domain/render.js';
 import {
   applyTemplatePatch,
@@ -35,6 +36,9 @@ export interface TemplateServiceDeps {
   /** HERALD_PUBLIC_URL, the base of `{{incident.url}}`. */
   publicUrl?: string;
 }
+
+/** Pages of the catalogue (of LIMITS.pageMax each) one search reads at most. */
+export const SEARCH_MAX_PAGES = 20;
 
 export type TemplatePreviews = Record<ChannelType, RenderedMessage>;
 
@@ -111,6 +115,29 @@ export class TemplateService {
 
   list(page: PageRequest): Promise<Page<Template>> {
     return this.d.templates.list(expectCursorKind(page, 'after'));
+  }
+
+  /**
+   * Templates whose name contains `query` (case-insensitive, trimmed; empty matches every one),
+   * newest first, at most `limit`. The search reads at most SEARCH_MAX_PAGES pages of the
+   * catalogue, so it stays fast (a Slack options request is answered within 3 s) however large
+   * the catalogue is; matches beyond that are not found.
+   */
+  async search(query: string, limit: number): Promise<Template[]> {
+    const needle = query.trim().toLowerCase();
+    const max = Math.max(0, Math.floor(limit));
+    const found: Template[] = [];
+    let cursor: Cursor | null = null;
+    for (let page = 0; page < SEARCH_MAX_PAGES && found.length < max; page++) {
+      const p: Page<Template> = await this.d.templates.list({ limit: LIMITS.pageMax, cursor });
+      for (const t of p.data) {
+        if (needle === '' || t.name.toLowerCase().includes(needle)) found.push(t);
+        if (found.length === max) break;
+      }
+      if (p.nextCursor === null) break;
+      cursor = p.nextCursor;
+    }
+    return found;
   }
 
   /**

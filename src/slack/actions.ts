@@ -1,5 +1,5 @@
 import type { App, BlockAction, ButtonAction } from '@slack/bolt';
-import { isAdmin, type SlackDeps } from './deps.js';
+import { slackUser, type SlackDeps } from './deps.js';
 import { publishHome } from './home.js';
 import { isRedisUnavailable } from '../domain/unavailable.js';
 import { ephemeralMessage } from './errors.js';
@@ -96,7 +96,8 @@ async function openOnce(deps: SlackDeps, triggerId: string, open: () => Promise<
  * (without the admin parts), which is all a forged or stale click gets back.
  */
 function allowed(deps: SlackDeps, body: ButtonClick, actionId: string): boolean {
-  if (!ADMIN_ACTIONS.has(actionId) || isAdmin(deps, body.user.id)) return true;
+  const task = ADMIN_ACTIONS.get(actionId);
+  if (task === undefined || deps.access.can(slackUser(body.user.id), task)) return true;
   deps.log.warn({ slack_user: body.user.id, action_id: actionId }, 'refused an admin action from a non-admin Slack user');
   publishHome(deps, body.user.id).catch((err: unknown) => deps.log.warn({ err }, 'could not re-publish the App Home'));
   return false;

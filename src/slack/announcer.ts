@@ -1,257 +1,47 @@
-import { randomUUID } from 'node:crypto';
-import type { Delivery, ExecutionView } from '../domain/execution.js';
-import { isDomainError } from '../domain/errors.js';
-import type { Incident } from '../domain/incident.js';
-import type { Pacer } from '../ports.js';
+import type { WebClient } from '@slack/web-api';
+import type { ChatPoster } from '../ports.js';
+import { AnnouncementRouter, type AnnouncementPacing } from '../services/announcements.js';
 import type { SlackDeps } from './deps.js';
-import { announcementMessage, type ReceiptLine, type Receipts } from './views/announcement.js';
+import { announcementMessage } from './views/announcement.js';
 
 /**
- * The announcement message of each incident: posted once, then kept current with chat.update
- * whenever the incident changes or a delivery of its newest execute moves (receipts).
- *
- * Every refresh rebuilds the whole message from the stored state, so refreshes are idempotent and
- * the last one wins. Within a process they are coalesced per incident: while one runs, further
- * requests collapse into a single re-run after it, so a burst of delivery updates costs at most
- * two chat.update calls. Across processes (an API and several workers) a claim in Redis lets one
- * render at a time and makes it render again when another process saw a change meanwhile, so an
- * older state can never overwrite a newer one.
- *
- * Paced as Slack asks (about one message per second per channel; chat.update is rate limited):
- * posts to one channel go one at a time, each at least a second after the previous one was
- * answered (queued, never dropped), and one announcement is updated at most once every two
- * seconds — a burst of receipts becomes one update showing the latest state. With a Redis pacer
- * (the composition root passes the delivery pacer) the same slots are shared by every process;
- * without one the pacing is per process.
+ * The Slack side of announcements. What to post where and when (channel fallback, which changes
+ * refresh, receipts following the newest execute, coalescing, pacing) is AnnouncementRouter's
+ * (services/announcements.ts); this wires it to Slack: the Web API client as its ChatPoster, the
+ * announcement rendered as Block Kit, errors logged by their Slack code.
  */
-export interface AnnouncerPacing {
-  /** Shared slots across processes (store/pacing.ts); absent: per process only. */
-  pacer?: Pacer;
-  /** Least time between two posts to one channel (default 1,000 ms). */
-  postIntervalMs?: number;
-  /** Least time between two updates of one announcement (default 2,000 ms). */
-  updateIntervalMs?: number;
+export type AnnouncerPacing = AnnouncementPacing;
+
+export class Announcer extends AnnouncementRouter {
+  constructor(deps: SlackDeps, pacing: AnnouncerPacing = {}) {
+    const s = deps.services;
+    super({
+      store: s.announcements,
+      incidents: s.incidents,
+      executions: s.executions,
+      connections: s.connections,
+      chat: slackChatPoster(deps.client),
+      defaultChannel: deps.settings.defaultChannel,
+      pacing,
+      log: deps.log,
+      describeError: slackError,
+    });
+  }
 }
 
-const POST_INTERVAL_MS = 1000;
-const UPDATE_INTERVAL_MS = 2000;
-
-export class Announcer {
-  private readonly running = new Map<string, { again: boolean; done: Promise<void> }>();
-  /** Names this process's refresh claims (unique enough: a claim only needs to know its holder). */
-  private readonly instance = randomUUID();
-  private refreshes = 0;
-  /** Per channel: the tail of the queue of posts (each waits for the one before). */
-  private readonly channelQueues = new Map<string, Promise<void>>();
-  /** Per announcement: when its last update was answered (ms). */
-  private readonly lastUpdate = new Map<string, number>();
-  private readonly postIntervalMs: number;
-  private readonly updateIntervalMs: number;
-
-  constructor(
-    private readonly deps: SlackDeps,
-    private readonly pacing: AnnouncerPacing = {},
-  ) {
-    this.postIntervalMs = pacing.postIntervalMs ?? POST_INTERVAL_MS;
-    this.updateIntervalMs = pacing.updateIntervalMs ?? UPDATE_INTERVAL_MS;
-  }
-
-  /**
-   * Announces a new incident in the first channel that takes the message: where the command ran,
-   * then HERALD_SLACK_CHANNEL, then a direct message to the person who declared it.
-   */
-  async announce(incidentId: string, channels: (string | null | undefined)[]): Promise<void> {
-    const tried = new Set<string>();
-    for (const channel of channels) {
-      if (!channel || tried.has(channel)) continue;
-      tried.add(channel);
-      try {
-        const res = await this.postPaced(channel, async () => {
-          // Read at post time: an update made meanwhile is already in the first version.
-          const incident = await this.deps.services.incidents.get(incidentId);
-          const message = announcementMessage(incident, null);
-          return this.deps.client.chat.postMessage({ channel, text: message.text, blocks: message.blocks, unfurl_links: false });
-        });
-        if (res.channel && res.ts) {
-          await this.deps.services.announcements.remember(incidentId, res.channel, res.ts);
-          // The incident may have changed between the read and the remember: show the latest.
-          this.refresh(incidentId);
-        }
-        return;
-      } catch (err) {
-        this.deps.log.warn({ err: slackError(err), channel, incident_id: incidentId }, 'could not post the incident announcement; trying the next channel');
-      }
-    }
-    this.deps.log.warn({ incident_id: incidentId }, 'incident not announced in Slack: no channel took the message');
-  }
-
-  /** IncidentService hook. Slack-made incidents are announced by the listener (it knows the channel). */
-  incidentChanged(incident: Incident, kind: 'created' | 'updated' | 'closed'): void {
-    if (kind === 'created') {
-      if (incident.created_by.type !== 'slack_user' && this.deps.settings.defaultChannel) {
-        this.background(this.announce(incident.id, [this.deps.settings.defaultChannel]), incident.id);
-      }
-      return;
-    }
-    this.refresh(incident.id);
-  }
-
-  /** DeliveryService hook: the receipts follow the newest execution of the incident. */
-  deliveryChanged(d: Pick<Delivery, 'incident_id' | 'execution_id'>): void {
-    this.background(
-      this.deps.services.announcements.trackExecution(d.incident_id, d.execution_id).then((a) => {
-        if (a) this.refresh(d.incident_id);
-      }),
-      d.incident_id,
-    );
-  }
-
-  /** After an execute from Slack: show its receipts (queued) right away. */
-  executed(incidentId: string, executionId: string): void {
-    this.deliveryChanged({ incident_id: incidentId, execution_id: executionId });
-  }
-
-  /** Re-renders the announcement from the stored state (fire and forget; errors are logged). */
-  refresh(incidentId: string): void {
-    const current = this.running.get(incidentId);
-    if (current) {
-      current.again = true;
-      return;
-    }
-    const state = { again: false, done: Promise.resolve() };
-    state.done = (async () => {
-      try {
-        do {
-          // Wait for the slot first, before the cross-process claim (so no claim is held while
-          // waiting): requests arriving meanwhile are covered by this run.
-          await this.paceUpdate(incidentId);
-          state.again = false;
-          await this.update(incidentId).catch((err: unknown) => this.deps.log.warn({ err: slackError(err), incident_id: incidentId }, 'could not update the incident announcement'));
-        } while (state.again);
-      } finally {
-        this.running.delete(incidentId);
-      }
-    })();
-    this.running.set(incidentId, state);
-  }
-
-  /** Resolves once no refresh is running (shutdown; tests). */
-  async idle(): Promise<void> {
-    while (this.running.size > 0) await Promise.all([...this.running.values()].map((s) => s.done));
-  }
-
-  /** One process at a time renders an announcement (see AnnouncementService.refreshExclusively). */
-  private update(incidentId: string): Promise<void> {
-    return this.deps.services.announcements.refreshExclusively(incidentId, `${this.instance}:${++this.refreshes}`, () => this.render(incidentId));
-  }
-
-  /**
-   * Runs `post` in this channel's queue: after the previous post to the channel was answered and
-   * its interval passed, and (with a shared pacer) in the channel's next free slot.
-   */
-  private postPaced<T>(channel: string, post: () => Promise<T>): Promise<T> {
-    const previous = this.channelQueues.get(channel) ?? Promise.resolve();
-    const run = previous.then(async () => {
-      await this.sharedSlot(`slack-channel.${channel}`, this.postIntervalMs);
-      return post();
-    });
-    // The next post waits for this one's answer plus the interval, whatever the outcome.
-    const tail = run.then(
-      () => delay(this.postIntervalMs),
-      () => delay(this.postIntervalMs),
-    );
-    this.channelQueues.set(channel, tail);
-    void tail.then(() => {
-      if (this.channelQueues.get(channel) === tail) this.channelQueues.delete(channel);
-    });
-    return run;
-  }
-
-  /** Waits for the next slot of `key` in the shared pacer (none: no wait). */
-  private async sharedSlot(key: string, intervalMs: number): Promise<void> {
-    if (!this.pacing.pacer) return;
-    try {
-      const wait = await this.pacing.pacer.reserve(key, { perSecond: 1000 / intervalMs, burst: 1 });
-      if (wait > 0) await delay(wait);
-    } catch (err) {
-      // Redis trouble must not stop announcements: the per-process pacing still holds.
-      this.deps.log.warn({ err, key }, 'shared Slack pacing unavailable; pacing this process only');
-    }
-  }
-
-  /** Waits until this announcement's last update (in this process) is at least the interval old. */
-  private async waitInterval(incidentId: string): Promise<void> {
-    const last = this.lastUpdate.get(incidentId);
-    const wait = last === undefined ? 0 : last + this.updateIntervalMs - Date.now();
-    if (wait > 0) await delay(wait);
-  }
-
-  /** The interval in this process, then the announcement's next slot shared by every process. */
-  private async paceUpdate(incidentId: string): Promise<void> {
-    await this.waitInterval(incidentId);
-    await this.sharedSlot(`slack-update.${incidentId}`, this.updateIntervalMs);
-  }
-
-  private noteUpdate(incidentId: string): void {
-    const now = Date.now();
-    this.lastUpdate.set(incidentId, now);
-    // Forget announcements not updated for a while (bounded memory in a long-lived process).
-    if (this.lastUpdate.size > 1000) {
-      for (const [id, at] of this.lastUpdate) if (now - at > this.updateIntervalMs) this.lastUpdate.delete(id);
-    }
-  }
-
-  /**
-   * Renders under the claim. Pacing happened before the claim was taken; a re-render asked for by
-   * another process (a change it saw meanwhile) follows at once, and that process paced its ask.
-   */
-  private async render(incidentId: string): Promise<void> {
-    const announcement = await this.deps.services.announcements.find(incidentId);
-    if (!announcement) return;
-    const incident = await this.deps.services.incidents.get(incidentId);
-    const receipts = announcement.execution_id ? await this.receipts(incidentId, announcement.execution_id) : null;
-    const message = announcementMessage(incident, receipts);
-    try {
-      await this.deps.client.chat.update({ channel: announcement.channel, ts: announcement.ts, text: message.text, blocks: message.blocks });
-    } finally {
-      this.noteUpdate(incidentId);
-    }
-  }
-
-  private async receipts(incidentId: string, executionId: string): Promise<Receipts | null> {
-    let execution: ExecutionView;
-    try {
-      execution = await this.deps.services.executions.get(incidentId, executionId);
-    } catch (e) {
-      if (isDomainError(e) && e.code === 'not_found') return null;
-      throw e;
-    }
-    const names = await this.connectionNames(execution.deliveries.map((d) => d.connection_id));
-    const lines: ReceiptLine[] = execution.deliveries.map((d) => ({
-      connectionName: names.get(d.connection_id) ?? d.connection_id,
-      connectionType: d.connection_type,
-      status: d.status,
-      attempts: d.attempts.length,
-      error: d.attempts.at(-1)?.error ?? null,
-    }));
-    return { executionId: execution.id, status: execution.status, lines };
-  }
-
-  private async connectionNames(ids: string[]): Promise<Map<string, string>> {
-    const names = new Map<string, string>();
-    await Promise.all(
-      [...new Set(ids)].map(async (id) => {
-        // A deleted connection keeps its receipt line, named by id.
-        const c = await this.deps.services.connections.get(id).catch(() => null);
-        if (c) names.set(id, c.name);
-      }),
-    );
-    return names;
-  }
-
-  private background(p: Promise<unknown>, incidentId: string): void {
-    p.catch((err: unknown) => this.deps.log.warn({ err: slackError(err), incident_id: incidentId }, 'announcement work failed'));
-  }
+/** The ChatPoster port over Slack's Web API: chat.postMessage and chat.update with Block Kit. */
+export function slackChatPoster(client: Pick<WebClient, 'chat'>): ChatPoster {
+  return {
+    async post(channel, { incident, receipts }) {
+      const message = announcementMessage(incident, receipts);
+      const res = await client.chat.postMessage({ channel, text: message.text, blocks: message.blocks, unfurl_links: false });
+      return res.channel && res.ts ? { channel: res.channel, ts: res.ts } : null;
+    },
+    async update({ channel, ts }, { incident, receipts }) {
+      const message = announcementMessage(incident, receipts);
+      await client.chat.update({ channel, ts, text: message.text, blocks: message.blocks });
+    },
+  };
 }
 
 /** Web API errors carry `data.error` (e.g. `channel_not_found`); log that, never the request. */
@@ -262,5 +52,3 @@ export function slackError(err: unknown): { message: string; code?: string } {
   }
   return { message: String(err) };
 }
-
-const delay = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));

@@ -3,6 +3,7 @@ import { WebClient } from '@slack/web-api';
 import express, { type Express, type RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import type { IdempotencyStore, Pacer } from '../ports.js';
+import { AccessPolicy } from '../services/access.js';
 import { registerActions } from './actions.js';
 import { Announcer } from './announcer.js';
 import { registerCommands } from './commands.js';
@@ -70,7 +71,8 @@ export function createSlackEdge(opts: SlackEdgeOptions, expressApp: Express): Sl
     timeout: WEB_API_TIMEOUT_MS,
   });
   const now = () => opts.now();
-  const deps: SlackDeps = { services: opts.services, settings: opts.settings, client, idempotency: opts.idempotency, log, now };
+  const access = new AccessPolicy({ slackAdmins: opts.settings.admins });
+  const deps: SlackDeps = { services: opts.services, access, settings: opts.settings, client, idempotency: opts.idempotency, log, now };
   const announcer = new Announcer(deps, opts.pacer ? { pacer: opts.pacer } : {});
 
   // A fixed authorization: Herald is installed in one workspace with one bot token. Returning it

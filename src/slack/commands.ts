@@ -1,5 +1,5 @@
 import type { AckFn, App, RespondArguments, SlashCommand } from '@slack/bolt';
-import { assertWritable, OPEN_STATUSES } from '../domain/incident.js';
+import { OPEN_STATUSES } from '../domain/incident.js';
 import { isRedisUnavailable } from '../domain/unavailable.js';
 import type { SlackDeps } from './deps.js';
 import { ephemeralMessage } from './errors.js';
@@ -95,19 +95,14 @@ async function handleCommand(command: SlashCommand, ack: AckFn<string | RespondA
       }
       let incident;
       try {
-        incident = await deps.services.incidents.get(parsed.id);
+        // A step needs an incident that can change: the service answers 404 or incident_closed.
+        incident = parsed.kind === 'show' ? await deps.services.incidents.get(parsed.id) : await deps.services.incidents.getWritable(parsed.id);
       } catch (e) {
         await ack(ephemeral(ephemeralMessage(e)));
         return;
       }
       if (parsed.kind === 'show') {
         await ack(ephemeral(incidentFallbackText(incident), [...incidentBlocks(incident), ...incidentActions(incident)]));
-        return;
-      }
-      try {
-        assertWritable(incident);
-      } catch (e) {
-        await ack(ephemeral(ephemeralMessage(e)));
         return;
       }
       await ack();

@@ -2,6 +2,7 @@ import type { WebClient } from '@slack/web-api';
 import type { Logger } from 'pino';
 import type { Actor } from '../domain/actor.js';
 import type { IdempotencyStore } from '../ports.js';
+import type { AccessPolicy } from '../services/access.js';
 import type { AnnouncementService } from '../services/announcements.js';
 import type { ApiKeyService } from '../services/api-keys.js';
 import type { ConnectionService } from '../services/connections.js';
@@ -10,11 +11,11 @@ import type { IncidentService } from '../services/incidents.js';
 import type { TemplateService } from '../services/templates.js';
 
 export interface SlackServices {
-  incidents: Pick<IncidentService, 'create' | 'get' | 'list' | 'update' | 'close'>;
+  incidents: Pick<IncidentService, 'create' | 'get' | 'getWritable' | 'list' | 'update' | 'close'>;
   apiKeys: Pick<ApiKeyService, 'create' | 'list' | 'revoke'>;
-  templates: Pick<TemplateService, 'get' | 'getMany' | 'list'>;
+  templates: Pick<TemplateService, 'get' | 'getMany' | 'list' | 'search'>;
   connections: Pick<ConnectionService, 'get' | 'list' | 'test'>;
-  executions: Pick<ExecutionService, 'execute' | 'get' | 'precheck' | 'preview'>;
+  executions: Pick<ExecutionService, 'execute' | 'get' | 'precheck' | 'prepare'>;
   announcements: AnnouncementService;
 }
 
@@ -27,6 +28,8 @@ export interface SlackSettings {
 
 export interface SlackDeps {
   services: SlackServices;
+  /** Who may do admin work (built from settings.admins): the rule both edges share. */
+  access: AccessPolicy;
   settings: SlackSettings;
   /** The bot's Web API client (SLACK_API_URL, SLACK_BOT_TOKEN). */
   client: WebClient;
@@ -41,6 +44,7 @@ export function slackActor(user: { id: string; name?: string | undefined; userna
   return { type: 'slack_user', id: user.id, name: user.name ?? user.username ?? user.id };
 }
 
-export function isAdmin(deps: SlackDeps, userId: string): boolean {
-  return deps.settings.admins.includes(userId);
+/** The actor AccessPolicy judges for a Slack user id. */
+export function slackUser(userId: string): Pick<Actor, 'type' | 'id'> {
+  return { type: 'slack_user', id: userId };
 }

@@ -1,5 +1,5 @@
 import { isDomainError } from '../domain/errors.js';
-import { isWritable, type Incident } from '../domain/incident.js';
+import type { Incident } from '../domain/incident.js';
 import type { SlackDeps } from './deps.js';
 import { ephemeralMessage } from './errors.js';
 import type { ModalContext } from './views/action-ids.js';
@@ -20,7 +20,7 @@ export async function openCreateModal(deps: SlackDeps, triggerId: string, p: { t
 }
 
 export async function openStepModal(deps: SlackDeps, triggerId: string, step: IncidentStep, incidentId: string): Promise<void> {
-  await openLoading(deps, triggerId, STEP_TITLES[step], async () => stepModal(deps, step, await deps.services.incidents.get(incidentId)));
+  await openLoading(deps, triggerId, STEP_TITLES[step], () => stepModal(deps, step, incidentId));
 }
 
 const STEP_TITLES: Record<IncidentStep, string> = { execute: 'Execute incident', update: 'Update incident', resolve: 'Resolve incident', close: 'Close incident' };
@@ -55,8 +55,15 @@ export function loadingModal(title: string): ModalView {
   return modal({ callbackId: LOADING_CALLBACK, title, close: 'Cancel', blocks: [section(':hourglass_flowing_sand: Loading…')] });
 }
 
-async function stepModal(deps: SlackDeps, step: IncidentStep, incident: Incident): Promise<ModalView> {
-  if (!isWritable(incident)) return messageModal('Incident closed', `:lock: \`${incident.id}\` is closed; a closed incident cannot change.`);
+async function stepModal(deps: SlackDeps, step: IncidentStep, incidentId: string): Promise<ModalView> {
+  let incident: Incident;
+  try {
+    // The service decides whether the incident can change (404, 409 incident_closed).
+    incident = await deps.services.incidents.getWritable(incidentId);
+  } catch (e) {
+    if (isDomainError(e) && e.code === 'incident_closed') return messageModal('Incident closed', `:lock: \`${incidentId}\` is closed; a closed incident cannot change.`);
+    throw e;
+  }
   switch (step) {
     case 'update':
       return updateIncidentModal({ incident, templates: await templateChoices(deps), attached: await attachedTemplates(deps, incident) });
@@ -65,42 +72,26 @@ async function stepModal(deps: SlackDeps, step: IncidentStep, incident: Incident
     case 'close':
       return closeIncidentModal(incident);
     case 'execute':
-      return buildExecuteModal(deps, incident);
+      return buildExecuteModal(deps, incident.id);
   }
 }
 
 /**
  * One input per declared variable of the templates that will be sent, and a preview of the first
  * few deliveries (only those are rendered: a large fan-out would take seconds to render whole).
+ * ExecutionService.prepare decides all of it (and throws no_connections and the like before the
+ * user fills anything in); the view only presents it.
  */
-async function buildExecuteModal(deps: SlackDeps, incident: Incident): Promise<ModalView> {
-  const s = deps.services;
-  // Throws no_connections (and the like) before the user fills anything in.
-  const preview = await s.executions.preview(incident.id, { limit: MAX_PREVIEWS, placeholder: previewPlaceholder });
-  const dry = preview.deliveries;
-  const templateIds = [...new Set(dry.map((d) => d.template_id).filter((id): id is string => id !== null))];
-  const templates = await s.templates.getMany(templateIds);
-  const templateNames = new Map(templates.filter((t) => t !== null).map((t) => [t.id, t.name]));
-  const names = await connectionNames(deps, dry.map((d) => d.connection_id));
-  const previews: PreviewItem[] = dry.map((d) => ({
-    connectionName: names.get(d.connection_id) ?? d.connection_id,
+async function buildExecuteModal(deps: SlackDeps, incidentId: string): Promise<ModalView> {
+  const prepared = await deps.services.executions.prepare(incidentId, { limit: MAX_PREVIEWS, placeholder: previewPlaceholder });
+  const previews: PreviewItem[] = prepared.deliveries.map((d) => ({
+    connectionName: d.connection_name,
     connectionType: d.connection_type,
-    templateName: d.template_id === null ? null : (templateNames.get(d.template_id) ?? d.template_id),
+    templateName: d.template_id === null ? null : (d.template_name ?? d.template_id),
     subject: d.subject,
     body: d.body,
   }));
-  return executeModal({ incident, variables: preview.variables, previews, total: preview.total });
-}
-
-async function connectionNames(deps: SlackDeps, ids: string[]): Promise<Map<string, string>> {
-  const out = new Map<string, string>();
-  await Promise.all(
-    [...new Set(ids)].map(async (id) => {
-      const c = await deps.services.connections.get(id).catch(() => null);
-      if (c) out.set(id, c.name);
-    }),
-  );
-  return out;
+  return executeModal({ incident: prepared.incident, variables: prepared.variables, previews, total: prepared.total });
 }
 
 /** Templates to offer in the multi-select: the newest 100 (Slack's option limit), and whether more exist. */

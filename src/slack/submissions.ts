@@ -1,7 +1,7 @@
 import type { AckFn, App, ViewResponseAction, ViewSubmitAction } from '@slack/bolt';
-import { DomainError, isDomainError } from '../domain/errors.js';
+import { isDomainError } from '../domain/errors.js';
 import type { Announcer } from './announcer.js';
-import { isAdmin, slackActor, type SlackDeps } from './deps.js';
+import { slackActor, slackUser, type SlackDeps } from './deps.js';
 import { ephemeralMessage, modalErrors } from './errors.js';
 import { publishHome } from './home.js';
 import { messageModal } from './modals.js';
@@ -35,7 +35,7 @@ export function registerSubmissions(app: App, deps: SlackDeps, announcer: Announ
       slackActor(body.user),
     );
     return {
-      after: () => announcer.announce(incident.id, [ctx.channel_id, deps.settings.defaultChannel, body.user.id]),
+      after: () => announcer.announceDeclared(incident.id, { channel: ctx.channel_id ?? null, user: body.user.id }),
     };
   });
 
@@ -134,10 +134,15 @@ function submit(app: App, deps: SlackDeps, callbackId: string, handle: (c: Submi
         ? ack({ response_action: 'update', view: messageModal('Cannot do that', ephemeralMessage(e)) })
         : ack({ response_action: 'errors', errors: modalErrors(e, inputs, fallback) });
     };
-    if (ADMIN_CALLBACKS.has(callbackId) && !isAdmin(deps, body.user.id)) {
-      deps.log.warn({ slack_user: body.user.id, callback_id: callbackId }, 'refused an admin submission from a non-admin Slack user');
-      await refuse(new DomainError('insufficient_scope', 'Only Herald admins can do this.'));
-      return;
+    const task = ADMIN_CALLBACKS.get(callbackId);
+    if (task !== undefined) {
+      try {
+        deps.access.authorize(slackUser(body.user.id), task);
+      } catch (e) {
+        deps.log.warn({ slack_user: body.user.id, callback_id: callbackId }, 'refused an admin submission from a non-admin Slack user');
+        await refuse(e);
+        return;
+      }
     }
     const state = readViewState(view.state.values);
     let outcome: Awaited<ReturnType<typeof once<SubmitOutcome>>>;

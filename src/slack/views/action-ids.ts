@@ -1,3 +1,5 @@
+import type { AdminTask } from '../../services/access.js';
+
 /**
  * The ids that tie a view to its handler: button action ids, modal callback ids and the App Home
  * buttons. Views set them, listeners in slack/actions.ts and slack/submissions.ts match on them.
@@ -23,9 +25,17 @@ export const CALLBACKS = {
   apiKeyGenerate: 'api_key_generate',
 } as const;
 
-/** Actions and modals only HERALD_SLACK_ADMINS may use; checked on every request, not just hidden. */
-export const ADMIN_ACTIONS: ReadonlySet<string> = new Set([ACTIONS.connectionTest, ACTIONS.connectionTestSend, ACTIONS.apiKeyGenerate, ACTIONS.apiKeyRevoke]);
-export const ADMIN_CALLBACKS: ReadonlySet<string> = new Set([CALLBACKS.apiKeyGenerate]);
+/**
+ * The admin task behind each admin button and modal: AccessPolicy (services/access.ts) decides
+ * who may do it, on every request (hiding the buttons is presentation only).
+ */
+export const ADMIN_ACTIONS: ReadonlyMap<string, AdminTask> = new Map<string, AdminTask>([
+  [ACTIONS.connectionTest, 'test_connections'],
+  [ACTIONS.connectionTestSend, 'test_connections'],
+  [ACTIONS.apiKeyGenerate, 'manage_api_keys'],
+  [ACTIONS.apiKeyRevoke, 'manage_api_keys'],
+]);
+export const ADMIN_CALLBACKS: ReadonlyMap<string, AdminTask> = new Map<string, AdminTask>([[CALLBACKS.apiKeyGenerate, 'manage_api_keys']]);
 
 /** What a modal carries from opening to submission (its private_metadata, as JSON). */
 export interface ModalContext {

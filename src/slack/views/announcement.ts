@@ -1,23 +1,13 @@
-import type { DeliveryStatus, ExecutionStatus } from '../../domain/execution.js';
+import type { DeliveryStatus } from '../../domain/execution.js';
 import type { Incident } from '../../domain/incident.js';
+import type { AnnouncementReceiptLine, AnnouncementReceipts } from '../../ports.js';
 import { context, divider, escapedText, section, SLACK_LIMITS, type KnownBlock } from './block-kit.js';
 import { incidentActions, incidentBlocks, incidentFallbackText } from './incident.js';
 
-/** One delivery of the last execute, as the announcement shows it. */
-export interface ReceiptLine {
-  connectionName: string;
-  connectionType: string;
-  status: DeliveryStatus;
-  attempts: number;
-  /** The last attempt's error, when it failed. */
-  error: string | null;
-}
+/** One delivery of the last execute, as the announcement shows it (the router builds them). */
+export type ReceiptLine = AnnouncementReceiptLine;
 
-export interface Receipts {
-  executionId: string;
-  status: ExecutionStatus;
-  lines: ReceiptLine[];
-}
+export type Receipts = AnnouncementReceipts;
 
 const RECEIPT: Record<DeliveryStatus, string> = {
   queued: ':hourglass_flowing_sand: queued',

@@ -4,7 +4,10 @@ import { CALLBACKS, encodeContext } from './action-ids.js';
 import { context, divider, escapedText, fitsInput, header, input, modal, plain, section, SLACK_LIMITS, textInput, truncate, type KnownBlock, type ModalView } from './block-kit.js';
 import { incidentLine } from './incident.js';
 
-/** A variable declared by one or more of the incident's templates. */
+/**
+ * A variable declared by one or more of the incident's templates, merged by ExecutionService.prepare
+ * (the view only presents it).
+ */
 export interface DeclaredVariable {
   name: string;
   description: string;
@@ -12,7 +15,7 @@ export interface DeclaredVariable {
   default: string | null;
 }
 
-/** What one connection would receive, from the execute dry run. */
+/** What one connection would receive, from ExecutionService.prepare. */
 export interface PreviewItem {
   connectionName: string;
   connectionType: string;
@@ -23,27 +26,6 @@ export interface PreviewItem {
 
 /** The block id of a variable's input: the same dotted path as `errors[].field` of a 422. */
 export const variableField = (name: string): string => `variables.${name}`;
-
-/**
- * Merges the variables of several templates into one input each: required if any template
- * requires it, the first default and description found.
- */
-export function mergeDeclaredVariables(lists: readonly (readonly DeclaredVariable[])[]): DeclaredVariable[] {
-  const byName = new Map<string, DeclaredVariable>();
-  for (const list of lists) {
-    for (const v of list) {
-      const seen = byName.get(v.name);
-      if (!seen) byName.set(v.name, { ...v });
-      else byName.set(v.name, { name: v.name, description: seen.description || v.description, required: seen.required || v.required, default: seen.default ?? v.default });
-    }
-  }
-  return [...byName.values()];
-}
-
-/** The values the preview renders with: defaults, and a visible marker where the user will type. */
-export function previewVariables(vars: readonly DeclaredVariable[]): Record<string, string> {
-  return Object.fromEntries(vars.map((v) => [v.name, v.default ?? previewPlaceholder(v.name)]));
-}
 
 /** What the preview shows where the user has yet to type a value. */
 export const previewPlaceholder = (name: string): string => `‹${name}›`;

@@ -1,4 +1,4 @@
-import type { Incident, IncidentStatus, Severity } from '../../domain/incident.js';
+import { isWritable, type Incident, type IncidentStatus, type Severity } from '../../domain/incident.js';
 import { ACTIONS } from './action-ids.js';
 import { button, context, escapedText, section, type KnownBlock } from './block-kit.js';
 
@@ -69,7 +69,7 @@ export function incidentBlocks(i: Incident): KnownBlock[] {
 
 /** The Execute / Update / Resolve / Close buttons that fit the incident's state (none once closed). */
 export function incidentActions(i: Incident, blockId?: string): KnownBlock[] {
-  if (i.status === 'closed') return [context(`:lock: Closed ${i.closed_at ?? ''}`.trim())];
+  if (!isWritable(i)) return [context(`:lock: Closed ${i.closed_at ?? ''}`.trim())];
   const buttons = [button('Execute', ACTIONS.incidentExecute, i.id, 'primary'), button('Update', ACTIONS.incidentUpdate, i.id)];
   if (i.status !== 'resolved') buttons.push(button('Resolve', ACTIONS.incidentResolve, i.id));
   buttons.push(button('Close', ACTIONS.incidentClose, i.id, 'danger'));

@@ -1,0 +1,501 @@
+/**
+ * In-memory fakes of the ports (src/ports.ts), for service tests that run in milliseconds: no
+ * Redis, no HTTP, no network. Each keeps the contract its port documents (compare-and-set on the
+ * exact stored value, newest-first id pages with an `after` cursor, offset pages for timelines,
+ * case-insensitive unique template names) and records what was asked of it, so a test can check
+ * that a refused request wrote nothing. `interfere` hooks let a test lose a compare-and-set race.
+ */
+import { createHash } from 'node:crypto';
+import { OutboundAllow } from '../../src/domain/address-policy.js';
+import type { Actor } from '../../src/domain/actor.js';
+import type { ApiKey } from '../../src/domain/api-key.js';
+import type { ConnectionRecord, ConnectionTestResult, DeliveryConnection } from '../../src/domain/connection.js';
+import { DomainError } from '../../src/domain/errors.js';
+import type { Delivery, Execution } from '../../src/domain/execution.js';
+import { ID_PREFIX, type IdKind } from '../../src/domain/ids.js';
+import type { Incident } from '../../src/domain/incident.js';
+import type { IncidentEvent } from '../../src/domain/incident-event.js';
+import type { Page, PageRequest } from '../../src/domain/pagination.js';
+import { templateNameKey, type Template } from '../../src/domain/template.js';
+import type {
+  Announcement,
+  AnnouncementContent,
+  AnnouncementRepo,
+  ApiKeyRepo,
+  ChatPoster,
+  Clock,
+  ConnectionFilter,
+  ConnectionRepo,
+  ConnectionTester,
+  DeliveryQueue,
+  ExecutionRepo,
+  IdGenerator,
+  IncidentFilter,
+  IncidentRepo,
+  Pacer,
+  PostedMessage,
+  QueuedJob,
+  SecretBox,
+  TemplateRepo,
+  TemplateWriteOutcome,
+  TokenCrypto,
+} from '../../src/ports.js';
+
+// ── time and ids ─────────────────────────────────────────────────────────────────────────────
+
+export class FakeClock implements Clock {
+  constructor(private t = new Date('2026-11-22T10:00:00.000Z').getTime()) {}
+  now(): Date {
+    return new Date(this.t);
+  }
+  advance(ms: number): void {
+    this.t += ms;
+  }
+}
+
+const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
+
+/** Well-formed prefixed ULID-shaped ids (they pass isId), increasing, so ids sort by creation. */
+export class SeqIds implements IdGenerator {
+  private n = 0;
+  next(kind: IdKind): string {
+    return idOf(kind, ++this.n);
+  }
+}
+
+/** The id of kind `kind` numbered `n` (SeqIds' n-th id; handy for ids that never existed). */
+export function idOf(kind: IdKind, n: number): string {
+  let s = '';
+  let v = n;
+  for (let i = 0; i < 26; i++) {
+    s = CROCKFORD[v % 32] + s;
+    v = Math.floor(v / 32);
+  }
+  return `${ID_PREFIX[kind]}_${s}`;
+}
+
+// ── paging helpers ───────────────────────────────────────────────────────────────────────────
+
+const same = (a: unknown, b: unknown): boolean => JSON.stringify(a) === JSON.stringify(b);
+const copy = <T>(v: T): T => structuredClone(v);
+
+/** Newest first (ids sort by creation), after the cursor's id. */
+function pageById<T extends { id: string }>(items: T[], page: PageRequest): Page<T> {
+  const sorted = [...items].sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
+  const cursor = page.cursor;
+  const start = cursor && 'after' in cursor ? sorted.filter((x) => x.id < cursor.after) : sorted;
+  const data = start.slice(0, page.limit);
+  const more = start.length > page.limit;
+  const last = data.at(-1);
+  return { data: data.map(copy), nextCursor: more && last ? { after: last.id } : null };
+}
+
+function pageByOffset<T>(items: T[], page: PageRequest): Page<T> {
+  const from = page.cursor && 'offset' in page.cursor ? page.cursor.offset : 0;
+  const data = items.slice(from, from + page.limit);
+  const next = from + data.length;
+  return { data: data.map(copy), nextCursor: next < items.length ? { offset: next } : null };
+}
+
+// ── incidents ────────────────────────────────────────────────────────────────────────────────
+
+export class InMemoryIncidentRepo implements IncidentRepo {
+  readonly incidents = new Map<string, Incident>();
+  readonly events = new Map<string, IncidentEvent[]>();
+  /** Template ids that exist (create/update refuse an incident that attaches another). */
+  templateExists: (id: string) => boolean = () => true;
+  /** Runs before a compare-and-set (once per call): a test changes the stored incident here to lose the race. */
+  interfere: ((id: string) => void) | null = null;
+  writes = 0;
+
+  put(incident: Incident): Incident {
+    this.incidents.set(incident.id, copy(incident));
+    return incident;
+  }
+  get(id: string): Promise<Incident | null> {
+    const i = this.incidents.get(id);
+    return Promise.resolve(i ? copy(i) : null);
+  }
+  getMany(ids: string[]): Promise<(Incident | null)[]> {
+    return Promise.all(ids.map((id) => this.get(id)));
+  }
+  create(incident: Incident, events: IncidentEvent[]): Promise<boolean> {
+    if (!incident.template_ids.every((t) => this.templateExists(t))) return Promise.resolve(false);
+    this.writes++;
+    this.incidents.set(incident.id, copy(incident));
+    this.events.set(incident.id, copy(events));
+    return Promise.resolve(true);
+  }
+  update(prev: Incident, next: Incident, events: IncidentEvent[]): Promise<boolean> {
+    this.interfere?.(prev.id);
+    const stored = this.incidents.get(prev.id);
+    if (!stored || !same(stored, prev)) return Promise.resolve(false);
+    if (!next.template_ids.every((t) => this.templateExists(t))) return Promise.resolve(false);
+    this.writes++;
+    this.incidents.set(next.id, copy(next));
+    this.events.set(next.id, [...(this.events.get(next.id) ?? []), ...copy(events)]);
+    return Promise.resolve(true);
+  }
+  list(filter: IncidentFilter, page: PageRequest): Promise<Page<Incident>> {
+    const all = [...this.incidents.values()].filter(
+      (i) => (!filter.status || filter.status.includes(i.status)) && (!filter.severity || filter.severity.includes(i.severity)),
+    );
+    return Promise.resolve(pageById(all, page));
+  }
+  appendEvents(incidentId: string, events: IncidentEvent[]): Promise<void> {
+    this.events.set(incidentId, [...(this.events.get(incidentId) ?? []), ...copy(events)]);
+    return Promise.resolve();
+  }
+  listEvents(incidentId: string, page: PageRequest): Promise<Page<IncidentEvent>> {
+    return Promise.resolve(pageByOffset(this.events.get(incidentId) ?? [], page));
+  }
+}
+
+// ── templates ────────────────────────────────────────────────────────────────────────────────
+
+export class InMemoryTemplateRepo implements TemplateRepo {
+  readonly templates = new Map<string, Template>();
+  readonly versions = new Map<string, Template[]>();
+  /** Ids a non-closed incident attaches (delete answers in_use). */
+  readonly inUse = new Set<string>();
+  interfere: ((id: string) => void) | null = null;
+  writes = 0;
+
+  get(id: string): Promise<Template | null> {
+    const t = this.templates.get(id);
+    return Promise.resolve(t ? copy(t) : null);
+  }
+  private nameTakenBy(name: string, except: string | null): boolean {
+    return [...this.templates.values()].some((t) => t.id !== except && templateNameKey(t.name) === templateNameKey(name));
+  }
+  create(templates: Template[]): Promise<TemplateWriteOutcome> {
+    const taken = templates.flatMap((t, i) => (this.nameTakenBy(t.name, null) ? [i] : []));
+    if (taken.length > 0) return Promise.resolve({ ok: false, reason: 'name_taken', indexes: taken });
+    this.writes++;
+    for (const t of templates) {
+      this.templates.set(t.id, copy(t));
+      this.versions.set(t.id, [copy(t)]);
+    }
+    return Promise.resolve({ ok: true });
+  }
+  update(prev: Template, next: Template): Promise<TemplateWriteOutcome> {
+    this.interfere?.(prev.id);
+    const stored = this.templates.get(prev.id);
+    if (!stored || !same(stored, prev)) return Promise.resolve({ ok: false, reason: 'conflict' });
+    if (this.nameTakenBy(next.name, next.id)) return Promise.resolve({ ok: false, reason: 'name_taken', indexes: [0] });
+    this.writes++;
+    this.templates.set(next.id, copy(next));
+    this.versions.get(next.id)?.push(copy(next));
+    return Promise.resolve({ ok: true });
+  }
+  delete(t: Template): Promise<TemplateWriteOutcome> {
+    this.interfere?.(t.id);
+    const stored = this.templates.get(t.id);
+    if (!stored || !same(stored, t)) return Promise.resolve({ ok: false, reason: 'conflict' });
+    if (this.inUse.has(t.id)) return Promise.resolve({ ok: false, reason: 'in_use' });
+    this.writes++;
+    this.templates.delete(t.id);
+    this.versions.delete(t.id);
+    return Promise.resolve({ ok: true });
+  }
+  list(page: PageRequest): Promise<Page<Template>> {
+    return Promise.resolve(pageById([...this.templates.values()], page));
+  }
+  getVersion(id: string, version: number): Promise<Template | null> {
+    const v = this.versions.get(id)?.find((t) => t.version === version);
+    return Promise.resolve(v ? copy(v) : null);
+  }
+  listVersions(id: string, latest: number, page: PageRequest): Promise<Page<Template>> {
+    const all = (this.versions.get(id) ?? []).filter((t) => t.version <= latest).sort((a, b) => b.version - a.version);
+    return Promise.resolve(pageByOffset(all, page));
+  }
+}
+
+// ── connections ──────────────────────────────────────────────────────────────────────────────
+
+export class InMemoryConnectionRepo implements ConnectionRepo {
+  readonly connections = new Map<string, ConnectionRecord>();
+  readonly signingSecrets = new Map<string, string | null>();
+  interfere: ((id: string) => void) | null = null;
+  writes = 0;
+
+  get(id: string): Promise<ConnectionRecord | null> {
+    const c = this.connections.get(id);
+    return Promise.resolve(c ? copy(c) : null);
+  }
+  getMany(ids: string[]): Promise<(ConnectionRecord | null)[]> {
+    return Promise.all(ids.map((id) => this.get(id)));
+  }
+  create(connection: ConnectionRecord, signingSecret?: string | null): Promise<boolean> {
+    if (this.connections.has(connection.id)) return Promise.resolve(false);
+    this.writes++;
+    this.connections.set(connection.id, copy(connection));
+    this.signingSecrets.set(connection.id, signingSecret ?? null);
+    return Promise.resolve(true);
+  }
+  update(prev: ConnectionRecord, next: ConnectionRecord): Promise<boolean> {
+    this.interfere?.(prev.id);
+    const stored = this.connections.get(prev.id);
+    if (!stored || !same(stored, prev)) return Promise.resolve(false);
+    this.writes++;
+    this.connections.set(next.id, copy(next));
+    return Promise.resolve(true);
+  }
+  delete(prev: ConnectionRecord): Promise<boolean> {
+    this.interfere?.(prev.id);
+    const stored = this.connections.get(prev.id);
+    if (!stored || !same(stored, prev)) return Promise.resolve(false);
+    this.writes++;
+    this.connections.delete(prev.id);
+    return Promise.resolve(true);
+  }
+  list(filter: ConnectionFilter, page: PageRequest): Promise<Page<ConnectionRecord>> {
+    const all = [...this.connections.values()].filter((c) => (!filter.type || filter.type.includes(c.type)) && (filter.enabled === undefined || c.enabled === filter.enabled));
+    return Promise.resolve(pageById(all, page));
+  }
+}
+
+/** A tester that answers `result` and records what it was asked (the network half of POST /test). */
+export class FakeTester implements ConnectionTester {
+  readonly calls: { id: string; sendMessage: boolean; config: Record<string, unknown> }[] = [];
+  constructor(private readonly result: (c: DeliveryConnection) => ConnectionTestResult) {}
+  test(connection: DeliveryConnection, opts: { sendMessage: boolean }): Promise<ConnectionTestResult> {
+    this.calls.push({ id: connection.id, sendMessage: opts.sendMessage, config: connection.config });
+    return Promise.resolve(this.result(connection));
+  }
+}
+
+// ── crypto ───────────────────────────────────────────────────────────────────────────────────
+
+/** Reversible and visibly sealed (never the plaintext); `open` refuses what it did not seal. */
+export class FakeSecretBox implements SecretBox {
+  sealed = 0;
+  seal(plaintext: string): string {
+    this.sealed++;
+    return `sealed:${Buffer.from(plaintext).toString('base64')}`;
+  }
+  open(sealed: string): string {
+    if (!sealed.startsWith('sealed:')) throw new Error('no key opens this');
+    return Buffer.from(sealed.slice('sealed:'.length), 'base64').toString();
+  }
+  reseal(): string | null {
+    return null;
+  }
+}
+
+/** Deterministic random bytes (each call differs), real SHA-256. */
+export class FakeTokenCrypto implements TokenCrypto {
+  private n = 0;
+  randomBytes(size: number): Buffer {
+    this.n++;
+    return Buffer.from(Array.from({ length: size }, (_, i) => (this.n * 31 + i * 7) % 256));
+  }
+  sha256Hex(input: string): string {
+    return createHash('sha256').update(input).digest('hex');
+  }
+}
+
+export const allowNone = OutboundAllow.none;
+
+// ── API keys ─────────────────────────────────────────────────────────────────────────────────
+
+export class InMemoryApiKeyRepo implements ApiKeyRepo {
+  readonly keys = new Map<string, ApiKey>();
+  readonly byHash = new Map<string, string>();
+  readonly touched: { id: string; at: string }[] = [];
+  interfere: ((id: string) => void) | null = null;
+
+  create(key: ApiKey, tokenSha256: string): Promise<void> {
+    this.keys.set(key.id, copy(key));
+    this.byHash.set(tokenSha256, key.id);
+    return Promise.resolve();
+  }
+  get(id: string): Promise<ApiKey | null> {
+    const k = this.keys.get(id);
+    return Promise.resolve(k ? copy(k) : null);
+  }
+  findByTokenHash(tokenSha256: string): Promise<ApiKey | null> {
+    const id = this.byHash.get(tokenSha256);
+    return id === undefined ? Promise.resolve(null) : this.get(id);
+  }
+  list(page: PageRequest): Promise<Page<ApiKey>> {
+    return Promise.resolve(pageById([...this.keys.values()], page));
+  }
+  update(prev: ApiKey, next: ApiKey): Promise<boolean> {
+    this.interfere?.(prev.id);
+    const stored = this.keys.get(prev.id);
+    if (!stored || !same(stored, prev)) return Promise.resolve(false);
+    this.keys.set(next.id, copy(next));
+    return Promise.resolve(true);
+  }
+  touch(id: string, at: string): Promise<void> {
+    this.touched.push({ id, at });
+    const k = this.keys.get(id);
+    if (k) k.last_used_at = at;
+    return Promise.resolve();
+  }
+}
+
+// ── executions and delivery ──────────────────────────────────────────────────────────────────
+
+export class InMemoryExecutionRepo implements ExecutionRepo {
+  readonly executions = new Map<string, Execution>();
+  readonly deliveries = new Map<string, Delivery>();
+  /** Delivery ids committed but not yet confirmed on the queue. */
+  readonly outbox = new Set<string>();
+  creates = 0;
+
+  constructor(private readonly incidents: InMemoryIncidentRepo) {}
+
+  async create(execution: Execution, deliveries: Delivery[], incidentPrev: Incident, incidentNext: Incident, events: IncidentEvent[]): Promise<boolean> {
+    if (!(await this.incidents.update(incidentPrev, incidentNext, events))) return false;
+    this.creates++;
+    this.executions.set(execution.id, copy(execution));
+    for (const d of deliveries) {
+      this.deliveries.set(d.id, copy(d));
+      this.outbox.add(d.id);
+    }
+    return true;
+  }
+  get(id: string): Promise<Execution | null> {
+    const e = this.executions.get(id);
+    return Promise.resolve(e ? copy(e) : null);
+  }
+  listForIncident(incidentId: string, page: PageRequest): Promise<Page<Execution>> {
+    return Promise.resolve(pageById([...this.executions.values()].filter((e) => e.incident_id === incidentId), page));
+  }
+  getDeliveries(ids: string[]): Promise<(Delivery | null)[]> {
+    return Promise.all(ids.map((id) => this.getDelivery(id)));
+  }
+  getDelivery(id: string): Promise<Delivery | null> {
+    const d = this.deliveries.get(id);
+    return Promise.resolve(d ? copy(d) : null);
+  }
+  updateDelivery(prev: Delivery, next: Delivery, opts?: { outbox?: boolean; events?: IncidentEvent[] }): Promise<boolean> {
+    const stored = this.deliveries.get(prev.id);
+    if (!stored || !same(stored, prev)) return Promise.resolve(false);
+    this.deliveries.set(next.id, copy(next));
+    if (opts?.outbox) this.outbox.add(next.id);
+    return Promise.resolve(true);
+  }
+  activeForConnection(connectionId: string): Promise<string[]> {
+    return Promise.resolve([...this.deliveries.values()].filter((d) => d.connection_id === connectionId && !['delivered', 'failed', 'cancelled'].includes(d.status)).map((d) => d.id));
+  }
+  pendingEnqueue(): Promise<string[]> {
+    return Promise.resolve([...this.outbox]);
+  }
+  markEnqueued(ids: string[]): Promise<void> {
+    for (const id of ids) this.outbox.delete(id);
+    return Promise.resolve();
+  }
+}
+
+export class FakeQueue implements DeliveryQueue {
+  readonly jobs: QueuedJob[] = [];
+  failWith: Error | null = null;
+  enqueue(jobs: QueuedJob[]): Promise<void> {
+    if (this.failWith) return Promise.reject(this.failWith);
+    this.jobs.push(...jobs);
+    return Promise.resolve();
+  }
+  remove(): Promise<void> {
+    return Promise.resolve();
+  }
+}
+
+export const noPacing: Pacer = { reserve: () => Promise.resolve(0), take: () => Promise.resolve(0), reset: () => Promise.resolve() };
+
+// ── announcements ────────────────────────────────────────────────────────────────────────────
+
+export class InMemoryAnnouncementRepo implements AnnouncementRepo {
+  readonly announcements = new Map<string, Announcement>();
+  /** incident id → claim holder, and whether a change was marked while held. */
+  readonly claims = new Map<string, { token: string; dirty: boolean }>();
+
+  get(incidentId: string): Promise<Announcement | null> {
+    const a = this.announcements.get(incidentId);
+    return Promise.resolve(a ? copy(a) : null);
+  }
+  create(incidentId: string, announcement: Announcement): Promise<boolean> {
+    if (this.announcements.has(incidentId)) return Promise.resolve(false);
+    this.announcements.set(incidentId, copy(announcement));
+    return Promise.resolve(true);
+  }
+  trackExecution(incidentId: string, executionId: string): Promise<Announcement | null> {
+    const a = this.announcements.get(incidentId);
+    if (!a) return Promise.resolve(null);
+    if (a.execution_id === null || a.execution_id < executionId) a.execution_id = executionId;
+    return Promise.resolve(copy(a));
+  }
+  claimRefresh(incidentId: string, token: string): Promise<boolean> {
+    const held = this.claims.get(incidentId);
+    if (held && held.token !== token) {
+      held.dirty = true;
+      return Promise.resolve(false);
+    }
+    this.claims.set(incidentId, { token, dirty: false });
+    return Promise.resolve(true);
+  }
+  finishRefresh(incidentId: string, token: string): Promise<boolean> {
+    const held = this.claims.get(incidentId);
+    if (!held || held.token !== token) return Promise.resolve(false);
+    if (held.dirty) {
+      held.dirty = false;
+      return Promise.resolve(true);
+    }
+    this.claims.delete(incidentId);
+    return Promise.resolve(false);
+  }
+}
+
+/** A chat platform that records posts and updates; channels in `refuse` answer an error. */
+export class FakeChat implements ChatPoster {
+  readonly posts: { channel: string; content: AnnouncementContent }[] = [];
+  readonly updates: { message: PostedMessage; content: AnnouncementContent }[] = [];
+  readonly refuse = new Set<string>();
+  private n = 0;
+  post(channel: string, content: AnnouncementContent): Promise<PostedMessage | null> {
+    this.posts.push({ channel, content: copy(content) });
+    if (this.refuse.has(channel)) return Promise.reject(new Error('channel_not_found'));
+    return Promise.resolve({ channel, ts: `1.00000${++this.n}` });
+  }
+  update(message: PostedMessage, content: AnnouncementContent): Promise<void> {
+    this.updates.push({ message, content: copy(content) });
+    return Promise.resolve();
+  }
+}
+
+// ── misc ─────────────────────────────────────────────────────────────────────────────────────
+
+export const apiActor: Actor = { type: 'api_key', id: 'key_1', name: 'ci' };
+export const slackActor: Actor = { type: 'slack_user', id: 'UALICE', name: 'alice' };
+
+/**
+ * Awaits `p` (or calls it: some methods refuse synchronously), expecting a DomainError, and
+ * returns it (anything else fails the test).
+ */
+export async function refusal(p: Promise<unknown> | (() => unknown)): Promise<DomainError> {
+  try {
+    await (typeof p === 'function' ? p() : p);
+  } catch (e) {
+    if (e instanceof DomainError) return e;
+    throw e;
+  }
+  throw new Error('expected a DomainError, but it resolved');
+}
+
+/** The same for a synchronous call. */
+export function refusalOf(f: () => unknown): DomainError {
+  try {
+    f();
+  } catch (e) {
+    if (e instanceof DomainError) return e;
+    throw e;
+  }
+  throw new Error('expected a DomainError, but it returned');
+}
+
+/** Field paths and codes of a refusal, for compact assertions. */
+export const fieldsOf = (e: DomainError): string[] => e.errors.map((x) => `${x.field}:${x.code}`);
+
+export const silentLog = { warn: () => undefined };
