@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { CHANNEL_TYPES } from '../../src/domain/channel-types.js';
+import { CHANNEL_TYPES } from '../../src/channels/index.js';
 import { SEARCH_MAX_PAGES } from '../../src/services/templates.js';
 import { apiActor, fieldsOf, idOf, refusal } from './fakes.js';
 import { webhookBody, world } from './world.js';
