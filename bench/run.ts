@@ -66,6 +66,9 @@ interface Samples {
   bytesPerIncident: number[];
   rawIncidentBytes: number[];
   rssMB: number[];
+  /** VmHWM: the peak RSS of the process over the round. */
+  peakRssMB: number[];
+  slackApiCalls: number[];
   slackRssMB: number[];
   readyMs: number[];
   stopMs: number[];
@@ -81,6 +84,8 @@ const samples: Samples = {
   bytesPerIncident: [],
   rawIncidentBytes: [],
   rssMB: [],
+  peakRssMB: [],
+  slackApiCalls: [],
   slackRssMB: [],
   readyMs: [],
   stopMs: [],
@@ -141,8 +146,8 @@ async function startHerald(name: string, extra: NodeJS.ProcessEnv = {}): Promise
   return { child, base, readyMs: performance.now() - t0 };
 }
 
-function rssMB(pid: number): number {
-  const m = /VmRSS:\s+(\d+)\s+kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+function rssMB(pid: number, field: 'VmRSS' | 'VmHWM' = 'VmRSS'): number {
+  const m = new RegExp(`${field}:\\s+(\\d+)\\s+kB`).exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
   return m ? (Number(m[1]) * 1024) / 1e6 : NaN;
 }
 
@@ -308,6 +313,8 @@ async function slackRow(round: number): Promise<void> {
     if (probe.status !== 200 || !text.includes('ephemeral')) throw new Error(`/incident help → ${probe.status} ${text.slice(0, 200)}`);
     samples.slack.push(await runLoad('slack', { url: `${h.base}/slack/events`, method: 'POST', headers, body, connections: SLACK_CONNECTIONS, durationSec: LOAD_SEC, warmupSec: WARMUP_SEC }));
     samples.slackRssMB.push(rssMB(h.child.pid));
+    // `help` is answered in the ack: the fake Web API should see no call at all.
+    samples.slackApiCalls.push((await sinkStats()).slackApiCalls);
   } finally {
     await h.child.stop('SIGTERM', 15_000);
   }
@@ -436,6 +443,7 @@ async function main(): Promise<void> {
           samples.deliveriesPerSec.push(await deliveries(h, token));
         });
         samples.rssMB.push(rssMB(h.child.pid));
+        samples.peakRssMB.push(rssMB(h.child.pid, 'VmHWM'));
       } finally {
         const stop = await h.child.stop('SIGTERM', 20_000);
         samples.stopMs.push(stop.ms);
