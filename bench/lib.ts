@@ -61,7 +61,14 @@ export async function fetchWithin(url: string, init: RequestInit & { timeoutMs?:
 }
 
 const live = new Set<Child>();
+const exitCleanups: Array<() => void> = [];
 let exitHooked = false;
+
+/** Synchronous clean-up for when the process exits without reaching its `finally` (a signal, the backstop). */
+export function onExit(fn: () => void): void {
+  hookExit();
+  exitCleanups.push(fn);
+}
 
 function hookExit(): void {
   if (exitHooked) return;
@@ -69,6 +76,13 @@ function hookExit(): void {
   // Last resort: whatever is still running when this process exits is killed, whatever the reason.
   process.on('exit', () => {
     for (const c of live) c.proc.kill('SIGKILL');
+    for (const fn of exitCleanups) {
+      try {
+        fn();
+      } catch {
+        // Best effort at exit.
+      }
+    }
   });
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
     process.once(signal, () => {

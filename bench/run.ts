@@ -30,7 +30,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { epochMs, fetchWithin, freePort, median, ROOT, startChild, startTsChild, stopAll, waitFor, type Child } from './lib.js';
+import { epochMs, fetchWithin, freePort, median, onExit, ROOT, startChild, startTsChild, stopAll, waitFor, type Child } from './lib.js';
 import type { LoadResult, LoadSpec } from './load.js';
 
 const QUICK = process.argv.includes('--quick');
@@ -98,6 +98,7 @@ const problems: string[] = [];
 // Processes.
 
 const dir = mkdtempSync(join(os.tmpdir(), 'herald-bench-'));
+onExit(() => rmSync(dir, { recursive: true, force: true }));
 const secretKey = randomBytes(32).toString('base64');
 const slackSigningSecret = randomBytes(16).toString('hex');
 const baseEnv: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, NODE_ENV: 'production' };
@@ -361,6 +362,7 @@ async function main(): Promise<void> {
     process.exit(1);
   }, RUN_DEADLINE_MS);
   backstop.unref();
+  const loadavgStart = os.loadavg().map((x) => +x.toFixed(2));
   log(`${QUICK ? 'quick' : 'full'} run: ${ROUNDS} round(s), ${LOAD_SEC} s loads after ${WARMUP_SEC} s warm-up`);
 
   log('npm run build');
@@ -462,6 +464,7 @@ async function main(): Promise<void> {
       os: `${os.type()} ${os.release()}`,
       node: process.version,
       redis: redisVersion,
+      loadavg_start: loadavgStart,
       loadavg_end: os.loadavg().map((x) => +x.toFixed(2)),
     };
     const results = {
@@ -475,7 +478,7 @@ async function main(): Promise<void> {
       duration_sec: +((performance.now() - started) / 1000).toFixed(1),
     };
     writeFileSync(join(ROOT, 'bench', 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
-    process.stdout.write(`\nHerald benchmark (${results.mode}, ${ROUNDS} round${ROUNDS > 1 ? 's' : ''}, medians) — ${machine.nproc} × ${machine.cpu_model}, ${machine.total_mem_gib} GiB, Node ${machine.node}, Redis ${machine.redis}, load average at the end ${machine.loadavg_end.join(' ')}\n\n`);
+    process.stdout.write(`\nHerald benchmark (${results.mode}, ${ROUNDS} round${ROUNDS > 1 ? 's' : ''}, medians) — ${machine.nproc} × ${machine.cpu_model}, ${machine.total_mem_gib} GiB, Node ${machine.node}, Redis ${machine.redis}, load average ${machine.loadavg_start.join(' ')} at the start, ${machine.loadavg_end.join(' ')} at the end\n\n`);
     process.stdout.write(`${report.table}\n`);
     if (problems.length > 0) process.stdout.write(`\nProblems:\n${problems.map((p) => `- ${p}`).join('\n')}\n`);
     process.stdout.write(`\nEvery figure: bench/results.json (${results.duration_sec} s)\n`);
