@@ -2,18 +2,18 @@
  * The fan-out baseline: a bare Node loop that POSTs the same number of webhook requests to the sink
  * as Herald's execute produces, at the same concurrency (Herald's HERALD_WORKER_CONCURRENCY), with
  * a body of the same size. Node's http module with its default agent; nothing else.
- *   node --import tsx bench/fanout-baseline.ts <sinkBaseUrl> <requests> <concurrency> <bodyBytes>
- * Prints {"ready":true}, waits for a line on stdin (the go), then prints {"t0": epoch ms at the go,
- * "t1": epoch ms after the last response, "ok": responses with 2xx}.
+ *   node --import tsx bench/fanout-baseline.ts <sinkBaseUrl> <requests> <concurrency>
+ * Prints {"ready":true}, waits for a line on stdin (the go: the body size in bytes), then prints
+ * {"t0": epoch ms at the go, "t1": epoch ms after the last response, "ok": responses with 2xx}.
  */
 import { request } from 'node:http';
 import { createInterface } from 'node:readline';
 import { exitWithParent } from './lib.js';
 
-const [base = '', nArg = '200', cArg = '50', bArg = '600'] = process.argv.slice(2);
+const [base = '', nArg = '200', cArg = '50'] = process.argv.slice(2);
 const n = Number(nArg);
 const concurrency = Number(cArg);
-const pad = Math.max(0, Number(bArg) - 40);
+let pad = 560;
 const epochMs = (): number => performance.timeOrigin + performance.now();
 
 function post(i: number): Promise<boolean> {
@@ -34,8 +34,9 @@ exitWithParent();
 setTimeout(() => process.exit(2), 120_000).unref();
 process.stdout.write(`${JSON.stringify({ ready: true })}\n`);
 const rl = createInterface({ input: process.stdin });
-rl.once('line', () => {
+rl.once('line', (line) => {
   rl.close();
+  pad = Math.max(0, (Number(line) || 600) - 40);
   void (async () => {
     const t0 = epochMs();
     let next = 0;

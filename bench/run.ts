@@ -152,16 +152,26 @@ function rssMB(pid: number, field: 'VmRSS' | 'VmHWM' = 'VmRSS'): number {
   return m ? (Number(m[1]) * 1024) / 1e6 : NaN;
 }
 
-async function runLoad(name: string, spec: LoadSpec): Promise<LoadResult> {
-  const child = startTsChild(`load ${name}`, 'load.ts', [JSON.stringify(spec)], baseEnv);
-  try {
-    const { load } = await child.json<{ load: LoadResult }>('load', (spec.warmupSec + spec.durationSec) * 1000 + 30_000);
-    const bad = load.non2xx + load.errors;
-    if (bad > 0) problems.push(`${name}: ${load.non2xx} non-2xx and ${load.errors} errors out of ${load.total}`);
-    return load;
-  } finally {
-    await child.stop('SIGKILL', 2000);
+/** The load generator's process (bench/load.ts), started once; it runs one spec at a time. */
+let loader: Child | null = null;
+let loadSeq = 0;
+
+async function runLoad(name: string, spec: Omit<LoadSpec, 'id'>): Promise<LoadResult> {
+  if (loader === null || loader.exit) {
+    loader = startTsChild('load generator', 'load.ts', [], baseEnv, { stdin: true });
+    await loader.json('ready', 30_000);
   }
+  const id = ++loadSeq;
+  loader.proc.stdin?.write(`${JSON.stringify({ ...spec, id })}\n`);
+  const answer = await loader.line(`the result of load run ${id} (${name})`, (l) => {
+    if (!l.startsWith(`{"id":${id},`)) return undefined;
+    return JSON.parse(l) as { load?: LoadResult; error?: string };
+  }, (spec.warmupSec + spec.durationSec) * 1000 + 30_000);
+  if (answer.load === undefined) throw new Error(`load generator: ${answer.error ?? 'no result'}`);
+  const load = answer.load;
+  const bad = load.non2xx + load.errors;
+  if (bad > 0) problems.push(`${name}: ${load.non2xx} non-2xx and ${load.errors} errors out of ${load.total}`);
+  return load;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -224,7 +234,7 @@ interface Setup {
   readId: string;
 }
 
-function apiSpec(row: ApiRow, side: Side, s: Setup, herald: Herald): LoadSpec {
+function apiSpec(row: ApiRow, side: Side, s: Setup, herald: Herald): Omit<LoadSpec, 'id'> {
   const base = side === 'herald' ? herald.base : s.baselineUrl;
   const headers: Record<string, string> = side === 'herald' ? { authorization: `Bearer ${s.token}` } : {};
   const common = { connections: API_CONNECTIONS, durationSec: LOAD_SEC, warmupSec: WARMUP_SEC };
@@ -255,12 +265,17 @@ async function heraldFanout(h: Herald, token: string): Promise<{ seconds: number
   return { seconds: (s.last - t202) / 1000, acceptMs: t202 - t0, bodyBytes: s.bodyBytes };
 }
 
-async function baselineFanout(bodyBytes: number): Promise<number> {
+/** Started before either side runs (its start-up is not timed); it waits on stdin meanwhile. */
+async function startFanoutBaseline(): Promise<Child> {
+  const child = startTsChild('fanout baseline', 'fanout-baseline.ts', [sinkUrl, String(FANOUT), String(WORKER_CONCURRENCY)], baseEnv, { stdin: true });
+  await child.json('ready', 30_000);
+  return child;
+}
+
+async function baselineFanout(child: Child, bodyBytes: number): Promise<number> {
   await sinkReset();
-  const child = startTsChild('fanout baseline', 'fanout-baseline.ts', [sinkUrl, String(FANOUT), String(WORKER_CONCURRENCY), String(bodyBytes)], baseEnv, { stdin: true });
   try {
-    await child.json('ready', 20_000);
-    child.proc.stdin?.write('go\n');
+    child.proc.stdin?.write(`${bodyBytes}\n`);
     const out = await child.json<{ t0: number; t1: number; ok: number }>('t0', 60_000);
     if (out.ok !== FANOUT) problems.push(`fan-out baseline: ${out.ok} of ${FANOUT} answered 2xx`);
     const s = await sinkReached(FANOUT, 10_000);
@@ -365,9 +380,13 @@ async function main(): Promise<void> {
   const loadavgStart = os.loadavg().map((x) => +x.toFixed(2));
   log(`${QUICK ? 'quick' : 'full'} run: ${ROUNDS} round(s), ${LOAD_SEC} s loads after ${WARMUP_SEC} s warm-up`);
 
-  log('npm run build');
-  const build = spawnSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit'], timeout: 300_000 });
-  if (build.status !== 0) throw new Error(`npm run build failed (status ${build.status})`);
+  // The full run always compiles; the quick one only when src/ changed since the last build
+  // (scripts/ensure-build.mjs, the check `npm start` makes, runs the same tsc -p tsconfig.build.json).
+  const build = QUICK
+    ? spawnSync(process.execPath, [join(ROOT, 'scripts', 'ensure-build.mjs')], { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit'], timeout: 300_000 })
+    : spawnSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit'], timeout: 300_000 });
+  if (build.status !== 0) throw new Error(`the build failed (status ${build.status})`);
+  log(QUICK ? 'dist/ is current (scripts/ensure-build.mjs)' : 'npm run build: done');
 
   let admin: Redis | null = null;
   try {
@@ -394,6 +413,7 @@ async function main(): Promise<void> {
     log(`private Redis ${redisVersion} on ${redisPort}; sink ${sinkUrl}; baseline ${baselineUrl}; API key from the CLI`);
 
     let setup: Setup | null = null;
+    let fanoutBodyBytes = 600;
     for (let round = 0; round < ROUNDS; round++) {
       log(`round ${round + 1} of ${ROUNDS}`);
       const h = await startHerald(`herald ${round + 1}`);
@@ -429,16 +449,21 @@ async function main(): Promise<void> {
           samples.rawIncidentBytes.push(m.raw);
         });
         await row(`execute → ${FANOUT} webhooks (${order.join(', then ')})`, async () => {
-          let bodyBytes = 600;
-          for (const side of order) {
-            if (side === 'herald') {
-              const f = await heraldFanout(h, token);
-              bodyBytes = f.bodyBytes;
-              samples.fanout.herald.push(f.seconds);
-              samples.executeAcceptMs.push(f.acceptMs);
-            } else {
-              samples.fanout.baseline.push(await baselineFanout(bodyBytes));
+          const loop = await startFanoutBaseline();
+          try {
+            for (const side of order) {
+              if (side === 'herald') {
+                const f = await heraldFanout(h, token);
+                // The baseline posts bodies the size of Herald's (the last one seen; 600 B before any).
+                fanoutBodyBytes = f.bodyBytes;
+                samples.fanout.herald.push(f.seconds);
+                samples.executeAcceptMs.push(f.acceptMs);
+              } else {
+                samples.fanout.baseline.push(await baselineFanout(loop, fanoutBodyBytes));
+              }
             }
+          } finally {
+            await loop.stop('SIGKILL', 2000);
           }
         });
         await row(`${EXECUTES} executes × ${FANOUT}`, async () => {
