@@ -18,8 +18,9 @@
  * Why the `autocannon` dev dependency: a load generator must keep many keep-alive connections
  * busy and report latency percentiles from an HDR histogram; hand-rolling that in fetch() would
  * measure the generator as much as the server, and wrk is not installed on a new machine.
- * autocannon is maintained (Node.js org members), pure JavaScript (nothing to compile), has a
- * programmatic API and one worker by default — exactly the "one thread, N connections" load.
+ * autocannon (github.com/mcollina/autocannon) is actively maintained, pure JavaScript (nothing to
+ * compile), MIT, has a programmatic API, and runs one worker by default: exactly the "one
+ * thread, N connections" load. It is a devDependency only; Herald's runtime does not change.
  *
  * Every wait has a deadline (polls, no fixed sleeps); every child process and the private Redis
  * are stopped in `finally`, and killed by an exit hook if the harness dies (bench/lib.ts).
