@@ -1,139 +1,608 @@
 /**
- * `npm run bench`: measures on this machine, against a real Redis (HERALD_BENCH_REDIS_URL or
- * 127.0.0.1:6379, under a throw-away key prefix) and a local HTTP sink on loopback:
- *  1. fan-out: one execute to 200 webhook connections, from the 202 to the last delivery;
- *  2. API: incident creates and reads, sequential latency percentiles;
- *  3. CLI start-up: `node dist/cli/main.js keys list` against `node -e ''`, medians of 7.
- * Nothing leaves the machine; every loop is bounded.
+ * `npm run bench` (full: 3 rounds) and `npm run bench -- --quick` (1 round, short loads, < 90 s).
+ *
+ * A black-box, comparative benchmark. Herald is built (`npm run build`) and run as it ships,
+ * `node dist/main.js`, in its own process, against a PRIVATE redis-server on a random port (no
+ * persistence, noeviction), configured only through its environment and spoken to only over HTTP;
+ * its API key comes from the CLI (`node dist/cli/main.js keys create --json`); it is stopped with
+ * SIGTERM. Each figure is compared with a baseline in its own process where one makes sense:
+ *   bench/baseline-app.ts     bare Express 5 + ioredis serving the same API paths;
+ *   bench/fanout-baseline.ts  a bare Node loop posting the same webhooks at the same concurrency;
+ *   bench/sink.ts             the webhook receiver (and a fake Slack Web API), its own process;
+ *   bench/load.ts             the load generator, its own process (never sharing an event loop
+ *                             with the server under test or with this harness).
+ * Herald and its baseline run one after the other, never at once, alternating which goes first
+ * from round to round; each figure is the median of the rounds. Every figure, with the machine and
+ * a timestamp, goes to bench/results.json (gitignored).
+ *
+ * Why the `autocannon` dev dependency: a load generator must keep many keep-alive connections
+ * busy and report latency percentiles from an HDR histogram; hand-rolling that in fetch() would
+ * measure the generator as much as the server, and wrk is not installed on a new machine.
+ * autocannon (github.com/mcollina/autocannon) is actively maintained, pure JavaScript (nothing to
+ * compile), MIT, has a programmatic API, and runs one worker by default: exactly the "one
+ * thread, N connections" load. It is a devDependency only; Herald's runtime does not change.
+ *
+ * Every wait has a deadline (polls, no fixed sleeps); every child process and the private Redis
+ * are stopped in `finally`, and killed by an exit hook if the harness dies (bench/lib.ts).
  */
-import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
+import { spawnSync } from 'node:child_process';
+import { createHmac, randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import { join } from 'node:path';
-import { execFileSync } from 'node:child_process';
-import { createHerald } from '../src/app.js';
-import { loadConfig } from '../src/config.js';
-import { createLogger } from '../src/log.js';
+import { Redis } from 'ioredis';
+import { epochMs, fetchWithin, freePort, median, onExit, ROOT, startChild, startTsChild, stopAll, waitFor, type Child } from './lib.js';
+import type { LoadResult, LoadSpec } from './load.js';
 
-const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 200);
-const RUNS = Number(process.env.BENCH_RUNS ?? 3);
-const API_REQUESTS = Number(process.env.BENCH_API_REQUESTS ?? 500);
-const redisUrl = process.env.HERALD_BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
+const QUICK = process.argv.includes('--quick');
+const ROUNDS = QUICK ? 1 : 3;
+const LOAD_SEC = QUICK ? 3 : 10;
+const WARMUP_SEC = QUICK ? 1 : 2;
+const API_CONNECTIONS = 64;
+const SLACK_CONNECTIONS = 20;
+const FANOUT = 200;
+const EXECUTES = 25;
+/** Herald's default HERALD_WORKER_CONCURRENCY: the baseline loop uses the same. */
+const WORKER_CONCURRENCY = 50;
+const MEMORY_INCIDENTS = QUICK ? 300 : 1000;
+const CLI_RUNS = 7;
+const DESCRIPTION = 'x'.repeat(500);
+/** The whole run, as a backstop: the exit hook then kills every child. */
+const RUN_DEADLINE_MS = QUICK ? 170_000 : 25 * 60_000;
 
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
+const log = (msg: string) => process.stderr.write(`[bench ${((performance.now() - started) / 1000).toFixed(1).padStart(5)} s] ${msg}\n`);
+const started = performance.now();
+
+// ---------------------------------------------------------------------------------------------
+// What is measured, per round.
+
+type Side = 'herald' | 'baseline';
+type ApiRow = 'read' | 'write' | 'list';
+interface Samples {
+  api: Record<ApiRow, Record<Side, LoadResult[]>>;
+  slack: LoadResult[];
+  fanout: Record<Side, number[]>;
+  executeAcceptMs: number[];
+  deliveriesPerSec: number[];
+  bytesPerIncident: number[];
+  rawIncidentBytes: number[];
+  rssMB: number[];
+  /** VmHWM: the peak RSS of the process over the round. */
+  peakRssMB: number[];
+  slackApiCalls: number[];
+  slackRssMB: number[];
+  readyMs: number[];
+  stopMs: number[];
+  cliMs: number[];
+  nodeMs: number[];
+}
+const samples: Samples = {
+  api: { read: { herald: [], baseline: [] }, write: { herald: [], baseline: [] }, list: { herald: [], baseline: [] } },
+  slack: [],
+  fanout: { herald: [], baseline: [] },
+  executeAcceptMs: [],
+  deliveriesPerSec: [],
+  bytesPerIncident: [],
+  rawIncidentBytes: [],
+  rssMB: [],
+  peakRssMB: [],
+  slackApiCalls: [],
+  slackRssMB: [],
+  readyMs: [],
+  stopMs: [],
+  cliMs: [],
+  nodeMs: [],
+};
+const problems: string[] = [];
+
+// ---------------------------------------------------------------------------------------------
+// Processes.
+
+const dir = mkdtempSync(join(os.tmpdir(), 'herald-bench-'));
+onExit(() => rmSync(dir, { recursive: true, force: true }));
+const secretKey = randomBytes(32).toString('base64');
+const slackSigningSecret = randomBytes(16).toString('hex');
+const baseEnv: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, NODE_ENV: 'production' };
+let redisUrl = '';
+let sinkUrl = '';
+
+function heraldEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+  return {
+    ...baseEnv,
+    REDIS_URL: redisUrl,
+    HERALD_KEY_PREFIX: 'bench',
+    HERALD_SECRET_KEY: secretKey,
+    HERALD_DATA_DIR: join(dir, 'data'),
+    HOST: '127.0.0.1',
+    HERALD_ROLE: 'all',
+    HERALD_OUTBOUND_ALLOW: '127.0.0.1/32',
+    HERALD_RATE_LIMIT: '1000000000',
+    HERALD_EXECUTE_RATE_LIMIT: '1000000000',
+    LOG_LEVEL: 'silent',
+    ...extra,
+  };
 }
 
-async function main(): Promise<void> {
-  const received: number[] = [];
-  const sink = createServer((req: IncomingMessage, res: ServerResponse) => {
-    req.resume();
-    req.on('end', () => {
-      received.push(performance.now());
-      res.writeHead(200).end('ok');
-    });
-  });
-  await new Promise<void>((r) => sink.listen(0, '127.0.0.1', r));
-  const sinkUrl = `http://127.0.0.1:${(sink.address() as AddressInfo).port}`;
+interface Herald {
+  child: Child;
+  base: string;
+  readyMs: number;
+}
 
-  const prefix = `bench-${randomBytes(4).toString('hex')}`;
-  const dataDir = mkdtempSync(join(tmpdir(), 'herald-bench-'));
-  const config = loadConfig({
-    HERALD_KEY_PREFIX: prefix,
-    HERALD_DATA_DIR: dataDir,
-    HERALD_SECRET_KEY: randomBytes(32).toString('base64'),
-    HERALD_OUTBOUND_ALLOW: '127.0.0.1/32',
-    HERALD_RATE_LIMIT: '1000000',
-    HERALD_EXECUTE_RATE_LIMIT: '1000000',
-    LOG_LEVEL: 'silent',
-  });
-  const herald = await createHerald({ config, redisUrl, log: createLogger('silent') });
-  const server = herald.app.listen(0, '127.0.0.1');
-  await new Promise((r) => server.once('listening', r));
-  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
-  const { token } = await herald.services.apiKeys.create({ name: 'bench', scopes: ['*'] }, { type: 'system', id: 'bench', name: 'bench' });
-  const call = async (method: string, path: string, body?: unknown) => {
-    const r = await fetch(`${base}${path}`, {
-      method,
-      headers: { Authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const json = (await r.json()) as Record<string, unknown>;
-    if (r.status >= 400) throw new Error(`${method} ${path} → ${r.status} ${JSON.stringify(json)}`);
-    return json;
-  };
+/** Spawns `node dist/main.js` and times it from the spawn to the first 200 from /readyz. */
+async function startHerald(name: string, extra: NodeJS.ProcessEnv = {}): Promise<Herald> {
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  const t0 = performance.now();
+  const child = startChild(name, process.execPath, [join(ROOT, 'dist', 'main.js')], heraldEnv({ PORT: String(port), ...extra }));
+  await waitFor(
+    `${name} /readyz 200`,
+    async () => {
+      if (child.exit) throw new Error(`${name} exited ${JSON.stringify(child.exit)}: ${child.stderrTail()}`);
+      const r = await fetchWithin(`${base}/readyz`, { timeoutMs: 1000 }).catch(() => null);
+      await r?.body?.cancel();
+      return r?.status === 200;
+    },
+    { timeoutMs: 30_000, intervalMs: 5 },
+  );
+  return { child, base, readyMs: performance.now() - t0 };
+}
 
-  try {
-    for (let i = 0; i < CONNECTIONS; i++) await call('POST', '/connections', { name: `sink ${i}`, type: 'webhook', config: { url: `${sinkUrl}/h/${i}` } });
+function rssMB(pid: number, field: 'VmRSS' | 'VmHWM' = 'VmRSS'): number {
+  const m = new RegExp(`${field}:\\s+(\\d+)\\s+kB`).exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? (Number(m[1]) * 1024) / 1e6 : NaN;
+}
 
-    console.log(`fan-out: 1 execute → ${CONNECTIONS} webhook connections (local sink), worker concurrency ${config.HERALD_WORKER_CONCURRENCY}`);
-    const fanout: number[] = [];
-    for (let run = 0; run < RUNS; run++) {
-      const incident = await call('POST', '/incidents', { title: `bench ${run}`, severity: 'major' });
-      received.length = 0;
-      const t0 = performance.now();
-      const exe = await call('POST', `/incidents/${String(incident.id)}/execute`, {});
-      const accepted = performance.now();
-      const deadline = Date.now() + 120_000;
-      let status = '';
-      while (Date.now() < deadline) {
-        const e = await call('GET', `/incidents/${String(incident.id)}/executions/${String(exe.id)}`);
-        status = String(e.status);
-        if (status !== 'queued' && status !== 'in_progress') break;
-        await new Promise((r) => setTimeout(r, 20));
-      }
-      const last = Math.max(...received);
-      fanout.push(last - accepted);
-      console.log(`  run ${run + 1}: execute answered 202 in ${(accepted - t0).toFixed(0)} ms; last delivery ${(last - accepted).toFixed(0)} ms after the 202; status ${status}; sink got ${received.length}`);
-    }
-    fanout.sort((a, b) => a - b);
-    console.log(`  median 202 → last delivery: ${percentile(fanout, 50).toFixed(0)} ms`);
+/** The load generator's process (bench/load.ts), started once; it runs one spec at a time. */
+let loader: Child | null = null;
+let loadSeq = 0;
 
-    const lat: number[] = [];
-    for (let i = 0; i < API_REQUESTS; i++) {
-      const t = performance.now();
-      const inc = await call('POST', '/incidents', { title: `api ${i}`, severity: 'low' });
-      await call('GET', `/incidents/${String(inc.id)}`);
-      lat.push(performance.now() - t);
-    }
-    lat.sort((a, b) => a - b);
-    console.log(`API: ${API_REQUESTS} × (POST /incidents + GET /incidents/{id}), sequential: p50 ${percentile(lat, 50).toFixed(1)} ms, p95 ${percentile(lat, 95).toFixed(1)} ms, p99 ${percentile(lat, 99).toFixed(1)} ms`);
-    console.log(`memory: rss ${(process.memoryUsage().rss / 2 ** 20).toFixed(0)} MiB`);
-    benchCli({ REDIS_URL: redisUrl, HERALD_KEY_PREFIX: prefix, HERALD_SECRET_KEY: config.HERALD_SECRET_KEY ?? '', HERALD_DATA_DIR: dataDir });
-  } finally {
-    server.close();
-    sink.close();
-    // Remove everything this run wrote.
-    let cursor = '0';
-    do {
-      const [next, keys] = await herald.redis.scan(cursor, 'MATCH', `{${prefix}}*`, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length > 0) await herald.redis.del(...keys);
-    } while (cursor !== '0');
-    await herald.close();
-    rmSync(dataDir, { recursive: true, force: true });
+async function runLoad(name: string, spec: Omit<LoadSpec, 'id'>): Promise<LoadResult> {
+  if (loader === null || loader.exit) {
+    loader = startTsChild('load generator', 'load.ts', [], baseEnv, { stdin: true });
+    await loader.json('ready', 30_000);
   }
+  const id = ++loadSeq;
+  loader.proc.stdin?.write(`${JSON.stringify({ ...spec, id })}\n`);
+  const answer = await loader.line(`the result of load run ${id} (${name})`, (l) => {
+    if (!l.startsWith(`{"id":${id},`)) return undefined;
+    return JSON.parse(l) as { load?: LoadResult; error?: string };
+  }, (spec.warmupSec + spec.durationSec) * 1000 + 30_000);
+  if (answer.load === undefined) throw new Error(`load generator: ${answer.error ?? 'no result'}`);
+  const load = answer.load;
+  const bad = load.non2xx + load.errors;
+  if (bad > 0) problems.push(`${name}: ${load.non2xx} non-2xx and ${load.errors} errors out of ${load.total}`);
+  return load;
+}
+
+// ---------------------------------------------------------------------------------------------
+// HTTP helpers.
+
+async function call(base: string, token: string | null, method: string, path: string, body?: unknown): Promise<{ status: number; text: string; json: Record<string, unknown> }> {
+  const headers: Record<string, string> = {};
+  if (token !== null) headers.authorization = `Bearer ${token}`;
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  const r = await fetchWithin(`${base}${path}`, { method, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }), timeoutMs: 15_000 });
+  const text = await r.text();
+  let json: Record<string, unknown> = {};
+  try {
+    json = JSON.parse(text) as Record<string, unknown>;
+  } catch {
+    // Not JSON: the caller looks at the status.
+  }
+  return { status: r.status, text, json };
+}
+
+async function must(base: string, token: string | null, method: string, path: string, body?: unknown): Promise<{ text: string; json: Record<string, unknown> }> {
+  const r = await call(base, token, method, path, body);
+  if (r.status >= 300) throw new Error(`${method} ${path} → ${r.status} ${r.text.slice(0, 300)}`);
+  return r;
+}
+
+/** Runs `fn` over 0..n-1 with `concurrency` at once. */
+async function pool(n: number, concurrency: number, fn: (i: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(n, concurrency) }, async () => {
+      while (next < n) await fn(next++);
+    }),
+  );
+}
+
+interface SinkStats {
+  count: number;
+  first: number;
+  last: number;
+  bodyBytes: number;
+  slackApiCalls: number;
+}
+const sinkStats = async (): Promise<SinkStats> => (await (await fetchWithin(`${sinkUrl}/__stats`, { timeoutMs: 5000 })).json()) as SinkStats;
+const sinkReset = async (): Promise<void> => {
+  await (await fetchWithin(`${sinkUrl}/__reset`, { method: 'POST', timeoutMs: 5000 })).body?.cancel();
+};
+const sinkReached = (n: number, timeoutMs: number) =>
+  waitFor(`the sink to receive ${n} deliveries`, async () => {
+    const s = await sinkStats();
+    return s.count >= n ? s : undefined;
+  }, { timeoutMs, intervalMs: 10 });
+
+// ---------------------------------------------------------------------------------------------
+// The rows.
+
+interface Setup {
+  token: string;
+  baselineUrl: string;
+  readId: string;
+}
+
+function apiSpec(row: ApiRow, side: Side, s: Setup, herald: Herald): Omit<LoadSpec, 'id'> {
+  const base = side === 'herald' ? herald.base : s.baselineUrl;
+  const headers: Record<string, string> = side === 'herald' ? { authorization: `Bearer ${s.token}` } : {};
+  const common = { connections: API_CONNECTIONS, durationSec: LOAD_SEC, warmupSec: WARMUP_SEC };
+  switch (row) {
+    case 'read':
+      return { ...common, url: `${base}/v1/incidents/${s.readId}`, method: 'GET', headers };
+    case 'write':
+      return {
+        ...common,
+        url: `${base}/v1/incidents`,
+        method: 'POST',
+        headers: { ...headers, 'content-type': 'application/json' },
+        body: JSON.stringify({ title: 'Checkout errors in EU', severity: 'major', description: DESCRIPTION }),
+      };
+    case 'list':
+      return { ...common, url: `${base}/v1/incidents?limit=25`, method: 'GET', headers };
+  }
+}
+
+async function heraldFanout(h: Herald, token: string): Promise<{ seconds: number; acceptMs: number; bodyBytes: number }> {
+  const inc = await must(h.base, token, 'POST', '/v1/incidents', { title: 'Fan-out', severity: 'major' });
+  await sinkReset();
+  const t0 = epochMs();
+  const exe = await call(h.base, token, 'POST', `/v1/incidents/${String(inc.json.id)}/execute`, {});
+  const t202 = epochMs();
+  if (exe.status !== 202) throw new Error(`execute → ${exe.status} ${exe.text.slice(0, 300)}`);
+  const s = await sinkReached(FANOUT, 60_000);
+  return { seconds: (s.last - t202) / 1000, acceptMs: t202 - t0, bodyBytes: s.bodyBytes };
+}
+
+/** Started before either side runs (its start-up is not timed); it waits on stdin meanwhile. */
+async function startFanoutBaseline(): Promise<Child> {
+  const child = startTsChild('fanout baseline', 'fanout-baseline.ts', [sinkUrl, String(FANOUT), String(WORKER_CONCURRENCY)], baseEnv, { stdin: true });
+  await child.json('ready', 30_000);
+  return child;
+}
+
+async function baselineFanout(child: Child, bodyBytes: number): Promise<number> {
+  await sinkReset();
+  try {
+    child.proc.stdin?.write(`${bodyBytes}\n`);
+    const out = await child.json<{ t0: number; t1: number; ok: number }>('t0', 60_000);
+    if (out.ok !== FANOUT) problems.push(`fan-out baseline: ${out.ok} of ${FANOUT} answered 2xx`);
+    const s = await sinkReached(FANOUT, 10_000);
+    return (s.last - out.t0) / 1000;
+  } finally {
+    await child.stop('SIGKILL', 2000);
+  }
+}
+
+async function deliveries(h: Herald, token: string): Promise<number> {
+  const inc = await must(h.base, token, 'POST', '/v1/incidents', { title: 'Deliveries', severity: 'major' });
+  await sinkReset();
+  const t0 = epochMs();
+  for (let i = 0; i < EXECUTES; i++) {
+    const r = await call(h.base, token, 'POST', `/v1/incidents/${String(inc.json.id)}/execute`, { variables: { round: String(i) } });
+    if (r.status !== 202) throw new Error(`execute ${i} → ${r.status} ${r.text.slice(0, 300)}`);
+  }
+  const s = await sinkReached(EXECUTES * FANOUT, 180_000);
+  return (EXECUTES * FANOUT) / ((s.last - t0) / 1000);
+}
+
+async function memoryPerIncident(h: Herald, token: string, admin: Redis): Promise<{ perIncident: number; raw: number }> {
+  const used = async () => Number(/used_memory:(\d+)/.exec(await admin.info('memory'))?.[1] ?? NaN);
+  const m0 = await used();
+  let lastId = '';
+  await pool(MEMORY_INCIDENTS, 4, async (i) => {
+    const r = await must(h.base, token, 'POST', '/v1/incidents', { title: `Incident ${i}`, severity: 'major', description: DESCRIPTION });
+    lastId = String(r.json.id);
+  });
+  const m1 = await used();
+  const one = await must(h.base, token, 'GET', `/v1/incidents/${lastId}`);
+  return { perIncident: (m1 - m0) / MEMORY_INCIDENTS, raw: Buffer.byteLength(one.text) };
+}
+
+async function slackRow(round: number): Promise<void> {
+  const h = await startHerald(`herald+slack ${round + 1}`, { SLACK_BOT_TOKEN: 'xoxb-bench', SLACK_SIGNING_SECRET: slackSigningSecret, SLACK_API_URL: `${sinkUrl}/slack-api/` });
+  try {
+    const body = new URLSearchParams({
+      token: 'unused', team_id: 'T0BENCH', team_domain: 'bench', channel_id: 'C0BENCH', channel_name: 'incidents', user_id: 'U0BENCH', user_name: 'bench',
+      command: '/incident', text: 'help', api_app_id: 'A0BENCH', response_url: 'https://hooks.slack.com/commands/T0BENCH/1/x', trigger_id: '1.2.3',
+    }).toString();
+    // One timestamp for the run: Slack's window is ±5 minutes, and a replayed signed body is valid within it.
+    const ts = Math.floor(Date.now() / 1000);
+    const headers = {
+      'content-type': 'application/x-www-form-urlencoded',
+      'x-slack-request-timestamp': String(ts),
+      'x-slack-signature': `v0=${createHmac('sha256', slackSigningSecret).update(`v0:${ts}:${body}`).digest('hex')}`,
+    };
+    const probe = await fetchWithin(`${h.base}/slack/events`, { method: 'POST', headers, body, timeoutMs: 10_000 });
+    const text = await probe.text();
+    if (probe.status !== 200 || !text.includes('ephemeral')) throw new Error(`/incident help → ${probe.status} ${text.slice(0, 200)}`);
+    samples.slack.push(await runLoad('slack', { url: `${h.base}/slack/events`, method: 'POST', headers, body, connections: SLACK_CONNECTIONS, durationSec: LOAD_SEC, warmupSec: WARMUP_SEC }));
+    samples.slackRssMB.push(rssMB(h.child.pid));
+    // `help` is answered in the ack: the fake Web API should see no call at all.
+    samples.slackApiCalls.push((await sinkStats()).slackApiCalls);
+  } finally {
+    await h.child.stop('SIGTERM', 15_000);
+  }
+}
+
+function timeNode(args: string[], env: NodeJS.ProcessEnv): number {
+  const t0 = performance.now();
+  const r = spawnSync(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'ignore', 'pipe'], timeout: 30_000 });
+  const ms = performance.now() - t0;
+  if (r.status !== 0) throw new Error(`node ${args.join(' ')} → status ${r.status} ${r.signal ?? ''} ${r.stderr.toString().slice(0, 300)}`);
+  return ms;
+}
+
+function cliRow(): void {
+  const cli: number[] = [];
+  const bare: number[] = [];
+  for (let i = 0; i < CLI_RUNS; i++) {
+    bare.push(timeNode(['-e', ''], baseEnv));
+    cli.push(timeNode([join(ROOT, 'dist', 'cli', 'main.js'), 'keys', 'list'], heraldEnv()));
+  }
+  samples.cliMs.push(median(cli));
+  samples.nodeMs.push(median(bare));
+}
+
+/** Runs `fn`, recording (not rethrowing) a failure: one broken row must not hide the others. */
+async function row(name: string, fn: () => Promise<void> | void): Promise<void> {
+  const t0 = performance.now();
+  try {
+    await fn();
+    log(`${name}: done in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+  } catch (e) {
+    const msg = `${name} failed: ${e instanceof Error ? e.message : String(e)}`;
+    problems.push(msg);
+    log(msg);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Main.
+
+async function main(): Promise<void> {
+  const backstop = setTimeout(() => {
+    log(`the whole run passed its ${RUN_DEADLINE_MS / 1000} s deadline: stopping`);
+    process.exit(1);
+  }, RUN_DEADLINE_MS);
+  backstop.unref();
+  const loadavgStart = os.loadavg().map((x) => +x.toFixed(2));
+  log(`${QUICK ? 'quick' : 'full'} run: ${ROUNDS} round(s), ${LOAD_SEC} s loads after ${WARMUP_SEC} s warm-up`);
+
+  // The full run always compiles; the quick one only when src/ changed since the last build
+  // (scripts/ensure-build.mjs, the check `npm start` makes, runs the same tsc -p tsconfig.build.json).
+  const build = QUICK
+    ? spawnSync(process.execPath, [join(ROOT, 'scripts', 'ensure-build.mjs')], { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit'], timeout: 300_000 })
+    : spawnSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit'], timeout: 300_000 });
+  if (build.status !== 0) throw new Error(`the build failed (status ${build.status})`);
+  log(QUICK ? 'dist/ is current (scripts/ensure-build.mjs)' : 'npm run build: done');
+
+  let admin: Redis | null = null;
+  try {
+    const redisPort = await freePort();
+    const redis = startChild('redis-server', 'redis-server', ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--maxmemory-policy', 'noeviction', '--dir', dir], baseEnv);
+    redisUrl = `redis://127.0.0.1:${redisPort}`;
+    const a = new Redis({ host: '127.0.0.1', port: redisPort, lazyConnect: true, maxRetriesPerRequest: 1, retryStrategy: () => 50 });
+    admin = a;
+    a.on('error', () => undefined);
+    await waitFor('the private redis-server', async () => {
+      if (redis.exit) throw new Error(`redis-server exited: ${redis.stderrTail()}`);
+      return (await a.ping()) === 'PONG';
+    }, { timeoutMs: 15_000, intervalMs: 20 });
+    const redisVersion = /redis_version:(\S+)/.exec(await a.info('server'))?.[1] ?? '?';
+
+    const sink = startTsChild('sink', 'sink.ts', [], baseEnv);
+    sinkUrl = `http://127.0.0.1:${(await sink.json<{ listening: number }>('listening', 20_000)).listening}`;
+    const baseline = startTsChild('baseline-app', 'baseline-app.ts', [], { ...baseEnv, REDIS_URL: redisUrl, BASELINE_PREFIX: 'baseline' });
+    const baselineUrl = `http://127.0.0.1:${(await baseline.json<{ listening: number }>('listening', 20_000)).listening}`;
+
+    const created = spawnSync(process.execPath, [join(ROOT, 'dist', 'cli', 'main.js'), 'keys', 'create', '--name', 'bench', '--scopes', '*', '--json'], { cwd: ROOT, env: heraldEnv(), timeout: 30_000 });
+    if (created.status !== 0) throw new Error(`keys create → ${created.status}: ${created.stderr.toString()}`);
+    const token = String((JSON.parse(created.stdout.toString()) as { token: string }).token);
+    log(`private Redis ${redisVersion} on ${redisPort}; sink ${sinkUrl}; baseline ${baselineUrl}; API key from the CLI`);
+
+    let setup: Setup | null = null;
+    let fanoutBodyBytes = 600;
+    for (let round = 0; round < ROUNDS; round++) {
+      log(`round ${round + 1} of ${ROUNDS}`);
+      const h = await startHerald(`herald ${round + 1}`);
+      samples.readyMs.push(h.readyMs);
+      log(`herald ready in ${h.readyMs.toFixed(0)} ms (pid ${h.child.pid})`);
+      try {
+        if (setup === null) {
+          await pool(FANOUT, 8, async (i) => {
+            await must(h.base, token, 'POST', '/v1/connections', { name: `sink ${i}`, type: 'webhook', config: { url: `${sinkUrl}/h/${i}` } });
+          });
+          // The same incidents on both sides: the read row serves identical bytes.
+          let readId = '';
+          for (let i = 0; i < 30; i++) {
+            const r = await must(h.base, token, 'POST', '/v1/incidents', { title: `Seed ${i}`, severity: 'major', description: DESCRIPTION });
+            readId = String(r.json.id);
+            const stored = await must(h.base, token, 'GET', `/v1/incidents/${readId}`);
+            await a.multi().set(`baseline:incident:${readId}`, stored.text).zadd('baseline:incidents', Date.now(), readId).exec();
+          }
+          setup = { token, baselineUrl, readId };
+          log(`set up ${FANOUT} webhook connections and 30 incidents on each side`);
+        }
+        const s = setup;
+        // Herald first in odd rounds, the baseline first in even ones.
+        const order: Side[] = round % 2 === 0 ? ['herald', 'baseline'] : ['baseline', 'herald'];
+        for (const r of ['read', 'write', 'list'] as const) {
+          await row(`${r} (${order.join(', then ')})`, async () => {
+            for (const side of order) samples.api[r][side].push(await runLoad(`${r} ${side}`, apiSpec(r, side, s, h)));
+          });
+        }
+        await row('Redis bytes per incident', async () => {
+          const m = await memoryPerIncident(h, token, a);
+          samples.bytesPerIncident.push(m.perIncident);
+          samples.rawIncidentBytes.push(m.raw);
+        });
+        await row(`execute → ${FANOUT} webhooks (${order.join(', then ')})`, async () => {
+          const loop = await startFanoutBaseline();
+          try {
+            for (const side of order) {
+              if (side === 'herald') {
+                const f = await heraldFanout(h, token);
+                // The baseline posts bodies the size of Herald's (the last one seen; 600 B before any).
+                fanoutBodyBytes = f.bodyBytes;
+                samples.fanout.herald.push(f.seconds);
+                samples.executeAcceptMs.push(f.acceptMs);
+              } else {
+                samples.fanout.baseline.push(await baselineFanout(loop, fanoutBodyBytes));
+              }
+            }
+          } finally {
+            await loop.stop('SIGKILL', 2000);
+          }
+        });
+        await row(`${EXECUTES} executes × ${FANOUT}`, async () => {
+          samples.deliveriesPerSec.push(await deliveries(h, token));
+        });
+        samples.rssMB.push(rssMB(h.child.pid));
+        samples.peakRssMB.push(rssMB(h.child.pid, 'VmHWM'));
+      } finally {
+        const stop = await h.child.stop('SIGTERM', 20_000);
+        samples.stopMs.push(stop.ms);
+        if (stop.code !== 0) problems.push(`herald ${round + 1}: exit status ${stop.code} after SIGTERM${stop.killed ? ' (killed: did not stop in 20 s)' : ''}`);
+      }
+      await row('Slack /incident help', () => slackRow(round));
+      await row('CLI keys list', () => cliRow());
+    }
+
+    const report = buildReport();
+    const machine = {
+      cpu_model: os.cpus()[0]?.model ?? '?',
+      cpus: os.cpus().length,
+      nproc: os.availableParallelism(),
+      total_mem_gib: +(os.totalmem() / 2 ** 30).toFixed(1),
+      os: `${os.type()} ${os.release()}`,
+      node: process.version,
+      redis: redisVersion,
+      loadavg_start: loadavgStart,
+      loadavg_end: os.loadavg().map((x) => +x.toFixed(2)),
+    };
+    const results = {
+      timestamp: new Date().toISOString(),
+      mode: QUICK ? 'quick' : 'full',
+      machine,
+      settings: { rounds: ROUNDS, load_sec: LOAD_SEC, warmup_sec: WARMUP_SEC, api_connections: API_CONNECTIONS, slack_connections: SLACK_CONNECTIONS, fanout: FANOUT, executes: EXECUTES, worker_concurrency: WORKER_CONCURRENCY, memory_incidents: MEMORY_INCIDENTS, cli_runs: CLI_RUNS },
+      figures: report.figures,
+      samples,
+      problems,
+      duration_sec: +((performance.now() - started) / 1000).toFixed(1),
+    };
+    writeFileSync(join(ROOT, 'bench', 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
+    process.stdout.write(`\nHerald benchmark (${results.mode}, ${ROUNDS} round${ROUNDS > 1 ? 's' : ''}, medians) — ${machine.nproc} × ${machine.cpu_model}, ${machine.total_mem_gib} GiB, Node ${machine.node}, Redis ${machine.redis}, load average ${machine.loadavg_start.join(' ')} at the start, ${machine.loadavg_end.join(' ')} at the end\n\n`);
+    process.stdout.write(`${report.table}\n`);
+    if (problems.length > 0) process.stdout.write(`\nProblems:\n${problems.map((p) => `- ${p}`).join('\n')}\n`);
+    process.stdout.write(`\nEvery figure: bench/results.json (${results.duration_sec} s)\n`);
+  } finally {
+    await stopAll(10_000);
+    admin?.disconnect();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The table.
+
+interface Figure {
+  figure: string;
+  herald: number | null;
+  baseline: number | null;
+  ratio: number | null;
+  unit: string;
+  target: string;
+  met: boolean | null;
+}
+
+function buildReport(): { figures: Figure[]; table: string } {
+  const figures: Figure[] = [];
+  const m = (xs: number[]) => (xs.length === 0 ? null : median(xs));
+  const div = (a: number | null, b: number | null) => (a === null || b === null || b === 0 ? null : a / b);
+  const add = (f: Figure) => figures.push(f);
+
+  const api: Array<[ApiRow, string, number]> = [
+    ['read', '1. GET /v1/incidents/{id}', 0.85],
+    ['write', '2. POST /v1/incidents', 0.85],
+    ['list', '3. GET /v1/incidents?limit=25', 0.6],
+  ];
+  for (const [key, label, min] of api) {
+    const h = samples.api[key].herald;
+    const b = samples.api[key].baseline;
+    const hr = m(h.map((x) => x.rps));
+    const br = m(b.map((x) => x.rps));
+    const rr = div(hr, br);
+    add({ figure: `${label}, req/s (${API_CONNECTIONS} conns)`, herald: hr, baseline: br, ratio: rr, unit: 'req/s', target: `≥ ${min}× baseline`, met: rr === null ? null : rr >= min });
+    const hp = m(h.map((x) => x.p99));
+    const bp = m(b.map((x) => x.p99));
+    const pr = div(hp, bp);
+    add({ figure: `${label}, p99`, herald: hp, baseline: bp, ratio: pr, unit: 'ms', target: '≤ 1.5× baseline', met: pr === null ? null : pr <= 1.5 });
+  }
+  const sr = m(samples.slack.map((x) => x.rps));
+  add({ figure: `4. Slack /incident help, acks/s (${SLACK_CONNECTIONS} conns)`, herald: sr, baseline: null, ratio: null, unit: 'req/s', target: '—', met: null });
+  const sp = m(samples.slack.map((x) => x.p99));
+  add({ figure: '4. Slack /incident help, ack p99', herald: sp, baseline: null, ratio: null, unit: 'ms', target: '≤ 30 ms', met: sp === null ? null : sp <= 30 });
+  const fh = m(samples.fanout.herald);
+  const fb = m(samples.fanout.baseline);
+  const fr = div(fb, fh);
+  add({ figure: `5. execute → ${FANOUT} webhooks, 202 → last arrival (ratio = baseline/Herald)`, herald: fh, baseline: fb, ratio: fr, unit: 's', target: '≤ 0.25 s, ratio ≥ 0.4', met: fh === null || fr === null ? null : fh <= 0.25 && fr >= 0.4 });
+  const d = m(samples.deliveriesPerSec);
+  add({ figure: `6. ${EXECUTES} executes × ${FANOUT} = ${EXECUTES * FANOUT} deliveries`, herald: d, baseline: null, ratio: null, unit: 'deliveries/s', target: '≥ 1,500/s', met: d === null ? null : d >= 1500 });
+  const bh = m(samples.bytesPerIncident);
+  const braw = m(samples.rawIncidentBytes);
+  add({ figure: '7. Redis bytes per incident (500-char description; baseline = its JSON)', herald: bh, baseline: braw, ratio: div(bh, braw), unit: 'B', target: '≤ 1.2 KiB (1,229 B)', met: bh === null ? null : bh <= 1.2 * 1024 });
+  const rss = samples.rssMB.length === 0 ? null : (samples.rssMB[samples.rssMB.length - 1] ?? null);
+  add({ figure: '8. Herald RSS after the run', herald: rss, baseline: null, ratio: null, unit: 'MB', target: '≤ 120 MB', met: rss === null ? null : rss <= 120 });
+  const ready = m(samples.readyMs);
+  add({ figure: '9. spawn → first 200 from /readyz (external Redis)', herald: ready === null ? null : ready / 1000, baseline: null, ratio: null, unit: 's', target: '≤ 1.5 s', met: ready === null ? null : ready <= 1500 });
+  const cli = m(samples.cliMs);
+  const bare = m(samples.nodeMs);
+  add({ figure: `10. CLI keys list (baseline: node -e '', medians of ${CLI_RUNS})`, herald: cli, baseline: bare, ratio: div(cli, bare), unit: 'ms', target: '≤ 300 ms', met: cli === null ? null : cli <= 300 });
+
+  const fmt = (v: number | null, unit: string): string => {
+    if (v === null || !Number.isFinite(v)) return '—';
+    switch (unit) {
+      case 'req/s':
+      case 'deliveries/s':
+        return `${Math.round(v).toLocaleString('en-US')}/s`;
+      case 'ms':
+        return `${v.toFixed(1)} ms`;
+      case 's':
+        return `${v.toFixed(3)} s`;
+      case 'B':
+        return `${Math.round(v).toLocaleString('en-US')} B`;
+      case 'MB':
+        return `${v.toFixed(1)} MB`;
+      default:
+        return String(v);
+    }
+  };
+  const lines = ['| figure | Herald | baseline | ratio | target | met? |', '|---|---:|---:|---:|---|:---:|'];
+  for (const f of figures) {
+    const ratio = f.ratio === null || !Number.isFinite(f.ratio) ? '—' : `${f.ratio.toFixed(2)}×`;
+    const met = f.met === null ? (f.target === '—' ? '—' : 'n/a') : f.met ? 'yes' : 'NO';
+    lines.push(`| ${f.figure} | ${fmt(f.herald, f.unit)} | ${fmt(f.baseline, f.unit)} | ${ratio} | ${f.target} | ${met} |`);
+  }
+  return { figures, table: lines.join('\n') };
 }
 
 main().then(
   () => process.exit(0),
   (err: unknown) => {
-    console.error(err);
+    log(`failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
     process.exit(1);
   },
 );
-
-/** The CLI's start-up: the compiled `keys list` (built by `npm run build`) against bare node. */
-function benchCli(env: Record<string, string>): void {
-  const time = (args: string[]): number => {
-    const t0 = performance.now();
-    execFileSync(process.execPath, args, { env: { PATH: process.env.PATH, ...env }, stdio: 'ignore' });
-    return performance.now() - t0;
-  };
-  const median = (args: string[]) => percentile(Array.from({ length: 7 }, () => time(args)).sort((a, b) => a - b), 50);
-  const bare = median(['-e', '']);
-  const cli = median([join(import.meta.dirname, '..', 'dist', 'cli', 'main.js'), 'keys', 'list']);
-  console.log(`CLI: keys list ${cli.toFixed(0)} ms (target ≤ 300), node -e '' ${bare.toFixed(0)} ms, ratio ${(cli / bare).toFixed(1)}×`);
-}

@@ -1,72 +1,97 @@
 /**
  * What one Redis shard carries: deliveries/s through one worker (webhook sink on loopback) and
- * incidents per GB (INFO memory used_memory delta). Runs its own redis-server on a free port.
+ * incidents per GB (INFO memory used_memory delta). Black box, like bench/run.ts: builds, runs its
+ * own redis-server (AOF on) on a free port, `node dist/main.js` (role all, default worker
+ * concurrency) and the sink in their own processes, and talks to Herald over HTTP only.
  *   npx tsx bench/shard.ts [incidents=2000] [deliveries=2000]
- * docs/scaling.md quotes its output.
+ * docs/scaling.md quotes its output (one JSON line).
  */
-import { spawn } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { createHerald } from '../src/app.js';
-import { loadConfig } from '../src/config.js';
-import { createLogger } from '../src/log.js';
-import { startHttpSink } from '../test/support/peers/http-sink.js';
-import { waitFor } from '../test/support/wait.js';
+import { epochMs, fetchWithin, freePort, onExit, ROOT, startChild, startTsChild, stopAll, waitFor } from './lib.js';
 
 const nIncidents = Number(process.argv[2] ?? 2000);
 const nDeliveries = Number(process.argv[3] ?? 2000);
+const CONNECTIONS = 100;
 const dir = mkdtempSync(join(tmpdir(), 'herald-shard-'));
-const port = 20_000 + Math.floor(Math.random() * 30_000);
-const server = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'yes', '--maxmemory-policy', 'noeviction'], { stdio: 'ignore' });
-process.on('exit', () => server.kill('SIGKILL'));
-const admin = new Redis({ port, host: '127.0.0.1' });
-// Refused until redis-server listens; the ping loop below waits for that.
-admin.on('error', () => undefined);
-await waitFor(async () => (await admin.ping()) === 'PONG', { timeoutMs: 20_000 });
-const usedMemory = async () => Number(/used_memory:(\d+)/.exec(await admin.info('memory'))![1]);
+onExit(() => rmSync(dir, { recursive: true, force: true }));
+const baseEnv: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, NODE_ENV: 'production' };
 
-const config = loadConfig({ HERALD_DATA_DIR: dir, HERALD_KEY_PREFIX: 'bench', HERALD_SECRET_KEY: randomBytes(32).toString('base64'), LOG_LEVEL: 'silent',
-  HERALD_OUTBOUND_ALLOW: '127.0.0.1/32', HERALD_RATE_LIMIT: '1000000', HERALD_EXECUTE_RATE_LIMIT: '1000000' });
-const herald = await createHerald({ config, redisUrl: `redis://127.0.0.1:${port}`, log: createLogger('silent') });
-const http = await new Promise<Server>((r) => { const s = herald.app.listen(0, '127.0.0.1', () => r(s)); });
-const base = `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
-const token = (await herald.services.apiKeys.create({ name: 'bench', scopes: ['*'] }, { type: 'system', id: 'bench', name: 'bench' })).token;
-const api = async (method: string, path: string, body?: unknown) => {
-  const r = await fetch(base + path, { method, headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
-  return (await r.json()) as { id: string; status: string; deliveries: unknown[] };
-};
+async function main(): Promise<void> {
+  const build = spawnSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit'], timeout: 300_000 });
+  if (build.status !== 0) throw new Error('npm run build failed');
+  const admin = new Redis({ host: '127.0.0.1', port: await freePort(), lazyConnect: true, maxRetriesPerRequest: 1, retryStrategy: () => 50 });
+  try {
+    const port = admin.options.port ?? 0;
+    const redis = startChild('redis-server', 'redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'yes', '--maxmemory-policy', 'noeviction'], baseEnv);
+    // Refused until redis-server listens; the ping loop waits for that.
+    admin.on('error', () => undefined);
+    await waitFor('redis-server', async () => {
+      if (redis.exit) throw new Error(`redis-server exited: ${redis.stderrTail()}`);
+      return (await admin.ping()) === 'PONG';
+    }, { timeoutMs: 15_000 });
+    const usedMemory = async () => Number(/used_memory:(\d+)/.exec(await admin.info('memory'))?.[1] ?? NaN);
 
-// Incidents per GB.
-const description = 'x'.repeat(500);
-const m0 = await usedMemory();
-for (let i = 0; i < nIncidents; i++) await api('POST', '/v1/incidents', { title: `Incident ${i}`, severity: 'major', description });
-const m1 = await usedMemory();
-const perIncident = (m1 - m0) / nIncidents;
+    const httpPort = await freePort();
+    const env = {
+      ...baseEnv, REDIS_URL: `redis://127.0.0.1:${port}`, HERALD_DATA_DIR: dir, HERALD_KEY_PREFIX: 'bench', HERALD_SECRET_KEY: randomBytes(32).toString('base64'),
+      LOG_LEVEL: 'silent', HERALD_OUTBOUND_ALLOW: '127.0.0.1/32', HERALD_RATE_LIMIT: '1000000', HERALD_EXECUTE_RATE_LIMIT: '1000000', HOST: '127.0.0.1', PORT: String(httpPort),
+    };
+    const created = spawnSync(process.execPath, [join(ROOT, 'dist', 'cli', 'main.js'), 'keys', 'create', '--name', 'bench', '--scopes', '*', '--json'], { cwd: ROOT, env, timeout: 30_000 });
+    if (created.status !== 0) throw new Error(`keys create: ${created.stderr.toString()}`);
+    const token = (JSON.parse(created.stdout.toString()) as { token: string }).token;
+    const herald = startChild('herald', process.execPath, [join(ROOT, 'dist', 'main.js')], env);
+    const base = `http://127.0.0.1:${httpPort}`;
+    await waitFor('herald /readyz', async () => {
+      if (herald.exit) throw new Error(`herald exited: ${herald.stderrTail()}`);
+      return (await fetchWithin(`${base}/readyz`, { timeoutMs: 1000 })).status === 200;
+    }, { timeoutMs: 30_000, intervalMs: 10 });
+    const api = async (method: string, path: string, body?: unknown) => {
+      const r = await fetchWithin(base + path, { method, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body), timeoutMs: 15_000 });
+      if (r.status >= 300) throw new Error(`${method} ${path} → ${r.status} ${await r.text()}`);
+      return (await r.json()) as { id: string };
+    };
 
-// Deliveries per second: one execute fans out to `conns` webhooks, repeated until nDeliveries.
-const sink = await startHttpSink({});
-const conns = 100;
-for (let i = 0; i < conns; i++) await api('POST', '/v1/connections', { name: `s${i}`, type: 'webhook', config: { url: `${sink.url}/h/${i}` } });
-const inc = await api('POST', '/v1/incidents', { title: 'Fan-out', severity: 'major' });
-const t0 = Date.now();
-const rounds = Math.ceil(nDeliveries / conns);
-for (let i = 0; i < rounds; i++) await api('POST', `/v1/incidents/${inc.id}/execute`, { variables: { round: String(i) } });
-await waitFor(() => sink.requests.length >= rounds * conns, { timeoutMs: 600_000, intervalMs: 50 });
-const secs = (Date.now() - t0) / 1000;
+    // Incidents per GB.
+    const description = 'x'.repeat(500);
+    const m0 = await usedMemory();
+    for (let i = 0; i < nIncidents; i++) await api('POST', '/v1/incidents', { title: `Incident ${i}`, severity: 'major', description });
+    const perIncident = ((await usedMemory()) - m0) / nIncidents;
 
-console.log(JSON.stringify({
-  incidents: nIncidents, bytes_per_incident: Math.round(perIncident), incidents_per_gb: Math.round(2 ** 30 / perIncident),
-  deliveries: rounds * conns, seconds: secs, deliveries_per_s: Math.round((rounds * conns) / secs), worker_concurrency: config.HERALD_WORKER_CONCURRENCY,
-}));
-http.closeAllConnections();
-http.close();
-await sink.close();
-await herald.close();
-admin.disconnect();
-server.kill('SIGKILL');
-rmSync(dir, { recursive: true, force: true });
+    // Deliveries per second: one execute fans out to CONNECTIONS webhooks, repeated until nDeliveries.
+    const sink = startTsChild('sink', 'sink.ts', [], baseEnv);
+    const sinkUrl = `http://127.0.0.1:${(await sink.json<{ listening: number }>('listening', 20_000)).listening}`;
+    for (let i = 0; i < CONNECTIONS; i++) await api('POST', '/v1/connections', { name: `s${i}`, type: 'webhook', config: { url: `${sinkUrl}/h/${i}` } });
+    const inc = await api('POST', '/v1/incidents', { title: 'Fan-out', severity: 'major' });
+    const t0 = epochMs();
+    const rounds = Math.ceil(nDeliveries / CONNECTIONS);
+    for (let i = 0; i < rounds; i++) await api('POST', `/v1/incidents/${inc.id}/execute`, { variables: { round: String(i) } });
+    const stats = await waitFor('the sink to receive every delivery', async () => {
+      const s = (await (await fetchWithin(`${sinkUrl}/__stats`, { timeoutMs: 5000 })).json()) as { count: number; last: number };
+      return s.count >= rounds * CONNECTIONS ? s : undefined;
+    }, { timeoutMs: 600_000, intervalMs: 50 });
+    const secs = (stats.last - t0) / 1000;
+
+    console.log(JSON.stringify({
+      incidents: nIncidents, bytes_per_incident: Math.round(perIncident), incidents_per_gb: Math.round(2 ** 30 / perIncident),
+      deliveries: rounds * CONNECTIONS, seconds: +secs.toFixed(3), deliveries_per_s: Math.round((rounds * CONNECTIONS) / secs), worker_concurrency: 50,
+    }));
+    await herald.stop('SIGTERM', 20_000);
+  } finally {
+    await stopAll(10_000);
+    admin.disconnect();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,219 @@
+/**
+ * Helpers shared by the benchmark's processes: bounded polling, free ports, and child processes
+ * that are always killed when this process ends (normally, on an error, or on Ctrl-C).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+
+export const ROOT = join(import.meta.dirname, '..');
+
+/** Milliseconds since the epoch with sub-millisecond precision, comparable across processes on one machine. */
+export const epochMs = (): number => performance.timeOrigin + performance.now();
+
+/** Polls `probe` every `intervalMs` until it returns something other than undefined/false, or throws at the deadline. */
+export async function waitFor<T>(
+  what: string,
+  probe: () => Promise<T | undefined | false> | T | undefined | false,
+  opts: { timeoutMs: number; intervalMs?: number },
+): Promise<T> {
+  const deadline = Date.now() + opts.timeoutMs;
+  let lastError: unknown = null;
+  for (;;) {
+    try {
+      const v = await probe();
+      if (v !== undefined && v !== false) return v;
+    } catch (e) {
+      lastError = e;
+    }
+    if (Date.now() >= deadline) {
+      const why = lastError === null ? '' : ` (last error: ${lastError instanceof Error ? lastError.message : String(lastError)})`;
+      throw new Error(`timed out after ${opts.timeoutMs} ms waiting for ${what}${why}`);
+    }
+    await new Promise((r) => setTimeout(r, opts.intervalMs ?? 20));
+  }
+}
+
+/** A port that was free a moment ago (bound on 127.0.0.1:0, then released). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const addr = s.address();
+      const port = typeof addr === 'object' && addr !== null ? addr.port : 0;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+export function median(xs: readonly number[]): number {
+  const s = [...xs].filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
+  if (s.length === 0) return NaN;
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 === 1 ? (s[mid] ?? NaN) : ((s[mid - 1] ?? NaN) + (s[mid] ?? NaN)) / 2;
+}
+
+/** fetch with a deadline: no request of the harness can hang it. */
+export async function fetchWithin(url: string, init: RequestInit & { timeoutMs?: number } = {}): Promise<Response> {
+  const { timeoutMs = 10_000, ...rest } = init;
+  return fetch(url, { ...rest, signal: AbortSignal.timeout(timeoutMs) });
+}
+
+const live = new Set<Child>();
+const exitCleanups: Array<() => void> = [];
+let exitHooked = false;
+
+/** Synchronous clean-up for when the process exits without reaching its `finally` (a signal, the backstop). */
+export function onExit(fn: () => void): void {
+  hookExit();
+  exitCleanups.push(fn);
+}
+
+function hookExit(): void {
+  if (exitHooked) return;
+  exitHooked = true;
+  // Last resort: whatever is still running when this process exits is killed, whatever the reason.
+  process.on('exit', () => {
+    for (const c of live) c.proc.kill('SIGKILL');
+    for (const fn of exitCleanups) {
+      try {
+        fn();
+      } catch {
+        // Best effort at exit.
+      }
+    }
+  });
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+    process.once(signal, () => {
+      process.stderr.write(`\nbench: ${signal}: stopping every child process\n`);
+      process.exit(130);
+    });
+  }
+}
+
+/** A child process with its stdout split into lines and the tail of its stderr kept for error messages. */
+export class Child {
+  readonly lines: string[] = [];
+  private partial = '';
+  private errTail = '';
+  exit: { code: number | null; signal: NodeJS.Signals | null } | null = null;
+  readonly exited: Promise<void>;
+
+  constructor(
+    readonly name: string,
+    readonly proc: ChildProcess,
+  ) {
+    proc.stdout?.setEncoding('utf8');
+    proc.stdout?.on('data', (chunk: string) => {
+      const parts = (this.partial + chunk).split('\n');
+      this.partial = parts.pop() ?? '';
+      // Keep memory bounded: only the newest lines matter to the harness.
+      for (const p of parts) if (this.lines.push(p) > 1000) this.lines.shift();
+    });
+    proc.stderr?.setEncoding('utf8');
+    proc.stderr?.on('data', (chunk: string) => {
+      this.errTail = (this.errTail + chunk).slice(-4000);
+    });
+    this.exited = new Promise((resolve) => {
+      proc.once('exit', (code, signal) => {
+        this.exit = { code, signal };
+        live.delete(this);
+        resolve();
+      });
+      proc.once('error', (err) => {
+        this.errTail += `\nspawn error: ${err.message}`;
+        this.exit ??= { code: null, signal: null };
+        live.delete(this);
+        resolve();
+      });
+    });
+  }
+
+  get pid(): number {
+    return this.proc.pid ?? -1;
+  }
+
+  stderrTail(): string {
+    return this.errTail.trim();
+  }
+
+  /** Waits for the first stdout line that `match` accepts; fails early if the process exits. */
+  async line<T>(what: string, match: (line: string) => T | undefined, timeoutMs: number): Promise<T> {
+    return waitFor(
+      `${this.name}: ${what}`,
+      () => {
+        for (const l of this.lines) {
+          const v = match(l);
+          if (v !== undefined) return v;
+        }
+        if (this.exit) throw new Error(`${this.name} exited (${JSON.stringify(this.exit)}): ${this.stderrTail() || 'no stderr'}`);
+        return undefined;
+      },
+      { timeoutMs, intervalMs: 5 },
+    );
+  }
+
+  /** The first stdout line that parses as a JSON object carrying `key`. */
+  json<T extends Record<string, unknown>>(key: string, timeoutMs: number): Promise<T> {
+    return this.line(`a JSON line with "${key}"`, (l) => {
+      if (!l.startsWith('{')) return undefined;
+      try {
+        const v = JSON.parse(l) as Record<string, unknown>;
+        return key in v ? (v as T) : undefined;
+      } catch {
+        return undefined;
+      }
+    }, timeoutMs);
+  }
+
+  /** Sends `signal`, waits up to `timeoutMs` for the exit, then SIGKILLs. Returns how long it took. */
+  async stop(signal: NodeJS.Signals = 'SIGTERM', timeoutMs = 15_000): Promise<{ ms: number; code: number | null; killed: boolean }> {
+    const t0 = performance.now();
+    if (this.exit) return { ms: 0, code: this.exit.code, killed: false };
+    this.proc.kill(signal);
+    let timer: NodeJS.Timeout | undefined;
+    const late = await Promise.race([
+      this.exited.then(() => false),
+      new Promise<boolean>((r) => {
+        timer = setTimeout(() => r(true), timeoutMs);
+      }),
+    ]);
+    clearTimeout(timer);
+    if (late) {
+      this.proc.kill('SIGKILL');
+      await Promise.race([this.exited, new Promise((r) => setTimeout(r, 5000))]);
+    }
+    const exit = this.exit as Child['exit'];
+    return { ms: performance.now() - t0, code: exit?.code ?? null, killed: late };
+  }
+}
+
+export function startChild(name: string, command: string, args: string[], env: NodeJS.ProcessEnv, opts: { stdin?: boolean } = {}): Child {
+  hookExit();
+  const proc = spawn(command, args, { cwd: ROOT, env, stdio: [opts.stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'] });
+  const child = new Child(name, proc);
+  live.add(child);
+  return child;
+}
+
+/** Runs one of bench/*.ts in its own node process (tsx's loader; plain node once loaded). */
+export function startTsChild(name: string, file: string, args: string[], env: NodeJS.ProcessEnv = process.env, opts: { stdin?: boolean } = {}): Child {
+  return startChild(name, process.execPath, ['--import', 'tsx', join(ROOT, 'bench', file), ...args], env, opts);
+}
+
+/** Kills every child still running (SIGTERM, then SIGKILL after `timeoutMs`). */
+export async function stopAll(timeoutMs = 10_000): Promise<void> {
+  await Promise.all([...live].map((c) => c.stop('SIGTERM', timeoutMs)));
+}
+
+/**
+ * For the harness's own helper processes: exit when the harness is gone (even SIGKILLed, when its
+ * exit hook cannot run), so nothing is left behind listening.
+ */
+export function exitWithParent(): void {
+  const parent = process.ppid;
+  setInterval(() => {
+    if (process.ppid !== parent) process.exit(0);
+  }, 500).unref();
+}
