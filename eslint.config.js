@@ -26,7 +26,7 @@ export default tseslint.config(
       '@typescript-eslint/consistent-type-imports': 'error',
     },
   },
-  layer(['src/domain/**'], [{ group: [...io, '**/services/**', '**/store/**', '**/delivery/**', '**/http/**', '**/slack/**', '**/cli/**', '**/ports*', '**/app*', '**/config*', ...channelIo], message: 'domain is pure: no I/O and no outer layers' }]),
+  layer(['src/domain/**'], [{ group: [...io, '**/services/**', '**/store/**', '**/delivery/**', '**/http/**', '**/slack/**', '**/cli/**', '**/ports*', '**/app*', '**/composition/**', '**/config*', ...channelIo], message: 'domain is pure: no I/O and no outer layers' }]),
   // A channel module's pure half (config, escape, index) is read by the domain: it follows the
   // domain's rules, except that it may name types of the I/O half it loads lazily.
   {
@@ -34,11 +34,11 @@ export default tseslint.config(
     ignores: ['src/channels/*/send.ts', 'src/channels/adapter.ts', 'src/channels/shared/http-outcome.ts'],
     // (Relative patterns for the Slack edge and the app config: src/channels/slack/ and each
     // type's config.ts share their names.)
-    rules: { '@typescript-eslint/no-restricted-imports': ['error', { patterns: [{ group: [...io, '**/services/**', '**/store/**', '**/delivery/**', '**/http/**', '../../slack/**', '**/cli/**', '**/ports*', '**/app*', '../config*', '../../config*', ...channelIo], allowTypeImports: true, message: "a channel's pure half: no I/O (send.ts is loaded through adapter())" }] }] },
+    rules: { '@typescript-eslint/no-restricted-imports': ['error', { patterns: [{ group: [...io, '**/services/**', '**/store/**', '**/delivery/**', '**/http/**', '../../slack/**', '**/cli/**', '**/ports*', '**/app*', '**/composition/**', '../config*', '../../config*', ...channelIo], allowTypeImports: true, message: "a channel's pure half: no I/O (send.ts is loaded through adapter())" }] }] },
   },
-  layer(['src/channels/*/send.ts', 'src/channels/adapter.ts', 'src/channels/shared/http-outcome.ts'], [{ group: ['**/services/**', '**/store/**', '**/http/**', '**/slack/**', '**/cli/**', '**/app*'], message: 'a sender is an adapter: it never imports services or edges' }]),
-  layer(['src/services/**'], [{ group: [...io, ...channelIo, '**/store/**', '**/delivery/**', '**/http/**', '**/slack/**', '**/cli/**', '**/app*'], message: 'services see the world only through ports.ts' }]),
-  layer(['src/store/**', 'src/delivery/**'], [{ group: ['**/services/**', '**/http/**', '**/slack/**', '**/cli/**', '**/app*'], message: 'adapters never import services or edges' }]),
+  layer(['src/channels/*/send.ts', 'src/channels/adapter.ts', 'src/channels/shared/http-outcome.ts'], [{ group: ['**/services/**', '**/store/**', '**/http/**', '**/slack/**', '**/cli/**', '**/app*', '**/composition/**'], message: 'a sender is an adapter: it never imports services or edges' }]),
+  layer(['src/services/**'], [{ group: [...io, ...channelIo, '**/store/**', '**/delivery/**', '**/http/**', '**/slack/**', '**/cli/**', '**/app*', '**/composition/**'], message: 'services see the world only through ports.ts' }]),
+  layer(['src/store/**', 'src/delivery/**'], [{ group: ['**/services/**', '**/http/**', '**/slack/**', '**/cli/**', '**/app*', '**/composition/**'], message: 'adapters never import services or edges' }]),
   layer(['src/http/**'], [{ group: ['ioredis', 'bullmq', '**/store/**', '**/delivery/**', '**/slack/**', '**/cli/**'], message: 'http talks to services and domain only' }]),
   layer(['src/slack/**'], [{ group: ['ioredis', 'bullmq', '**/store/**', '**/delivery/**', '**/http/**', '**/cli/**'], message: 'slack talks to services and domain only' }]),
   layer(['src/cli/**'], [{ group: ['ioredis', 'bullmq', '**/store/**', '**/delivery/**', '**/http/**', '**/slack/**'], message: 'cli talks to services and domain only' }]),

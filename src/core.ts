@@ -1,6 +1,6 @@
 /**
  * The core a short-lived command needs (the CLI): configuration's Redis, the API key service and
- * secret resealing — and nothing else. Kept apart from app.ts so `herald keys list` loads no HTTP,
+ * secret resealing — and nothing else. Kept apart from composition/app.ts so `herald keys list` loads no HTTP,
  * Slack or queue code: the CLI's start-up is most of its run time.
  */
 import type { Logger } from 'pino';

@@ -5,13 +5,12 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
-import { createHerald, StartupError, type Herald } from './app.js';
+import { createHerald, StartupError, type Herald } from './composition/app.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { answerClientErrors } from './http/server.js';
 import { createLogger } from './log.js';
 import { EmbeddedRedisError, openEmbeddedRedis, type EmbeddedRedis } from './store/embedded-redis.js';
 import { describeRedisTarget, redisTargetFromConfig } from './store/redis-connect.js';
-import { readRedisFacts } from './store/redis.js';
 
 async function main(): Promise<void> {
   let config: Config;
@@ -63,7 +62,7 @@ async function main(): Promise<void> {
         });
   const port = server ? (server.address() as AddressInfo).port : null;
 
-  const persistence = (await readRedisFacts(herald.redis).catch(() => null))?.persistence ?? 'unknown';
+  const persistence = herald.redisFacts.persistence;
   log.info(
     {
       port,

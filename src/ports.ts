@@ -1,5 +1,5 @@
 /**
- * What services need from the world. Services import only this file and the domain; app.ts wires
+ * What services need from the world. Services import only this file and the domain; src/composition/ wires
  * the Redis adapters (store/) and the delivery machinery (delivery/) in behind these interfaces.
  */
 import type { ApiKey } from './domain/api-key.js';

@@ -58,6 +58,8 @@ export interface WorkerOptions {
   lockDurationMs: number;
   process(deliveryId: string): Promise<ProcessOutcome>;
   log: Logger;
+  /** The injected wall clock in ms (when a delayed job is due). */
+  now: () => number;
 }
 
 /**
@@ -84,7 +86,7 @@ export function startDeliveryWorker(o: WorkerOptions): Worker {
       if (outcome.kind === 'delay') {
         // Should this move fail (Redis), the error fails the attempt and BullMQ's safety retry
         // (JOB_SAFETY_RETRIES) brings the job back; the delivery's `not_before` keeps its timing.
-        await job.moveToDelayed(Date.now() + outcome.ms, token);
+        await job.moveToDelayed(o.now() + outcome.ms, token);
         throw new DelayedError();
       }
       return outcome.status;

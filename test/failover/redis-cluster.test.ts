@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import pino from 'pino';
 import { RateLimiterRedis } from 'rate-limiter-flexible';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openCore, createHerald } from '../../src/app.js';
+import { openCore, createHerald } from '../../src/composition/app.js';
 import { loadConfig } from '../../src/config.js';
 import { BullDeliveryQueue, startDeliveryWorker } from '../../src/delivery/queue.js';
 import { createKeys } from '../../src/store/keys.js';
@@ -94,6 +94,7 @@ describe('Redis Cluster', () => {
       prefix: keys.bullPrefix,
       concurrency: 8,
       lockDurationMs: 5000,
+      now: Date.now,
       log,
       async process(id) {
         // A slow-ish sink, so the failover lands in the middle of the fan-out.

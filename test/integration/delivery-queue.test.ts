@@ -45,7 +45,7 @@ afterAll(async () => {
 
 function worker(process: (id: string) => Promise<ProcessOutcome>): Worker {
   const connection = createRedis(testRedisUrl(), { worker: true });
-  const w = startDeliveryWorker({ connection, prefix: keys.bullPrefix, concurrency: 2, lockDurationMs: 5_000, process, log: createLogger('silent') });
+  const w = startDeliveryWorker({ connection, prefix: keys.bullPrefix, concurrency: 2, lockDurationMs: 5_000, process, now: Date.now, log: createLogger('silent') });
   workers.push({ worker: w, connection });
   return w;
 }

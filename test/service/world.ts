@@ -1,6 +1,6 @@
 /**
  * The services wired over the in-memory fakes the way the composition root wires them over Redis
- * (src/app.ts, src/compose-delivery.ts): one call gives a fresh, isolated world per test.
+ * (src/composition/): one call gives a fresh, isolated world per test.
  */
 import type { ChannelSenders, DeliveryTarget } from '../../src/ports.js';
 import { ApiKeyService } from '../../src/services/api-keys.js';

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Server } from 'node:http';
-import { createHerald, type Herald, type HeraldOptions } from '../../src/app.js';
+import { createHerald, type Herald, type HeraldOptions } from '../../src/composition/app.js';
 import { loadConfig } from '../../src/config.js';
 import { createLogger } from '../../src/log.js';
 import type { Scope } from '../../src/domain/api-key.js';

@@ -1,34 +1,52 @@
 /**
- * The delivery half of the composition root: the queue, the execution and delivery services, and
- * (for the worker role) the BullMQ worker and the outbox sweep. Kept apart from app.ts so each
- * file stays one job; nothing here decides a rule.
+ * The delivery half of the composition root: the channels' I/O, the queue, the execution and
+ * delivery services, and (for the worker role) the worker runtime. Pure wiring: the worker's
+ * sweep and drain live in src/delivery/worker.ts, every rule in the services.
  */
-import type { Worker } from 'bullmq';
-import type { RedisClient as Redis } from './store/redis-connect.js';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
-import type { Config } from './config.js';
-import type { Clock } from './domain/clock.js';
-import type { Delivery } from './domain/execution.js';
-import type { IdGenerator } from './domain/ids.js';
-import { deliveryMetrics } from './delivery/metrics.js';
-import { BullDeliveryQueue, startDeliveryWorker } from './delivery/queue.js';
-import type { ChannelSenders, IncidentRepo } from './ports.js';
-import type { ConnectionService } from './services/connections.js';
-import { DeliveryService } from './services/deliveries.js';
-import { ExecutionService } from './services/executions.js';
-import type { TemplateService } from './services/templates.js';
-import { RedisExecutionRepo } from './store/executions.js';
-import type { Keys } from './store/keys.js';
-import { RedisPacer } from './store/pacing.js';
-import { BULK_COMMAND_TIMEOUT_MS, createRedis, isRedisUnavailable, redisErrorLogger } from './store/redis.js';
-import type { RedisTarget } from './store/redis-connect.js';
+import { createSmtpClient } from '../channels/email/send.js';
+import type { Config } from '../config.js';
+import type { OutboundAllow } from '../domain/address-policy.js';
+import type { Clock } from '../domain/clock.js';
+import type { Delivery } from '../domain/execution.js';
+import type { IdGenerator } from '../domain/ids.js';
+import { createConnectionTester } from '../delivery/connection-tester.js';
+import { deliveryMetrics } from '../delivery/metrics.js';
+import { createBoundedResolver } from '../delivery/outbound-guard.js';
+import { createOutboundHttp } from '../delivery/outbound-http.js';
+import { BullDeliveryQueue } from '../delivery/queue.js';
+import { createChannelSenders, loadChannelAdapters, type HeraldChannelSenders } from '../delivery/senders.js';
+import { startDeliveryRuntime, type DeliveryRuntime } from '../delivery/worker.js';
+import type { ChannelSenders, ConnectionTester, IncidentRepo } from '../ports.js';
+import type { ConnectionService } from '../services/connections.js';
+import { DeliveryService } from '../services/deliveries.js';
+import { ExecutionService } from '../services/executions.js';
+import type { TemplateService } from '../services/templates.js';
+import { RedisExecutionRepo } from '../store/executions.js';
+import type { Keys } from '../store/keys.js';
+import { RedisPacer } from '../store/pacing.js';
+import type { RedisClient as Redis, RedisTarget } from '../store/redis-connect.js';
+import { BULK_COMMAND_TIMEOUT_MS, createRedis, isRedisUnavailable, redisErrorLogger } from '../store/redis.js';
+import type { Topic } from './events.js';
+
+/**
+ * The channels' I/O: one guarded HTTP client for every user-supplied destination (README
+ * "Delivery semantics", Outbound safety; the operator's platform API bases are trusted, names are
+ * resolved by bounded c-ares), SMTP through the same guard, every channel's sender and the
+ * connection tester.
+ */
+export async function composeChannels(config: Config, allow: OutboundAllow, clock: Clock): Promise<{ senders: HeraldChannelSenders; tester: ConnectionTester }> {
+  const http = createOutboundHttp(allow, { trustedBaseUrls: [config.SLACK_API_URL, config.TELEGRAM_API_URL], resolver: createBoundedResolver({ servers: config.HERALD_DNS_SERVERS }) });
+  const deps = { http, slackApiUrl: config.SLACK_API_URL, telegramApiUrl: config.TELEGRAM_API_URL, now: () => clock.now().getTime(), smtp: createSmtpClient({ guard: http.guard }) };
+  const adapters = await loadChannelAdapters();
+  const senders = createChannelSenders(adapters, deps);
+  return { senders, tester: createConnectionTester({ ...deps, adapters, senders, clock }) };
+}
 
 export interface DeliveryWiring {
   executions: ExecutionService;
   deliveries: DeliveryService;
-  /** Subscribers told after every delivery change (Slack receipts). */
-  onDeliveryChanged: ((d: Delivery) => void)[];
   /** Starts the worker and the outbox sweep (role worker/all). */
   startWorker(): void;
   /** Stops taking jobs, waits for the running ones (up to the drain deadline), closes connections. */
@@ -48,6 +66,8 @@ export function composeDelivery(o: {
   connections: ConnectionService;
   senders: ChannelSenders;
   registry: Registry;
+  /** Told after every delivery change (metrics here; Slack receipts subscribe). */
+  deliveryChanged: Topic<[Delivery]>;
 }): DeliveryWiring {
   const { config, log, keys } = o;
   // BullMQ gets connections of its own. The queue (adding, removing jobs) serves requests, so its
@@ -61,7 +81,7 @@ export function composeDelivery(o: {
   const bulkConnection = createRedis(o.redisUrl, { name: 'herald-bulk', log, commandTimeoutMs: BULK_COMMAND_TIMEOUT_MS });
   const repo = new RedisExecutionRepo(o.redis, keys, () => o.clock.now().getTime(), bulkConnection);
   const metrics = deliveryMetrics(o.registry);
-  const listeners: ((d: Delivery) => void)[] = [metrics.changed];
+  o.deliveryChanged.on(metrics.changed);
 
   const deliveries = new DeliveryService({
     repo,
@@ -84,15 +104,7 @@ export function composeDelivery(o: {
     publicUrl: config.HERALD_PUBLIC_URL ?? null,
     onAttempt: metrics.attempt,
     onError: (what, err) => log.warn({ err: err instanceof Error ? err.message : String(err) }, `delivery bookkeeping failed: ${what}`),
-    onDeliveryChanged: (d) => {
-      for (const l of listeners) {
-        try {
-          l(d);
-        } catch (err) {
-          log.warn({ err: (err as Error).message }, 'delivery listener failed');
-        }
-      }
-    },
+    onDeliveryChanged: (d) => void o.deliveryChanged.emit(d),
   });
 
   const executions = new ExecutionService({
@@ -108,49 +120,29 @@ export function composeDelivery(o: {
     onError: (what, err) => log.error({ err: err instanceof Error ? err.message : String(err) }, `execute: ${what}`),
   });
 
-  let worker: Worker | null = null;
+  let runtime: DeliveryRuntime | null = null;
   let workerConnection: Redis | null = null;
-  let sweep: NodeJS.Timeout | null = null;
 
   return {
     executions,
     deliveries,
-    onDeliveryChanged: listeners,
     startWorker() {
-      if (worker) return;
+      if (runtime) return;
       workerConnection = createRedis(o.redisUrl, { worker: true, name: 'herald-worker', log });
-      worker = startDeliveryWorker({
+      runtime = startDeliveryRuntime({
         connection: workerConnection,
         prefix: keys.bullPrefix,
         concurrency: config.HERALD_WORKER_CONCURRENCY,
         lockDurationMs: config.HERALD_JOB_LOCK_MS,
-        process: (id) => deliveries.process(id),
+        sweepMs: config.HERALD_OUTBOX_SWEEP_MS,
+        shutdownMs: config.HERALD_SHUTDOWN_MS,
+        deliveries,
+        now: () => o.clock.now().getTime(),
         log,
       });
-      const runSweep = () => {
-        deliveries.sweepOutbox(config.HERALD_OUTBOX_SWEEP_MS).then(
-          (n) => {
-            if (n > 0) log.warn({ count: n }, 'outbox: re-queued deliveries that were committed but not queued');
-          },
-          // Redis being away is logged once by its connection; this runs every sweep period.
-          (err: unknown) => {
-            if (!isRedisUnavailable(err)) log.warn({ err: (err as Error).message }, 'outbox sweep failed');
-          },
-        );
-      };
-      runSweep();
-      sweep = setInterval(runSweep, config.HERALD_OUTBOX_SWEEP_MS);
-      sweep.unref();
     },
     async close() {
-      if (sweep) clearInterval(sweep);
-      if (worker) {
-        // close() waits for running jobs; past the drain deadline they are abandoned to the
-        // stalled-job check (another worker, or the restarted one, completes them).
-        const w = worker;
-        await Promise.race([w.close(), new Promise((r) => setTimeout(r, Math.max(1000, config.HERALD_SHUTDOWN_MS - 2000)).unref())]);
-        if (w.isRunning()) await w.close(true).catch(() => undefined);
-      }
+      await runtime?.close();
       await queue.close().catch(() => undefined);
       await queueConnection.quit().catch(() => undefined);
       await bulkConnection.quit().catch(() => undefined);

@@ -1,0 +1,57 @@
+import type { Express } from 'express';
+import type { Logger } from 'pino';
+import type { Config } from '../config.js';
+import { StartupError } from '../core.js';
+import type { Clock } from '../domain/clock.js';
+import { createSlackEdge, type SlackEdge } from '../slack/app.js';
+
+/**
+ * The Slack app when Slack is configured: SLACK_BOT_TOKEN plus SLACK_SIGNING_SECRET (HTTP mode,
+ * mounted on `app` at /slack/events) or SLACK_APP_TOKEN (Socket Mode). Without any Slack setting
+ * Herald runs the API alone and says so; a half-done setup is refused, naming what is missing.
+ */
+export function slackEdge(
+  config: Config,
+  log: Logger,
+  clock: Clock,
+  app: Express,
+  wiring: Pick<Parameters<typeof createSlackEdge>[0], 'services' | 'idempotency' | 'pacer'>,
+): SlackEdge | null {
+  const { SLACK_BOT_TOKEN: botToken, SLACK_SIGNING_SECRET: signingSecret, SLACK_APP_TOKEN: appToken } = config;
+  // A worker receives no Slack requests; with the bot token it keeps announcements current
+  // (the delivery receipts happen here), so the bot token alone is its whole Slack setup.
+  const worker = config.HERALD_ROLE === 'worker';
+  if (botToken === undefined && signingSecret === undefined && appToken === undefined) {
+    log.info(
+      worker
+        ? 'Slack is not configured (no SLACK_BOT_TOKEN): this worker will not update Slack announcements with delivery receipts.'
+        : 'Slack is not configured (no SLACK_BOT_TOKEN): running the API alone.',
+    );
+    return null;
+  }
+  if (botToken === undefined) throw new StartupError('Slack is half configured: SLACK_BOT_TOKEN (xoxb-…) is missing. Set it, or unset SLACK_SIGNING_SECRET and SLACK_APP_TOKEN to run the API alone.');
+  if (worker) {
+    const edge = createSlackEdge({ botToken, apiUrl: config.SLACK_API_URL, settings: { admins: [], defaultChannel: config.HERALD_SLACK_CHANNEL ?? null }, log, now: () => clock.now(), ...wiring }, app);
+    log.info({ mode: edge.mode }, 'Slack: this worker keeps announcements current (delivery receipts); it receives no Slack requests');
+    return edge;
+  }
+  if (signingSecret === undefined && appToken === undefined) {
+    throw new StartupError('Slack is half configured: set SLACK_SIGNING_SECRET (HTTP mode, /slack/events) or SLACK_APP_TOKEN (Socket Mode), or unset SLACK_BOT_TOKEN to run the API alone.');
+  }
+  const edge = createSlackEdge(
+    {
+      botToken,
+      ...(signingSecret !== undefined ? { signingSecret } : {}),
+      ...(appToken !== undefined ? { appToken } : {}),
+      apiUrl: config.SLACK_API_URL,
+      settings: { admins: config.HERALD_SLACK_ADMINS, defaultChannel: config.HERALD_SLACK_CHANNEL ?? null },
+      log,
+      now: () => clock.now(),
+      ...wiring,
+    },
+    app,
+  );
+  log.info({ mode: edge.mode, admins: config.HERALD_SLACK_ADMINS.length, channel: config.HERALD_SLACK_CHANNEL ?? null }, edge.mode === 'http' ? 'Slack app on /slack/events (HTTP mode)' : 'Slack app over Socket Mode');
+  return edge;
+}
+
