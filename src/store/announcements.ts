@@ -1,6 +1,7 @@
 import type { RedisClient as Redis } from './redis-connect.js';
 import type { Announcement, AnnouncementRepo } from '../ports.js';
 import type { Keys } from './keys.js';
+import { luaScript, runScript } from './scripts.js';
 
 /**
  * announcement-track — point an announcement's receipts at a newer execution.
@@ -10,7 +11,7 @@ import type { Keys } from './keys.js';
  * In a script so two deliveries of different executions finishing at once cannot interleave
  * their read and write and leave the older execution on show.
  */
-const TRACK_LUA = `
+const TRACK_LUA = luaScript('announcement_track', `
 local cur = redis.call('GET', KEYS[1])
 if not cur then return false end
 local rec = cjson.decode(cur)
@@ -20,7 +21,7 @@ if rec.execution_id == cjson.null or rec.execution_id == nil or rec.execution_id
   redis.call('SET', KEYS[1], cur)
 end
 return cur
-`;
+`);
 
 /**
  * announcement-claim — become the one process refreshing an announcement.
@@ -30,14 +31,14 @@ return cur
  * Returns 1 when the caller now holds the claim; 0 when another holds it, after marking dirty in
  * the same step, so the holder cannot miss this change between its render and its release.
  */
-const CLAIM_LUA = `
+const CLAIM_LUA = luaScript('announcement_claim', `
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   redis.call('DEL', KEYS[2])
   return 1
 end
 redis.call('SET', KEYS[2], '1', 'PX', ARGV[2])
 return 0
-`;
+`);
 
 /**
  * announcement-finish — end a refresh, or go again when a change came in meanwhile.
@@ -47,7 +48,7 @@ return 0
  * or taken over when it had expired with nobody else holding it); 0 when released (or held by
  * another process, which will see any mark itself).
  */
-const FINISH_LUA = `
+const FINISH_LUA = luaScript('announcement_finish', `
 local holder = redis.call('GET', KEYS[1])
 if holder and holder ~= ARGV[1] then return 0 end
 if redis.call('DEL', KEYS[2]) == 1 then
@@ -56,7 +57,7 @@ if redis.call('DEL', KEYS[2]) == 1 then
 end
 if holder then redis.call('DEL', KEYS[1]) end
 return 0
-`;
+`);
 
 /** One JSON string per announced incident; kept as long as the incident is. */
 export class RedisAnnouncementRepo implements AnnouncementRepo {
@@ -76,18 +77,18 @@ export class RedisAnnouncementRepo implements AnnouncementRepo {
   }
 
   async trackExecution(incidentId: string, executionId: string): Promise<Announcement | null> {
-    const raw = (await this.redis.eval(TRACK_LUA, 1, this.keys.incidentAnnouncement(incidentId), executionId)) as string | null;
+    const raw = (await runScript(this.redis, TRACK_LUA, [this.keys.incidentAnnouncement(incidentId)], [executionId])) as string | null;
     return raw === null ? null : parse(raw);
   }
 
   async claimRefresh(incidentId: string, token: string, ttlMs: number): Promise<boolean> {
     const k = this.keys;
-    return (await this.redis.eval(CLAIM_LUA, 2, k.incidentAnnouncementRefresh(incidentId), k.incidentAnnouncementDirty(incidentId), token, ttlMs)) === 1;
+    return (await runScript(this.redis, CLAIM_LUA, [k.incidentAnnouncementRefresh(incidentId), k.incidentAnnouncementDirty(incidentId)], [token, ttlMs])) === 1;
   }
 
   async finishRefresh(incidentId: string, token: string, ttlMs: number): Promise<boolean> {
     const k = this.keys;
-    return (await this.redis.eval(FINISH_LUA, 2, k.incidentAnnouncementRefresh(incidentId), k.incidentAnnouncementDirty(incidentId), token, ttlMs)) === 1;
+    return (await runScript(this.redis, FINISH_LUA, [k.incidentAnnouncementRefresh(incidentId), k.incidentAnnouncementDirty(incidentId)], [token, ttlMs])) === 1;
   }
 }
 

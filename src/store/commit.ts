@@ -2,6 +2,7 @@ import type { RedisClient as Redis } from './redis-connect.js';
 import { DomainError } from '../domain/errors.js';
 import type { CommittedEffect } from '../ports.js';
 import { currentIdempotentScope } from './idempotency.js';
+import { luaScript, runScript } from './scripts.js';
 
 /**
  * commit — an atomic compare-and-set over several keys, in one Lua script.
@@ -21,7 +22,7 @@ import { currentIdempotentScope } from './idempotency.js';
  * Returns 0 when every check held and every write ran, else the 1-based index of the first
  * failed check (nothing written).
  */
-const COMMIT_LUA = `
+const COMMIT_LUA = luaScript('commit', `
 local checks = cjson.decode(ARGV[1])
 local writes = cjson.decode(ARGV[2])
 for i, c in ipairs(checks) do
@@ -48,7 +49,7 @@ for _, w in ipairs(writes) do
   redis.call(w.c, KEYS[w.k], unpack(w.a or {}))
 end
 return 0
-`;
+`);
 
 type Check = { k: number; op: 'eq' | 'exists' | 'empty' | 'hget'; v?: string; f?: string };
 type Write = { c: string; k: number; a: (string | number)[] };
@@ -111,7 +112,7 @@ export class Change {
       claimCheck = 1;
     }
     if (this.keys.length === 0) return true;
-    const result = await this.redis.eval(COMMIT_LUA, this.keys.length, ...this.keys, JSON.stringify(this.checks), JSON.stringify(this.writes));
+    const result = await runScript(this.redis, COMMIT_LUA, this.keys, [JSON.stringify(this.checks), JSON.stringify(this.writes)]);
     if (claimCheck !== 0 && result === claimCheck) {
       throw new DomainError('idempotency_key_in_use', 'This Idempotency-Key was taken over by a retry of this request; retry shortly for its result.');
     }

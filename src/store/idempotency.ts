@@ -4,6 +4,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { LIMITS } from '../domain/limits.js';
 import type { IdempotencyBegin, IdempotencyClaim, IdempotencyStore, IdempotentRequest, SecretBox, StoredResponse } from '../ports.js';
 import type { Keys } from './keys.js';
+import { luaScript, runScript } from './scripts.js';
 
 /**
  * idempotency-begin — claim an Idempotency-Key or report what holds it.
@@ -15,7 +16,7 @@ import type { Keys } from './keys.js';
  *         so that later checks can compare the exact string
  * Returns {"new"} | {"in_flight"} | {"mismatch"} | {"done", <stored JSON>}
  */
-const BEGIN_LUA = `
+const BEGIN_LUA = luaScript('idempotency_begin', `
 local cur = redis.call('GET', KEYS[1])
 if not cur then
   redis.call('SET', KEYS[1], ARGV[3], 'PX', ARGV[2])
@@ -25,7 +26,7 @@ local rec = cjson.decode(cur)
 if rec.fp ~= ARGV[1] then return {'mismatch'} end
 if rec.s == 'in_flight' then return {'in_flight'} end
 return {'done', cur}
-`;
+`);
 
 /**
  * idempotency-holder — act on a claim only while it is still this holder's.
@@ -33,7 +34,7 @@ return {'done', cur}
  * ARGV[3] lease ms (renew) or the stored record (complete); ARGV[4] its TTL, s (complete).
  * Returns 1 when the claim held (and the action ran), else 0.
  */
-const HOLDER_LUA = `
+const HOLDER_LUA = luaScript('idempotency_holder', `
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 if ARGV[2] == 'renew' then
   redis.call('PEXPIRE', KEYS[1], ARGV[3])
@@ -43,7 +44,7 @@ else
   redis.call('DEL', KEYS[1])
 end
 return 1
-`;
+`);
 
 /**
  * The in-flight lease. A running request renews it every third of this, so only a claim whose
@@ -87,7 +88,7 @@ export class RedisIdempotencyStore implements IdempotencyStore {
 
   async begin(scope: string, key: string, fingerprint: string): Promise<IdempotencyBegin> {
     const claim: IdempotencyClaim = { scope, key, fingerprint, token: randomBytes(12).toString('hex') };
-    const r = (await this.redis.eval(BEGIN_LUA, 1, this.key(scope, key), fingerprint, IDEMPOTENCY_LEASE_MS, claimValueOf(claim))) as string[];
+    const r = (await runScript(this.redis, BEGIN_LUA, [this.key(scope, key)], [fingerprint, IDEMPOTENCY_LEASE_MS, claimValueOf(claim)])) as string[];
     switch (r[0]) {
       case 'new':
         return { state: 'new', claim };
@@ -103,7 +104,7 @@ export class RedisIdempotencyStore implements IdempotencyStore {
   }
 
   private async holder(claim: IdempotencyClaim, action: 'renew' | 'complete' | 'release', ...args: (string | number)[]): Promise<boolean> {
-    const held = await this.redis.eval(HOLDER_LUA, 1, this.key(claim.scope, claim.key), claimValueOf(claim), action, ...args);
+    const held = await runScript(this.redis, HOLDER_LUA, [this.key(claim.scope, claim.key)], [claimValueOf(claim), action, ...args]);
     return held === 1;
   }
 

@@ -2,6 +2,7 @@ import type { RedisClient as Redis } from './redis-connect.js';
 import type { PacingRule } from '../domain/delivery-policy.js';
 import type { Pacer } from '../ports.js';
 import type { Keys } from './keys.js';
+import { luaScript, runScript } from './scripts.js';
 
 /**
  * pace — a token bucket as GCRA (one timestamp per key: the "theoretical arrival time" of the
@@ -21,7 +22,7 @@ import type { Keys } from './keys.js';
  * ARGV[3] 1 = reserve the next slot even if it is later, 0 = take only a slot free now
  * Returns the ms until the slot (0 = now; with ARGV[3] = 0 a positive answer took nothing).
  */
-const PACE_LUA = `
+const PACE_LUA = luaScript('pace', `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local interval = tonumber(ARGV[1])
@@ -34,7 +35,7 @@ if wait > 0 and ARGV[3] == '0' then return math.ceil(wait) end
 local nexttat = tat + interval
 redis.call('SET', KEYS[1], tostring(nexttat), 'PX', math.ceil(nexttat - now) + 1000)
 return math.ceil(wait)
-`;
+`);
 
 export class RedisPacer implements Pacer {
   constructor(
@@ -56,7 +57,7 @@ export class RedisPacer implements Pacer {
 
   private async run(key: string, rule: PacingRule, reserve: boolean): Promise<number> {
     const interval = 1000 / rule.perSecond;
-    const wait = await this.redis.eval(PACE_LUA, 1, key, String(interval), String(Math.max(1, Math.floor(rule.burst))), reserve ? '1' : '0');
+    const wait = await runScript(this.redis, PACE_LUA, [key], [String(interval), String(Math.max(1, Math.floor(rule.burst))), reserve ? '1' : '0']);
     return Number(wait);
   }
 }

@@ -2,6 +2,7 @@ import type { Cluster, Redis } from 'ioredis';
 import type { SecretBox } from '../ports.js';
 import type { Keys } from './keys.js';
 import { secretCheckKey } from './secret-key.js';
+import { luaScript, runScript } from './scripts.js';
 
 /**
  * `herald secrets reseal`: every value sealed with HERALD_SECRET_KEY_PREVIOUS is sealed again with
@@ -19,10 +20,11 @@ export interface ResealReport {
   unreadable: string[];
 }
 
-const CAS_LUA = `
+/** KEYS[1] the record; ARGV[1] the JSON read; ARGV[2] the resealed JSON. 1 = written, 0 = changed meanwhile. */
+const CAS_LUA = luaScript('reseal_cas', `
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 redis.call('SET', KEYS[1], ARGV[2], 'KEEPTTL')
-return 1`;
+return 1`);
 
 /** A rewrite of one record's JSON: the new JSON, or null when nothing in it needs resealing. */
 type Rewrite = (raw: string) => string | null;
@@ -43,7 +45,7 @@ export async function resealAll(redis: Redis | Cluster, keys: Keys, box: SecretB
         return;
       }
       if (next === null) return;
-      if ((await redis.eval(CAS_LUA, 1, key, raw, next)) === 1) {
+      if ((await runScript(redis, CAS_LUA, [key], [raw, next])) === 1) {
         report.resealed++;
         return;
       }

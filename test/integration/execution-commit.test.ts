@@ -31,7 +31,7 @@ afterAll(async () => {
 describe('the execute commit', () => {
   it('commits 5,000 deliveries through the bulk connection although the request connection’s bound is far shorter', async () => {
     await Promise.all([whenReady(tight, 30_000), whenReady(bulk, 30_000)]);
-    tight.options.commandTimeout = 1; // ioredis reads it at every command
+    (tight.options as { commandTimeout?: number }).commandTimeout = 1; // ioredis reads it at every command
     const now = Date.parse('2026-11-22T10:00:00.000Z');
     const ids = createIdGenerator(() => now);
     const actor = { type: 'system' as const, id: 't', name: 't' };
