@@ -31,11 +31,8 @@ export function isDiscordWebhookUrl(url: string): boolean {
 }
 
 export const discord = defineConnectionType({
-  type: 'discord',
   configSchema: DiscordConfigSchema,
-  createConfigSchema: DiscordConfigSchema,
   secretFields: ['webhook_url'],
-  secretMaps: [],
   destinations: (c) => [urlDestination('webhook_url', c.webhook_url)],
   readOnlyCheck: () => 'get_webhook',
   rules(c, allow) {

@@ -51,11 +51,8 @@ const EmailConfigSchema = z
 export type EmailConfig = z.output<typeof EmailConfigSchema>;
 
 export const email = defineConnectionType({
-  type: 'email',
   configSchema: EmailConfigSchema,
-  createConfigSchema: EmailConfigSchema,
   secretFields: ['password'],
-  secretMaps: [],
   destinations: (c) => [{ field: 'config.host', kind: 'host', value: c.host, host: normalizeHost(c.host), secrets: c.password !== undefined ? ['password'] : [] }],
   readOnlyCheck: () => 'smtp_verify',
 });

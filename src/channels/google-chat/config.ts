@@ -12,11 +12,7 @@ const GoogleChatConfigSchema = z
 export type GoogleChatConfig = z.output<typeof GoogleChatConfigSchema>;
 
 export const googleChat = defineConnectionType({
-  type: 'google_chat',
   configSchema: GoogleChatConfigSchema,
-  createConfigSchema: GoogleChatConfigSchema,
   secretFields: ['webhook_url'],
-  secretMaps: [],
   destinations: (c) => [urlDestination('webhook_url', c.webhook_url)],
-  readOnlyCheck: () => null,
 });

@@ -13,11 +13,7 @@ const MattermostConfigSchema = z
 export type MattermostConfig = z.output<typeof MattermostConfigSchema>;
 
 export const mattermost = defineConnectionType({
-  type: 'mattermost',
   configSchema: MattermostConfigSchema,
-  createConfigSchema: MattermostConfigSchema,
   secretFields: ['webhook_url'],
-  secretMaps: [],
   destinations: (c) => [urlDestination('webhook_url', c.webhook_url)],
-  readOnlyCheck: () => null,
 });

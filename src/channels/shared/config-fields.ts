@@ -26,7 +26,6 @@ export interface Destination {
 }
 
 export interface ConnectionTypeDefinition<S extends z.ZodType = z.ZodType, C extends z.ZodType = S> {
-  type: string;
   /** The complete config, secrets included: what is stored (sealed) and what a PATCH must merge into. */
   configSchema: S;
   /** The config accepted on create, when it differs (a generated secret may be absent). */
@@ -47,9 +46,19 @@ export interface ConnectionTypeDefinition<S extends z.ZodType = z.ZodType, C ext
   signingSecretField?: string;
 }
 
-/** Identity helper that keeps each definition's config type. */
-export function defineConnectionType<S extends z.ZodType, C extends z.ZodType = S>(def: ConnectionTypeDefinition<S, C>): ConnectionTypeDefinition<S, C> {
-  return def;
+/** What a type must say; the rest has a default (no secret maps, no destinations, no read-only check). */
+type ConnectionTypeInput<S extends z.ZodType, C extends z.ZodType> = Pick<ConnectionTypeDefinition<S, C>, 'configSchema' | 'secretFields' | 'rules' | 'complete' | 'signingSecretField'> &
+  Partial<Pick<ConnectionTypeDefinition<S, C>, 'createConfigSchema' | 'secretMaps' | 'destinations' | 'readOnlyCheck'>>;
+
+/** Fills the defaults and keeps each definition's config type. */
+export function defineConnectionType<S extends z.ZodType, C extends z.ZodType = S>(def: ConnectionTypeInput<S, C>): ConnectionTypeDefinition<S, C> {
+  return {
+    createConfigSchema: def.configSchema as unknown as C,
+    secretMaps: [],
+    destinations: () => [],
+    readOnlyCheck: () => null,
+    ...def,
+  };
 }
 
 // ── field builders shared by the types ──────────────────────────────────────────────────────

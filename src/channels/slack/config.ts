@@ -39,11 +39,8 @@ const SlackConfigSchema = z
 export type SlackConfig = z.output<typeof SlackConfigSchema>;
 
 export const slack = defineConnectionType({
-  type: 'slack',
   configSchema: SlackConfigSchema,
-  createConfigSchema: SlackConfigSchema,
   secretFields: ['webhook_url', 'bot_token'],
-  secretMaps: [],
   destinations: (c) => (c.webhook_url !== undefined ? [urlDestination('webhook_url', c.webhook_url)] : []),
   readOnlyCheck: (c) => (c.bot_token !== undefined ? 'auth.test' : null),
 });

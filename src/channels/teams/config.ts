@@ -13,13 +13,9 @@ function isLegacyConnectorHost(host: string): boolean {
 }
 
 export const teams = defineConnectionType({
-  type: 'teams',
   configSchema: TeamsConfigSchema,
-  createConfigSchema: TeamsConfigSchema,
   secretFields: ['webhook_url'],
-  secretMaps: [],
   destinations: (c) => [urlDestination('webhook_url', c.webhook_url)],
-  readOnlyCheck: () => null,
   rules(c) {
     if (!isLegacyConnectorHost(hostOfUrl(c.webhook_url))) return null;
     const message =

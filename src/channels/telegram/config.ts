@@ -19,11 +19,7 @@ const TelegramConfigSchema = z
 export type TelegramConfig = z.output<typeof TelegramConfigSchema>;
 
 export const telegram = defineConnectionType({
-  type: 'telegram',
   configSchema: TelegramConfigSchema,
-  createConfigSchema: TelegramConfigSchema,
   secretFields: ['bot_token'],
-  secretMaps: [],
-  destinations: () => [],
   readOnlyCheck: () => 'getMe',
 });

@@ -48,14 +48,12 @@ const WebhookCreateConfigSchema = z.strictObject({ ...base, secret: signingSecre
 export type WebhookConfig = z.output<typeof WebhookConfigSchema>;
 
 export const webhook = defineConnectionType({
-  type: 'webhook',
   configSchema: WebhookConfigSchema,
   createConfigSchema: WebhookCreateConfigSchema,
   secretFields: ['secret'],
   secretMaps: ['headers'],
   // The signing secret is not listed: it signs, it is never sent, and it is kept when url moves.
   destinations: (c) => [urlDestination('url', c.url, Object.keys(c.headers ?? {}).map((name) => `headers.${name}`))],
-  readOnlyCheck: () => null,
   complete: (c, randomBytes) => ({ ...c, secret: c.secret ?? `whsec_${randomBytes(SECRET_BYTES).toString('base64')}` }),
   signingSecretField: 'secret',
 });
