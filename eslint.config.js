@@ -37,7 +37,7 @@ export default tseslint.config(
     rules: { '@typescript-eslint/no-restricted-imports': ['error', { patterns: [{ group: [...io, '**/services/**', '**/store/**', '**/delivery/**', '**/http/**', '../../slack/**', '**/cli/**', '**/ports*', '**/app*', '**/composition/**', '../config*', '../../config*', ...channelIo], allowTypeImports: true, message: "a channel's pure half: no I/O (send.ts is loaded through adapter())" }] }] },
   },
   layer(['src/channels/*/send.ts', 'src/channels/adapter.ts', 'src/channels/shared/http-outcome.ts'], [{ group: ['**/services/**', '**/store/**', '**/http/**', '**/slack/**', '**/cli/**', '**/app*', '**/composition/**'], message: 'a sender is an adapter: it never imports services or edges' }]),
-  layer(['src/services/**'], [{ group: [...io, ...channelIo, '**/store/**', '**/delivery/**', '**/http/**', '**/slack/**', '**/cli/**', '**/app*', '**/composition/**'], message: 'services see the world only through ports.ts' }]),
+  layer(['src/services/**'], [{ group: [...io, ...channelIo, '**/store/**', '**/delivery/**', '**/http/**', '**/slack/**', '**/cli/**', '**/app*', '**/composition/**'], message: 'services see the world only through src/ports/' }]),
   layer(['src/store/**', 'src/delivery/**'], [{ group: ['**/services/**', '**/http/**', '**/slack/**', '**/cli/**', '**/app*', '**/composition/**'], message: 'adapters never import services or edges' }]),
   layer(['src/http/**'], [{ group: ['ioredis', 'bullmq', '**/store/**', '**/delivery/**', '**/slack/**', '**/cli/**'], message: 'http talks to services and domain only' }]),
   layer(['src/slack/**'], [{ group: ['ioredis', 'bullmq', '**/store/**', '**/delivery/**', '**/http/**', '**/cli/**'], message: 'slack talks to services and domain only' }]),

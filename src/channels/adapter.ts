@@ -1,5 +1,5 @@
 import type { OutboundHttp } from '../delivery/outbound-http.js';
-import type { OutboundMessage } from '../ports.js';
+import type { OutboundMessage } from '../ports/index.js';
 import type { SmtpClient } from './email/send.js';
 import type { ChannelResult } from './shared/http-outcome.js';
 

@@ -21,7 +21,7 @@ import { incidentRoutes } from '../http/routes/incidents.js';
 import { openApiRoutes } from '../http/routes/openapi.js';
 import { templateRoutes } from '../http/routes/templates.js';
 import { createHttpApp, type Readiness } from '../http/server.js';
-import type { ChannelSenders, ConnectionTester, SecretBox } from '../ports.js';
+import type { ChannelSenders, ConnectionTester, SecretBox } from '../ports/index.js';
 import { AnnouncementService } from '../services/announcements.js';
 import { ApiKeyService } from '../services/api-keys.js';
 import { ConnectionService } from '../services/connections.js';

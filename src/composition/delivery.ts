@@ -18,7 +18,7 @@ import { createOutboundHttp } from '../delivery/outbound-http.js';
 import { BullDeliveryQueue } from '../delivery/queue.js';
 import { createChannelSenders, loadChannelAdapters, type HeraldChannelSenders } from '../delivery/senders.js';
 import { startDeliveryRuntime, type DeliveryRuntime } from '../delivery/worker.js';
-import type { ChannelSenders, ConnectionTester, IncidentRepo } from '../ports.js';
+import type { ChannelSenders, ConnectionTester, IncidentRepo } from '../ports/index.js';
 import type { ConnectionService } from '../services/connections.js';
 import { DeliveryService } from '../services/deliveries.js';
 import { ExecutionService } from '../services/executions.js';

@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import { StartupError } from '../core.js';
 import { OutboundAllowError, parseOutboundAllow, type OutboundAllow } from '../domain/address-policy.js';
-import type { SecretBox } from '../ports.js';
+import type { SecretBox } from '../ports/index.js';
 import { createSecretBox } from '../store/crypto.js';
 import type { Keys } from '../store/keys.js';
 import type { RedisClient } from '../store/redis-connect.js';

@@ -5,7 +5,7 @@ import type { ChannelAdapter } from '../channels/adapter.js';
 import { channelOf, type ChannelType } from '../channels/index.js';
 import { escapeHtml } from '../channels/shared/escape.js';
 import type { RenderedContent } from '../domain/execution.js';
-import type { ConnectionTester, OutboundMessage } from '../ports.js';
+import type { ConnectionTester, OutboundMessage } from '../ports/index.js';
 import { scrubSecrets, type ChannelResult } from '../channels/shared/http-outcome.js';
 import { channelDeps, sendVia, type ChannelAdapters, type ChannelSenderDeps, type HeraldChannelSenders } from './senders.js';
 import { OutboundError } from './outbound-error.js';

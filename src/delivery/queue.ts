@@ -2,7 +2,7 @@ import { DelayedError, Queue, UnrecoverableError, Worker, type Job } from 'bullm
 import type { Cluster, Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import type { DeliveryQueue, ProcessOutcome, QueuedJob } from '../ports.js';
+import type { DeliveryQueue, ProcessOutcome, QueuedJob } from '../ports/index.js';
 import { isRedisUnavailable, redisErrorLogger } from '../store/redis.js';
 
 export const QUEUE_NAME = 'deliveries';

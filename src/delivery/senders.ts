@@ -3,7 +3,7 @@ import { createSmtpClient, type SmtpClientOptions } from '../channels/email/send
 import { CHANNEL_TYPES, channelOf, type ChannelType, type ConfigOf } from '../channels/index.js';
 import { scrubResult, type ChannelResult } from '../channels/shared/http-outcome.js';
 import type { DeliveryConnection } from '../domain/connection.js';
-import type { OutboundMessage } from '../ports.js';
+import type { OutboundMessage } from '../ports/index.js';
 
 /**
  * The senders of every registered channel type (src/channels/<type>/send.ts), built once from

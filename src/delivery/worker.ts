@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { ProcessOutcome } from '../ports.js';
+import type { ProcessOutcome } from '../ports/index.js';
 import type { RedisClient } from '../store/redis-connect.js';
 import { isRedisUnavailable } from '../store/redis.js';
 import { startDeliveryWorker } from './queue.js';

@@ -1,7 +1,7 @@
 import type { RequestHandler, Router } from 'express';
 import type { Scope } from '../domain/api-key.js';
 import { DomainError } from '../domain/errors.js';
-import type { IdempotencyStore, RateLimiter } from '../ports.js';
+import type { IdempotencyStore, RateLimiter } from '../ports/index.js';
 import type { ApiKeyService } from '../services/api-keys.js';
 import { authenticate, requireScope } from './auth.js';
 import { jsonBody } from './body.js';

@@ -1,6 +1,6 @@
 import type { RequestHandler } from 'express';
 import { DomainError } from '../domain/errors.js';
-import type { RateLimiter } from '../ports.js';
+import type { RateLimiter } from '../ports/index.js';
 import { apiKeyOf } from './context.js';
 
 /**

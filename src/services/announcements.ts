@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { isDomainError } from '../domain/errors.js';
 import type { Delivery, ExecutionView } from '../domain/execution.js';
 import type { Incident } from '../domain/incident.js';
-import type { Announcement, AnnouncementReceiptLine, AnnouncementReceipts, AnnouncementRepo, ChatPoster, Pacer } from '../ports.js';
+import type { Announcement, AnnouncementReceiptLine, AnnouncementReceipts, AnnouncementRepo, ChatPoster, Pacer } from '../ports/index.js';
 
 /**
  * Where each incident was announced in Slack, so the announcement can be kept current

@@ -14,7 +14,7 @@ import { iso } from '../domain/clock.js';
 import { DomainError, notFound } from '../domain/errors.js';
 import type { Page, PageRequest } from '../domain/pagination.js';
 import { parseInput } from '../domain/validation.js';
-import type { ApiKeyRepo, Clock, IdGenerator, TokenCrypto } from '../ports.js';
+import type { ApiKeyRepo, Clock, IdGenerator, TokenCrypto } from '../ports/index.js';
 import { LOST_RACE, retryOnConflict } from './retry.js';
 
 export interface ApiKeyServiceDeps {

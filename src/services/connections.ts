@@ -33,7 +33,7 @@ import { isId } from '../domain/ids.js';
 import { expectCursorKind, type Page, type PageRequest } from '../domain/pagination.js';
 import { parseInput, toFieldErrors } from '../domain/validation.js';
 import { LOST_RACE, retryOnConflict } from './retry.js';
-import type { Clock, ConnectionFilter, ConnectionRepo, ConnectionTester, IdGenerator, SecretBox, TokenCrypto } from '../ports.js';
+import type { Clock, ConnectionFilter, ConnectionRepo, ConnectionTester, IdGenerator, SecretBox, TokenCrypto } from '../ports/index.js';
 
 export interface ConnectionServiceDeps {
   repo: ConnectionRepo;

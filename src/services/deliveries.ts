@@ -21,7 +21,7 @@ import {
 import { isTerminal, type Attempt, type Delivery } from '../domain/execution.js';
 import type { Incident } from '../domain/incident.js';
 import { newEvent, type IncidentEvent } from '../domain/incident-event.js';
-import type { ChannelSenders, Clock, DeliveryQueue, DeliveryTarget, ExecutionRepo, IdGenerator, OutboundMessage, Pacer, ProcessOutcome, SendResult } from '../ports.js';
+import type { ChannelSenders, Clock, DeliveryQueue, DeliveryTarget, ExecutionRepo, IdGenerator, OutboundMessage, Pacer, ProcessOutcome, SendResult } from '../ports/index.js';
 import { DELIVERY_WRITE_ATTEMPTS, LOST_RACE, retryOnConflict, type Attempt as RaceAttempt } from './retry.js';
 
 export interface DeliveryTargets {

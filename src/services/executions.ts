@@ -14,7 +14,7 @@ import { sourceForChannel, type Template } from '../domain/template.js';
 import { missingVariablesError, resolveVariables, type TemplateVariable } from '../domain/variables.js';
 import { parseInput } from '../domain/validation.js';
 import { LOST_RACE, retryOnConflict } from './retry.js';
-import type { Clock, ExecutionRepo, IdGenerator, IncidentRepo } from '../ports.js';
+import type { Clock, ExecutionRepo, IdGenerator, IncidentRepo } from '../ports/index.js';
 import { jobIdOf, type DeliveryService } from './deliveries.js';
 
 /** What execute needs to know of a connection (no secrets). */

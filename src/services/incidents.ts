@@ -17,7 +17,7 @@ import { newEvent, type IncidentEvent } from '../domain/incident-event.js';
 import { expectCursorKind, type Page, type PageRequest } from '../domain/pagination.js';
 import { parseInput } from '../domain/validation.js';
 import { LOST_RACE, retryOnConflict } from './retry.js';
-import type { Clock, IdGenerator, IncidentFilter, IncidentRepo } from '../ports.js';
+import type { Clock, IdGenerator, IncidentFilter, IncidentRepo } from '../ports/index.js';
 
 export interface IncidentServiceDeps {
   incidents: IncidentRepo;

@@ -20,7 +20,7 @@ import {
 import { parseInput, safeParseInput, toFieldErrors } from '../domain/validation.js';
 import { LOST_RACE, retryOnConflict } from './retry.js';
 import { missingVariablesError, resolveVariables } from '../domain/variables.js';
-import type { Clock, IdGenerator, TemplateRepo } from '../ports.js';
+import type { Clock, IdGenerator, TemplateRepo } from '../ports/index.js';
 
 export interface TemplateServiceDeps {
   templates: TemplateRepo;

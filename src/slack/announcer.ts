@@ -1,5 +1,5 @@
 import type { WebClient } from '@slack/web-api';
-import type { ChatPoster } from '../ports.js';
+import type { ChatPoster } from '../ports/index.js';
 import { AnnouncementRouter, type AnnouncementPacing } from '../services/announcements.js';
 import type { SlackDeps } from './deps.js';
 import { announcementMessage } from './views/announcement.js';

@@ -2,7 +2,7 @@ import { App, ExpressReceiver, HTTPModuleFunctions, LogLevel, SocketModeReceiver
 import { WebClient } from '@slack/web-api';
 import express, { type Express, type RequestHandler } from 'express';
 import type { Logger } from 'pino';
-import type { IdempotencyStore, Pacer } from '../ports.js';
+import type { IdempotencyStore, Pacer } from '../ports/index.js';
 import { AccessPolicy } from '../services/access.js';
 import { registerActions } from './actions.js';
 import { Announcer } from './announcer.js';

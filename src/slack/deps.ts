@@ -1,7 +1,7 @@
 import type { WebClient } from '@slack/web-api';
 import type { Logger } from 'pino';
 import type { Actor } from '../domain/actor.js';
-import type { IdempotencyStore } from '../ports.js';
+import type { IdempotencyStore } from '../ports/index.js';
 import type { AccessPolicy } from '../services/access.js';
 import type { AnnouncementService } from '../services/announcements.js';
 import type { ApiKeyService } from '../services/api-keys.js';

@@ -1,4 +1,4 @@
-import type { IdempotencyStore } from '../ports.js';
+import type { IdempotencyStore } from '../ports/index.js';
 
 /**
  * Slack may deliver the same interaction twice (a retry after a slow ack, a double-clicked

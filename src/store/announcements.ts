@@ -1,5 +1,5 @@
 import type { RedisClient as Redis } from './redis-connect.js';
-import type { Announcement, AnnouncementRepo } from '../ports.js';
+import type { Announcement, AnnouncementRepo } from '../ports/index.js';
 import type { Keys } from './keys.js';
 import { luaScript, runScript } from './scripts.js';
 

@@ -1,7 +1,7 @@
 import type { RedisClient as Redis } from './redis-connect.js';
 import type { ApiKey } from '../domain/api-key.js';
 import type { Page, PageRequest } from '../domain/pagination.js';
-import type { ApiKeyRepo } from '../ports.js';
+import type { ApiKeyRepo } from '../ports/index.js';
 import { Change } from './commit.js';
 import { loadJson, pageIndexes } from './index-page.js';
 import type { Keys } from './keys.js';

@@ -1,5 +1,5 @@
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
-import type { SecretBox, TokenCrypto } from '../ports.js';
+import type { SecretBox, TokenCrypto } from '../ports/index.js';
 
 export const nodeTokenCrypto: TokenCrypto = {
   randomBytes: (n) => randomBytes(n),

@@ -3,7 +3,7 @@ import { isTerminal, type Delivery, type Execution } from '../domain/execution.j
 import type { Incident } from '../domain/incident.js';
 import type { IncidentEvent } from '../domain/incident-event.js';
 import type { Page, PageRequest } from '../domain/pagination.js';
-import type { ExecutionRepo } from '../ports.js';
+import type { ExecutionRepo } from '../ports/index.js';
 import { Change } from './commit.js';
 import { loadJson, pageIndexes } from './index-page.js';
 import type { Keys } from './keys.js';

@@ -2,7 +2,7 @@ import type { RedisClient as Redis } from './redis-connect.js';
 import type { Incident } from '../domain/incident.js';
 import type { IncidentEvent } from '../domain/incident-event.js';
 import type { Page, PageRequest } from '../domain/pagination.js';
-import type { IncidentFilter, IncidentRepo } from '../ports.js';
+import type { IncidentFilter, IncidentRepo } from '../ports/index.js';
 import { Change } from './commit.js';
 import { loadJson, pageFiltered } from './index-page.js';
 import type { Keys } from './keys.js';

@@ -1,6 +1,6 @@
 import type { RedisClient as Redis } from './redis-connect.js';
 import type { PacingRule } from '../domain/delivery-policy.js';
-import type { Pacer } from '../ports.js';
+import type { Pacer } from '../ports/index.js';
 import type { Keys } from './keys.js';
 import { luaScript, runScript } from './scripts.js';
 

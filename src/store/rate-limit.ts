@@ -1,6 +1,6 @@
 import type { RedisClient as Redis } from './redis-connect.js';
 import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
-import type { RateDecision, RateLimiter } from '../ports.js';
+import type { RateDecision, RateLimiter } from '../ports/index.js';
 import type { Keys } from './keys.js';
 
 /**

@@ -1,5 +1,5 @@
 import type { Cluster, Redis } from 'ioredis';
-import type { SecretBox } from '../ports.js';
+import type { SecretBox } from '../ports/index.js';
 import type { Keys } from './keys.js';
 import { secretCheckKey } from './secret-key.js';
 import { luaScript, runScript } from './scripts.js';

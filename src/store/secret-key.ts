@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { RedisClient as Redis } from './redis-connect.js';
-import type { SecretBox } from '../ports.js';
+import type { SecretBox } from '../ports/index.js';
 import type { Keys } from './keys.js';
 
 /**

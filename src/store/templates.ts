@@ -1,7 +1,7 @@
 import type { RedisClient as Redis } from './redis-connect.js';
 import type { Page, PageRequest } from '../domain/pagination.js';
 import { templateNameKey, type Template } from '../domain/template.js';
-import type { TemplateRepo, TemplateWriteOutcome } from '../ports.js';
+import type { TemplateRepo, TemplateWriteOutcome } from '../ports/index.js';
 import { Change } from './commit.js';
 import { loadJson, pageFiltered } from './index-page.js';
 import type { Keys } from './keys.js';

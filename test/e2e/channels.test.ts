@@ -5,7 +5,7 @@ import { OutboundAllow } from '../../src/domain/address-policy.js';
 import { createSmtpClient } from '../../src/channels/email/send.js';
 import { createChannelSenders, loadChannelAdapters, type ChannelResult, type HeraldChannelSenders } from '../../src/delivery/senders.js';
 import { createOutboundHttp } from '../../src/delivery/outbound-http.js';
-import type { ChannelSenders } from '../../src/ports.js';
+import type { ChannelSenders } from '../../src/ports/index.js';
 import { messageOf, targetOf } from '../support/delivery-targets.js';
 import { startDiscord } from '../support/peers/discord.js';
 import { startGoogleChat } from '../support/peers/google-chat.js';

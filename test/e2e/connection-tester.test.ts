@@ -6,7 +6,7 @@ import { createChannelSenders, loadChannelAdapters } from '../../src/delivery/se
 import { createConnectionTester } from '../../src/delivery/connection-tester.js';
 import { createOutboundHttp } from '../../src/delivery/outbound-http.js';
 import type { Resolver } from '../../src/delivery/outbound-guard.js';
-import type { ConnectionTester } from '../../src/ports.js';
+import type { ConnectionTester } from '../../src/ports/index.js';
 import { targetOf } from '../support/delivery-targets.js';
 import { startHerald, type TestHerald } from '../support/herald.js';
 import { startDiscord } from '../support/peers/discord.js';

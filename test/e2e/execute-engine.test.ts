@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CHANNEL_TYPES } from '../../src/channels/index.js';
-import type { ChannelSenders, DeliveryTarget, OutboundMessage, SendResult } from '../../src/ports.js';
+import type { ChannelSenders, DeliveryTarget, OutboundMessage, SendResult } from '../../src/ports/index.js';
 import { startHerald, type TestHerald } from '../support/herald.js';
 import { waitFor } from '../support/wait.js';
 

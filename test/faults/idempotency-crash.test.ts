@@ -4,7 +4,7 @@ import { presentExecution } from '../../src/domain/execution.js';
 import { connectionCreated } from '../../src/http/routes/connections.js';
 import { accepted } from '../../src/http/routes/executions.js';
 import { created } from '../../src/http/routes/incidents.js';
-import type { IdempotencyClaim, IdempotentRequest } from '../../src/ports.js';
+import type { IdempotencyClaim, IdempotentRequest } from '../../src/ports/index.js';
 import { createSecretBox } from '../../src/store/crypto.js';
 import { IDEMPOTENCY_LEASE_MS, RedisIdempotencyStore } from '../../src/store/idempotency.js';
 import { startHerald, type TestHerald } from '../support/herald.js';

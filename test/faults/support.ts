@@ -7,7 +7,7 @@ import { Writable } from 'node:stream';
 import { Redis } from 'ioredis';
 import pino, { type Logger } from 'pino';
 import { CHANNEL_TYPES } from '../../src/channels/index.js';
-import type { ChannelSenders, OutboundMessage } from '../../src/ports.js';
+import type { ChannelSenders, OutboundMessage } from '../../src/ports/index.js';
 import { freePort } from '../support/child.js';
 import { waitForRedis } from '../support/redis.js';
 

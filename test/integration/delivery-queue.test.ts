@@ -3,7 +3,7 @@ import type { RedisClient as Redis } from '../../src/store/redis-connect.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { BullDeliveryQueue, startDeliveryWorker } from '../../src/delivery/queue.js';
 import { createLogger } from '../../src/log.js';
-import type { ProcessOutcome } from '../../src/ports.js';
+import type { ProcessOutcome } from '../../src/ports/index.js';
 import { createKeys } from '../../src/store/keys.js';
 import { createRedis, whenReady } from '../../src/store/redis.js';
 import { dropPrefix, testRedisUrl, uniquePrefix } from '../support/redis.js';

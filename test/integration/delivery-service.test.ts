@@ -6,7 +6,7 @@ import { createIdGenerator } from '../../src/domain/ids.js';
 import { newIncident, type Incident } from '../../src/domain/incident.js';
 import type { IncidentEvent } from '../../src/domain/incident-event.js';
 import type { PacingRule } from '../../src/domain/delivery-policy.js';
-import type { ChannelSenders, DeliveryTarget, OutboundMessage, ProcessOutcome, QueuedJob, SendResult } from '../../src/ports.js';
+import type { ChannelSenders, DeliveryTarget, OutboundMessage, ProcessOutcome, QueuedJob, SendResult } from '../../src/ports/index.js';
 import { DeliveryService, type DeliveryServiceDeps } from '../../src/services/deliveries.js';
 import { RedisExecutionRepo } from '../../src/store/executions.js';
 import { RedisIncidentRepo } from '../../src/store/incidents.js';

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createIdGenerator, type IdGenerator } from '../../src/domain/ids.js';
 import { newDelivery, type Execution } from '../../src/domain/execution.js';
 import { newIncident } from '../../src/domain/incident.js';
-import type { QueuedJob } from '../../src/ports.js';
+import type { QueuedJob } from '../../src/ports/index.js';
 import { DeliveryService } from '../../src/services/deliveries.js';
 import { ExecutionService } from '../../src/services/executions.js';
 import { RedisExecutionRepo } from '../../src/store/executions.js';

@@ -1,5 +1,5 @@
 /**
- * In-memory fakes of the ports (src/ports.ts), for service tests that run in milliseconds: no
+ * In-memory fakes of the ports (src/ports/), for service tests that run in milliseconds: no
  * Redis, no HTTP, no network. Each keeps the contract its port documents (compare-and-set on the
  * exact stored value, newest-first id pages with an `after` cursor, offset pages for timelines,
  * case-insensitive unique template names) and records what was asked of it, so a test can check
@@ -39,7 +39,7 @@ import type {
   TemplateRepo,
   TemplateWriteOutcome,
   TokenCrypto,
-} from '../../src/ports.js';
+} from '../../src/ports/index.js';
 
 // ── time and ids ─────────────────────────────────────────────────────────────────────────────
 

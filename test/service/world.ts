@@ -2,7 +2,7 @@
  * The services wired over the in-memory fakes the way the composition root wires them over Redis
  * (src/composition/): one call gives a fresh, isolated world per test.
  */
-import type { ChannelSenders, DeliveryTarget } from '../../src/ports.js';
+import type { ChannelSenders, DeliveryTarget } from '../../src/ports/index.js';
 import { ApiKeyService } from '../../src/services/api-keys.js';
 import { ConnectionService } from '../../src/services/connections.js';
 import { DeliveryService } from '../../src/services/deliveries.js';

@@ -1,7 +1,7 @@
 import type { ChannelType } from '../../src/channels/index.js';
 import { HEALTHY, splitSecrets, type DeliveryConnection } from '../../src/domain/connection.js';
 import type { ConfigOf } from '../../src/channels/index.js';
-import type { OutboundMessage } from '../../src/ports.js';
+import type { OutboundMessage } from '../../src/ports/index.js';
 
 /**
  * Builders for what the delivery service hands a sender: a connection with its secrets opened,

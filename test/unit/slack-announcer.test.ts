@@ -1,7 +1,7 @@
 import pino from 'pino';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { Incident } from '../../src/domain/incident.js';
-import type { Announcement } from '../../src/ports.js';
+import type { Announcement } from '../../src/ports/index.js';
 import { Announcer, type AnnouncerPacing } from '../../src/slack/announcer.js';
 import type { SlackDeps } from '../../src/slack/deps.js';
 import { anIncident } from '../support/factories.js';

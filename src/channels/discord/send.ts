@@ -1,5 +1,5 @@
 import type { DiscordConfig } from './config.js';
-import type { OutboundMessage } from '../../ports.js';
+import type { OutboundMessage } from '../../ports/index.js';
 import type { OutboundHttp, OutboundResponse } from '../../delivery/outbound-http.js';
 import { exchange, fromHttpStatus, hostOf, jsonOf, secondsToMs, stringOf, withQuery, type ChannelResult } from '../shared/http-outcome.js';
 import { subjectOf, truncate } from '../shared/message-text.js';

@@ -3,7 +3,7 @@ import nodemailer, { type NodemailerError, type SMTPSentMessageInfo, type SMTPTr
 import { normalizeHost } from '../../domain/address-policy.js';
 import type { EmailConfig } from './config.js';
 import { classifySmtpCode } from '../../domain/delivery-policy.js';
-import type { OutboundMessage } from '../../ports.js';
+import type { OutboundMessage } from '../../ports/index.js';
 import { OutboundError } from '../../delivery/outbound-error.js';
 import type { OutboundGuard } from '../../delivery/outbound-guard.js';
 import { fromOutboundError, permanent, refused, retryable, type ChannelResult } from '../shared/http-outcome.js';

@@ -1,5 +1,5 @@
 import type { GoogleChatConfig } from './config.js';
-import type { OutboundMessage } from '../../ports.js';
+import type { OutboundMessage } from '../../ports/index.js';
 import type { OutboundHttp, OutboundResponse } from '../../delivery/outbound-http.js';
 import { exchange, fromHttpStatus, hostOf, jsonOf, stringOf, withQuery, type ChannelResult } from '../shared/http-outcome.js';
 import { joinSubject, subjectOf, truncate } from '../shared/message-text.js';

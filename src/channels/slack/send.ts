@@ -1,5 +1,5 @@
 import type { SlackConfig } from './config.js';
-import type { OutboundMessage } from '../../ports.js';
+import type { OutboundMessage } from '../../ports/index.js';
 import type { OutboundHttp, OutboundResponse } from '../../delivery/outbound-http.js';
 import { exchange, fromHttpStatus, hostOf, jsonOf, parseRetryAfter, permanent, retryable, stringOf, type ChannelResult, type FailureCause } from '../shared/http-outcome.js';
 import { joinSubject, splitText, subjectOf, truncate, TRUNCATION_MARKER } from '../shared/message-text.js';

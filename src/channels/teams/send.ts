@@ -1,5 +1,5 @@
 import type { TeamsConfig } from './config.js';
-import type { OutboundMessage } from '../../ports.js';
+import type { OutboundMessage } from '../../ports/index.js';
 import type { OutboundHttp, OutboundResponse } from '../../delivery/outbound-http.js';
 import { exchange, fromHttpStatus, hostOf, jsonOf, refused, stringOf, type ChannelResult } from '../shared/http-outcome.js';
 import { subjectOf } from '../shared/message-text.js';

@@ -1,6 +1,6 @@
 import type { TelegramConfig } from './config.js';
 import { escapeTelegram } from './escape.js';
-import type { OutboundMessage } from '../../ports.js';
+import type { OutboundMessage } from '../../ports/index.js';
 import type { OutboundHttp, OutboundResponse } from '../../delivery/outbound-http.js';
 import { exchange, fromHttpStatus, jsonOf, permanent, refused, retryable, secondsToMs, stringOf, type ChannelResult, type FailureCause } from '../shared/http-outcome.js';
 import { joinSubject, subjectOf, TEST_MARKER, truncate } from '../shared/message-text.js';

@@ -1,0 +1,89 @@
+import type { ChannelType } from '../channels/index.js';
+import type { ConnectionTestResult, DeliveryConnection } from '../domain/connection.js';
+import type { PacingRule } from '../domain/delivery-policy.js';
+import type { Delivery, RenderedContent } from '../domain/execution.js';
+
+/** What the services need to send: the queue, pacing, the channel senders and the connection tester, implemented in src/delivery/ and src/channels/. */
+
+/**
+ * Runs the network part of a connection test: the read-only check of the type (auth.test, GET
+ * webhook, SMTP verify, getMe) or, with `sendMessage`, a marked test message — through the
+ * outbound guard, so a name resolving to a non-public address answers `blocked_by_policy`.
+ * Implemented by the delivery layer; the service has already done 404, config validity, the
+ * literal-address policy and `needs_send_message`.
+ */
+export interface ConnectionTester {
+  test(connection: DeliveryConnection, opts: { sendMessage: boolean }): Promise<ConnectionTestResult>;
+}
+
+// ── delivery ──
+export interface QueuedJob {
+  deliveryId: string;
+  /** Queue-unique id: the delivery id, plus the redeliver round. */
+  jobId: string;
+  delayMs?: number;
+}
+
+export interface DeliveryQueue {
+  enqueue(jobs: QueuedJob[]): Promise<void>;
+  /** Best effort: a job that is running is left alone (the worker re-checks the delivery). */
+  remove(jobIds: string[]): Promise<void>;
+}
+
+/**
+ * Per-connection pacing, in two steps. `reserve` always takes the next free slot of the
+ * connection's schedule and answers how many ms away it is (0 = now): a waiting delivery sleeps
+ * until then, so a backlog drains first come, first served, with one question each. `take`, right
+ * before sending, takes a token of the send bucket only if one is free now (0), else answers the
+ * ms to wait (nothing taken): it holds the sends to the rate when several slots fall due at once.
+ */
+export interface Pacer {
+  reserve(connectionId: string, rule: PacingRule): Promise<number>;
+  take(connectionId: string, rule: PacingRule): Promise<number>;
+  /** Forgets reserved slots (their deliveries were cancelled), so new ones need not wait for them. */
+  reset(connectionId: string): Promise<void>;
+}
+
+/** A connection as a sender needs it: config with its secrets opened. Never presented. */
+export type DeliveryTarget = DeliveryConnection;
+
+export interface OutboundMessage {
+  deliveryId: string;
+  executionId: string;
+  incident: { id: string; title: string; severity: string; status: string; url: string | null };
+  content: RenderedContent;
+  /** Marked test messages (connection test with send_message) say so to the reader. */
+  test?: boolean;
+}
+
+export type SendResult =
+  | { outcome: 'delivered'; httpStatus: number | null; providerCode: string | null; latencyMs: number }
+  | {
+      outcome: 'retryable';
+      httpStatus: number | null;
+      providerCode: string | null;
+      latencyMs: number | null;
+      retryAfterMs: number | null;
+      error: string;
+      /** The platform may have received it (time-out after sending): a retry may duplicate. */
+      ambiguous: boolean;
+    }
+  | {
+      outcome: 'permanent';
+      httpStatus: number | null;
+      providerCode: string | null;
+      latencyMs: number | null;
+      error: string;
+      /** Why the destination is gone for good (404/410 on a webhook URL): disable the connection. */
+      disable: string | null;
+    };
+
+/** One sender per channel type; `T` narrows the connection's config to that type's. */
+export interface ChannelSender<T extends ChannelType = ChannelType> {
+  send(target: Extract<DeliveryConnection, { type: T }>, message: OutboundMessage): Promise<SendResult>;
+}
+
+export type ChannelSenders = { [T in ChannelType]: ChannelSender<T> };
+
+/** What the queue adapter should do with a job: finish it, or run it again after a delay. */
+export type ProcessOutcome = { kind: 'done'; status: Delivery['status'] } | { kind: 'delay'; ms: number; reason: 'pacing' | 'retry' };

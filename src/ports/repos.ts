@@ -1,0 +1,160 @@
+import type { ChannelType } from '../channels/index.js';
+import type { ApiKey } from '../domain/api-key.js';
+import type { Clock } from '../domain/clock.js';
+import type { IdGenerator } from '../domain/ids.js';
+import type { ConnectionRecord } from '../domain/connection.js';
+import type { Delivery, Execution } from '../domain/execution.js';
+import type { IncidentEvent } from '../domain/incident-event.js';
+import type { Incident, IncidentStatus, Severity } from '../domain/incident.js';
+import type { Page, PageRequest } from '../domain/pagination.js';
+import type { Template } from '../domain/template.js';
+
+/** What the services store and read: one repository per resource, implemented on Redis in src/store/. */
+
+export type { Clock, IdGenerator };
+
+// ── incidents ────────────────────────────────────────────────────────────────────────────────
+
+export interface IncidentFilter {
+  status?: IncidentStatus[];
+  severity?: Severity[];
+}
+
+export interface IncidentRepo {
+  get(id: string): Promise<Incident | null>;
+  getMany(ids: string[]): Promise<(Incident | null)[]>;
+  /**
+   * Stores a new incident, its first events and its template links in one step. False when one of
+   * its templates no longer exists (the caller re-checks and reports it).
+   */
+  create(incident: Incident, events: IncidentEvent[]): Promise<boolean>;
+  /**
+   * Replaces `prev` with `next` if the stored incident is still exactly `prev` (compare-and-set),
+   * appending `events` and keeping the status indexes and template links in step. False on a
+   * concurrent change or when a newly attached template no longer exists.
+   */
+  update(prev: Incident, next: Incident, events: IncidentEvent[]): Promise<boolean>;
+  list(filter: IncidentFilter, page: PageRequest): Promise<Page<Incident>>;
+  appendEvents(incidentId: string, events: IncidentEvent[]): Promise<void>;
+  listEvents(incidentId: string, page: PageRequest): Promise<Page<IncidentEvent>>;
+}
+
+// ── templates ────────────────────────────────────────────────────────────────────────────────
+
+/** Why a template write did not happen. */
+export type TemplateWriteOutcome =
+  | { ok: true }
+  /** Names already used by another template (indexes into the batch; [0] for a single write). */
+  | { ok: false; reason: 'name_taken'; indexes: number[] }
+  /** Delete only: a non-closed incident attaches the template. */
+  | { ok: false; reason: 'in_use' }
+  /** The template changed or went away concurrently: read again and retry. */
+  | { ok: false; reason: 'conflict' };
+
+export interface TemplateRepo {
+  get(id: string): Promise<Template | null>;
+  /** Stores new templates (version 1), all or none; names must be free (case-insensitively). */
+  create(templates: Template[]): Promise<TemplateWriteOutcome>;
+  /** Replaces `prev` with `next` (compare-and-set) and keeps `next` as a readable version. */
+  update(prev: Template, next: Template): Promise<TemplateWriteOutcome>;
+  /** Deletes with every version, unless a non-closed incident attaches it (compare-and-set). */
+  delete(t: Template): Promise<TemplateWriteOutcome>;
+  list(page: PageRequest): Promise<Page<Template>>;
+  getVersion(id: string, version: number): Promise<Template | null>;
+  /** Versions `latest` down to 1, newest first. */
+  listVersions(id: string, latest: number, page: PageRequest): Promise<Page<Template>>;
+}
+
+// ── API keys ─────────────────────────────────────────────────────────────────────────────────
+
+export interface ApiKeyRepo {
+  create(key: ApiKey, tokenSha256: string): Promise<void>;
+  get(id: string): Promise<ApiKey | null>;
+  findByTokenHash(tokenSha256: string): Promise<ApiKey | null>;
+  list(page: PageRequest): Promise<Page<ApiKey>>;
+  /** Compare-and-set like IncidentRepo.update. */
+  update(prev: ApiKey, next: ApiKey): Promise<boolean>;
+  /** Records use; cheap and last-writer-wins (it is a hint, not an audit trail). */
+  touch(id: string, at: string): Promise<void>;
+}
+
+// ── connections ──────────────────────────────────────────────────────────────────────────────
+
+export interface ConnectionFilter {
+  type?: ChannelType[];
+  enabled?: boolean;
+}
+
+export interface ConnectionRepo {
+  get(id: string): Promise<ConnectionRecord | null>;
+  getMany(ids: string[]): Promise<(ConnectionRecord | null)[]>;
+  /**
+   * Stores a new connection (secrets already sealed) and indexes it. `signingSecret` is what its
+   * create answer shows once (stored sealed with an Idempotency-Key replay, never in the record).
+   */
+  create(connection: ConnectionRecord, signingSecret?: string | null): Promise<boolean>;
+  /** Compare-and-set: replaces `prev` with `next` if the stored record is still exactly `prev`. */
+  update(prev: ConnectionRecord, next: ConnectionRecord): Promise<boolean>;
+  /** Compare-and-set delete: false when the record changed (or is gone) since `prev` was read. */
+  delete(prev: ConnectionRecord): Promise<boolean>;
+  list(filter: ConnectionFilter, page: PageRequest): Promise<Page<ConnectionRecord>>;
+}
+
+// ── executions and delivery ──────────────────────────────────────────────────────────────────
+
+export interface ExecutionRepo {
+  /**
+   * Stores an execution with all its deliveries and the incident's execute bookkeeping (CAS on the
+   * incident, so a concurrent close wins cleanly), and marks the deliveries as awaiting enqueue
+   * (the outbox that makes "202 = durably queued" survive a crash between commit and enqueue).
+   */
+  create(execution: Execution, deliveries: Delivery[], incidentPrev: Incident, incidentNext: Incident, events: IncidentEvent[]): Promise<boolean>;
+  get(id: string): Promise<Execution | null>;
+  listForIncident(incidentId: string, page: PageRequest): Promise<Page<Execution>>;
+  getDeliveries(ids: string[]): Promise<(Delivery | null)[]>;
+  getDelivery(id: string): Promise<Delivery | null>;
+  /**
+   * Compare-and-set on the delivery; keeps the per-connection active index in step. `outbox`
+   * also records it as awaiting enqueue (redeliver), and `events` are appended to the incident's
+   * timeline (`delivery.failed`), in the same atomic step.
+   */
+  updateDelivery(prev: Delivery, next: Delivery, opts?: { outbox?: boolean; events?: IncidentEvent[] }): Promise<boolean>;
+  /** Deliveries of a connection that are not terminal yet. */
+  activeForConnection(connectionId: string): Promise<string[]>;
+  /** Outbox: deliveries committed but maybe not enqueued (older than `olderThanMs`). */
+  pendingEnqueue(olderThanMs: number): Promise<string[]>;
+  markEnqueued(ids: string[]): Promise<void>;
+}
+
+// ── Slack announcements ──────────────────────────────────────────────────────────────────────
+
+/** Where an incident's Slack announcement lives, and which execute its receipts follow. */
+export interface Announcement {
+  channel: string;
+  ts: string;
+  execution_id: string | null;
+}
+
+export interface AnnouncementRepo {
+  get(incidentId: string): Promise<Announcement | null>;
+  /** Records the announcement; false when the incident already has one (the first one stays). */
+  create(incidentId: string, announcement: Announcement): Promise<boolean>;
+  /**
+   * Makes the receipts follow `executionId` when it is newer than the one they follow (ids sort
+   * by creation), atomically. Returns the record after the change, null when there is none.
+   */
+  trackExecution(incidentId: string, executionId: string): Promise<Announcement | null>;
+  /**
+   * One refresher of an announcement at a time, across processes. true: `token` now holds the
+   * claim (for `ttlMs`). false: another process holds it, and this call marked the announcement
+   * as changed, so the holder renders it again before letting go.
+   */
+  claimRefresh(incidentId: string, token: string, ttlMs: number): Promise<boolean>;
+  /**
+   * Ends a refresh. true: a change was marked meanwhile and the claim is kept, so the caller
+   * renders again (from the newest state) and calls this again; false: the claim is released.
+   */
+  finishRefresh(incidentId: string, token: string, ttlMs: number): Promise<boolean>;
+}
+
+/** One delivery of the execute an announcement follows, as its receipts show it. */
