@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { iso } from '../domain/clock.js';
-import { readOnlyCheckOf, type ConnectionTestResult, type DeliveryConnection, type TestStatus } from '../domain/connection.js';
+import { readOnlyCheckOf, sendVia, type ConnectionTestResult, type DeliveryConnection, type TestStatus } from '../domain/connection.js';
 import type { ChannelAdapter } from '../channels/adapter.js';
 import { channelOf, type ChannelType } from '../channels/index.js';
 import { escapeHtml } from '../channels/shared/escape.js';
 import type { RenderedContent } from '../domain/execution.js';
 import type { ConnectionTester, OutboundMessage } from '../ports/index.js';
 import { scrubSecrets, type ChannelResult } from '../channels/shared/http-outcome.js';
-import { channelDeps, sendVia, type ChannelAdapters, type ChannelSenderDeps, type HeraldChannelSenders } from './senders.js';
+import { channelDeps, type ChannelAdapters, type ChannelSenderDeps, type HeraldChannelSenders } from './senders.js';
 import { OutboundError } from './outbound-error.js';
 import type { OutboundHttp } from './outbound-http.js';
 

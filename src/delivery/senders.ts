@@ -57,11 +57,6 @@ export function createChannelSenders(adapters: ChannelAdapters, deps: ChannelSen
   return Object.fromEntries(CHANNEL_TYPES.map((t) => [t, build(t)])) as unknown as HeraldChannelSenders;
 }
 
-/** Dispatches to the sender of the connection's type (the mapped type pairs each type with its sender). */
-export function sendVia(senders: HeraldChannelSenders, conn: DeliveryConnection, message: OutboundMessage): Promise<ChannelResult> {
-  const sender: { send(t: DeliveryConnection, m: OutboundMessage): Promise<ChannelResult> } = senders[conn.type];
-  return sender.send(conn, message);
-}
 
 async function scrubbed(result: Promise<ChannelResult>, secrets: Record<string, string>): Promise<ChannelResult> {
   return scrubResult(await result, Object.values(secrets));

@@ -176,6 +176,17 @@ export type DeliveryConnection = {
   };
 }[ChannelType];
 
+/**
+ * Calls the handler of the connection's type in a map with one per type (the channel senders).
+ * TypeScript cannot correlate `handlers[c.type]` with `c` across the union; the mapped type
+ * guarantees they match.
+ */
+export function sendVia<M, R>(handlers: { [T in ChannelType]: { send(target: Extract<DeliveryConnection, { type: T }>, message: M): Promise<R> } }, connection: DeliveryConnection, message: M): Promise<R> {
+  // Methods compare bivariantly, so the union of the per-type senders widens to one that takes any connection.
+  const handler: { send(target: DeliveryConnection, message: M): Promise<R> } = handlers[connection.type];
+  return handler.send(connection, message);
+}
+
 /** The format a connection's messages are rendered in (its channel module's, with its config). */
 export function formatOf(connection: { type: ChannelType; config: unknown }): MessageFormat {
   return channelOf(connection.type).format(connection.config);

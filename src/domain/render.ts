@@ -112,9 +112,9 @@ function buildView(ctx: RenderContext): Record<string, unknown> {
   return view;
 }
 
-/** `{{incident.url}}`: the incident's API URL under HERALD_PUBLIC_URL, or "" when that is unset. */
-export function incidentUrl(publicUrl: string | undefined, incidentId: string): string {
-  return publicUrl ? `${publicUrl.replace(/\/+$/, '')}/v1/incidents/${incidentId}` : '';
+/** The incident's API URL under HERALD_PUBLIC_URL, or null when that is unset (`{{incident.url}}` renders ""). */
+export function incidentUrl(publicUrl: string | null | undefined, incidentId: string): string | null {
+  return publicUrl ? `${publicUrl.replace(/\/+$/, '')}/v1/incidents/${incidentId}` : null;
 }
 
 export function incidentView(incident: Pick<Incident, 'id' | 'title' | 'severity' | 'status' | 'description' | 'impact' | 'resolution_summary'>, publicUrl?: string): IncidentView {
@@ -126,7 +126,7 @@ export function incidentView(incident: Pick<Incident, 'id' | 'title' | 'severity
     description: incident.description,
     impact: incident.impact,
     resolution_summary: incident.resolution_summary,
-    url: incidentUrl(publicUrl, incident.id),
+    url: incidentUrl(publicUrl, incident.id) ?? '',
   };
 }
 

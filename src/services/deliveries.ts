@@ -19,7 +19,9 @@ import {
   type Transitioned,
 } from '../domain/delivery-state.js';
 import { isTerminal, type Attempt, type Delivery } from '../domain/execution.js';
+import { sendVia } from '../domain/connection.js';
 import type { Incident } from '../domain/incident.js';
+import { incidentUrl } from '../domain/render.js';
 import { newEvent, type IncidentEvent } from '../domain/incident-event.js';
 import type { ChannelSenders, Clock, DeliveryQueue, DeliveryTarget, ExecutionRepo, IdGenerator, OutboundMessage, Pacer, ProcessOutcome, SendResult } from '../ports/index.js';
 import { DELIVERY_WRITE_ATTEMPTS, LOST_RACE, retryOnConflict, type Attempt as RaceAttempt } from './retry.js';
@@ -168,7 +170,7 @@ export class DeliveryService {
         title: incident?.title ?? '',
         severity: incident?.severity ?? '',
         status: incident?.status ?? '',
-        url: this.d.publicUrl ? `${this.d.publicUrl.replace(/\/$/, '')}/v1/incidents/${d.incident_id}` : null,
+        url: incidentUrl(this.d.publicUrl, d.incident_id),
       },
       content: d.content,
     };
@@ -357,13 +359,3 @@ async function untilWritten<T>(attempt: (n: number) => Promise<RaceAttempt<T>>, 
   }
 }
 
-/**
- * Dispatches to the sender of the target's type. TypeScript cannot correlate `senders[t.type]`
- * with `t` across the union; the mapped ChannelSenders type guarantees they match.
- */
-function sendVia(senders: ChannelSenders, target: DeliveryTarget, message: OutboundMessage): Promise<SendResult> {
-  // typescript-eslint judges this assertion redundant while tsc needs it (the correlated union).
-  // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion
-  const sender: { send(t: DeliveryTarget, m: OutboundMessage): Promise<SendResult> } = senders[target.type] as never;
-  return sender.send(target, message);
-}

@@ -6,7 +6,7 @@ import { classifySmtpCode } from '../../domain/delivery-policy.js';
 import type { OutboundMessage } from '../../ports/index.js';
 import { OutboundError } from '../../delivery/outbound-error.js';
 import type { OutboundGuard } from '../../delivery/outbound-guard.js';
-import { fromOutboundError, permanent, refused, retryable, type ChannelResult } from '../shared/http-outcome.js';
+import { clip, fromOutboundError, permanent, refused, retryable, type ChannelResult } from '../shared/http-outcome.js';
 import { subjectOf } from '../shared/message-text.js';
 import type { ChannelAdapter } from '../adapter.js';
 
@@ -162,10 +162,6 @@ export function smtpFailure(e: unknown, host: string, messageSent: boolean, late
 /** `RCPT TO:<a@b>` → `RCPT TO`: the command, not the addresses. */
 const commandName = (command: string): string => command.replace(/[:\s].*$/, '').toUpperCase() || command;
 
-const clip = (s: string, max = 300): string => {
-  const one = s.replace(/\s+/g, ' ').trim();
-  return one.length > max ? `${one.slice(0, max - 1)}…` : one;
-};
 
 export interface EmailSenderDeps {
   smtp: SmtpClient;

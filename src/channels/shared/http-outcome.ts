@@ -181,8 +181,8 @@ export function hostOf(url: string): string {
   }
 }
 
-/** Platform messages are kept short in attempt records. */
-function clip(s: string, max = 300): string {
+/** Platform messages are kept short in attempt records: one line, at most `max` characters. */
+export function clip(s: string, max = 300): string {
   const one = s.replace(/\s+/g, ' ').trim();
   return one.length > max ? `${one.slice(0, max - 1)}…` : one;
 }
