@@ -74,6 +74,23 @@ export function notFound(what: string, id: string): DomainError {
   return new DomainError('not_found', `${what} ${id} was not found.`);
 }
 
+/** A PATCH with no field in it (README "Conventions worth knowing"). */
+export function emptyPatch(): DomainError {
+  return new DomainError('validation_failed', 'The patch is empty: send at least one field.', [{ field: '', code: 'empty_patch', message: 'Send at least one field to change.' }]);
+}
+
+/** A client's If-Match that names another revision than the record's: 412. */
+export function checkRevision(what: string, current: number, ifMatch: number | null): void {
+  if (ifMatch !== null && ifMatch !== current) {
+    throw new DomainError('precondition_failed', `The ${what} changed since you read it (If-Match does not match its ETag).`);
+  }
+}
+
+/** A record that kept changing under every attempt of the optimistic-write loop: 409. */
+export function keptChanging(what: string): DomainError {
+  return new DomainError('conflict', `The ${what} kept changing concurrently; try again.`);
+}
+
 /** Seconds a client should wait before retrying when Herald's database is unreachable. */
 export const UNAVAILABLE_RETRY_AFTER_S = 2;
 

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { ActorSchema, type Actor } from './actor.js';
-import { DomainError, fieldError } from './errors.js';
+import { DomainError, emptyPatch, fieldError } from './errors.js';
 import { LIMITS } from './limits.js';
 
 export const SEVERITIES = ['critical', 'major', 'minor', 'low'] as const;
@@ -120,9 +120,7 @@ export interface PatchOutcome {
 export function applyPatch(incident: Incident, patch: IncidentPatch, now: string): PatchOutcome {
   assertWritable(incident);
   if (Object.keys(patch).length === 0) {
-    throw new DomainError('validation_failed', 'The patch is empty: send at least one field.', [
-      { field: '', code: 'empty_patch', message: 'Send at least one field to change.' },
-    ]);
+    throw emptyPatch();
   }
   if (patch.status === 'closed') {
     throw fieldError('use_close_endpoint', 'status', 'Close an incident with POST /v1/incidents/{id}/close.');

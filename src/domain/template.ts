@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { CHANNEL_TYPES, type ChannelType } from '../channels/index.js';
-import { DomainError } from './errors.js';
+import { emptyPatch } from './errors.js';
 import { LIMITS } from './limits.js';
 import type { MessageSource } from './render.js';
 import { settleVariables, type TemplateText } from './template-placeholders.js';
@@ -183,9 +183,7 @@ export function newTemplate(id: string, input: TemplateCreate, now: string): Tem
  */
 export function applyTemplatePatch(current: Template, patch: TemplatePatch, now: string): Template {
   if (Object.keys(patch).length === 0) {
-    throw new DomainError('validation_failed', 'The patch is empty: send at least one field.', [
-      { field: '', code: 'empty_patch', message: 'Send at least one field to change.' },
-    ]);
+    throw emptyPatch();
   }
   const variants = patch.variants ? normalizeVariants(patch.variants) : current.variants;
   const subject = patch.subject ?? current.subject;

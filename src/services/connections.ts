@@ -28,7 +28,7 @@ import {
   type PlainConfig,
   type SealedSecret,
 } from '../domain/connection.js';
-import { DomainError, notFound } from '../domain/errors.js';
+import { checkRevision, DomainError, emptyPatch, keptChanging, notFound } from '../domain/errors.js';
 import { isId } from '../domain/ids.js';
 import { expectCursorKind, type Page, type PageRequest } from '../domain/pagination.js';
 import { parseInput, toFieldErrors } from '../domain/validation.js';
@@ -79,7 +79,7 @@ export class ConnectionService {
     const now = iso(this.d.clock.now());
     const record = newConnectionRecord(this.d.ids.next('connection'), draft, plain, this.seal(secrets, {}, {}), now);
     const signingSecret = signingSecretOf(draft.type, config);
-    if (!(await this.d.repo.create(record, signingSecret))) throw conflict();
+    if (!(await this.d.repo.create(record, signingSecret))) throw keptChanging('connection');
     return { connection: record, signingSecret };
   }
 
@@ -112,12 +112,10 @@ export class ConnectionService {
   async update(id: string, input: unknown, ifMatch: number | null = null): Promise<ConnectionRecord> {
     return retryOnConflict(async () => {
       const current = await this.get(id);
-      checkRevision(current, ifMatch);
+      checkRevision('connection', current.rev, ifMatch);
       const patch = this.parsePatch(current, input);
       if (Object.keys(patch).length === 0) {
-        throw new DomainError('validation_failed', 'The patch is empty: send at least one field.', [
-          { field: '', code: 'empty_patch', message: 'Send at least one field to change.' },
-        ]);
+        throw emptyPatch();
       }
       const next: ConnectionRecord = { ...current };
       if (patch.name !== undefined) next.name = patch.name;
@@ -149,20 +147,20 @@ export class ConnectionService {
         return next;
       }
       return LOST_RACE;
-    }, conflict);
+    }, () => keptChanging('connection'));
   }
 
   /** Deletes (If-Match honoured), then lets the delivery layer cancel what was queued for it. */
   async delete(id: string, ifMatch: number | null = null): Promise<void> {
     return retryOnConflict(async () => {
       const current = await this.get(id);
-      checkRevision(current, ifMatch);
+      checkRevision('connection', current.rev, ifMatch);
       if (await this.d.repo.delete(current)) {
         await this.d.onDeleted?.(id);
         return;
       }
       return LOST_RACE;
-    }, conflict);
+    }, () => keptChanging('connection'));
   }
 
   /**
@@ -299,7 +297,7 @@ export class ConnectionService {
       next.rev = current.rev + 1;
       if (await this.d.repo.update(current, next)) return next;
       return LOST_RACE;
-    }, conflict, { attempts: MAX_SYSTEM_ATTEMPTS });
+    }, () => keptChanging('connection'), { attempts: MAX_SYSTEM_ATTEMPTS });
   }
 }
 
@@ -309,12 +307,4 @@ function sameContent(a: ConnectionRecord, b: ConnectionRecord): boolean {
   return strip(a) === strip(b);
 }
 
-function checkRevision(current: ConnectionRecord, ifMatch: number | null): void {
-  if (ifMatch !== null && ifMatch !== current.rev) {
-    throw new DomainError('precondition_failed', 'The connection changed since you read it (If-Match does not match its ETag).');
-  }
-}
 
-function conflict(): DomainError {
-  return new DomainError('conflict', 'The connection kept changing concurrently; try again.');
-}

@@ -1,6 +1,6 @@
 import type { Actor } from '../domain/actor.js';
 import { iso } from '../domain/clock.js';
-import { DomainError, notFound, type FieldError } from '../domain/errors.js';
+import { checkRevision, DomainError, keptChanging, notFound, type FieldError } from '../domain/errors.js';
 import { isId } from '../domain/ids.js';
 import { LIMITS } from '../domain/limits.js';
 import {
@@ -54,7 +54,7 @@ export class IncidentService {
         return incident;
       }
       return LOST_RACE;
-    }, conflict);
+    }, () => keptChanging('incident'));
   }
 
   async get(id: string): Promise<Incident> {
@@ -84,7 +84,7 @@ export class IncidentService {
   async update(id: string, input: unknown, actor: Actor, ifMatch: number | null = null): Promise<Incident> {
     return retryOnConflict(async () => {
       const current = await this.get(id);
-      checkRevision(current, ifMatch);
+      checkRevision('incident', current.rev, ifMatch);
       // Order of checks (README "Conventions worth knowing"): closed (409) before the body's content (422).
       if (current.status === 'closed') applyPatch(current, {}, '');
       const patch = parseInput(IncidentPatchSchema, input);
@@ -103,13 +103,13 @@ export class IncidentService {
         return next;
       }
       return LOST_RACE;
-    }, conflict);
+    }, () => keptChanging('incident'));
   }
 
   async close(id: string, input: unknown, actor: Actor, ifMatch: number | null = null): Promise<Incident> {
     return retryOnConflict(async () => {
       const current = await this.get(id);
-      checkRevision(current, ifMatch);
+      checkRevision('incident', current.rev, ifMatch);
       if (current.status === 'closed') closeIncident(current, {}, '');
       const body = parseInput(IncidentCloseSchema, input ?? {});
       const now = iso(this.d.clock.now());
@@ -123,7 +123,7 @@ export class IncidentService {
         return next;
       }
       return LOST_RACE;
-    }, conflict);
+    }, () => keptChanging('incident'));
   }
 
   async events(id: string, page: PageRequest): Promise<Page<IncidentEvent>> {
@@ -156,12 +156,4 @@ function sameIds(a: readonly string[], b: readonly string[]): boolean {
   return a.length === b.length && [...a].sort().join('\n') === [...b].sort().join('\n');
 }
 
-function checkRevision(current: Incident, ifMatch: number | null): void {
-  if (ifMatch !== null && ifMatch !== current.rev) {
-    throw new DomainError('precondition_failed', 'The incident changed since you read it (If-Match does not match its ETag).');
-  }
-}
 
-function conflict(): DomainError {
-  return new DomainError('conflict', 'The incident kept changing concurrently; try again.');
-}

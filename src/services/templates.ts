@@ -1,6 +1,6 @@
 import { CHANNEL_TYPES, channelOf, type ChannelType } from '../channels/index.js';
 import { iso } from '../domain/clock.js';
-import { DomainError, fieldError, isDomainError, notFound, type ErrorCode, type FieldError } from '../domain/errors.js';
+import { checkRevision, DomainError, fieldError, isDomainError, keptChanging, notFound, type ErrorCode, type FieldError } from '../domain/errors.js';
 import { isId } from '../domain/ids.js';
 import type { Incident } from '../domain/incident.js';
 import { expectCursorKind, type Cursor, type Page, type PageRequest } from '../domain/pagination.js';
@@ -52,7 +52,7 @@ export class TemplateService {
     const outcome = await this.d.templates.create([template]);
     if (outcome.ok) return template;
     if (outcome.reason === 'name_taken') throw nameTaken([{ field: 'name', name: template.name }]);
-    throw conflict();
+    throw keptChanging('template');
   }
 
   /**
@@ -99,7 +99,7 @@ export class TemplateService {
     if (outcome.reason === 'name_taken') {
       throw nameTaken(outcome.indexes.map((i) => ({ field: `${i}.name`, name: templates[i]?.name ?? '' })));
     }
-    throw conflict();
+    throw keptChanging('template');
   }
 
   async get(id: string): Promise<Template> {
@@ -147,7 +147,7 @@ export class TemplateService {
   async update(id: string, input: unknown, ifMatch: number | null = null): Promise<Template> {
     return retryOnConflict(async () => {
       const current = await this.get(id);
-      checkVersion(current, ifMatch);
+      checkRevision('template', current.version, ifMatch);
       const patch = parseInput(TemplatePatchSchema, input);
       const next = applyTemplatePatch(current, patch, iso(this.d.clock.now()));
       if (next === current) return current;
@@ -156,21 +156,21 @@ export class TemplateService {
       if (outcome.ok) return next;
       if (outcome.reason === 'name_taken') throw nameTaken([{ field: 'name', name: next.name }]);
       return LOST_RACE;
-    }, conflict);
+    }, () => keptChanging('template'));
   }
 
   /** DELETE: refused (409 `template_in_use`) while a non-closed incident attaches the template. */
   async delete(id: string, ifMatch: number | null = null): Promise<void> {
     return retryOnConflict(async () => {
       const current = await this.get(id);
-      checkVersion(current, ifMatch);
+      checkRevision('template', current.version, ifMatch);
       const outcome = await this.d.templates.delete(current);
       if (outcome.ok) return;
       if (outcome.reason === 'in_use') {
         throw new DomainError('template_in_use', `Template ${id} is attached to an incident that is not closed; detach it or close the incident first.`);
       }
       return LOST_RACE;
-    }, conflict);
+    }, () => keptChanging('template'));
   }
 
   async versions(id: string, page: PageRequest): Promise<Page<Template>> {
@@ -227,11 +227,6 @@ export class TemplateService {
   }
 }
 
-function checkVersion(current: Template, ifMatch: number | null): void {
-  if (ifMatch !== null && ifMatch !== current.version) {
-    throw new DomainError('precondition_failed', 'The template changed since you read it (If-Match does not match its ETag).');
-  }
-}
 
 function nameTaken(items: { field: string; name: string }[]): DomainError {
   return new DomainError(
@@ -241,6 +236,3 @@ function nameTaken(items: { field: string; name: string }[]): DomainError {
   );
 }
 
-function conflict(): DomainError {
-  return new DomainError('conflict', 'The template kept changing concurrently; try again.');
-}
