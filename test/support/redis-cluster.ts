@@ -204,7 +204,7 @@ export async function startSentinelGroup(name = 'herald'): Promise<TestSentinelG
 }
 
 /** A plain connection to one node, for a test's own checks. */
-export const nodeClient = (port: number): Redis => new Redis({ host: '127.0.0.1', port, maxRetriesPerRequest: 3, lazyConnect: false });
+export const nodeClient = (port: number): Redis => new Redis({ host: '127.0.0.1', port, maxRetriesPerRequest: 3, lazyConnect: false, commandTimeout: 10_000 });
 
 /**
  * After a failover mid fan-out: waits for the execution to finish, then checks that it delivered
