@@ -105,6 +105,11 @@ describe('deployment files', () => {
     for (const name of CONFIG_VARIABLES) expect(readme, name).toContain(`| \`${name}\` |`);
   });
 
+  it('the docs stand alone: no Markdown link leaves the repository', () => {
+    const docs = ['README.md', 'SECURITY.md', 'CHANGELOG.md', ...readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+    for (const file of docs) expect(read(file).match(/\]\((?:https?:)?\/\/[^)]*\)/g) ?? [], file).toEqual([]);
+  });
+
   it('compose.yaml: api + worker (no HTTP health check) + Redis with AOF and noeviction, a volume, the key from .env', () => {
     const compose = asObj(parseYaml(read('compose.yaml'), { merge: true }));
     const services = asObj(compose.services);
