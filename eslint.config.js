@@ -8,7 +8,7 @@ const layer = (files, patterns) => ({
   rules: { 'no-restricted-imports': ['error', { patterns }] },
 });
 /** The I/O half of the channel modules, reached only through the registry's lazy `adapter()`. */
-const channelIo = ['**/channels/*/send*', '**/channels/adapter*', '**/shared/http-outcome*'];
+const channelIo = ['**/channels/*/send*', '**/channels/adapter*', '**/common/http-outcome*'];
 const io = ['ioredis', 'bullmq', 'express', '@slack/*', 'nodemailer', 'pino', 'node:fs*', 'node:net', 'node:http*', 'node:dns*'];
 
 export default tseslint.config(
@@ -31,12 +31,12 @@ export default tseslint.config(
   // domain's rules, except that it may name types of the I/O half it loads lazily.
   {
     files: ['src/channels/**'],
-    ignores: ['src/channels/*/send.ts', 'src/channels/adapter.ts', 'src/channels/shared/http-outcome.ts'],
+    ignores: ['src/channels/*/send.ts', 'src/channels/adapter.ts', 'src/channels/common/http-outcome.ts'],
     // (Relative patterns for the Slack edge and the app config: src/channels/slack/ and each
     // type's config.ts share their names.)
     rules: { '@typescript-eslint/no-restricted-imports': ['error', { patterns: [{ group: [...io, '**/services/**', '**/store/**', '**/delivery/**', '**/http/**', '../../slack/**', '**/cli/**', '**/ports*', '**/app*', '**/composition/**', '../config*', '../../config*', ...channelIo], allowTypeImports: true, message: "a channel's pure half: no I/O (send.ts is loaded through adapter())" }] }] },
   },
-  layer(['src/channels/*/send.ts', 'src/channels/adapter.ts', 'src/channels/shared/http-outcome.ts'], [{ group: ['**/services/**', '**/store/**', '**/http/**', '**/slack/**', '**/cli/**', '**/app*', '**/composition/**'], message: 'a sender is an adapter: it never imports services or edges' }]),
+  layer(['src/channels/*/send.ts', 'src/channels/adapter.ts', 'src/channels/common/http-outcome.ts'], [{ group: ['**/services/**', '**/store/**', '**/http/**', '**/slack/**', '**/cli/**', '**/app*', '**/composition/**'], message: 'a sender is an adapter: it never imports services or edges' }]),
   layer(['src/services/**'], [{ group: [...io, ...channelIo, '**/store/**', '**/delivery/**', '**/http/**', '**/slack/**', '**/cli/**', '**/app*', '**/composition/**'], message: 'services see the world only through src/ports/' }]),
   layer(['src/store/**', 'src/delivery/**'], [{ group: ['**/services/**', '**/http/**', '**/slack/**', '**/cli/**', '**/app*', '**/composition/**'], message: 'adapters never import services or edges' }]),
   layer(['src/http/**'], [{ group: ['ioredis', 'bullmq', '**/store/**', '**/delivery/**', '**/slack/**', '**/cli/**'], message: 'http talks to services and domain only' }]),

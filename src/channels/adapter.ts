@@ -1,7 +1,7 @@
 import type { OutboundHttp } from '../delivery/outbound-http.js';
 import type { OutboundMessage } from '../ports/index.js';
 import type { SmtpClient } from './email/send.js';
-import type { ChannelResult } from './shared/http-outcome.js';
+import type { ChannelResult } from './common/http-outcome.js';
 
 /**
  * The I/O half of a channel module (its `send.ts` default export): how a message is sent and

@@ -1,7 +1,7 @@
 import type { z } from 'zod';
 import type { PacingRule } from '../domain/delivery-policy.js';
 import type { ChannelAdapter } from './adapter.js';
-import type { ConnectionTypeDefinition } from './shared/config-fields.js';
+import type { ConnectionTypeDefinition } from './common/config-fields.js';
 
 /**
  * Everything Herald knows about one platform, in one folder under src/channels/<type>/:

@@ -38,7 +38,7 @@ export function channelOf(type: ChannelType): ChannelModule<ChannelType> {
 }
 
 export type { ChannelModule, MessageFormat } from './channel.js';
-export type { Destination } from './shared/config-fields.js';
+export type { Destination } from './common/config-fields.js';
 export type { DiscordConfig } from './discord/config.js';
 export type { EmailConfig } from './email/config.js';
 export type { GoogleChatConfig } from './google-chat/config.js';

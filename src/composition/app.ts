@@ -10,6 +10,7 @@ import type { Logger } from 'pino';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import type { Config } from '../config.js';
 import { CORE_CONNECT_TIMEOUT_MS, withDeadline } from '../core.js';
+import type { OutboundAllow } from '../domain/address-policy.js';
 import { systemClock, type Clock } from '../domain/clock.js';
 import type { Delivery } from '../domain/execution.js';
 import type { Incident } from '../domain/incident.js';
@@ -103,10 +104,11 @@ export async function createHerald(opts: HeraldOptions): Promise<Herald> {
       connectionGone: new Topic<[string, string]>('connection gone', log, 'throw'),
       deliveryChanged: new Topic<[Delivery]>('delivery change', log),
     };
-    const channels = await composeChannels(config, outboundAllow(config.HERALD_OUTBOUND_ALLOW), clock);
+    const allow = outboundAllow(config.HERALD_OUTBOUND_ALLOW);
+    const channels = await composeChannels(config, allow, clock);
     const registry = new Registry();
     collectDefaultMetrics({ register: registry, prefix: 'herald_' });
-    const { services, delivery } = composeServices({ opts, redis, keys, box, clock, events, channels, registry });
+    const { services, delivery } = composeServices({ opts, redis, keys, box, clock, allow, events, channels, registry });
     const edge: EdgeDeps = {
       keys: services.apiKeys,
       limiter: new RedisRateLimiter(redis, keys, { default: config.HERALD_RATE_LIMIT, execute: config.HERALD_EXECUTE_RATE_LIMIT }),
@@ -162,6 +164,7 @@ function composeServices(w: {
   keys: Keys;
   box: SecretBox;
   clock: Clock;
+  allow: OutboundAllow;
   events: HeraldEvents;
   channels: { senders: ChannelSenders; tester: ConnectionTester };
   registry: Registry;
@@ -187,7 +190,7 @@ function composeServices(w: {
     clock,
     ids,
     crypto: nodeTokenCrypto,
-    allow: outboundAllow(config.HERALD_OUTBOUND_ALLOW),
+    allow: w.allow,
     tester: w.channels.tester,
     onDeleted: (id) => events.connectionGone.emit(id, 'connection deleted'),
     onDisabled: (id) => events.connectionGone.emit(id, 'connection disabled'),

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import { StartupError } from '../core.js';
 import type { Clock } from '../domain/clock.js';
+import { AccessPolicy } from '../services/access.js';
 import { createSlackEdge, type SlackEdge } from '../slack/app.js';
 
 /**
@@ -31,7 +32,7 @@ export function slackEdge(
   }
   if (botToken === undefined) throw new StartupError('Slack is half configured: SLACK_BOT_TOKEN (xoxb-…) is missing. Set it, or unset SLACK_SIGNING_SECRET and SLACK_APP_TOKEN to run the API alone.');
   if (worker) {
-    const edge = createSlackEdge({ botToken, apiUrl: config.SLACK_API_URL, settings: { admins: [], defaultChannel: config.HERALD_SLACK_CHANNEL ?? null }, log, now: () => clock.now(), ...wiring }, app);
+    const edge = createSlackEdge({ botToken, apiUrl: config.SLACK_API_URL, settings: { admins: [], defaultChannel: config.HERALD_SLACK_CHANNEL ?? null }, access: new AccessPolicy({ slackAdmins: [] }), log, now: () => clock.now(), ...wiring }, app);
     log.info({ mode: edge.mode }, 'Slack: this worker keeps announcements current (delivery receipts); it receives no Slack requests');
     return edge;
   }
@@ -45,6 +46,7 @@ export function slackEdge(
       ...(appToken !== undefined ? { appToken } : {}),
       apiUrl: config.SLACK_API_URL,
       settings: { admins: config.HERALD_SLACK_ADMINS, defaultChannel: config.HERALD_SLACK_CHANNEL ?? null },
+      access: new AccessPolicy({ slackAdmins: config.HERALD_SLACK_ADMINS }),
       log,
       now: () => clock.now(),
       ...wiring,

@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { iso } from '../domain/clock.js';
-import { readOnlyCheckOf, sendVia, type ConnectionTestResult, type DeliveryConnection, type TestStatus } from '../domain/connection.js';
+import { formatOf, readOnlyCheckOf, sendVia, type ConnectionTestResult, type DeliveryConnection, type TestStatus } from '../domain/connection.js';
 import type { ChannelAdapter } from '../channels/adapter.js';
 import { channelOf, type ChannelType } from '../channels/index.js';
-import { escapeHtml } from '../channels/shared/escape.js';
+import { escapeHtml } from '../channels/common/escape.js';
 import type { RenderedContent } from '../domain/execution.js';
 import type { ConnectionTester, OutboundMessage } from '../ports/index.js';
-import { scrubSecrets, type ChannelResult } from '../channels/shared/http-outcome.js';
+import { scrubSecrets, type ChannelResult } from '../channels/common/http-outcome.js';
 import { channelDeps, type ChannelAdapters, type ChannelSenderDeps, type HeraldChannelSenders } from './senders.js';
 import { OutboundError } from './outbound-error.js';
 import type { OutboundHttp } from './outbound-http.js';
@@ -49,9 +49,12 @@ export function createConnectionTester(deps: ConnectionTesterDeps): ConnectionTe
   const monotonic = deps.monotonic ?? (() => performance.now());
   const newTestId = deps.newTestId ?? (() => `test_${randomUUID().replace(/-/g, '')}`);
 
+  // Built once: the deps every read-only check gets (the SMTP client included).
+  const checkDeps = channelDeps(deps);
+
   async function readOnlyCheck(conn: DeliveryConnection): Promise<{ method: string | null; outcome: Outcome }> {
     const check = checkOf(deps.adapters, conn.type);
-    const answer = check === null ? null : await check(conn.config, channelDeps(deps));
+    const answer = check === null ? null : await check(conn.config, checkDeps);
     if (answer === null) return { method: null, outcome: needsSendMessage(conn) };
     return { method: readOnlyCheckOf(conn.type, conn.config), outcome: fromResult(answer.result, answer.okDetail) };
   }
@@ -184,7 +187,7 @@ const TEST_BODY = 'This is a test message from Herald to check this connection. 
 
 /** The marked test message, written in the connection's format (the senders add the "[Herald test]" marker). */
 export function testMessage(conn: DeliveryConnection, id: string): OutboundMessage {
-  const format = channelOf(conn.type).format(conn.config);
+  const format = formatOf(conn);
   const content: RenderedContent = format.html
     ? { subject: TEST_SUBJECT, body: TEST_BODY, html: `<p>${escapeHtml(TEST_BODY)}</p>` }
     : { subject: format.escape(TEST_SUBJECT), body: format.escape(TEST_BODY) };

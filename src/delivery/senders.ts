@@ -1,7 +1,7 @@
 import type { ChannelAdapter, ChannelDeps, ChannelSender } from '../channels/adapter.js';
 import { createSmtpClient, type SmtpClientOptions } from '../channels/email/send.js';
 import { CHANNEL_TYPES, channelOf, type ChannelType, type ConfigOf } from '../channels/index.js';
-import { scrubResult, type ChannelResult } from '../channels/shared/http-outcome.js';
+import { scrubResult, type ChannelResult } from '../channels/common/http-outcome.js';
 import type { DeliveryConnection } from '../domain/connection.js';
 import type { OutboundMessage } from '../ports/index.js';
 
@@ -81,4 +81,4 @@ async function bounded(attempt: Promise<ChannelResult>, deadlineMs: number): Pro
   }
 }
 
-export type { ChannelResult, FailureCause } from '../channels/shared/http-outcome.js';
+export type { ChannelResult, FailureCause } from '../channels/common/http-outcome.js';

@@ -1,6 +1,6 @@
 import Mustache from 'mustache';
 import type { MessageFormat } from '../channels/channel.js';
-import { escapeHtml } from '../channels/shared/escape.js';
+import { escapeHtml } from '../channels/common/escape.js';
 import type { Incident } from './incident.js';
 import { parseMustache, type MustacheToken } from './template-placeholders.js';
 import { RESERVED_VARIABLE_NAMES } from './variables.js';

@@ -3,7 +3,7 @@ import { WebClient } from '@slack/web-api';
 import express, { type Express, type RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import type { IdempotencyStore, Pacer } from '../ports/index.js';
-import { AccessPolicy } from '../services/access.js';
+import type { AccessPolicy } from '../services/access.js';
 import { registerActions } from './actions.js';
 import { Announcer } from './announcer.js';
 import { registerCommands } from './commands.js';
@@ -36,6 +36,8 @@ export interface SlackEdgeOptions {
   apiUrl: string;
   settings: SlackSettings;
   services: SlackServices;
+  /** Who may do admin work: built by the composition root from the same settings. */
+  access: AccessPolicy;
   idempotency: IdempotencyStore;
   /** Shares announcement pacing (posts per channel, updates per announcement) across processes. */
   pacer?: Pacer;
@@ -71,8 +73,7 @@ export function createSlackEdge(opts: SlackEdgeOptions, expressApp: Express): Sl
     timeout: WEB_API_TIMEOUT_MS,
   });
   const now = () => opts.now();
-  const access = new AccessPolicy({ slackAdmins: opts.settings.admins });
-  const deps: SlackDeps = { services: opts.services, access, settings: opts.settings, client, idempotency: opts.idempotency, log, now };
+  const deps: SlackDeps = { services: opts.services, access: opts.access, settings: opts.settings, client, idempotency: opts.idempotency, log, now };
   const announcer = new Announcer(deps, opts.pacer ? { pacer: opts.pacer } : {});
 
   // A fixed authorization: Herald is installed in one workspace with one bot token. Returning it

@@ -20,9 +20,9 @@ const folderOf = (type: ChannelType) => type.replace(/_/g, '-');
 const samples = Object.values(CONNECTION_BODIES).map((b) => ({ type: b.type as ChannelType, config: b.config }));
 
 describe('channel modules', () => {
-  it('every folder under src/channels/ (but shared/) is a registered type, and every type has its folder', () => {
+  it('every folder under src/channels/ (but common/) is a registered type, and every type has its folder', () => {
     const folders = readdirSync(CHANNELS_DIR, { withFileTypes: true })
-      .filter((e) => e.isDirectory() && e.name !== 'shared')
+      .filter((e) => e.isDirectory() && e.name !== 'common')
       .map((e) => e.name)
       .sort();
     expect(folders).toEqual(CHANNEL_TYPES.map(folderOf).sort());

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { escapeGoogleChat } from '../../src/channels/google-chat/escape.js';
 import { CHANNEL_TYPES, channelOf, type ChannelType } from '../../src/channels/index.js';
-import { escapeMarkdown, neutraliseMentions } from '../../src/channels/shared/escape.js';
+import { escapeMarkdown, neutraliseMentions } from '../../src/channels/common/escape.js';
 import { escapeSlack } from '../../src/channels/slack/escape.js';
 import { escapeTelegram } from '../../src/channels/telegram/escape.js';
 import { defaultMessageSource, incidentUrl, incidentView, renderMessage, sampleIncident, type RenderContext } from '../../src/domain/render.js';

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { fieldError } from '../../domain/errors.js';
-import { defineConnectionType, hostOfUrl, httpUrl, shortText, urlDestination } from '../shared/config-fields.js';
+import { defineConnectionType, hostOfUrl, httpUrl, shortText, urlDestination } from '../common/config-fields.js';
 
 /** Discord through a channel webhook (the URL, which carries the token, is the secret). */
 const DiscordConfigSchema = z

@@ -1,5 +1,5 @@
 import { defineChannel } from '../channel.js';
-import { MARKDOWN } from '../shared/escape.js';
+import { MARKDOWN } from '../common/escape.js';
 import { discord as connection } from './config.js';
 
 /** Discord: see ./config.ts (what a connection holds), ./send.ts (how a message goes out). */

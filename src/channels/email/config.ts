@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { isIpLiteral, normalizeHost } from '../../domain/address-policy.js';
-import { defineConnectionType, secretString, shortText } from '../shared/config-fields.js';
+import { defineConnectionType, secretString, shortText } from '../common/config-fields.js';
 
 /** E-mail over SMTP. The password goes to `host`, so moving `host` needs the password again. */
 const MAX_RECIPIENTS = 50;

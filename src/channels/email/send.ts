@@ -6,8 +6,8 @@ import { classifySmtpCode } from '../../domain/delivery-policy.js';
 import type { OutboundMessage } from '../../ports/index.js';
 import { OutboundError } from '../../delivery/outbound-error.js';
 import type { OutboundGuard } from '../../delivery/outbound-guard.js';
-import { clip, fromOutboundError, permanent, refused, retryable, type ChannelResult } from '../shared/http-outcome.js';
-import { subjectOf } from '../shared/message-text.js';
+import { clip, fromOutboundError, permanent, refused, retryable, type ChannelResult } from '../common/http-outcome.js';
+import { subjectOf } from '../common/message-text.js';
 import type { ChannelAdapter } from '../adapter.js';
 
 /**

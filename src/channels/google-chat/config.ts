@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { defineConnectionType, httpUrl, shortText, urlDestination } from '../shared/config-fields.js';
+import { defineConnectionType, httpUrl, shortText, urlDestination } from '../common/config-fields.js';
 
 /** Google Chat space webhook (the URL carries key and token: secret); thread_key groups messages. */
 const GoogleChatConfigSchema = z

@@ -1,4 +1,4 @@
-import { breakMarkers, LINE_START, neutraliseMentions, ZWSP } from '../shared/escape.js';
+import { breakMarkers, LINE_START, neutraliseMentions, ZWSP } from '../common/escape.js';
 
 /**
  * Google Chat text markup (the syntax incoming webhooks use): like Slack it has no escape, so

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { defineConnectionType, httpUrl, shortText, urlDestination } from '../shared/config-fields.js';
+import { defineConnectionType, httpUrl, shortText, urlDestination } from '../common/config-fields.js';
 
 /** Mattermost incoming webhook (the URL is the secret); channel/username override its defaults. */
 const MattermostConfigSchema = z

@@ -1,8 +1,8 @@
 import type { MattermostConfig } from './config.js';
 import type { OutboundMessage } from '../../ports/index.js';
 import type { OutboundHttp, OutboundResponse } from '../../delivery/outbound-http.js';
-import { exchange, fromHttpStatus, hostOf, jsonOf, stringOf, type ChannelResult } from '../shared/http-outcome.js';
-import { joinSubject, subjectOf, truncate } from '../shared/message-text.js';
+import { exchange, fromHttpStatus, hostOf, jsonOf, stringOf, type ChannelResult } from '../common/http-outcome.js';
+import { joinSubject, subjectOf, truncate } from '../common/message-text.js';
 import type { ChannelAdapter } from '../adapter.js';
 
 /**

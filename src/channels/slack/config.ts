@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { defineConnectionType, headerSafeToken, httpUrl, shortText, urlDestination } from '../shared/config-fields.js';
+import { defineConnectionType, headerSafeToken, httpUrl, shortText, urlDestination } from '../common/config-fields.js';
 
 /**
  * Slack: an incoming webhook (`webhook_url`, itself the secret), or a bot token posting to a

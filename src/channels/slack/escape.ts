@@ -1,4 +1,4 @@
-import { breakMarkers, LINE_START, neutraliseMentions, ZWSP } from '../shared/escape.js';
+import { breakMarkers, LINE_START, neutraliseMentions, ZWSP } from '../common/escape.js';
 
 /**
  * Slack mrkdwn. `& < >` must be entities (Slack's own rule), which also makes `<!channel>`,

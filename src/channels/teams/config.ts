@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { DomainError } from '../../domain/errors.js';
-import { defineConnectionType, hostOfUrl, httpUrl, urlDestination } from '../shared/config-fields.js';
+import { defineConnectionType, hostOfUrl, httpUrl, urlDestination } from '../common/config-fields.js';
 
 /** Microsoft Teams through a Power Automate "Workflows" webhook (the URL is the secret). */
 const TeamsConfigSchema = z.strictObject({ webhook_url: httpUrl('webhook_url') }).meta({ id: 'TeamsConnectionConfig' });

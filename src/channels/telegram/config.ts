@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { defineConnectionType, headerSafeToken } from '../shared/config-fields.js';
+import { defineConnectionType, headerSafeToken } from '../common/config-fields.js';
 
 /**
  * Telegram Bot API. The token goes only to TELEGRAM_API_URL (the operator's, trusted), so there

@@ -1,4 +1,4 @@
-import { neutraliseMentions } from '../shared/escape.js';
+import { neutraliseMentions } from '../common/escape.js';
 
 /** Telegram parse modes a connection may use; absent means plain text. */
 export type TelegramParseMode = 'HTML' | 'MarkdownV2' | 'Markdown';

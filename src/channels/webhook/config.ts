@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { defineConnectionType, HEADER_VALUE, httpUrl, urlDestination } from '../shared/config-fields.js';
+import { defineConnectionType, HEADER_VALUE, httpUrl, urlDestination } from '../common/config-fields.js';
 
 /**
  * A signed HTTP webhook (Standard Webhooks). `url` is not secret; `secret` signs every request
