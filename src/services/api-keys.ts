@@ -24,8 +24,28 @@ export interface ApiKeyServiceDeps {
   crypto: TokenCrypto;
 }
 
+/**
+ * How long one process trusts a key it has looked up. Revocation must take effect on every
+ * instance within a second (README "API keys"): an entry is at most this old, the process that
+ * revokes drops its own at once, and an expiry is checked against the clock on every request.
+ * Within that window a request spends no Redis round trip on its key; the lookup (three reads
+ * and the last-use write) happens at most four times a second per key and process.
+ */
+export const AUTH_CACHE_MS = 250;
+/** Keys remembered per process; beyond it the oldest entry goes (a Map keeps insertion order). */
+const AUTH_CACHE_MAX = 10_000;
+
+interface CachedKey {
+  key: ApiKey;
+  /** Clock milliseconds after which the key is looked up again. */
+  until: number;
+}
+
 /** API keys: made by the CLI and the Slack App Home, checked on every /v1 request. */
 export class ApiKeyService {
+  /** Token SHA-256 → the active key found for it. Unknown and inactive tokens are never kept. */
+  private readonly cache = new Map<string, CachedKey>();
+
   constructor(private readonly d: ApiKeyServiceDeps) {}
 
   /** Creates a key; the token is returned here and never again (only its SHA-256 is kept). */
@@ -65,22 +85,41 @@ export class ApiKeyService {
       const key = await this.get(id);
       if (key.revoked_at !== null) return key;
       const next = { ...key, revoked_at: iso(this.d.clock.now()) };
-      return (await this.d.repo.update(key, next)) ? next : LOST_RACE;
+      if (!(await this.d.repo.update(key, next))) return LOST_RACE;
+      this.forget(id);
+      return next;
     }, () => new DomainError('conflict', 'The key changed while it was being revoked; try again.'));
   }
 
   /**
-   * Resolves a bearer token to an active key. No cache: every instance reads Redis on every
-   * request, which is what makes a revocation effective everywhere at once (within 1 s, README "API keys").
+   * Resolves a bearer token to an active key: from this process's cache when it looked the key up
+   * less than AUTH_CACHE_MS ago, else from Redis (which also records the use as `last_used_at`).
+   * A token that is unknown or no longer active is looked up again on every request, so a key
+   * created by another process works at once.
    */
   async authenticate(token: string | null): Promise<ApiKey> {
     if (token === null) throw unauthenticated('missing');
     if (!isWellFormedToken(token)) throw unauthenticated('invalid');
-    const key = await this.d.repo.findByTokenHash(this.d.crypto.sha256Hex(token));
+    const hash = this.d.crypto.sha256Hex(token);
     const now = this.d.clock.now();
+    const cached = this.cache.get(hash);
+    if (cached !== undefined && cached.until > now.getTime()) {
+      if (keyState(cached.key, now) === 'active') return cached.key;
+      this.cache.delete(hash);
+      throw unauthenticated('invalid');
+    }
+    this.cache.delete(hash);
+    const key = await this.d.repo.findByTokenHash(hash);
     if (!key || keyState(key, now) !== 'active') throw unauthenticated('invalid');
     await this.d.repo.touch(key.id, iso(now));
+    if (this.cache.size >= AUTH_CACHE_MAX) this.cache.delete(this.cache.keys().next().value as string);
+    this.cache.set(hash, { key, until: now.getTime() + AUTH_CACHE_MS });
     return key;
+  }
+
+  /** Drops a key from this process's cache (its token hash is not kept, so search by id). */
+  private forget(id: string): void {
+    for (const [hash, entry] of this.cache) if (entry.key.id === id) this.cache.delete(hash);
   }
 
   /** Throws `insufficient_scope` naming the scope. */

@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { formatToken, isWellFormedToken, TOKEN_PATTERN } from '../../src/domain/api-key.js';
-import { fieldsOf, idOf, refusal, refusalOf, slackActor } from './fakes.js';
+import { ApiKeyService, AUTH_CACHE_MS } from '../../src/services/api-keys.js';
+import { FakeTokenCrypto, fieldsOf, idOf, refusal, refusalOf, slackActor } from './fakes.js';
 import { world } from './world.js';
 
 /** ApiKeyService's rules over in-memory fakes. */
@@ -61,6 +62,52 @@ describe('ApiKeyService.authenticate', () => {
     await w.services.apiKeys.revoke(key.id);
     expect((await refusal(w.services.apiKeys.authenticate(token))).code).toBe('unauthenticated');
     expect(w.repos.apiKeys.touched).toEqual([]);
+  });
+});
+
+describe('ApiKeyService.authenticate: the per-process cache', () => {
+  it('looks a key up (and records its use) at most once per AUTH_CACHE_MS', async () => {
+    const w = world();
+    const { key, token } = await w.services.apiKeys.create({ name: 'ci', scopes: ['*'] }, slackActor);
+    for (let i = 0; i < 5; i += 1) await w.services.apiKeys.authenticate(token);
+    w.clock.advance(AUTH_CACHE_MS - 1);
+    await w.services.apiKeys.authenticate(token);
+    expect(w.repos.apiKeys.touched.map((t) => t.id)).toEqual([key.id]);
+    w.clock.advance(1);
+    await w.services.apiKeys.authenticate(token);
+    expect(w.repos.apiKeys.touched.map((t) => t.id)).toEqual([key.id, key.id]);
+  });
+
+  it('a revocation by another process takes effect within AUTH_CACHE_MS; by this one, at once', async () => {
+    const w = world();
+    const { key, token } = await w.services.apiKeys.create({ name: 'ci', scopes: ['*'] }, slackActor);
+    const { key: key2, token: token2 } = await w.services.apiKeys.create({ name: 'ci2', scopes: ['*'] }, slackActor);
+    await w.services.apiKeys.authenticate(token);
+    await w.services.apiKeys.authenticate(token2);
+    // Another instance sharing the same Redis.
+    const other = new ApiKeyService({ repo: w.repos.apiKeys, clock: w.clock, ids: w.ids, crypto: new FakeTokenCrypto() });
+    await other.revoke(key.id);
+    await expect(w.services.apiKeys.authenticate(token)).resolves.toMatchObject({ id: key.id });
+    w.clock.advance(AUTH_CACHE_MS);
+    expect((await refusal(w.services.apiKeys.authenticate(token))).code).toBe('unauthenticated');
+    // This process's own revocation drops its cached entry.
+    await w.services.apiKeys.revoke(key2.id);
+    expect((await refusal(w.services.apiKeys.authenticate(token2))).code).toBe('unauthenticated');
+  });
+
+  it('checks an expiry on every request, cached or not; an unknown token is never cached', async () => {
+    const w = world();
+    const { token } = await w.services.apiKeys.create({ name: 'short', scopes: ['*'], expires_in: '30m' }, slackActor);
+    w.clock.advance(30 * 60_000 - 100);
+    await w.services.apiKeys.authenticate(token);
+    w.clock.advance(100);
+    expect((await refusal(w.services.apiKeys.authenticate(token))).code).toBe('unauthenticated');
+    const later = formatToken(Buffer.alloc(32, 9));
+    expect((await refusal(w.services.apiKeys.authenticate(later))).code).toBe('unauthenticated');
+    // Issued afterwards (by the CLI, say) under that very token: it works at once.
+    const { key: fresh } = await w.services.apiKeys.create({ name: 'fresh', scopes: ['*'] }, slackActor);
+    w.repos.apiKeys.byHash.set(createHash('sha256').update(later).digest('hex'), fresh.id);
+    await expect(w.services.apiKeys.authenticate(later)).resolves.toMatchObject({ id: fresh.id });
   });
 });
 
