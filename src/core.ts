@@ -10,7 +10,7 @@ import { createIdGenerator } from './domain/ids.js';
 import { ApiKeyService } from './services/api-keys.js';
 import { RedisApiKeyRepo } from './store/api-keys.js';
 import { createSecretBox, nodeTokenCrypto } from './store/crypto.js';
-import { EmbeddedRedisError, openEmbeddedRedis, type EmbeddedRedis } from './store/embedded-redis.js';
+import { EmbeddedRedisError, openEmbeddedRedis, type EmbeddedRedis } from './runtime/embedded-redis/index.js';
 import { createKeys } from './store/keys.js';
 import { createRedis, whenReady } from './store/redis.js';
 import { describeRedisTarget, redisTargetFromConfig } from './store/redis-connect.js';

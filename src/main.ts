@@ -9,7 +9,7 @@ import { createHerald, StartupError, type Herald } from './composition/app.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { answerClientErrors } from './http/server.js';
 import { createLogger } from './log.js';
-import { EmbeddedRedisError, openEmbeddedRedis, type EmbeddedRedis } from './store/embedded-redis.js';
+import { EmbeddedRedisError, openEmbeddedRedis, type EmbeddedRedis } from './runtime/embedded-redis/index.js';
 import { describeRedisTarget, redisTargetFromConfig } from './store/redis-connect.js';
 
 async function main(): Promise<void> {
