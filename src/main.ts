@@ -10,86 +10,107 @@ import { ConfigError, loadConfig, type Config } from './config.js';
 import { answerClientErrors } from './http/server.js';
 import { createLogger } from './log.js';
 import { EmbeddedRedisError, openEmbeddedRedis, type EmbeddedRedis } from './runtime/embedded-redis/index.js';
-import { describeRedisTarget, redisTargetFromConfig } from './store/redis-connect.js';
+import { describeRedisTarget, redisTargetFromConfig, type RedisTarget } from './store/redis-connect.js';
 
 async function main(): Promise<void> {
-  let config: Config;
+  const config = configOrExit();
+  const log = createLogger(config.LOG_LEVEL);
+  const refuse = refuser(log);
+  const embedded = await embeddedRedisIfNoneConfigured(config, log, refuse);
+  const redisUrl = redisTargetFromConfig(config, embedded?.socketPath);
+  const herald = await startHerald({ config, redisUrl, log }, embedded, refuse);
+  const server = config.HERALD_ROLE === 'worker' ? null : await serve(herald, config, log, embedded, refuse);
+  logStarted({ config, log, herald, server, embedded, redisUrl });
+  stopOnSignals({ server, herald, embedded, log, budgetMs: config.HERALD_SHUTDOWN_MS });
+}
+
+/** Says why Herald will not start, in the log and on stderr, and exits with status 1. */
+type Refuse = (message: string) => never;
+
+function configOrExit(): Config {
   try {
-    config = loadConfig();
+    return loadConfig();
   } catch (e) {
     if (!(e instanceof ConfigError)) throw e;
     // The message names the variables, never their values (they may be secrets).
     process.stderr.write(`Herald cannot start. ${e.message}\n`);
     process.exit(1);
   }
-  const log = createLogger(config.LOG_LEVEL);
-  const refuse: (message: string) => never = (message) => {
+}
+
+function refuser(log: Logger): Refuse {
+  return (message) => {
     log.fatal(message);
     process.stderr.write(`Herald cannot start: ${message}\n`);
     process.exit(1);
   };
+}
 
-  let embedded: EmbeddedRedis | null = null;
-  // The embedded server only when no Redis of any kind is configured.
-  if (config.REDIS_URL === undefined && config.REDIS_CLUSTER_NODES === undefined && config.REDIS_SENTINELS === undefined) {
-    try {
-      embedded = await openEmbeddedRedis({ dataDir: config.HERALD_DATA_DIR, log });
-    } catch (e) {
-      if (e instanceof EmbeddedRedisError) refuse(e.message);
-      throw e;
-    }
-  }
-  const redisUrl = redisTargetFromConfig(config, embedded?.socketPath);
-
-  let herald: Herald;
+/** The embedded server only when no Redis of any kind is configured. */
+async function embeddedRedisIfNoneConfigured(config: Config, log: Logger, refuse: Refuse): Promise<EmbeddedRedis | null> {
+  if (config.REDIS_URL !== undefined || config.REDIS_CLUSTER_NODES !== undefined || config.REDIS_SENTINELS !== undefined) return null;
   try {
-    herald = await createHerald({ config, redisUrl, log });
+    return await openEmbeddedRedis({ dataDir: config.HERALD_DATA_DIR, log });
+  } catch (e) {
+    if (e instanceof EmbeddedRedisError) refuse(e.message);
+    throw e;
+  }
+}
+
+async function startHerald(opts: { config: Config; redisUrl: RedisTarget; log: Logger }, embedded: EmbeddedRedis | null, refuse: Refuse): Promise<Herald> {
+  try {
+    return await createHerald(opts);
   } catch (e) {
     await embedded?.stop();
     if (e instanceof StartupError) refuse(e.message);
     // Anything else here is Redis refusing us (unreachable, WRONGPASS, ...): say which Redis.
-    refuse(`could not set up over Redis at ${describeRedisTarget(redisUrl)}: ${e instanceof Error ? e.message : String(e)}`);
+    refuse(`could not set up over Redis at ${describeRedisTarget(opts.redisUrl)}: ${e instanceof Error ? e.message : String(e)}`);
   }
+}
 
+/** Listens on HOST:PORT; a port that cannot be had stops Herald and the embedded Redis first. */
+function serve(herald: Herald, config: Config, log: Logger, embedded: EmbeddedRedis | null, refuse: Refuse): Promise<Server> {
+  return listen(herald, config, log).catch(async (e: Error) => {
+    await herald.close();
+    await embedded?.stop();
+    return refuse(e.message);
+  });
+}
+
+function logStarted(s: { config: Config; log: Logger; herald: Herald; server: Server | null; embedded: EmbeddedRedis | null; redisUrl: RedisTarget }): void {
+  const { config, herald, server, embedded } = s;
   const role = config.HERALD_ROLE;
-  const server =
-    role === 'worker'
-      ? null
-      : await listen(herald, config, log).catch(async (e: Error) => {
-          await herald.close();
-          await embedded?.stop();
-          return refuse(e.message);
-        });
   const port = server ? (server.address() as AddressInfo).port : null;
-
   const persistence = herald.redisFacts.persistence;
-  log.info(
+  s.log.info(
     {
       port,
       host: server ? config.HOST : null,
       role,
       // createHerald runs the delivery worker for roles worker and all.
       delivery_worker: role !== 'api',
-      redis: embedded ? `embedded (${embedded.started ? 'started' : 'reused'}, ${embedded.socketPath})` : `external (${describeRedisTarget(redisUrl)})`,
+      redis: embedded ? `embedded (${embedded.started ? 'started' : 'reused'}, ${embedded.socketPath})` : `external (${describeRedisTarget(s.redisUrl)})`,
       persistence,
       slack: herald.slack ? `${herald.slack.mode} mode` : 'Slack not configured: API only',
     },
     server ? `Herald listening on http://${config.HOST}:${port} (role ${role})` : `Herald running (role ${role}, no HTTP)`,
   );
+}
 
+function stopOnSignals(parts: Omit<ShutdownParts, 'signal'>): void {
   let stopping = false;
   const stop = (signal: string) => {
     // A terminal's Ctrl-C reaches both tsx (which relays it) and this process: a repeated signal
     // must not cut the drain short. The backstop in shutdown() bounds the time anyway.
     if (stopping) {
-      log.info({ signal }, 'already shutting down');
+      parts.log.info({ signal }, 'already shutting down');
       return;
     }
     stopping = true;
-    shutdown({ signal, server, herald, embedded, log, budgetMs: config.HERALD_SHUTDOWN_MS }).then(
+    shutdown({ signal, ...parts }).then(
       () => process.exit(0),
       (err: unknown) => {
-        log.error({ err }, 'shutdown failed');
+        parts.log.error({ err }, 'shutdown failed');
         process.exit(1);
       },
     );

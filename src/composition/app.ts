@@ -157,8 +157,8 @@ interface HeraldEvents {
   deliveryChanged: Topic<[Delivery]>;
 }
 
-/** The services over their Redis adapters, and the delivery engine they share. */
-function composeServices(w: {
+/** What the services are wired from. */
+interface ServiceParts {
   opts: HeraldOptions;
   redis: Redis;
   keys: Keys;
@@ -168,7 +168,10 @@ function composeServices(w: {
   events: HeraldEvents;
   channels: { senders: ChannelSenders; tester: ConnectionTester };
   registry: Registry;
-}): { services: Services; delivery: DeliveryWiring } {
+}
+
+/** The services over their Redis adapters, and the delivery engine they share. */
+function composeServices(w: ServiceParts): { services: Services; delivery: DeliveryWiring } {
   const { opts, redis, keys, box, clock, events } = w;
   const { config, log } = opts;
   const ids = createIdGenerator(() => clock.now().getTime());

@@ -12,7 +12,7 @@ import type { Clock } from '../domain/clock.js';
 import type { Delivery } from '../domain/execution.js';
 import type { IdGenerator } from '../domain/ids.js';
 import { createConnectionTester } from '../delivery/connection-tester.js';
-import { deliveryMetrics } from '../delivery/metrics.js';
+import { deliveryMetrics, type DeliveryMetrics } from '../delivery/metrics.js';
 import { createBoundedResolver } from '../delivery/outbound-guard.js';
 import { createOutboundHttp } from '../delivery/outbound-http.js';
 import { BullDeliveryQueue } from '../delivery/queue.js';
@@ -53,7 +53,8 @@ export interface DeliveryWiring {
   close(): Promise<void>;
 }
 
-export function composeDelivery(o: {
+/** What the delivery engine is wired from. */
+export interface DeliveryParts {
   config: Config;
   redisUrl: string | RedisTarget;
   redis: Redis;
@@ -68,22 +69,54 @@ export function composeDelivery(o: {
   registry: Registry;
   /** Told after every delivery change (metrics here; Slack receipts subscribe). */
   deliveryChanged: Topic<[Delivery]>;
-}): DeliveryWiring {
-  const { config, log, keys } = o;
+}
+
+export function composeDelivery(o: DeliveryParts): DeliveryWiring {
+  const { queue, queueConnection } = composeQueue(o);
+  const bulkConnection = createRedis(o.redisUrl, { name: 'herald-bulk', log: o.log, commandTimeoutMs: BULK_COMMAND_TIMEOUT_MS });
+  const repo = new RedisExecutionRepo(o.redis, o.keys, () => o.clock.now().getTime(), bulkConnection);
+  const metrics = deliveryMetrics(o.registry);
+  o.deliveryChanged.on(metrics.changed);
+  const deliveries = composeDeliveryService(o, repo, queue, metrics.attempt);
+  const executions = composeExecutionService(o, repo, deliveries, queue);
+
+  let runtime: DeliveryRuntime | null = null;
+  let workerConnection: Redis | null = null;
+
+  return {
+    executions,
+    deliveries,
+    startWorker() {
+      if (runtime) return;
+      workerConnection = createRedis(o.redisUrl, { worker: true, name: 'herald-worker', log: o.log });
+      runtime = startWorkerRuntime(o, workerConnection, deliveries);
+    },
+    async close() {
+      await runtime?.close();
+      await queue.close().catch(() => undefined);
+      await queueConnection.quit().catch(() => undefined);
+      await bulkConnection.quit().catch(() => undefined);
+      await workerConnection?.quit().catch(() => undefined);
+    },
+  };
+}
+
+/** The BullMQ queue the services enqueue on, over a connection of its own. */
+function composeQueue(o: DeliveryParts): { queue: BullDeliveryQueue; queueConnection: Redis } {
+  const { log } = o;
   // BullMQ gets connections of its own. The queue (adding, removing jobs) serves requests, so its
   // commands are bounded like any request's (BullMQ's "failing fast when Redis is down"): what
-  // it fails to add, the outbox sweep adds later. Workers block and get unbounded ones below.
+  // it fails to add, the outbox sweep adds later. Workers block and get unbounded ones (startWorker).
   const queueConnection = createRedis(o.redisUrl, { name: 'herald-queue', log });
   // BullMQ re-emits its connections' errors on the queue: logged once per outage, like the clients.
   const queueTrouble = redisErrorLogger(log, 'herald-queue (BullMQ)');
   queueConnection.on('ready', queueTrouble.ready);
-  const queue = new BullDeliveryQueue(queueConnection, keys.bullPrefix, (err) => (isRedisUnavailable(err) ? queueTrouble.error(err) : log.warn({ err: err.message }, 'delivery queue error')));
-  const bulkConnection = createRedis(o.redisUrl, { name: 'herald-bulk', log, commandTimeoutMs: BULK_COMMAND_TIMEOUT_MS });
-  const repo = new RedisExecutionRepo(o.redis, keys, () => o.clock.now().getTime(), bulkConnection);
-  const metrics = deliveryMetrics(o.registry);
-  o.deliveryChanged.on(metrics.changed);
+  const queue = new BullDeliveryQueue(queueConnection, o.keys.bullPrefix, (err) => (isRedisUnavailable(err) ? queueTrouble.error(err) : log.warn({ err: err.message }, 'delivery queue error')));
+  return { queue, queueConnection };
+}
 
-  const deliveries = new DeliveryService({
+function composeDeliveryService(o: DeliveryParts, repo: RedisExecutionRepo, queue: BullDeliveryQueue, onAttempt: DeliveryMetrics['attempt']): DeliveryService {
+  return new DeliveryService({
     repo,
     targets: {
       get: (id) => o.connections.getForDelivery(id),
@@ -95,19 +128,21 @@ export function composeDelivery(o: {
       },
     },
     senders: o.senders,
-    pacer: new RedisPacer(o.redis, keys),
+    pacer: new RedisPacer(o.redis, o.keys),
     queue,
     clock: o.clock,
     ids: o.ids,
     random: Math.random,
     getIncident: (id) => o.incidents.get(id),
-    publicUrl: config.HERALD_PUBLIC_URL ?? null,
-    onAttempt: metrics.attempt,
-    onError: (what, err) => log.warn({ err: err instanceof Error ? err.message : String(err) }, `delivery bookkeeping failed: ${what}`),
+    publicUrl: o.config.HERALD_PUBLIC_URL ?? null,
+    onAttempt,
+    onError: (what, err) => o.log.warn({ err: err instanceof Error ? err.message : String(err) }, `delivery bookkeeping failed: ${what}`),
     onDeliveryChanged: (d) => void o.deliveryChanged.emit(d),
   });
+}
 
-  const executions = new ExecutionService({
+function composeExecutionService(o: DeliveryParts, repo: RedisExecutionRepo, deliveries: DeliveryService, queue: BullDeliveryQueue): ExecutionService {
+  return new ExecutionService({
     incidents: o.incidents,
     repo,
     deliveries,
@@ -116,37 +151,22 @@ export function composeDelivery(o: {
     enqueue: (jobs) => queue.enqueue(jobs),
     clock: o.clock,
     ids: o.ids,
-    publicUrl: config.HERALD_PUBLIC_URL,
-    onError: (what, err) => log.error({ err: err instanceof Error ? err.message : String(err) }, `execute: ${what}`),
+    publicUrl: o.config.HERALD_PUBLIC_URL,
+    onError: (what, err) => o.log.error({ err: err instanceof Error ? err.message : String(err) }, `execute: ${what}`),
   });
+}
 
-  let runtime: DeliveryRuntime | null = null;
-  let workerConnection: Redis | null = null;
-
-  return {
-    executions,
+function startWorkerRuntime(o: DeliveryParts, connection: Redis, deliveries: DeliveryService): DeliveryRuntime {
+  const { config } = o;
+  return startDeliveryRuntime({
+    connection,
+    prefix: o.keys.bullPrefix,
+    concurrency: config.HERALD_WORKER_CONCURRENCY,
+    lockDurationMs: config.HERALD_JOB_LOCK_MS,
+    sweepMs: config.HERALD_OUTBOX_SWEEP_MS,
+    shutdownMs: config.HERALD_SHUTDOWN_MS,
     deliveries,
-    startWorker() {
-      if (runtime) return;
-      workerConnection = createRedis(o.redisUrl, { worker: true, name: 'herald-worker', log });
-      runtime = startDeliveryRuntime({
-        connection: workerConnection,
-        prefix: keys.bullPrefix,
-        concurrency: config.HERALD_WORKER_CONCURRENCY,
-        lockDurationMs: config.HERALD_JOB_LOCK_MS,
-        sweepMs: config.HERALD_OUTBOX_SWEEP_MS,
-        shutdownMs: config.HERALD_SHUTDOWN_MS,
-        deliveries,
-        now: () => o.clock.now().getTime(),
-        log,
-      });
-    },
-    async close() {
-      await runtime?.close();
-      await queue.close().catch(() => undefined);
-      await queueConnection.quit().catch(() => undefined);
-      await bulkConnection.quit().catch(() => undefined);
-      await workerConnection?.quit().catch(() => undefined);
-    },
-  };
+    now: () => o.clock.now().getTime(),
+    log: o.log,
+  });
 }

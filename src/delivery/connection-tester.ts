@@ -73,7 +73,7 @@ export function createConnectionTester(deps: ConnectionTesterDeps): ConnectionTe
   const deadlineMs = deps.deadlineMs ?? CONNECTION_TEST_DEADLINE_MS;
 
   /** The test itself, without the deadline: the method tried and its outcome. */
-  async function run(conn: DeliveryConnection, sendMessage: boolean): Promise<{ method: string | null; outcome: Outcome; contacted: boolean }> {
+  async function run(conn: DeliveryConnection, sendMessage: boolean): Promise<Attempt> {
     const refusal = await checkDestinations(deps.http, conn);
     if (refusal) return { method: sendMessage ? 'send_message' : readOnlyCheckOf(conn.type, conn.config), outcome: refusal, contacted: false };
     if (sendMessage) return { method: 'send_message', outcome: await sendTestMessage(conn), contacted: true };
@@ -86,31 +86,7 @@ export function createConnectionTester(deps: ConnectionTesterDeps): ConnectionTe
       const checkedAt = iso(deps.clock.now());
       const started = monotonic();
       const secrets = Object.values(conn.secrets);
-      let method: string | null = sendMessage ? 'send_message' : null;
-      let outcome: Outcome;
-      let contacted = true;
-      let timer: NodeJS.Timeout | undefined;
-      // The deadline answers for whatever is still pending (a resolver, a TLS handshake, an SMTP
-      // server that greets slowly); what runs on is bounded by its own time-outs and is ignored.
-      const deadline = new Promise<'deadline'>((resolve) => {
-        timer = setTimeout(() => resolve('deadline'), deadlineMs);
-      });
-      try {
-        const r = await Promise.race([run(conn, sendMessage), deadline]);
-        if (r === 'deadline') {
-          const hosts = channelOf(conn.type).destinations(conn.config).map((d) => d.host);
-          outcome = { ok: false, status: 'unreachable', http_status: null, provider_code: null, latency_ms: null, detail: `the test did not finish within ${deadlineMs >= 1000 ? `${Math.round(deadlineMs / 1000)} s` : `${deadlineMs} ms`} (${hosts.join(', ') || 'the destination'} did not answer in time)` };
-        } else {
-          method = r.method;
-          outcome = r.outcome;
-          contacted = r.contacted;
-        }
-      } catch (e) {
-        // A bug must not turn a test into a 500: report it as data, without internals.
-        outcome = { ok: false, status: 'unreachable', http_status: null, provider_code: null, latency_ms: null, detail: `the test could not run: ${(e as Error).message}` };
-      } finally {
-        clearTimeout(timer);
-      }
+      const { method, outcome, contacted } = await withinDeadline(conn, sendMessage, deadlineMs, () => run(conn, sendMessage));
       // The check's own latency when it has one; else the time taken, if anyone was contacted.
       const latency = outcome.latency_ms ?? (contacted && outcome.status !== 'needs_send_message' ? Math.round(monotonic() - started) : null);
       return {
@@ -124,6 +100,40 @@ export function createConnectionTester(deps: ConnectionTesterDeps): ConnectionTe
       };
     },
   };
+}
+
+/** A test's method, its outcome, and whether anyone was contacted (the time taken counts only then). */
+interface Attempt {
+  method: string | null;
+  outcome: Outcome;
+  contacted: boolean;
+}
+
+/**
+ * Runs the test under the whole test's deadline. The deadline answers for whatever is still
+ * pending (a resolver, a TLS handshake, an SMTP server that greets slowly); what runs on is bounded
+ * by its own time-outs and is ignored.
+ */
+async function withinDeadline(conn: DeliveryConnection, sendMessage: boolean, deadlineMs: number, run: () => Promise<Attempt>): Promise<Attempt> {
+  const unfinished = (outcome: Outcome): Attempt => ({ method: sendMessage ? 'send_message' : null, outcome, contacted: true });
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<'deadline'>((resolve) => {
+    timer = setTimeout(() => resolve('deadline'), deadlineMs);
+  });
+  try {
+    const r = await Promise.race([run(), deadline]);
+    return r === 'deadline' ? unfinished(pastDeadline(conn, deadlineMs)) : r;
+  } catch (e) {
+    // A bug must not turn a test into a 500: report it as data, without internals.
+    return unfinished({ ok: false, status: 'unreachable', http_status: null, provider_code: null, latency_ms: null, detail: `the test could not run: ${(e as Error).message}` });
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function pastDeadline(conn: DeliveryConnection, deadlineMs: number): Outcome {
+  const hosts = channelOf(conn.type).destinations(conn.config).map((d) => d.host);
+  return { ok: false, status: 'unreachable', http_status: null, provider_code: null, latency_ms: null, detail: `the test did not finish within ${deadlineMs >= 1000 ? `${Math.round(deadlineMs / 1000)} s` : `${deadlineMs} ms`} (${hosts.join(', ') || 'the destination'} did not answer in time)` };
 }
 
 /** The read-only check of a type, seen through the common config type (the union widens safely). */

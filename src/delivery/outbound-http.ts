@@ -76,124 +76,202 @@ function isUnder(url: URL, base: URL): boolean {
 
 export function createOutboundHttp(allow: OutboundAllow, opts: OutboundHttpOptions = {}): OutboundHttp {
   const guard = new OutboundGuard(allow, { resolver: opts.resolver });
-  const maxBytes = opts.maxResponseBytes ?? MIB;
-  const now = opts.now ?? (() => performance.now());
-  const userAgent = opts.userAgent ?? 'Herald';
-  const trusted = (opts.trustedBaseUrls ?? []).map((u) => new URL(u));
-  const plainAgents = { http: new http.Agent({ keepAlive: false }), https: new https.Agent({ keepAlive: false }) };
-  // With extra CAs the guarded agents are still the ones used: `ca` is a per-request TLS option.
-  const ca = opts.ca;
+  const client: Client = {
+    opts,
+    guard,
+    maxBytes: opts.maxResponseBytes ?? MIB,
+    now: opts.now ?? (() => performance.now()),
+    userAgent: opts.userAgent ?? 'Herald',
+    trusted: (opts.trustedBaseUrls ?? []).map((u) => new URL(u)),
+    plainAgents: { http: new http.Agent({ keepAlive: false }), https: new https.Agent({ keepAlive: false }) },
+    // With extra CAs the guarded agents are still the ones used: `ca` is a per-request TLS option.
+    ca: opts.ca,
+  };
+  return { guard, request: (r) => request(client, r) };
+}
 
-  function request(r: OutboundRequest): Promise<OutboundResponse> {
-    const started = now();
-    const elapsed = () => Math.round(now() - started);
-    let url: URL;
-    let guarded = true;
-    try {
-      url = new URL(r.url);
-      guarded = !trusted.some((base) => isUnder(url, base));
-      if (guarded) url = guard.checkUrl(url);
-    } catch (e) {
-      return Promise.reject(e instanceof OutboundError ? e : new OutboundError('invalid_url', 'the destination is not a valid URL'));
-    }
-    const host = url.hostname.replace(/^\[|\]$/g, '');
-    const timeoutMs = r.timeoutMs ?? opts.defaultTimeoutMs ?? 10_000;
-    const connectTimeoutMs = Math.min(opts.connectTimeoutMs ?? 5_000, timeoutMs);
-    const body = r.body === undefined ? undefined : Buffer.isBuffer(r.body) ? r.body : Buffer.from(r.body, 'utf8');
-    const headers: Record<string, string> = { 'user-agent': userAgent, ...r.headers };
-    if (body !== undefined) headers['content-length'] = String(body.length);
+/** What every request of one client shares, settled once at creation. */
+interface Client {
+  opts: OutboundHttpOptions;
+  guard: OutboundGuard;
+  maxBytes: number;
+  now: () => number;
+  userAgent: string;
+  trusted: URL[];
+  plainAgents: { http: http.Agent; https: https.Agent };
+  ca: string | string[] | undefined;
+}
 
-    return new Promise<OutboundResponse>((resolve, reject) => {
-      const progress = { connected: false, sent: false };
-      let settled = false;
-      const timers: NodeJS.Timeout[] = [];
-      const finish = (fn: () => void) => {
-        if (settled) return;
-        settled = true;
-        for (const t of timers) clearTimeout(t);
-        fn();
-      };
-      const fail = (err: OutboundError) => {
-        err.latencyMs ??= elapsed();
-        finish(() => reject(err));
-        req.destroy();
-      };
+function request(c: Client, r: OutboundRequest): Promise<OutboundResponse> {
+  const started = c.now();
+  const elapsed = () => Math.round(c.now() - started);
+  const destination = destinationOf(c, r.url);
+  if (destination instanceof OutboundError) return Promise.reject(destination);
+  return send(c, planOf(c, r, destination), elapsed);
+}
 
-      const isHttps = url.protocol === 'https:';
-      const options: https.RequestOptions = {
-        method: r.method,
-        hostname: host,
-        port: url.port === '' ? undefined : Number(url.port),
-        path: `${url.pathname}${url.search}`,
-        headers,
-        agent: guarded ? (isHttps ? guard.httpsAgent : guard.httpAgent) : isHttps ? plainAgents.https : plainAgents.http,
-        ...(isHttps && ca !== undefined ? { ca } : {}),
-      };
-      const req = (isHttps ? https : http).request(options);
+interface Destination {
+  url: URL;
+  /** False under a trusted base: the address and https rules are skipped, nothing else. */
+  guarded: boolean;
+}
 
-      timers.push(
-        setTimeout(() => {
-          if (!progress.connected) fail(new OutboundError('connect_timeout', `${host} did not accept a connection within ${connectTimeoutMs} ms`));
-        }, connectTimeoutMs),
-        setTimeout(() => {
-          fail(
-            progress.connected
-              ? new OutboundError('timeout', `${host} did not answer within ${timeoutMs} ms`, { sent: progress.sent })
-              : new OutboundError('connect_timeout', `${host} did not accept a connection within ${timeoutMs} ms`),
-          );
-        }, timeoutMs),
-      );
-
-      req.on('socket', (socket) => {
-        // A TLS socket emits 'connect' for the TCP part too: "connected" means TCP, before TLS.
-        socket.once('connect', () => {
-          progress.connected = true;
-        });
-      });
-      req.on('finish', () => {
-        progress.sent = true;
-      });
-      req.on('error', (e) => fail(classifyNetworkError(e, host, { ...progress, latencyMs: elapsed() })));
-
-      req.on('response', (res) => {
-        const status = res.statusCode ?? 0;
-        const resHeaders = flattenHeaders(res.headers);
-        if (status >= 300 && status < 400) {
-          res.destroy();
-          fail(
-            new OutboundError('redirect', `${host} answered ${status} (a redirect); redirects are never followed`, {
-              httpStatus: status,
-              location: resHeaders.location ?? null,
-            }),
-          );
-          return;
-        }
-        const chunks: Buffer[] = [];
-        let size = 0;
-        const done = (truncated: boolean) =>
-          finish(() => resolve({ status, headers: resHeaders, body: Buffer.concat(chunks).toString('utf8'), truncated, latencyMs: elapsed() }));
-        res.on('data', (c: Buffer) => {
-          if (settled) return;
-          const room = maxBytes - size;
-          if (c.length > room) {
-            chunks.push(c.subarray(0, room));
-            size = maxBytes;
-            done(true);
-            res.destroy(); // stop reading: the rest is not worth the memory
-            req.destroy();
-            return;
-          }
-          chunks.push(c);
-          size += c.length;
-        });
-        res.on('end', () => done(false));
-        res.on('error', (e) => fail(classifyNetworkError(e, host, { ...progress, latencyMs: elapsed() })));
-        res.on('aborted', () => fail(new OutboundError('reset', `${host} closed the connection mid-answer`, { sent: true, httpStatus: status })));
-      });
-
-      req.end(body);
-    });
+/** The URL to ask, checked by the guard unless it is under a trusted base; a refusal is returned, not thrown. */
+function destinationOf(c: Client, raw: string): Destination | OutboundError {
+  try {
+    const parsed = new URL(raw);
+    const guarded = !c.trusted.some((base) => isUnder(parsed, base));
+    return { url: guarded ? c.guard.checkUrl(parsed) : parsed, guarded };
+  } catch (e) {
+    return e instanceof OutboundError ? e : new OutboundError('invalid_url', 'the destination is not a valid URL');
   }
+}
 
-  return { guard, request };
+/** One request as node:http takes it, with its budgets; decided before anything is sent. */
+interface Plan {
+  host: string;
+  timeoutMs: number;
+  connectTimeoutMs: number;
+  isHttps: boolean;
+  options: https.RequestOptions;
+  body: Buffer | undefined;
+}
+
+function planOf(c: Client, r: OutboundRequest, { url, guarded }: Destination): Plan {
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  const timeoutMs = r.timeoutMs ?? c.opts.defaultTimeoutMs ?? 10_000;
+  const connectTimeoutMs = Math.min(c.opts.connectTimeoutMs ?? 5_000, timeoutMs);
+  const body = r.body === undefined ? undefined : Buffer.isBuffer(r.body) ? r.body : Buffer.from(r.body, 'utf8');
+  const headers: Record<string, string> = { 'user-agent': c.userAgent, ...r.headers };
+  if (body !== undefined) headers['content-length'] = String(body.length);
+  const isHttps = url.protocol === 'https:';
+  const ca = c.ca;
+  const options: https.RequestOptions = {
+    method: r.method,
+    hostname: host,
+    port: url.port === '' ? undefined : Number(url.port),
+    path: `${url.pathname}${url.search}`,
+    headers,
+    agent: guarded ? (isHttps ? c.guard.httpsAgent : c.guard.httpAgent) : isHttps ? c.plainAgents.https : c.plainAgents.http,
+    ...(isHttps && ca !== undefined ? { ca } : {}),
+  };
+  return { host, timeoutMs, connectTimeoutMs, isHttps, options, body };
+}
+
+/**
+ * One request in flight. Whichever comes first — the answer, a failure, a time-out — settles it;
+ * everything after is ignored, and settling clears the timers.
+ */
+interface Exchange {
+  req: http.ClientRequest;
+  host: string;
+  progress: { connected: boolean; sent: boolean };
+  timers: NodeJS.Timeout[];
+  elapsed: () => number;
+  settled: () => boolean;
+  finish: (fn: () => void) => void;
+  fail: (err: OutboundError) => void;
+}
+
+function send(c: Client, p: Plan, elapsed: () => number): Promise<OutboundResponse> {
+  return new Promise<OutboundResponse>((resolve, reject) => {
+    const req = (p.isHttps ? https : http).request(p.options);
+    const x = exchangeOf(req, p.host, elapsed, reject);
+    x.timers.push(...timeouts(x, p));
+    watchProgress(x);
+    req.on('error', (e) => failNetwork(x, e));
+    req.on('response', (res) => readAnswer(x, res, c.maxBytes, resolve));
+    req.end(p.body);
+  });
+}
+
+function exchangeOf(req: http.ClientRequest, host: string, elapsed: () => number, reject: (err: OutboundError) => void): Exchange {
+  let settled = false;
+  const timers: NodeJS.Timeout[] = [];
+  const finish = (fn: () => void) => {
+    if (settled) return;
+    settled = true;
+    for (const t of timers) clearTimeout(t);
+    fn();
+  };
+  const fail = (err: OutboundError) => {
+    err.latencyMs ??= elapsed();
+    finish(() => reject(err));
+    req.destroy();
+  };
+  return { req, host, progress: { connected: false, sent: false }, timers, elapsed, settled: () => settled, finish, fail };
+}
+
+/** The connect budget, then the total one. */
+function timeouts(x: Exchange, p: Plan): NodeJS.Timeout[] {
+  return [
+    setTimeout(() => {
+      if (!x.progress.connected) x.fail(new OutboundError('connect_timeout', `${p.host} did not accept a connection within ${p.connectTimeoutMs} ms`));
+    }, p.connectTimeoutMs),
+    setTimeout(() => {
+      x.fail(
+        x.progress.connected
+          ? new OutboundError('timeout', `${p.host} did not answer within ${p.timeoutMs} ms`, { sent: x.progress.sent })
+          : new OutboundError('connect_timeout', `${p.host} did not accept a connection within ${p.timeoutMs} ms`),
+      );
+    }, p.timeoutMs),
+  ];
+}
+
+/** How far the request got: a failure says whether the request may have been acted on. */
+function watchProgress(x: Exchange): void {
+  x.req.on('socket', (socket) => {
+    // A TLS socket emits 'connect' for the TCP part too: "connected" means TCP, before TLS.
+    socket.once('connect', () => {
+      x.progress.connected = true;
+    });
+  });
+  x.req.on('finish', () => {
+    x.progress.sent = true;
+  });
+}
+
+function failNetwork(x: Exchange, e: Error): void {
+  x.fail(classifyNetworkError(e, x.host, { ...x.progress, latencyMs: x.elapsed() }));
+}
+
+/** A redirect fails the request (never followed); any other answer is read as data. */
+function readAnswer(x: Exchange, res: http.IncomingMessage, maxBytes: number, resolve: (r: OutboundResponse) => void): void {
+  const status = res.statusCode ?? 0;
+  const headers = flattenHeaders(res.headers);
+  if (status >= 300 && status < 400) {
+    res.destroy();
+    x.fail(
+      new OutboundError('redirect', `${x.host} answered ${status} (a redirect); redirects are never followed`, {
+        httpStatus: status,
+        location: headers.location ?? null,
+      }),
+    );
+    return;
+  }
+  readBoundedBody(x, res, maxBytes, (body, truncated) => resolve({ status, headers, body, truncated, latencyMs: x.elapsed() }));
+  res.on('error', (e) => failNetwork(x, e));
+  res.on('aborted', () => x.fail(new OutboundError('reset', `${x.host} closed the connection mid-answer`, { sent: true, httpStatus: status })));
+}
+
+/** Reads at most `maxBytes` of the answer; past the cap the rest is not read. */
+function readBoundedBody(x: Exchange, res: http.IncomingMessage, maxBytes: number, answer: (body: string, truncated: boolean) => void): void {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  const done = (truncated: boolean) => x.finish(() => answer(Buffer.concat(chunks).toString('utf8'), truncated));
+  res.on('data', (c: Buffer) => {
+    if (x.settled()) return;
+    const room = maxBytes - size;
+    if (c.length > room) {
+      chunks.push(c.subarray(0, room));
+      size = maxBytes;
+      done(true);
+      res.destroy(); // stop reading: the rest is not worth the memory
+      x.req.destroy();
+      return;
+    }
+    chunks.push(c);
+    size += c.length;
+  });
+  res.on('end', () => done(false));
 }

@@ -21,10 +21,17 @@ type Submission = { body: ViewSubmitAction; ack: AckFn<ViewResponseAction> };
  * "Submit" carry the same view id, and the repeats are acked without doing anything again.
  */
 export function registerSubmissions(app: App, deps: SlackDeps, announcer: Announcer): void {
-  const s = deps.services;
+  registerCreate(app, deps, announcer);
+  registerUpdate(app, deps);
+  registerResolve(app, deps);
+  registerClose(app, deps);
+  registerExecute(app, deps, announcer);
+  registerApiKeyGenerate(app, deps);
+}
 
+function registerCreate(app: App, deps: SlackDeps, announcer: Announcer): void {
   submit(app, deps, CALLBACKS.create, async ({ state, body, ctx }) => {
-    const incident = await s.incidents.create(
+    const incident = await deps.services.incidents.create(
       {
         title: textOf(state, 'title'),
         severity: selectedOf(state, 'severity'),
@@ -38,7 +45,9 @@ export function registerSubmissions(app: App, deps: SlackDeps, announcer: Announ
       after: () => announcer.announceDeclared(incident.id, { channel: ctx.channel_id ?? null, user: body.user.id }),
     };
   });
+}
 
+function registerUpdate(app: App, deps: SlackDeps): void {
   submit(app, deps, CALLBACKS.update, async ({ state, body, ctx }) => {
     const patch: Record<string, unknown> = {
       status: selectedOf(state, 'status'),
@@ -49,54 +58,66 @@ export function registerSubmissions(app: App, deps: SlackDeps, announcer: Announ
       // The multi-select is only in the modal when templates exist; absent means "leave alone".
       template_ids: state.has('template_ids') ? (listOf(state, 'template_ids') ?? []) : undefined,
     };
-    await s.incidents.update(incidentIdOf(ctx), withoutUndefined(patch), slackActor(body.user));
+    await deps.services.incidents.update(incidentIdOf(ctx), withoutUndefined(patch), slackActor(body.user));
     return {};
   });
+}
 
+function registerResolve(app: App, deps: SlackDeps): void {
   submit(app, deps, CALLBACKS.resolve, async ({ state, body, ctx }) => {
     // A blank summary leaves the stored one alone: a summary too long for a Slack input is not
     // prefilled, and submitting the modal as shown must not erase it.
     const summary = textOf(state, 'resolution_summary');
-    await s.incidents.update(incidentIdOf(ctx), { status: 'resolved', ...(summary.trim() === '' ? {} : { resolution_summary: summary }) }, slackActor(body.user));
+    await deps.services.incidents.update(incidentIdOf(ctx), { status: 'resolved', ...(summary.trim() === '' ? {} : { resolution_summary: summary }) }, slackActor(body.user));
     return {};
   });
+}
 
+function registerClose(app: App, deps: SlackDeps): void {
   submit(app, deps, CALLBACKS.close, async ({ state, body, ctx }) => {
     const summary = textOf(state, 'resolution_summary');
-    await s.incidents.close(incidentIdOf(ctx), summary.trim() === '' ? {} : { resolution_summary: summary }, slackActor(body.user));
+    await deps.services.incidents.close(incidentIdOf(ctx), summary.trim() === '' ? {} : { resolution_summary: summary }, slackActor(body.user));
     return {};
   });
+}
 
-  // Planning a large execute (every template × every connection, rendered) can take seconds, and
-  // Slack wants the ack within 3. So the cheap checks run inside the ack (a refusal lands on the
-  // inputs as usual), the modal turns into a "sending" view, and the execute runs after the ack;
-  // its outcome (or a late refusal) replaces that view through views.update.
+// Planning a large execute (every template × every connection, rendered) can take seconds, and
+// Slack wants the ack within 3. So the cheap checks run inside the ack (a refusal lands on the
+// inputs as usual), the modal turns into a "sending" view, and the execute runs after the ack;
+// its outcome (or a late refusal) replaces that view through views.update.
+function registerExecute(app: App, deps: SlackDeps, announcer: Announcer): void {
   submit(app, deps, CALLBACKS.execute, async ({ state, body, ctx }) => {
     const incidentId = incidentIdOf(ctx);
     const request = { variables: variablesOf(state) };
-    await s.executions.precheck(incidentId, request);
+    await deps.services.executions.precheck(incidentId, request);
     const viewId = body.view.id;
     return {
       view: messageModal('Executing', ':hourglass_flowing_sand: Sending… this view shows the outcome in a moment.', 'Close'),
       after: async () => {
-        let outcome: ModalView;
-        try {
-          const result = await s.executions.execute(incidentId, request, slackActor(body.user), { dryRun: false });
-          if (!result.dryRun) announcer.executed(incidentId, result.execution.id);
-          const n = result.dryRun ? 0 : result.execution.deliveries.length;
-          outcome = messageModal('Executed', `:outbox_tray: Queued ${n} ${n === 1 ? 'delivery' : 'deliveries'}. Their receipts follow on the incident's announcement (and in the API's executions).`, 'Close');
-        } catch (e) {
-          if (!isDomainError(e)) deps.log.error({ err: e, callback_id: CALLBACKS.execute }, 'execute from Slack failed after the ack');
-          outcome = messageModal('Not sent', ephemeralMessage(e), 'Close');
-        }
+        const outcome = await executeAfterAck(deps, announcer, incidentId, request, body);
         await deps.client.views.update({ view_id: viewId, view: outcome });
       },
     };
   });
+}
 
+/** The execute itself, after the ack: its outcome (or its refusal) as the view that replaces "sending". */
+async function executeAfterAck(deps: SlackDeps, announcer: Announcer, incidentId: string, request: { variables: ReturnType<typeof variablesOf> }, body: ViewSubmitAction): Promise<ModalView> {
+  try {
+    const result = await deps.services.executions.execute(incidentId, request, slackActor(body.user), { dryRun: false });
+    if (!result.dryRun) announcer.executed(incidentId, result.execution.id);
+    const n = result.dryRun ? 0 : result.execution.deliveries.length;
+    return messageModal('Executed', `:outbox_tray: Queued ${n} ${n === 1 ? 'delivery' : 'deliveries'}. Their receipts follow on the incident's announcement (and in the API's executions).`, 'Close');
+  } catch (e) {
+    if (!isDomainError(e)) deps.log.error({ err: e, callback_id: CALLBACKS.execute }, 'execute from Slack failed after the ack');
+    return messageModal('Not sent', ephemeralMessage(e), 'Close');
+  }
+}
+
+function registerApiKeyGenerate(app: App, deps: SlackDeps): void {
   submit(app, deps, CALLBACKS.apiKeyGenerate, async ({ state, body }) => {
     const expires = selectedOf(state, 'expires_in');
-    const { key, token } = await s.apiKeys.create(
+    const { key, token } = await deps.services.apiKeys.create(
       {
         name: textOf(state, 'name'),
         scopes: listOf(state, 'scopes') ?? [],
