@@ -7,10 +7,11 @@ import { LIMITS } from './limits.js';
 import { dedupeFieldErrors, safeParseInput, toFieldErrors } from './validation.js';
 
 /**
- * Connections (README "Delivery semantics", Outbound safety): the wire schemas, the stored record, and the pure rules — config
+ * Connections (README "Delivery semantics", Outbound safety): the request schemas, the stored record, and the pure rules — config
  * validation per type, merge-PATCH, the secret_required rule, the address policy at write time,
- * health bookkeeping and the presenter. Secrets are plaintext here; sealing them is the
- * service's job (through the SecretBox port), so the rules stay pure and testable.
+ * health bookkeeping. Secrets are plaintext here; sealing them is the service's job (through the
+ * SecretBox port), so the rules stay pure and testable. What a client sees of a record is the
+ * HTTP edge's business (src/http/presenters/connection.ts).
  */
 
 const RATE_LIMIT_MAX = 60_000;
@@ -63,32 +64,7 @@ export const ConnectionTestRequestSchema = z
   .strictObject({ send_message: z.boolean().optional().meta({ description: 'Deliver a marked test message (default false: read-only check).' }) })
   .meta({ id: 'ConnectionTestRequest' });
 
-// ── wire shapes ──────────────────────────────────────────────────────────────────────────────
-
-export const SecretStateSchema = z
-  .object({ set: z.literal(true), last4: z.string().nullable().meta({ description: 'Last 4 characters; null for values shorter than 12.' }) })
-  .meta({ id: 'SecretState' });
-
-export const ConnectionSchema = z
-  .object({
-    id: z.string(),
-    name: z.string(),
-    type: ChannelTypeSchema,
-    enabled: z.boolean(),
-    config: z.record(z.string(), z.unknown()).meta({ description: 'The non-secret part of the config; an optional field that is not set is null.' }),
-    secrets: z.record(z.string(), SecretStateSchema).meta({ description: 'One entry per secret that is set; values are never returned.' }),
-    rate_limit_per_minute: z.number().int().nullable(),
-    health: ConnectionHealthSchema,
-    last_test: ConnectionTestResultSchema.nullable(),
-    created_at: z.string(),
-    updated_at: z.string(),
-  })
-  .meta({ id: 'Connection' });
-export type ConnectionWire = z.infer<typeof ConnectionSchema>;
-
-export const ConnectionCreatedSchema = ConnectionSchema.extend({
-  signing_secret: z.string().optional().meta({ description: 'webhook only: the signing secret, shown this once.' }),
-}).meta({ id: 'ConnectionCreated' });
+// ── request shapes ───────────────────────────────────────────────────────────────────────────
 
 const name = z.string().trim().min(1, 'name is required.').max(LIMITS.connectionName, `name is at most ${LIMITS.connectionName} characters.`);
 const rateLimit = z
@@ -439,36 +415,6 @@ export function nextHealth(health: ConnectionHealth, outcome: { ok: true } | { o
 /** Disables a connection the system found dead (a 404/410 from its webhook), saying why. */
 export function disabledHealth(health: ConnectionHealth, reason: string): ConnectionHealth {
   return { ...health, state: 'disabled', disabled_reason: reason, last_error: health.last_error ?? reason };
-}
-
-/**
- * The non-secret config fields of a type, in its schema's order: what `config` on the wire
- * lists, with null for an optional field that is not set (README "Conventions worth knowing": absent is null, not omitted).
- */
-function presentedConfigFields(type: ChannelType): string[] {
-  const def = channelOf(type);
-  const schema = def.configSchema;
-  const fields = schema instanceof z.ZodObject ? Object.keys(schema.shape) : [];
-  return fields.filter((f) => !def.secretFields.includes(f) && !def.secretMaps.includes(f));
-}
-
-/** What goes on the wire: no sealed value, no revision; secrets as `{set, last4}`. */
-export function presentConnection(c: ConnectionRecord): ConnectionWire {
-  const config: Record<string, unknown> = Object.fromEntries(presentedConfigFields(c.type).map((f) => [f, null]));
-  for (const [k, v] of Object.entries(c.config)) config[k] = v;
-  return {
-    id: c.id,
-    name: c.name,
-    type: c.type,
-    enabled: c.enabled,
-    config,
-    secrets: Object.fromEntries(Object.entries(c.secrets).map(([k, s]) => [k, { set: true as const, last4: s.last4 }])),
-    rate_limit_per_minute: c.rate_limit_per_minute,
-    health: c.health,
-    last_test: c.last_test,
-    created_at: c.created_at,
-    updated_at: c.updated_at,
-  };
 }
 
 /** A test outcome decided without contacting anyone (invalid config, policy, no read-only check). */

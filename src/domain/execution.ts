@@ -86,19 +86,6 @@ export interface Delivery extends z.infer<typeof DeliverySchema> {
   rev: number;
 }
 
-export const ExecutionSchema = z
-  .object({
-    id: z.string(),
-    incident_id: z.string(),
-    status: z.enum(EXECUTION_STATUSES),
-    variables: z.record(z.string(), z.string()),
-    created_at: z.string(),
-    completed_at: z.string().nullable(),
-    deliveries: z.array(DeliverySchema),
-  })
-  .meta({ id: 'Execution' });
-export type ExecutionView = z.infer<typeof ExecutionSchema>;
-
 export interface Execution {
   id: string;
   incident_id: string;
@@ -120,34 +107,6 @@ export function executionStatus(deliveries: Pick<Delivery, 'status'>[]): Executi
   if (s.every((x) => x === 'cancelled')) return 'cancelled';
   if (s.some((x) => x === 'delivered')) return 'partially_failed';
   return 'failed';
-}
-
-export function presentExecution(e: Execution, deliveries: Delivery[]): ExecutionView {
-  const done = deliveries.length > 0 && deliveries.every((d) => isTerminal(d.status));
-  const completed = done ? deliveries.map((d) => d.finished_at ?? e.created_at).sort().at(-1) ?? null : null;
-  return {
-    id: e.id,
-    incident_id: e.incident_id,
-    status: executionStatus(deliveries),
-    variables: e.variables,
-    created_at: e.created_at,
-    completed_at: completed,
-    deliveries: deliveries.map(presentDelivery),
-  };
-}
-
-export function presentDelivery(d: Delivery): z.infer<typeof DeliverySchema> {
-  return {
-    id: d.id,
-    connection_id: d.connection_id,
-    connection_type: d.connection_type,
-    template_id: d.template_id,
-    template_version: d.template_version,
-    status: d.status,
-    attempts: d.attempts,
-    possible_duplicate: d.possible_duplicate,
-    delivered_at: d.delivered_at,
-  };
 }
 
 export function newDelivery(p: {

@@ -170,9 +170,3 @@ export function closeIncident(incident: Incident, input: IncidentClose, now: str
 function sameList(a: readonly string[], b: readonly string[]): boolean {
   return a.length === b.length && a.every((v, i) => v === b[i]);
 }
-
-/** Strips storage-only fields: what goes on the wire. */
-export function presentIncident(i: Incident): z.infer<typeof IncidentSchema> {
-  const { rev: _rev, ...wire } = i;
-  return wire;
-}

@@ -122,11 +122,6 @@ export const TemplateRenderRequestSchema = z
   })
   .meta({ id: 'TemplateRenderRequest' });
 
-const previewShape = Object.fromEntries(
-  CHANNEL_TYPES.map((t) => [t, z.object({ subject: z.string(), body: z.string(), html: z.string().optional().meta({ description: 'E-mail only: the HTML part.' }) })]),
-) as { [K in ChannelType]: z.ZodObject<{ subject: z.ZodString; body: z.ZodString; html: z.ZodOptional<z.ZodString> }> };
-export const TemplatePreviewsSchema = z.object({ previews: z.object(previewShape) }).meta({ id: 'TemplatePreviews' });
-
 /** Name uniqueness ignores case and Unicode compatibility forms: "Outage" and "outage" clash. */
 export function templateNameKey(templateName: string): string {
   return templateName.normalize('NFKC').toLowerCase();
@@ -210,10 +205,4 @@ export function applyTemplatePatch(current: Template, patch: TemplatePatch, now:
 export function sourceForChannel(t: Pick<Template, 'subject' | 'body' | 'variants'>, channel: ChannelType): MessageSource {
   const v = t.variants[channel];
   return v ? { subject: v.subject ?? t.subject, body: v.body } : { subject: t.subject, body: t.body };
-}
-
-/** Strips storage-only fields: what goes on the wire. */
-export function presentTemplate(t: Template): TemplateWire {
-  const { variables_declared: _declared, ...wire } = t;
-  return wire;
 }

@@ -1,12 +1,14 @@
-import type { RequestHandler, Router } from 'express';
+import type { ResponseConfig } from '@asteasolutions/zod-to-openapi';
+import { Router, type Request, type RequestHandler, type Response } from 'express';
+import type { z } from 'zod';
 import type { Scope } from '../domain/api-key.js';
 import { DomainError } from '../domain/errors.js';
 import type { IdempotencyStore, RateLimiter } from '../ports/index.js';
 import type { ApiKeyService } from '../services/api-keys.js';
-import { authenticate, requireScope } from './auth.js';
-import { jsonBody } from './body.js';
-import { idempotency } from './idempotency.js';
-import { rateLimit } from './rate-limit.js';
+import { authenticate, requireScope } from './middleware/auth.js';
+import { jsonBody } from './middleware/body.js';
+import { idempotency } from './middleware/idempotency.js';
+import { rateLimit } from './middleware/rate-limit.js';
 
 export interface EdgeDeps {
   keys: ApiKeyService;
@@ -15,45 +17,93 @@ export interface EdgeDeps {
 }
 
 export type Method = 'get' | 'post' | 'patch' | 'delete';
+export type BodyMode = 'required' | 'optional' | 'none';
 
-export interface Endpoint {
-  /** Scope needed; null only for the public OpenAPI document. */
-  scope: Scope | null;
-  /** Whether a JSON body is read: required, optional (close/test/redeliver), or none. */
-  body?: 'required' | 'optional' | 'none';
-  /** The execute limit applies on top of the default one. */
-  execute?: boolean;
-  handler: RequestHandler;
+/** What the OpenAPI operation says beyond what the route's chain (scope, body, method) implies. */
+export interface OperationDoc {
+  operationId: string;
+  summary: string;
+  query?: z.ZodObject;
+  /** The JSON body; whether it is required follows the route's body mode. */
+  body?: z.ZodType;
+  /** The answers the handler gives; those of the chain (401, 403, 413, 429, …) are added by the builder. */
+  responses: Record<number, ResponseConfig>;
+  /** The handler honours If-Match (it calls ifMatchRevision). */
+  ifMatch?: boolean;
+  /** Its 200/201 carry the record's ETag. */
+  etag?: boolean;
 }
 
+export interface Route<D> {
+  method: Method;
+  /** Express syntax (`/incidents/:id`); the document's `{id}` form is derived from it. */
+  path: string;
+  /** Scope needed; null only for the public OpenAPI document. */
+  scope: Scope | null;
+  /** Whether a JSON body is read; default: required for POST and PATCH, none otherwise. */
+  body?: BodyMode;
+  /** The execute limit applies on top of the default one. */
+  execute?: boolean;
+  /** null: not an API operation (the document itself). */
+  doc: OperationDoc | null;
+  /** Gets its dependencies per request, so a table can be read (for the document) without any. */
+  handle: (req: Request, res: Response, deps: D) => void | Promise<void>;
+}
+
+/** One resource's routes: mounted by mountRoutes, documented by buildOpenApiDocument. */
+export interface RouteTable<D> {
+  tag: string;
+  /** Path parameters by name, as the document shows them. */
+  params: Record<string, z.ZodType>;
+  routes: readonly Route<D>[];
+}
+
+export const defineRoutes = <D>(about: Omit<RouteTable<D>, 'routes'>, routes: readonly Route<D>[]): RouteTable<D> => ({ ...about, routes });
+
+export const bodyModeOf = (route: Pick<Route<unknown>, 'method' | 'body'>): BodyMode =>
+  route.body ?? (route.method === 'post' || route.method === 'patch' ? 'required' : 'none');
+
+/** `/incidents/:id` → `/incidents/{id}`. */
+export const openApiPath = (path: string): string => path.replace(/:([A-Za-z]\w*)/g, '{$1}');
+
 /**
- * Registers one path with the chain of README "Conventions worth knowing", in its order of checks: the path is known
+ * Mounts a table with the chain of README "Conventions worth knowing", in its order of checks: the path is known
  * (else 404 at the end of the router) → method allowed (405 + Allow) → 401 → rate limit → 403 →
  * body (400/413/415) → Idempotency-Key (POST) → the route, which does 404/409/422.
  */
-export function endpoint(router: Router, deps: EdgeDeps, path: string, methods: Partial<Record<Method, Endpoint>>): void {
-  for (const [method, ep] of Object.entries(methods) as [Method, Endpoint][]) {
-    const chain: RequestHandler[] = [];
-    if (ep.scope !== null) {
-      // Counted before the scope check: a 403 is an authenticated response too, so it carries
-      // the RateLimit headers, and probing for scopes spends the key's budget.
-      chain.push(authenticate(deps.keys), rateLimit(deps.limiter, ep.execute ? ['default', 'execute'] : ['default']));
-      chain.push(requireScope(deps.keys, ep.scope));
-    }
-    const body = ep.body ?? (method === 'post' || method === 'patch' ? 'required' : 'none');
-    if (body !== 'none') chain.push(jsonBody({ optional: body === 'optional' }));
-    if (method === 'post') chain.push(idempotency(deps.idempotency));
-    chain.push(ep.handler);
-    router[method](path, ...chain);
+export function mountRoutes<D extends EdgeDeps>(deps: D, table: RouteTable<D>): Router {
+  const router = Router();
+  const methodsByPath = new Map<string, Method[]>();
+  for (const route of table.routes) {
+    router[route.method](route.path, ...chainOf(route, deps), (req, res) => route.handle(req, res, deps));
+    methodsByPath.set(route.path, [...(methodsByPath.get(route.path) ?? []), route.method]);
   }
-  const allow = Object.keys(methods)
-    .map((m) => m.toUpperCase())
-    .flatMap((m) => (m === 'GET' ? ['GET', 'HEAD'] : [m]))
-    .join(', ');
-  router.all(path, () => {
-    throw new DomainError('method_not_allowed', `Use one of: ${allow}.`, [], { allow });
-  });
+  // After every method of the path, so only the others reach it.
+  for (const [path, methods] of methodsByPath) {
+    const allow = methods.flatMap((m) => (m === 'get' ? ['GET', 'HEAD'] : [m.toUpperCase()])).join(', ');
+    router.all(path, () => {
+      throw new DomainError('method_not_allowed', `Use one of: ${allow}.`, [], { allow });
+    });
+  }
+  return router;
 }
+
+function chainOf(route: Route<never>, deps: EdgeDeps): RequestHandler[] {
+  const chain: RequestHandler[] = [];
+  if (route.scope !== null) {
+    // Counted before the scope check: a 403 is an authenticated response too, so it carries
+    // the RateLimit headers, and probing for scopes spends the key's budget.
+    chain.push(authenticate(deps.keys), rateLimit(deps.limiter, route.execute ? ['default', 'execute'] : ['default']));
+    chain.push(requireScope(deps.keys, route.scope));
+  }
+  const body = bodyModeOf(route);
+  if (body !== 'none') chain.push(jsonBody({ optional: body === 'optional' }));
+  if (route.method === 'post') chain.push(idempotency(deps.idempotency));
+  return chain;
+}
+
+/** A path parameter as a string (Express 5 types them loosely). */
+export const pathParam = (req: Request, name: string): string => String(req.params[name]);
 
 /** Reads a comma-separated (or repeated) query parameter into a list. */
 export function queryList(value: unknown): string[] | undefined {

@@ -6,9 +6,9 @@ import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { DomainError } from '../domain/errors.js';
 import { requestIdOf } from './context.js';
-import { problemHandler, toProblem } from './problem.js';
-import { requestId } from './request-id.js';
-import { httpMetrics } from './metrics.js';
+import { problemHandler, toProblem } from './middleware/problem.js';
+import { requestId } from './middleware/request-id.js';
+import { httpMetrics } from './middleware/metrics.js';
 
 export interface Readiness {
   redis: 'ok' | 'unreachable';

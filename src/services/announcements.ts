@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { isDomainError } from '../domain/errors.js';
-import type { Delivery, ExecutionView } from '../domain/execution.js';
+import { executionStatus, type Delivery, type Execution } from '../domain/execution.js';
 import type { Incident } from '../domain/incident.js';
 import type { Announcement, AnnouncementReceiptLine, AnnouncementReceipts, AnnouncementRepo, ChatPoster, Pacer } from '../ports/index.js';
 
@@ -72,7 +72,7 @@ export interface AnnouncementRouterDeps {
   /** Where announcements are remembered (AnnouncementService). */
   store: Pick<AnnouncementService, 'find' | 'remember' | 'trackExecution' | 'refreshExclusively'>;
   incidents: { get(id: string): Promise<Incident> };
-  executions: { get(incidentId: string, executionId: string): Promise<ExecutionView> };
+  executions: { get(incidentId: string, executionId: string): Promise<{ execution: Execution; deliveries: Delivery[] }> };
   connections: { get(id: string): Promise<{ name: string }> };
   /** The chat platform (the Slack edge's Web API adapter). */
   chat: ChatPoster;
@@ -297,22 +297,23 @@ export class AnnouncementRouter {
   }
 
   private async receipts(incidentId: string, executionId: string): Promise<AnnouncementReceipts | null> {
-    let execution: ExecutionView;
+    let found: { execution: Execution; deliveries: Delivery[] };
     try {
-      execution = await this.r.executions.get(incidentId, executionId);
+      found = await this.r.executions.get(incidentId, executionId);
     } catch (e) {
       if (isDomainError(e) && e.code === 'not_found') return null;
       throw e;
     }
-    const names = await this.connectionNames(execution.deliveries.map((d) => d.connection_id));
-    const lines: AnnouncementReceiptLine[] = execution.deliveries.map((d) => ({
+    const { execution, deliveries } = found;
+    const names = await this.connectionNames(deliveries.map((d) => d.connection_id));
+    const lines: AnnouncementReceiptLine[] = deliveries.map((d) => ({
       connectionName: names.get(d.connection_id) ?? d.connection_id,
       connectionType: d.connection_type,
       status: d.status,
       attempts: d.attempts.length,
       error: d.attempts.at(-1)?.error ?? null,
     }));
-    return { executionId: execution.id, status: execution.status, lines };
+    return { executionId: execution.id, status: executionStatus(deliveries), lines };
   }
 
   private async connectionNames(ids: string[]): Promise<Map<string, string>> {

@@ -4,7 +4,7 @@ import type { ChannelType } from '../channels/index.js';
 import { formatOf } from '../domain/connection.js';
 import { iso } from '../domain/clock.js';
 import { DomainError, notFound, type FieldError } from '../domain/errors.js';
-import { DryRunSchema, ExecuteRequestSchema, RedeliverRequestSchema, newDelivery, presentExecution, type Delivery, type Execution, type ExecutionView, type RenderedContent } from '../domain/execution.js';
+import { DryRunSchema, ExecuteRequestSchema, RedeliverRequestSchema, newDelivery, type Delivery, type Execution, type RenderedContent } from '../domain/execution.js';
 import { isId } from '../domain/ids.js';
 import { assertWritable, type Incident } from '../domain/incident.js';
 import { newEvent } from '../domain/incident-event.js';
@@ -101,7 +101,13 @@ export interface PrepareOptions {
   placeholder: (name: string) => string;
 }
 
-export type ExecuteResult = { dryRun: true; deliveries: PlannedDelivery[] } | { dryRun: false; execution: ExecutionView };
+/** An execution and its deliveries, as stored: each edge (HTTP, Slack) presents them its own way. */
+export interface ExecutionWithDeliveries {
+  execution: Execution;
+  deliveries: Delivery[];
+}
+
+export type ExecuteResult = { dryRun: true; deliveries: PlannedDelivery[] } | ({ dryRun: false } & ExecutionWithDeliveries);
 
 /** How long the 202 waits for the queue once the execution is committed (the outbox covers the rest). */
 const ENQUEUE_WAIT_MS = 1000;
@@ -159,7 +165,7 @@ export class ExecutionService {
       });
       if (!(await this.d.repo.create(execution, deliveries, incident, next, [event]))) return LOST_RACE;
       await this.queueCommitted(deliveries);
-      return { dryRun: false, execution: presentExecution(execution, deliveries) };
+      return { dryRun: false, execution, deliveries };
     }, () => new DomainError('conflict', 'The incident kept changing while executing; try again.'));
   }
 
@@ -244,29 +250,29 @@ export class ExecutionService {
     };
   }
 
-  async get(incidentId: string, executionId: string): Promise<ExecutionView> {
+  async get(incidentId: string, executionId: string): Promise<ExecutionWithDeliveries> {
     await this.getIncident(incidentId);
     const execution = isId('execution', executionId) ? await this.d.repo.get(executionId) : null;
     if (!execution || execution.incident_id !== incidentId) throw notFound('Execution', executionId);
-    return presentExecution(execution, await this.deliveriesOf(execution));
+    return { execution, deliveries: await this.deliveriesOf(execution) };
   }
 
-  async list(incidentId: string, page: PageRequest): Promise<Page<ExecutionView>> {
+  async list(incidentId: string, page: PageRequest): Promise<Page<ExecutionWithDeliveries>> {
     await this.getIncident(incidentId);
     const result = await this.d.repo.listForIncident(incidentId, expectCursorKind(page, 'after'));
-    const views = await Promise.all(result.data.map(async (e) => presentExecution(e, await this.deliveriesOf(e))));
-    return { data: views, nextCursor: result.nextCursor };
+    const data = await Promise.all(result.data.map(async (execution) => ({ execution, deliveries: await this.deliveriesOf(execution) })));
+    return { data, nextCursor: result.nextCursor };
   }
 
   /** Re-queues the execution's failed deliveries → the execution (202). */
-  async redeliver(incidentId: string, executionId: string, input: unknown, actor: Actor): Promise<ExecutionView> {
+  async redeliver(incidentId: string, executionId: string, input: unknown, actor: Actor): Promise<ExecutionWithDeliveries> {
     const incident = await this.getIncident(incidentId);
     const execution = isId('execution', executionId) ? await this.d.repo.get(executionId) : null;
     if (!execution || execution.incident_id !== incidentId) throw notFound('Execution', executionId);
     assertWritable(incident);
     parseInput(RedeliverRequestSchema, input ?? {});
     await this.d.deliveries.requeueFailed(await this.deliveriesOf(execution), actor);
-    return presentExecution(execution, await this.deliveriesOf(execution));
+    return { execution, deliveries: await this.deliveriesOf(execution) };
   }
 
   private async getIncident(id: string): Promise<Incident> {

@@ -106,7 +106,7 @@ async function executeAfterAck(deps: SlackDeps, announcer: Announcer, incidentId
   try {
     const result = await deps.services.executions.execute(incidentId, request, slackActor(body.user), { dryRun: false });
     if (!result.dryRun) announcer.executed(incidentId, result.execution.id);
-    const n = result.dryRun ? 0 : result.execution.deliveries.length;
+    const n = result.dryRun ? 0 : result.deliveries.length;
     return messageModal('Executed', `:outbox_tray: Queued ${n} ${n === 1 ? 'delivery' : 'deliveries'}. Their receipts follow on the incident's announcement (and in the API's executions).`, 'Close');
   } catch (e) {
     if (!isDomainError(e)) deps.log.error({ err: e, callback_id: CALLBACKS.execute }, 'execute from Slack failed after the ack');

@@ -101,6 +101,34 @@ describe('templates over HTTP', () => {
     expect((await h.api('GET', '/v1/templates?cursor=garbage')).body.code).toBe('invalid_cursor');
   });
 
+  it('searches by name with q: the first `limit` matches, newest first, in one page; a blank q or a cursor beside it is 422', async () => {
+    const tag = randomBytes(4).toString('hex');
+    const made = [];
+    for (const name of [`Pager ${tag} one`, `Unrelated ${tag}`, `PAGER ${tag} two`]) made.push((await create({ name })).body.id);
+    // Case-insensitive and trimmed, as the Slack template picker matches (TemplateService.search).
+    const r = await h.api('GET', `/v1/templates?q=${encodeURIComponent(`  pager ${tag} `)}`);
+    expect(r.status).toBe(200);
+    expect(r.body.data.map((t: { id: string }) => t.id)).toEqual([made[2], made[0]]);
+    expect(r.body.data[0]).not.toHaveProperty('variables_declared');
+    expect(r.body.pagination).toEqual({ next_cursor: null, limit: 25 });
+    const first = await h.api('GET', `/v1/templates?q=pager%20${tag}&limit=1`);
+    expect(first.body.data.map((t: { id: string }) => t.id)).toEqual([made[2]]);
+    expect(first.body.pagination).toEqual({ next_cursor: null, limit: 1 });
+    expect((await h.api('GET', `/v1/templates?q=nothing-like-${tag}`)).body.data).toEqual([]);
+
+    for (const bad of ['q=', 'q=%20%20', `q=${'x'.repeat(101)}`, 'q=a&q=b']) {
+      const refused = await h.api('GET', `/v1/templates?${bad}`);
+      expect(refused.status, bad).toBe(422);
+      expect(refused.headers.get('content-type'), bad).toContain('application/problem+json');
+      expect(refused.body.code, bad).toBe('validation_failed');
+      expect(fields(refused), bad).toEqual(['q']);
+    }
+    const withCursor = await h.api('GET', `/v1/templates?q=pager&cursor=${first.body.pagination.next_cursor ?? 'x'}`);
+    expect(withCursor.status).toBe(422);
+    expect(fields(withCursor)).toEqual(['cursor']);
+    expect((await h.api('GET', '/v1/templates?q=pager&limit=0')).status).toBe(422);
+  });
+
   it('PATCH makes a new version; old versions stay readable', async () => {
     const { body: t } = await create({ body: 'v1 {{incident.title}}' });
     const p = await h.api('PATCH', `/v1/templates/${t.id}`, { body: { body: 'v2 {{owner}}', name: uniq('Renamed') } });

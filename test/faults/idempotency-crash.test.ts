@@ -1,6 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { presentExecution } from '../../src/domain/execution.js';
 import { connectionCreated } from '../../src/http/routes/connections.js';
 import { accepted } from '../../src/http/routes/executions.js';
 import { created } from '../../src/http/routes/incidents.js';
@@ -118,7 +117,7 @@ describe('an idempotent request whose process dies', () => {
     const raw = JSON.stringify({});
     const key = `exec-${randomBytes(6).toString('hex')}`;
     const claim = await claimAsCrashedRequest(path, raw, key);
-    const request: IdempotentRequest = { claim, respond: (e) => (e.kind === 'execution' ? accepted(presentExecution(e.execution, e.deliveries)) : null), stored: false };
+    const request: IdempotentRequest = { claim, respond: (e) => (e.kind === 'execution' ? accepted(e.execution, e.deliveries) : null), stored: false };
     const result = await store.within(request, () => h.herald.services.executions.execute(inc.body.id, {}, actor, { dryRun: undefined }));
     if (result.dryRun) throw new Error('not a dry run');
 

@@ -99,10 +99,10 @@ describe('the enqueue outbox', () => {
     // A 5xx here would invite a client retry that sends everything twice; the commit stands.
     const r = await executions.execute(incident.id, {}, actor, { dryRun: false });
     if (r.dryRun) throw new Error('expected an execution');
-    expect(r.execution.deliveries).toHaveLength(1);
+    expect(r.deliveries).toHaveLength(1);
     expect(errors).toHaveLength(1);
     now += 6000;
     expect(await deliveries.sweepOutbox(5000)).toBe(1);
-    expect(queued.map((j) => j.deliveryId)).toEqual([r.execution.deliveries[0]!.id]);
+    expect(queued.map((j) => j.deliveryId)).toEqual([r.deliveries[0]!.id]);
   });
 });

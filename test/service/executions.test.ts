@@ -31,12 +31,12 @@ describe('ExecutionService.execute', () => {
     const r = await s.executions.execute(incident.id, { variables: { eta: '1h' } }, slackActor, { dryRun: false });
     if (r.dryRun) throw new Error('expected a real execute');
     const e = r.execution;
-    expect(e.deliveries).toHaveLength(3);
-    expect(e.deliveries.map((d) => `${d.template_id === templates[0]!.id ? 'Everyone' : 'Only A'}→${d.connection_id === connections[0]!.id ? 'A' : 'B'}`)).toEqual(['Everyone→B', 'Everyone→A', 'Only A→A']);
-    expect(e.deliveries.every((d) => d.status === 'queued')).toBe(true);
+    expect(r.deliveries).toHaveLength(3);
+    expect(r.deliveries.map((d) => `${d.template_id === templates[0]!.id ? 'Everyone' : 'Only A'}→${d.connection_id === connections[0]!.id ? 'A' : 'B'}`)).toEqual(['Everyone→B', 'Everyone→A', 'Only A→A']);
+    expect(r.deliveries.every((d) => d.status === 'queued')).toBe(true);
     expect(e.variables).toEqual({ eta: '1h' });
     // Queued and confirmed: nothing left in the outbox.
-    expect(w.queue.jobs.map((j) => j.deliveryId)).toEqual(e.deliveries.map((d) => d.id));
+    expect(w.queue.jobs.map((j) => j.deliveryId)).toEqual(r.deliveries.map((d) => d.id));
     expect(w.repos.executions.outbox.size).toBe(0);
     const after = await s.incidents.get(incident.id);
     expect(after).toMatchObject({ execution_count: 1, last_executed_at: '2026-11-22T10:00:01.000Z', rev: incident.rev + 1 });
@@ -51,7 +51,7 @@ describe('ExecutionService.execute', () => {
     await s.connections.update(connections[1]!.id, { enabled: false });
     const r = await s.executions.execute(incident.id, {}, apiActor, { dryRun: false });
     if (r.dryRun) throw new Error('expected a real execute');
-    expect(r.execution.deliveries.map((d) => [d.connection_id, d.template_id])).toEqual([[connections[0]!.id, null]]);
+    expect(r.deliveries.map((d) => [d.connection_id, d.template_id])).toEqual([[connections[0]!.id, null]]);
   });
 
   it('dry run plans the same deliveries, rendered, and stores, queues and changes nothing', async () => {
@@ -129,7 +129,7 @@ describe('ExecutionService.execute', () => {
     w.queue.failWith = new Error('queue down');
     const r = await s.executions.execute(incident.id, {}, apiActor, { dryRun: false });
     if (r.dryRun) throw new Error('expected a real execute');
-    expect(r.execution.deliveries).toHaveLength(2);
+    expect(r.deliveries).toHaveLength(2);
     expect(w.repos.executions.outbox.size).toBe(2);
     expect(w.seen.errors.some((x) => x.includes('outbox'))).toBe(true);
   });
@@ -239,7 +239,8 @@ describe('ExecutionService.get / list', () => {
     const r = await s.executions.execute(incident.id, {}, apiActor, { dryRun: false });
     if (r.dryRun) throw new Error('expected a real execute');
     const got = await s.executions.get(incident.id, r.execution.id);
-    expect(got).toMatchObject({ id: r.execution.id, incident_id: incident.id, status: 'queued' });
+    expect(got.execution).toMatchObject({ id: r.execution.id, incident_id: incident.id });
+    expect(got.deliveries.every((d) => d.status === 'queued')).toBe(true);
     expect(got.deliveries).toHaveLength(2);
     expect((await refusal(s.executions.get(other.id, r.execution.id))).code).toBe('not_found');
     expect((await refusal(s.executions.get(incident.id, 'exe_nope'))).code).toBe('not_found');
@@ -254,9 +255,9 @@ describe('ExecutionService.get / list', () => {
       if (!r.dryRun) ids.push(r.execution.id);
     }
     const p1 = await s.executions.list(incident.id, { limit: 2, cursor: null });
-    expect(p1.data.map((e) => e.id)).toEqual([ids[2], ids[1]]);
+    expect(p1.data.map((e) => e.execution.id)).toEqual([ids[2], ids[1]]);
     const p2 = await s.executions.list(incident.id, { limit: 2, cursor: p1.nextCursor });
-    expect(p2.data.map((e) => e.id)).toEqual([ids[0]]);
+    expect(p2.data.map((e) => e.execution.id)).toEqual([ids[0]]);
     expect(p2.nextCursor).toBeNull();
     expect((await refusal(s.executions.list(incident.id, { limit: 2, cursor: { offset: 2 } }))).code).toBe('invalid_cursor');
     expect((await refusal(s.executions.list(idOf('incident', 999), { limit: 2, cursor: null }))).code).toBe('not_found');
@@ -268,7 +269,7 @@ describe('ExecutionService.redeliver', () => {
     const t = await setup();
     const r = await t.s.executions.execute(t.incident.id, {}, apiActor, { dryRun: false });
     if (r.dryRun) throw new Error('expected a real execute');
-    const [failed, delivered] = r.execution.deliveries.map((d) => t.w.repos.executions.deliveries.get(d.id)!) as [Delivery, Delivery];
+    const [failed, delivered] = r.deliveries.map((d) => t.w.repos.executions.deliveries.get(d.id)!) as [Delivery, Delivery];
     t.w.repos.executions.deliveries.set(failed.id, { ...failed, status: 'failed', finished_at: '2026-11-22T10:05:00.000Z', rev: failed.rev + 1 });
     t.w.repos.executions.deliveries.set(delivered.id, { ...delivered, status: 'delivered', finished_at: '2026-11-22T10:05:00.000Z', rev: delivered.rev + 1 });
     t.w.queue.jobs.length = 0;
@@ -277,9 +278,9 @@ describe('ExecutionService.redeliver', () => {
 
   it('re-queues only the failed deliveries, in a new round with a new job id', async () => {
     const { w, s, incident, executionId, failed, delivered } = await executedWithOneFailed();
-    const view = await s.executions.redeliver(incident.id, executionId, {}, apiActor);
-    expect(view.deliveries.find((d) => d.id === failed.id)!.status).toBe('queued');
-    expect(view.deliveries.find((d) => d.id === delivered.id)!.status).toBe('delivered');
+    const found = await s.executions.redeliver(incident.id, executionId, {}, apiActor);
+    expect(found.deliveries.find((d) => d.id === failed.id)!.status).toBe('queued');
+    expect(found.deliveries.find((d) => d.id === delivered.id)!.status).toBe('delivered');
     expect(w.queue.jobs).toEqual([{ deliveryId: failed.id, jobId: `${failed.id}-r1` }]);
     // Nothing failed any more: a second redeliver queues nothing.
     await s.executions.redeliver(incident.id, executionId, undefined, apiActor);

@@ -15,12 +15,12 @@ import {
   nextHealth,
   disabledHealth,
   parseConnectionCreate,
-  presentConnection,
   signingSecretOf,
   splitSecrets,
   type DeliveryConnection,
 } from '../../src/domain/connection.js';
 import { CHANNELS } from '../../src/channels/index.js';
+import { presentConnection } from '../../src/http/presenters/connection.js';
 import { DomainError } from '../../src/domain/errors.js';
 import { domainErrorOf } from '../support/domain-error.js';
 

@@ -53,7 +53,10 @@ function setup(opts: { failChannels?: string[]; pacing?: AnnouncerPacing } = {})
       },
       executions: {
         get: (_i: string, exe: string) =>
-          Promise.resolve({ id: exe, incident_id: 'inc_1', status: 'in_progress', variables: {}, created_at: '', completed_at: null, deliveries: [{ id: 'dlv_1', connection_id: 'con_1', connection_type: 'webhook', template_id: null, template_version: null, status: 'delivered', attempts: [], possible_duplicate: false, delivered_at: null }] }),
+          Promise.resolve({
+            execution: { id: exe, incident_id: 'inc_1', variables: {}, created_at: '', template_versions: {}, delivery_ids: ['dlv_1'] },
+            deliveries: [{ id: 'dlv_1', connection_id: 'con_1', connection_type: 'webhook', template_id: null, template_version: null, status: 'delivered', attempts: [], possible_duplicate: false, delivered_at: null }],
+          }),
       },
       connections: { get: () => Promise.resolve({ name: 'Hook' }) },
     },

@@ -3,13 +3,13 @@ import { ChannelTypeSchema, CHANNEL_TYPES } from '../../src/channels/index.js';
 import {
   applyTemplatePatch,
   newTemplate,
-  presentTemplate,
   TemplateBulkCreateSchema,
   TemplateCreateSchema,
   templateNameKey,
   TemplatePatchSchema,
   type Template,
 } from '../../src/domain/template.js';
+import { presentTemplate } from '../../src/http/presenters/template.js';
 import { analyzePlaceholders, deriveVariables } from '../../src/domain/template-placeholders.js';
 import { parseInput } from '../../src/domain/validation.js';
 import { missingVariablesError, resolveVariables, VariablesSchema } from '../../src/domain/variables.js';

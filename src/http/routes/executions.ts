@@ -1,71 +1,71 @@
-import { Router } from 'express';
-import { presentExecution, type ExecutionView } from '../../domain/execution.js';
-import { parsePageRequest } from '../../domain/pagination.js';
-import type { ExecutionService } from '../../services/executions.js';
+import type { Router } from 'express';
+import { z } from 'zod';
+import { ExecuteRequestSchema, RedeliverRequestSchema, type Delivery, type Execution } from '../../domain/execution.js';
+import type { ExecutionService, ExecutionWithDeliveries } from '../../services/executions.js';
 import { actorOf } from '../context.js';
-import { endpoint, type EdgeDeps } from '../endpoint.js';
-import { jsonResponse, respondOnCommit, sendStored } from '../idempotency.js';
-import { presentPage } from '../present.js';
+import { defineRoutes, mountRoutes, pathParam, type EdgeDeps } from '../endpoint.js';
+import { jsonResponse, respondOnCommit, sendStored } from '../middleware/idempotency.js';
+import { idParam, json, problem } from '../operation-docs.js';
+import { ExecuteDryRunSchema, ExecutionSchema, presentDryRun, presentExecution } from '../presenters/execution.js';
+import { pageSchema } from '../presenters/page.js';
+import { listRoute } from '../respond.js';
+
+type Deps = EdgeDeps & { executions: ExecutionService };
 
 /** Execute's 202, as stored for Idempotency-Key replays. */
-export const accepted = (execution: ExecutionView) =>
-  jsonResponse(202, execution, { location: `/v1/incidents/${execution.incident_id}/executions/${execution.id}` });
+export const accepted = (execution: Execution, deliveries: Delivery[]) =>
+  jsonResponse(202, presentExecution(execution, deliveries), { location: `/v1/incidents/${execution.incident_id}/executions/${execution.id}` });
 
-export function executionRoutes(deps: EdgeDeps & { executions: ExecutionService }): Router {
-  const r = Router();
-  const svc = deps.executions;
+const present = ({ execution, deliveries }: ExecutionWithDeliveries) => presentExecution(execution, deliveries);
 
-  endpoint(r, deps, '/incidents/:id/execute', {
-    post: {
-      scope: 'incidents:execute',
-      execute: true,
-      // Every field is optional, so an empty POST executes with no variables.
-      body: 'optional',
-      handler: async (req, res) => {
-        const id = String(req.params.id);
-        // The 202 is stored with the execution and its deliveries: a retry after a crash gets this
-        // execution, never a second fan-out.
-        respondOnCommit(res, (e) => (e.kind === 'execution' ? accepted(presentExecution(e.execution, e.deliveries)) : null));
-        const result = await svc.execute(id, req.body, actorOf(res), { dryRun: req.query.dry_run });
-        if (result.dryRun) {
-          res.status(200).json({ dry_run: true, deliveries: result.deliveries });
-          return;
-        }
-        sendStored(res, accepted(result.execution));
+export const executionRouteTable = defineRoutes<Deps>({ tag: 'Executions', params: { id: idParam('id', 'inc'), executionId: idParam('executionId', 'exe') } }, [
+  { method: 'post', path: '/incidents/:id/execute', scope: 'incidents:execute', execute: true,
+    // Every field is optional, so an empty POST executes with no variables.
+    body: 'optional',
+    doc: {
+      operationId: 'executeIncident',
+      summary: 'Execute: deliver the incident to every connection',
+      query: z.object({ dry_run: z.enum(['true', 'false']).optional().meta({ description: 'true: render and return what would be sent; nothing is queued.' }) }),
+      body: ExecuteRequestSchema,
+      responses: {
+        202: json(ExecutionSchema, 'Every delivery is durably queued; Location points at the execution.'),
+        200: json(ExecuteDryRunSchema, 'dry_run=true: what each connection would get.'),
+        404: problem('not_found'),
+        409: problem('incident_closed'),
+        422: problem('missing_variables, no_connections, unknown_connection or invalid fields.'),
       },
     },
-  });
-
-  endpoint(r, deps, '/incidents/:id/executions', {
-    get: {
-      scope: 'incidents:read',
-      handler: async (req, res) => {
-        const page = parsePageRequest(req.query.limit, req.query.cursor);
-        res.json(presentPage(await svc.list(String(req.params.id), page), page, (e) => e));
-      },
+    handle: async (req, res, d) => {
+      // The 202 is stored with the execution and its deliveries: a retry after a crash gets this
+      // execution, never a second fan-out.
+      respondOnCommit(res, (e) => (e.kind === 'execution' ? accepted(e.execution, e.deliveries) : null));
+      const result = await d.executions.execute(pathParam(req, 'id'), req.body, actorOf(res), { dryRun: req.query.dry_run });
+      if (result.dryRun) {
+        res.status(200).json(presentDryRun(result.deliveries));
+        return;
+      }
+      sendStored(res, accepted(result.execution, result.deliveries));
     },
-  });
-
-  endpoint(r, deps, '/incidents/:id/executions/:executionId', {
-    get: {
-      scope: 'incidents:read',
-      handler: async (req, res) => {
-        res.json(await svc.get(String(req.params.id), String(req.params.executionId)));
-      },
+  },
+  listRoute({ path: '/incidents/:id/executions', scope: 'incidents:read', operationId: 'listExecutions', summary: 'List executions (newest first)',
+    responses: { 200: json(pageSchema(ExecutionSchema, 'ExecutionPage'), 'A page of executions with their deliveries.'), 404: problem('not_found') },
+    list: (req, d: Deps, page) => d.executions.list(pathParam(req, 'id'), page),
+    present,
+  }),
+  { method: 'get', path: '/incidents/:id/executions/:executionId', scope: 'incidents:read',
+    doc: { operationId: 'getExecution', summary: 'Get an execution with per-delivery receipts', responses: { 200: json(ExecutionSchema, 'The execution.'), 404: problem('not_found') } },
+    handle: async (req, res, d) => {
+      res.json(present(await d.executions.get(pathParam(req, 'id'), pathParam(req, 'executionId'))));
     },
-  });
-
-  endpoint(r, deps, '/incidents/:id/executions/:executionId/redeliver', {
-    post: {
-      scope: 'incidents:execute',
-      body: 'optional',
-      handler: async (req, res) => {
-        const id = String(req.params.id);
-        const execution = await svc.redeliver(id, String(req.params.executionId), req.body, actorOf(res));
-        res.status(202).location(`/v1/incidents/${id}/executions/${execution.id}`).json(execution);
-      },
+  },
+  { method: 'post', path: '/incidents/:id/executions/:executionId/redeliver', scope: 'incidents:execute', body: 'optional',
+    doc: { operationId: 'redeliverExecution', summary: 'Re-queue the failed deliveries of an execution', body: RedeliverRequestSchema, responses: { 202: json(ExecutionSchema, 'The execution, failed deliveries queued again.'), 404: problem('not_found'), 409: problem('incident_closed') } },
+    handle: async (req, res, d) => {
+      const id = pathParam(req, 'id');
+      const found = await d.executions.redeliver(id, pathParam(req, 'executionId'), req.body, actorOf(res));
+      res.status(202).location(`/v1/incidents/${id}/executions/${found.execution.id}`).json(present(found));
     },
-  });
+  },
+]);
 
-  return r;
-}
+export const executionRoutes = (deps: Deps): Router => mountRoutes(deps, executionRouteTable);

@@ -1,18 +1,27 @@
-import { Router } from 'express';
+import type { Router } from 'express';
 import { z } from 'zod';
-import { presentIncident, SeveritySchema, StatusSchema, type Incident } from '../../domain/incident.js';
-import { parsePageRequest } from '../../domain/pagination.js';
+import { IncidentCloseSchema, IncidentCreateSchema, IncidentPatchSchema, IncidentSchema, SeveritySchema, StatusSchema, type Incident } from '../../domain/incident.js';
+import { IncidentEventSchema } from '../../domain/incident-event.js';
 import { parseInput } from '../../domain/validation.js';
 import type { IncidentService } from '../../services/incidents.js';
 import { actorOf } from '../context.js';
-import { endpoint, queryList, type EdgeDeps } from '../endpoint.js';
-import { etagOf, ifMatchRevision, setEtag } from '../etag.js';
-import { jsonResponse, respondOnCommit, sendStored } from '../idempotency.js';
-import { presentPage } from '../present.js';
+import { defineRoutes, mountRoutes, pathParam, queryList, type EdgeDeps } from '../endpoint.js';
+import { etagOf, ifMatchRevision } from '../etag.js';
+import { jsonResponse, respondOnCommit, sendStored } from '../middleware/idempotency.js';
+import { idParam, json, ListQuery, problem } from '../operation-docs.js';
+import { presentIncident } from '../presenters/incident.js';
+import { pageSchema } from '../presenters/page.js';
+import { getRoute, listRoute, patchRoute } from '../respond.js';
+
+type Deps = EdgeDeps & { incidents: IncidentService };
 
 const FilterSchema = z.object({
   status: z.array(StatusSchema).optional(),
   severity: z.array(SeveritySchema).optional(),
+});
+const FilterQuery = ListQuery.extend({
+  status: z.string().optional().meta({ description: `Comma-separated: ${StatusSchema.options.join(', ')}` }),
+  severity: z.string().optional().meta({ description: `Comma-separated: ${SeveritySchema.options.join(', ')}` }),
 });
 
 /** The answers of create and close, as stored for Idempotency-Key replays. */
@@ -20,70 +29,37 @@ export const created = (incident: Incident) =>
   jsonResponse(201, presentIncident(incident), { location: `/v1/incidents/${incident.id}`, etag: etagOf(incident.rev) });
 export const current = (incident: Incident) => jsonResponse(200, presentIncident(incident), { etag: etagOf(incident.rev) });
 
-export function incidentRoutes(deps: EdgeDeps & { incidents: IncidentService }): Router {
-  const r = Router();
-  const svc = deps.incidents;
+export const incidentRouteTable = defineRoutes<Deps>({ tag: 'Incidents', params: { id: idParam('id', 'inc') } }, [
+  { method: 'post', path: '/incidents', scope: 'incidents:write',
+    doc: { operationId: 'createIncident', summary: 'Create an incident', body: IncidentCreateSchema, etag: true, responses: { 201: json(IncidentSchema, 'Created; Location and ETag headers set.'), 422: problem('Invalid fields, or unknown_template.') } },
+    handle: async (req, res, d) => {
+      // Stored with the incident itself, so a crash right after the commit still replays this.
+      respondOnCommit(res, (e) => (e.kind === 'incident' ? created(e.incident) : null));
+      sendStored(res, created(await d.incidents.create(req.body, actorOf(res))));
+    },
+  },
+  listRoute({ path: '/incidents', scope: 'incidents:read', operationId: 'listIncidents', summary: 'List incidents (newest first)',
+    query: FilterQuery,
+    responses: { 200: json(pageSchema(IncidentSchema, 'IncidentPage'), 'A page of incidents.'), 400: problem('invalid_cursor'), 422: problem('limit out of range or an unknown filter value.') },
+    list: (req, d: Deps, page) => d.incidents.list(parseInput(FilterSchema, { status: queryList(req.query.status), severity: queryList(req.query.severity) }), page),
+    present: presentIncident,
+  }),
+  getRoute({ path: '/incidents/:id', scope: 'incidents:read', operationId: 'getIncident', summary: 'Get an incident', noun: 'incident', schema: IncidentSchema, load: (id, d: Deps) => d.incidents.get(id), revOf: (i) => i.rev, present: presentIncident }),
+  patchRoute({ path: '/incidents/:id', scope: 'incidents:write', operationId: 'updateIncident', summary: 'Update an incident (status moves along its state machine; closed is terminal)', body: IncidentPatchSchema,
+    responses: { 200: json(IncidentSchema, 'Updated (or unchanged for a no-op).'), 404: problem('not_found'), 409: problem('incident_closed'), 412: problem('If-Match is stale.'), 422: problem('Invalid fields, empty patch, use_close_endpoint.') },
+    update: (id, input, ifMatch, res, d: Deps) => d.incidents.update(id, input, actorOf(res), ifMatch), revOf: (i) => i.rev, present: presentIncident }),
+  { method: 'post', path: '/incidents/:id/close', scope: 'incidents:write', body: 'optional',
+    doc: { operationId: 'closeIncident', summary: 'Close an incident (terminal)', body: IncidentCloseSchema, ifMatch: true, etag: true, responses: { 200: json(IncidentSchema, 'The closed incident.'), 404: problem('not_found'), 409: problem('incident_closed') } },
+    handle: async (req, res, d) => {
+      respondOnCommit(res, (e) => (e.kind === 'incident' ? current(e.incident) : null));
+      sendStored(res, current(await d.incidents.close(pathParam(req, 'id'), req.body, actorOf(res), ifMatchRevision(req))));
+    },
+  },
+  listRoute({ path: '/incidents/:id/events', scope: 'incidents:read', operationId: 'listIncidentEvents', summary: 'The incident timeline (oldest first)',
+    responses: { 200: json(pageSchema(IncidentEventSchema, 'IncidentEventPage'), 'A page of events.'), 404: problem('not_found') },
+    list: (req, d: Deps, page) => d.incidents.events(pathParam(req, 'id'), page),
+    present: (e) => e,
+  }),
+]);
 
-  endpoint(r, deps, '/incidents', {
-    post: {
-      scope: 'incidents:write',
-      handler: async (req, res) => {
-        // Stored with the incident itself, so a crash right after the commit still replays this.
-        respondOnCommit(res, (e) => (e.kind === 'incident' ? created(e.incident) : null));
-        sendStored(res, created(await svc.create(req.body, actorOf(res))));
-      },
-    },
-    get: {
-      scope: 'incidents:read',
-      handler: async (req, res) => {
-        const page = parsePageRequest(req.query.limit, req.query.cursor);
-        const filter = parseInput(FilterSchema, { status: queryList(req.query.status), severity: queryList(req.query.severity) });
-        const result = await svc.list(filter, page);
-        res.json(presentPage(result, page, presentIncident));
-      },
-    },
-  });
-
-  endpoint(r, deps, '/incidents/:id', {
-    get: {
-      scope: 'incidents:read',
-      handler: async (req, res) => {
-        const incident = await svc.get(String(req.params.id));
-        setEtag(res, incident.rev);
-        res.json(presentIncident(incident));
-      },
-    },
-    patch: {
-      scope: 'incidents:write',
-      handler: async (req, res) => {
-        const incident = await svc.update(String(req.params.id), req.body, actorOf(res), ifMatchRevision(req));
-        setEtag(res, incident.rev);
-        res.json(presentIncident(incident));
-      },
-    },
-  });
-
-  endpoint(r, deps, '/incidents/:id/close', {
-    post: {
-      scope: 'incidents:write',
-      body: 'optional',
-      handler: async (req, res) => {
-        respondOnCommit(res, (e) => (e.kind === 'incident' ? current(e.incident) : null));
-        sendStored(res, current(await svc.close(String(req.params.id), req.body, actorOf(res), ifMatchRevision(req))));
-      },
-    },
-  });
-
-  endpoint(r, deps, '/incidents/:id/events', {
-    get: {
-      scope: 'incidents:read',
-      handler: async (req, res) => {
-        const page = parsePageRequest(req.query.limit, req.query.cursor);
-        const result = await svc.events(String(req.params.id), page);
-        res.json(presentPage(result, page, (e) => e));
-      },
-    },
-  });
-
-  return r;
-}
+export const incidentRoutes = (deps: Deps): Router => mountRoutes(deps, incidentRouteTable);

@@ -1,6 +1,6 @@
 import type { RequestHandler } from 'express';
 import { randomUUID } from 'node:crypto';
-import type { RequestLocals } from './context.js';
+import type { RequestLocals } from '../context.js';
 
 const CLIENT_ID = /^[A-Za-z0-9._-]{1,128}$/;
 

@@ -1,7 +1,7 @@
 import type { RequestHandler } from 'express';
-import type { Scope } from '../domain/api-key.js';
-import type { ApiKeyService } from '../services/api-keys.js';
-import { apiKeyOf, type RequestLocals } from './context.js';
+import type { Scope } from '../../domain/api-key.js';
+import type { ApiKeyService } from '../../services/api-keys.js';
+import { apiKeyOf, type RequestLocals } from '../context.js';
 
 /**
  * Reads `Authorization: Bearer <token>`. No header, or another scheme (`Basic …`), is a missing

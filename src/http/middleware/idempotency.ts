@@ -1,10 +1,10 @@
 import type { RequestHandler, Response } from 'express';
 import { createHash } from 'node:crypto';
-import { DomainError } from '../domain/errors.js';
-import { LIMITS } from '../domain/limits.js';
-import type { CommittedEffect, IdempotencyClaim, IdempotencyStore, IdempotentRequest, StoredResponse } from '../ports/index.js';
+import { DomainError } from '../../domain/errors.js';
+import { LIMITS } from '../../domain/limits.js';
+import type { CommittedEffect, IdempotencyClaim, IdempotencyStore, IdempotentRequest, StoredResponse } from '../../ports/index.js';
 import type { WithBodyDigest } from './body.js';
-import { apiKeyOf } from './context.js';
+import { apiKeyOf } from '../context.js';
 
 /** Headers worth replaying with a stored response. */
 const REPLAYED_HEADERS = ['content-type', 'location', 'etag'];

@@ -1,7 +1,7 @@
 import type { RequestHandler } from 'express';
-import { DomainError } from '../domain/errors.js';
-import type { RateLimiter } from '../ports/index.js';
-import { apiKeyOf } from './context.js';
+import { DomainError } from '../../domain/errors.js';
+import type { RateLimiter } from '../../ports/index.js';
+import { apiKeyOf } from '../context.js';
 
 /**
  * Per-key limits with draft-ietf-httpapi-ratelimit-headers-10 headers on every authenticated

@@ -1,7 +1,7 @@
 import type { ErrorRequestHandler, Request, Response } from 'express';
-import { DomainError, serviceUnavailable, type ErrorCode, type FieldError } from '../domain/errors.js';
-import { isRedisUnavailable } from '../domain/unavailable.js';
-import { requestIdOf } from './context.js';
+import { DomainError, serviceUnavailable, type ErrorCode, type FieldError } from '../../domain/errors.js';
+import { isRedisUnavailable } from '../../domain/unavailable.js';
+import { requestIdOf } from '../context.js';
 
 /** The one table from domain error code to HTTP status (STYLE §3). */
 export const STATUS_BY_CODE: Record<ErrorCode, number> = {

@@ -1,0 +1,66 @@
+import { z } from 'zod';
+import { ChannelTypeSchema } from '../../channels/index.js';
+import { DeliverySchema, EXECUTION_STATUSES, executionStatus, isTerminal, type Delivery, type Execution } from '../../domain/execution.js';
+import type { PlannedDelivery } from '../../services/executions.js';
+
+export const ExecutionSchema = z
+  .object({
+    id: z.string(),
+    incident_id: z.string(),
+    status: z.enum(EXECUTION_STATUSES),
+    variables: z.record(z.string(), z.string()),
+    created_at: z.string(),
+    completed_at: z.string().nullable(),
+    deliveries: z.array(DeliverySchema),
+  })
+  .meta({ id: 'Execution' });
+export type ExecutionView = z.infer<typeof ExecutionSchema>;
+
+/** What `?dry_run=true` answers: the deliveries as they would be sent, nothing queued. */
+export const ExecuteDryRunSchema = z
+  .object({
+    dry_run: z.literal(true),
+    deliveries: z.array(
+      z.object({
+        connection_id: z.string(),
+        connection_type: ChannelTypeSchema,
+        template_id: z.string().nullable(),
+        template_version: z.number().int().nullable(),
+        subject: z.string(),
+        body: z.string(),
+      }),
+    ),
+  })
+  .meta({ id: 'ExecuteDryRun' });
+
+export function presentExecution(e: Execution, deliveries: Delivery[]): ExecutionView {
+  // Finished when the last delivery finished; a delivery without its own time counts from the start.
+  const done = deliveries.length > 0 && deliveries.every((d) => isTerminal(d.status));
+  const completed = done ? deliveries.map((d) => d.finished_at ?? e.created_at).sort().at(-1) ?? null : null;
+  return {
+    id: e.id,
+    incident_id: e.incident_id,
+    status: executionStatus(deliveries),
+    variables: e.variables,
+    created_at: e.created_at,
+    completed_at: completed,
+    deliveries: deliveries.map(presentDelivery),
+  };
+}
+
+/** The receipt of one delivery: its content and worker bookkeeping stay inside. */
+export function presentDelivery(d: Delivery): z.infer<typeof DeliverySchema> {
+  return {
+    id: d.id,
+    connection_id: d.connection_id,
+    connection_type: d.connection_type,
+    template_id: d.template_id,
+    template_version: d.template_version,
+    status: d.status,
+    attempts: d.attempts,
+    possible_duplicate: d.possible_duplicate,
+    delivered_at: d.delivered_at,
+  };
+}
+
+export const presentDryRun = (deliveries: PlannedDelivery[]) => ({ dry_run: true as const, deliveries });

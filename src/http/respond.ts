@@ -1,0 +1,76 @@
+import type { Request, Response } from 'express';
+import type { z } from 'zod';
+import type { Scope } from '../domain/api-key.js';
+import { parsePageRequest, type Page, type PageRequest } from '../domain/pagination.js';
+import { pathParam, type OperationDoc, type Route } from './endpoint.js';
+import { ifMatchRevision, setEtag } from './etag.js';
+import { json, ListQuery, problem } from './operation-docs.js';
+import { presentPage } from './presenters/page.js';
+
+/** A list answer: `limit`/`cursor` read first (their 4xx come before the list's own), then one presented page. */
+export async function sendPage<T, W>(req: Request, res: Response, list: (page: PageRequest) => Promise<Page<T>>, present: (item: T) => W): Promise<void> {
+  const page = parsePageRequest(req.query.limit, req.query.cursor);
+  res.json(presentPage(await list(page), page, present));
+}
+
+/** A single record with its revision as the ETag, so the client can send it back as If-Match. */
+export function sendVersioned(res: Response, rev: number, body: unknown): void {
+  setEtag(res, rev);
+  res.json(body);
+}
+
+/** A handler that answers one record (a get, or a write that answers the record) with sendVersioned. */
+export const versioned =
+  <D, T>(load: (req: Request, res: Response, deps: D) => Promise<T>, revOf: (record: T) => number, present: (record: T) => unknown) =>
+  async (req: Request, res: Response, deps: D): Promise<void> => {
+    const record = await load(req, res, deps);
+    sendVersioned(res, revOf(record), present(record));
+  };
+
+interface Described {
+  path: string;
+  scope: Scope;
+  operationId: string;
+  summary: string;
+}
+
+/** GET of a page of records: `limit` and `cursor` (plus `query`, when the list takes more) → the list envelope. */
+export function listRoute<D, T>(o: Described & Pick<OperationDoc, 'responses'> & { query?: z.ZodObject; list: (req: Request, deps: D, page: PageRequest) => Promise<Page<T>>; present: (item: T) => unknown }): Route<D> {
+  return {
+    method: 'get',
+    path: o.path,
+    scope: o.scope,
+    doc: { operationId: o.operationId, summary: o.summary, query: o.query ?? ListQuery, responses: o.responses },
+    handle: (req, res, deps) => sendPage(req, res, (page) => o.list(req, deps, page), o.present),
+  };
+}
+
+/** GET of one record by `:id` (404 when there is none), its revision as the ETag. */
+export function getRoute<D, T>(o: Described & { noun: string; schema: z.ZodType; load: (id: string, deps: D) => Promise<T>; revOf: (record: T) => number; present: (record: T) => unknown }): Route<D> {
+  return {
+    method: 'get',
+    path: o.path,
+    scope: o.scope,
+    doc: { operationId: o.operationId, summary: o.summary, etag: true, responses: { 200: json(o.schema, `The ${o.noun}; ETag header set.`), 404: problem('not_found') } },
+    handle: versioned((req, _res, deps: D) => o.load(pathParam(req, 'id'), deps), o.revOf, o.present),
+  };
+}
+
+/** PATCH of one record by `:id` under If-Match, answering the new version with its ETag. */
+export function patchRoute<D, T>(
+  o: Described &
+    Pick<OperationDoc, 'responses'> & {
+      body: z.ZodType;
+      update: (id: string, input: unknown, ifMatch: number | null, res: Response, deps: D) => Promise<T>;
+      revOf: (record: T) => number;
+      present: (record: T) => unknown;
+    },
+): Route<D> {
+  return {
+    method: 'patch',
+    path: o.path,
+    scope: o.scope,
+    doc: { operationId: o.operationId, summary: o.summary, body: o.body, ifMatch: true, etag: true, responses: o.responses },
+    handle: versioned((req, res, deps: D) => o.update(pathParam(req, 'id'), req.body, ifMatchRevision(req), res, deps), o.revOf, o.present),
+  };
+}
