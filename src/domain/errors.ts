@@ -1,6 +1,6 @@
 /**
  * Domain errors carry a stable snake_case code; the edges own the mapping to HTTP statuses
- * (http/problem.ts) and to Slack messages (slack/errors.ts). Nothing here knows about HTTP.
+ * (http/middleware/problem.ts) and to Slack messages (slack/errors.ts). Nothing here knows about HTTP.
  */
 
 export const ERROR_CODES = [

@@ -109,7 +109,7 @@ function hygieneProblem(text: string, freeText: boolean): { code: string; messag
 /**
  * Every string of a parsed JSON request — object keys included — that holds what no Herald text
  * may: lone surrogates (`"\ud800"` escapes), NUL, and C0 control characters other than tab and
- * newline in free text (FREE_TEXT_KEYS). Applied to every /v1 body in one place (http/body.ts),
+ * newline in free text (FREE_TEXT_KEYS). Applied to every /v1 body in one place (http/middleware/body.ts),
  * so no endpoint stores them. Iterative, so a deeply nested body cannot exhaust the stack.
  */
 export function textHygieneErrors(value: unknown): FieldError[] {
