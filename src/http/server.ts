@@ -136,7 +136,13 @@ function fullPath(req: Request): string {
   return q < 0 ? req.originalUrl : req.originalUrl.slice(0, q);
 }
 
-function accessLog(log: Logger): RequestHandler {
+/**
+ * One line per request. Its fields are fixed here and none can hold a secret (ids, a status, the
+ * path without its query), so it skips the logger's path redaction: with Herald's wildcard paths
+ * that costs 30–50 µs a line, a third of a core at a few thousand requests a second.
+ */
+function accessLog(parent: Logger): RequestHandler {
+  const log = parent.child({}, { redact: { paths: [], censor: '[redacted]' } });
   return (req, res, next) => {
     const start = process.hrtime.bigint();
     res.on('finish', () => {
