@@ -6,7 +6,7 @@
  * Exit status: 0 done, 1 failed, 2 usage error.
  */
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { openCore, StartupError, type Core } from '../core.js';
+import { openCore, StartupError, type Core } from '../composition/cli.js';
 import { ConfigError, loadConfig } from '../config.js';
 import { SCOPES } from '../domain/api-key.js';
 import { isDomainError } from '../domain/errors.js';

@@ -1,4 +1,4 @@
-import type { Core } from '../core.js';
+import type { Core } from '../composition/cli.js';
 import type { Output } from './keys.js';
 
 /** `herald secrets reseal`: prints what was checked and resealed; unreadable records fail the command. */

@@ -9,7 +9,7 @@ import { Router } from 'express';
 import type { Logger } from 'pino';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import type { Config } from '../config.js';
-import { CORE_CONNECT_TIMEOUT_MS, withDeadline } from '../core.js';
+import { CORE_CONNECT_TIMEOUT_MS, withDeadline } from './cli.js';
 import type { OutboundAllow } from '../domain/address-policy.js';
 import { systemClock, type Clock } from '../domain/clock.js';
 import type { Delivery } from '../domain/execution.js';
@@ -50,7 +50,7 @@ import { checkRedis, openSecretBox, outboundAllow } from './startup-checks.js';
 
 type IncidentChangeKind = 'created' | 'updated' | 'closed';
 
-export { openCore, StartupError, type Core } from '../core.js';
+export { openCore, StartupError, type Core } from './cli.js';
 
 export interface HeraldOptions {
   config: Config;

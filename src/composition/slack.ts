@@ -1,7 +1,7 @@
 import type { Express } from 'express';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
-import { StartupError } from '../core.js';
+import { StartupError } from './cli.js';
 import type { Clock } from '../domain/clock.js';
 import { AccessPolicy } from '../services/access.js';
 import { createSlackEdge, type SlackEdge } from '../slack/app.js';

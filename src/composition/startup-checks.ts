@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
-import { StartupError } from '../core.js';
+import { StartupError } from './cli.js';
 import { OutboundAllowError, parseOutboundAllow, type OutboundAllow } from '../domain/address-policy.js';
 import type { SecretBox } from '../ports/index.js';
 import { createSecretBox } from '../store/crypto.js';

@@ -1,21 +1,21 @@
 /**
  * The core a short-lived command needs (the CLI): configuration's Redis, the API key service and
- * secret resealing — and nothing else. Kept apart from composition/app.ts so `herald keys list` loads no HTTP,
+ * secret resealing — and nothing else. Kept apart from app.ts so `herald keys list` loads no HTTP,
  * Slack or queue code: the CLI's start-up is most of its run time.
  */
 import type { Logger } from 'pino';
-import type { Config } from './config.js';
-import { systemClock, type Clock } from './domain/clock.js';
-import { createIdGenerator } from './domain/ids.js';
-import { ApiKeyService } from './services/api-keys.js';
-import { RedisApiKeyRepo } from './store/api-keys.js';
-import { createSecretBox, nodeTokenCrypto } from './store/crypto.js';
-import { EmbeddedRedisError, openEmbeddedRedis, type EmbeddedRedis } from './runtime/embedded-redis/index.js';
-import { createKeys } from './store/keys.js';
-import { createRedis, whenReady } from './store/redis.js';
-import { describeRedisTarget, redisTargetFromConfig } from './store/redis-connect.js';
-import { resealAll, type ResealReport } from './store/reseal.js';
-import { loadOrCreateSecretKey, previousSecretKeys, verifySecretKey } from './store/secret-key.js';
+import type { Config } from '../config.js';
+import { systemClock, type Clock } from '../domain/clock.js';
+import { createIdGenerator } from '../domain/ids.js';
+import { ApiKeyService } from '../services/api-keys.js';
+import { RedisApiKeyRepo } from '../store/api-keys.js';
+import { createSecretBox, nodeTokenCrypto } from '../store/crypto.js';
+import { EmbeddedRedisError, openEmbeddedRedis, type EmbeddedRedis } from '../runtime/embedded-redis/index.js';
+import { createKeys } from '../store/keys.js';
+import { createRedis, whenReady } from '../store/redis.js';
+import { describeRedisTarget, redisTargetFromConfig } from '../store/redis-connect.js';
+import { resealAll, type ResealReport } from '../store/reseal.js';
+import { loadOrCreateSecretKey, previousSecretKeys, verifySecretKey } from '../store/secret-key.js';
 
 /** Herald refuses to start (or a command to run): the message says why and what to change. */
 export class StartupError extends Error {}
