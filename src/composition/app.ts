@@ -115,7 +115,7 @@ export async function createHerald(opts: HeraldOptions): Promise<Herald> {
       idempotency: new RedisIdempotencyStore(redis, keys, box),
     };
     const { app, finish } = createHttpApp({ log, registry, metricsToken: config.HERALD_METRICS_TOKEN, readiness: readinessOf(redis), v1: v1Routes(edge, services), trustProxy: config.HERALD_TRUST_PROXY });
-    const slack = slackEdge(config, log, clock, app, {
+    const slack = await slackEdge(config, log, clock, app, {
       services: { ...services, announcements: new AnnouncementService(new RedisAnnouncementRepo(redis, keys)) },
       idempotency: edge.idempotency,
       pacer: new RedisPacer(redis, keys),

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { childEnv, spawnEntry, stopChild, type Child } from '../support/child.js';
+import { CHILD_DEADLINE_MS, childEnv, spawnEntry, stopChild, type Child } from '../support/child.js';
 import { startHerald, type TestHerald } from '../support/herald.js';
 import { startHttpSink, type HttpSink } from '../support/peers/http-sink.js';
 import { testRedisUrl } from '../support/redis.js';
@@ -30,11 +30,29 @@ function startWorker(): Child {
       HERALD_JOB_LOCK_MS: '2000',
       HERALD_WORKER_CONCURRENCY: '25',
       HERALD_DATA_DIR: h.dataDir,
-      LOG_LEVEL: 'warn',
+      // info: the start-up line tells "still starting" from "started and stuck".
+      LOG_LEVEL: 'info',
     }),
   );
   workers.push(child);
   return child;
+}
+
+/**
+ * Starts a worker and waits until it says it runs: on a busy machine a cold start can take many
+ * seconds, and that time is not the fan-out's. The fan-out then has `underWayMs` to reach `n`
+ * sends, and a failure shows the worker's own output.
+ */
+async function startedWorker(sent: () => number, n: number, underWayMs = 30_000): Promise<Child> {
+  const w = startWorker();
+  const tail = () => `worker output:\n${w.stdout().slice(-3000)}\n${w.stderr().slice(-3000)}`;
+  await waitFor(() => w.stdout().includes('Herald running (role worker'), { timeoutMs: CHILD_DEADLINE_MS, what: 'the worker to start' }).catch((e: unknown) => {
+    throw new Error(`${(e as Error).message}\n${tail()}`);
+  });
+  await waitFor(() => sent() >= n, { timeoutMs: underWayMs, what: `${n} sends under way` }).catch((e: unknown) => {
+    throw new Error(`${(e as Error).message} (${sent()} so far)\n${tail()}`);
+  });
+  return w;
 }
 
 beforeAll(async () => {
@@ -53,14 +71,13 @@ afterAll(async () => {
 });
 
 describe('a worker killed with SIGKILL mid-fan-out', () => {
-  it('loses no delivery: the restarted worker completes every one', { timeout: 90_000 }, async () => {
+  it('loses no delivery: the restarted worker completes every one', { timeout: 180_000 }, async () => {
     const { body: inc } = await h.api('POST', '/v1/incidents', { body: { title: 'Fan-out under fire', severity: 'critical' } });
     const exe = await h.api('POST', `/v1/incidents/${inc.id}/execute`, { body: {} });
     expect(exe.status).toBe(202);
     expect(exe.body.deliveries).toHaveLength(CONNECTIONS);
 
-    const first = startWorker();
-    await sink.waitForRequests(60, 30_000);
+    const first = await startedWorker(() => sink.requests.length, 60);
     first.proc.kill('SIGKILL');
     await first.exited;
     const receivedBeforeKill = sink.requests.length;
@@ -89,15 +106,14 @@ describe('a worker killed with SIGKILL mid-fan-out', () => {
 });
 
 describe('a worker stopped with SIGTERM mid-fan-out', () => {
-  it('finishes the sends it started, exits 0 within 10 s, and leaves the rest queued for the next worker', { timeout: 90_000 }, async () => {
+  it('finishes the sends it started, exits 0 within 10 s, and leaves the rest queued for the next worker', { timeout: 180_000 }, async () => {
     const { body: inc } = await h.api('POST', '/v1/incidents', { body: { title: 'Rolling deploy', severity: 'major' } });
     const exe = await h.api('POST', `/v1/incidents/${inc.id}/execute`, { body: {} });
     expect(exe.status).toBe(202);
     const ids = new Set<string>(exe.body.deliveries.map((d: { id: string }) => d.id));
     const ours = () => sink.requests.filter((r) => ids.has(String(r.headers['webhook-id'])));
 
-    const first = startWorker();
-    await waitFor(() => ours().length >= 60, { timeoutMs: 30_000, what: 'the fan-out to be under way' });
+    const first = await startedWorker(() => ours().length, 60);
     const stoppedAt = Date.now();
     first.proc.kill('SIGTERM');
     expect(await first.exited).toBe(0);
