@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ActorSchema, type Actor } from './actor.js';
+import { ID_PREFIX } from './ids.js';
 
 export const EVENT_TYPES = [
   'incident.created',
@@ -25,4 +26,13 @@ export type IncidentEventType = IncidentEvent['type'];
 
 export function newEvent(id: string, type: IncidentEventType, at: string, actor: Actor, data: Record<string, unknown> = {}): IncidentEvent {
   return { id, type, at, actor, data };
+}
+
+/**
+ * The id of an incident's `incident.created` event: the incident's own ULID under the event
+ * prefix. Derived rather than drawn, so the store can keep that event implied by the record
+ * (src/store/incidents.ts) instead of writing it; still unique among events, and sorted by time.
+ */
+export function createdEventId(incidentId: string): string {
+  return `${ID_PREFIX.event}_${incidentId.slice(incidentId.indexOf('_') + 1)}`;
 }

@@ -13,7 +13,7 @@ import {
   newIncident,
   type Incident,
 } from '../domain/incident.js';
-import { newEvent, type IncidentEvent } from '../domain/incident-event.js';
+import { createdEventId, newEvent, type IncidentEvent } from '../domain/incident-event.js';
 import { expectCursorKind, type Page, type PageRequest } from '../domain/pagination.js';
 import { parseInput } from '../domain/validation.js';
 import { LOST_RACE, retryOnConflict } from './retry.js';
@@ -45,7 +45,7 @@ export class IncidentService {
       await this.assertVariableUnion(body.template_ids);
       const now = iso(this.d.clock.now());
       const incident = newIncident(this.d.ids.next('incident'), body, actor, now);
-      const created = newEvent(this.d.ids.next('event'), 'incident.created', now, actor, {
+      const created = newEvent(createdEventId(incident.id), 'incident.created', now, actor, {
         title: incident.title,
         severity: incident.severity,
       });

@@ -1,20 +1,29 @@
 import type { RedisClient as Redis } from './redis-connect.js';
-import type { Incident } from '../domain/incident.js';
-import type { IncidentEvent } from '../domain/incident-event.js';
+import { STATUSES, type Incident } from '../domain/incident.js';
+import { createdEventId, type IncidentEvent } from '../domain/incident-event.js';
 import type { Page, PageRequest } from '../domain/pagination.js';
 import type { IncidentFilter, IncidentRepo } from '../ports/index.js';
 import { Change } from './commit.js';
-import { loadJson, pageFiltered } from './index-page.js';
+import { decodeIncident, encodeIncident, remember, storedString } from './incident-record.js';
+import { pageFiltered } from './index-page.js';
 import type { Keys } from './keys.js';
 
 /**
- * Incidents as JSON strings, with:
- * - `incs` (every incident) and `incs:status:<s>` (one per status), score-0 sorted sets paged
- *   BYLEX, newest first;
- * - `inc:<id>:events`, the append-only timeline (a list, so offset cursors are exact);
+ * Incidents as compact JSON strings (src/store/incident-record.ts), with:
+ * - `incs:status:<s>` (one per status), score-0 sorted sets paged BYLEX, newest first; "every
+ *   incident" is all five merged in one script. The former all-incidents index `incs` is neither
+ *   read nor written any more: a deployment from before keeps its old one untouched (147 B per
+ *   incident of then; `DEL {prefix}:incs` reclaims it), and nothing depends on it being there.
+ * - `inc:<id>:events`, the append-only timeline (a list, so offset cursors are exact). An
+ *   incident's `incident.created` event is implied rather than stored when it says only what the
+ *   record says (its id is derived from the incident's, its time and actor are created_at and
+ *   created_by, its data the title and severity); the list then holds the events after it (and
+ *   does not exist until there is one). `inc:<id>:created` keeps the created event's data once
+ *   an update changes the title or severity. A timeline whose first item is `incident.created`
+ *   (every incident from before) is read as it is.
  * - `tpl:<id>:incs`, the non-closed incidents attaching a template (the template in-use rule).
- * Records are written with JSON.stringify and compared as the exact string read, which is the
- * compare-and-set of every update.
+ * Every update compares against the exact string read or written (the compare-and-set), and an
+ * incident object given or returned here JSON-serialises to it (see `remember`).
  */
 export class RedisIncidentRepo implements IncidentRepo {
   constructor(
@@ -27,28 +36,37 @@ export class RedisIncidentRepo implements IncidentRepo {
     return one ?? null;
   }
 
-  getMany(ids: string[]): Promise<(Incident | null)[]> {
-    return loadJson<Incident>(this.redis, ids.map((id) => this.keys.incident(id)));
+  async getMany(ids: string[]): Promise<(Incident | null)[]> {
+    if (ids.length === 0) return [];
+    const raw = await this.redis.mget(...ids.map((id) => this.keys.incident(id)));
+    return raw.map((r) => (r === null ? null : decodeIncident(r)));
   }
 
   async create(incident: Incident, events: IncidentEvent[]): Promise<boolean> {
     const k = this.keys;
     const change = new Change(this.redis).expect(k.incident(incident.id), null);
     for (const t of incident.template_ids) change.expectExists(k.template(t)).write('SADD', k.templateIncidents(t), incident.id);
-    change
-      .write('SET', k.incident(incident.id), JSON.stringify(incident))
-      .write('ZADD', k.incidents(), '0', incident.id)
-      .write('ZADD', k.incidentsByStatus(incident.status), '0', incident.id);
-    this.pushEvents(change, incident.id, events);
-    return change.commit({ kind: 'incident', incident });
+    const raw = encodeIncident(incident);
+    change.write('SET', k.incident(incident.id), raw).write('ZADD', k.incidentsByStatus(incident.status), '0', incident.id);
+    const first = events[0];
+    this.pushEvents(change, incident.id, first && sameJson(first, impliedCreated(incident, null)) ? events.slice(1) : events);
+    const ok = await change.commit({ kind: 'incident', incident });
+    if (ok) remember(incident, raw);
+    return ok;
   }
 
   async update(prev: Incident, next: Incident, events: IncidentEvent[]): Promise<boolean> {
     const k = this.keys;
-    const change = new Change(this.redis).expect(k.incident(prev.id), JSON.stringify(prev));
-    change.write('SET', k.incident(next.id), JSON.stringify(next));
+    const change = new Change(this.redis).expect(k.incident(prev.id), storedString(prev));
+    const raw = encodeIncident(next);
+    change.write('SET', k.incident(next.id), raw);
     if (prev.status !== next.status) {
       change.write('ZREM', k.incidentsByStatus(prev.status), prev.id).write('ZADD', k.incidentsByStatus(next.status), '0', next.id);
+    }
+    if (prev.title !== next.title || prev.severity !== next.severity) {
+      // Only updates change these, and the first one that does keeps them (NX) for an implied
+      // created event; an incident whose created event is stored never reads it.
+      change.write('SET', k.incidentCreated(prev.id), JSON.stringify(createdData(prev)), 'NX');
     }
     // Template links exist only while the incident is not closed.
     const before = prev.status === 'closed' ? [] : prev.template_ids;
@@ -58,21 +76,24 @@ export class RedisIncidentRepo implements IncidentRepo {
       if (!before.includes(t)) change.expectExists(k.template(t)).write('SADD', k.templateIncidents(t), next.id);
     }
     this.pushEvents(change, next.id, events);
-    return change.commit({ kind: 'incident', incident: next });
+    const ok = await change.commit({ kind: 'incident', incident: next });
+    if (ok) remember(next, raw);
+    return ok;
   }
 
   list(filter: IncidentFilter, page: PageRequest): Promise<Page<Incident>> {
     const k = this.keys;
-    const indexes = filter.status && filter.status.length > 0 ? filter.status.map((s) => k.incidentsByStatus(s)) : [k.incidents()];
-    const severities = filter.severity && filter.severity.length > 0 ? new Set(filter.severity) : null;
     const statuses = filter.status && filter.status.length > 0 ? new Set(filter.status) : null;
+    const severities = filter.severity && filter.severity.length > 0 ? new Set(filter.severity) : null;
     return pageFiltered(
       this.redis,
-      indexes,
+      [...(statuses ?? STATUSES)].map((s) => k.incidentsByStatus(s)),
       page,
       (ids) => this.getMany(ids),
       // The status re-check covers an incident that moved between reading the index and the record.
       (i) => (severities === null || severities.has(i.severity)) && (statuses === null || statuses.has(i.status)),
+      // Severity has no index: read in batches. Otherwise a page reads its own size (plus one id).
+      severities === null ? page.limit : undefined,
     );
   }
 
@@ -82,14 +103,42 @@ export class RedisIncidentRepo implements IncidentRepo {
   }
 
   async listEvents(incidentId: string, page: PageRequest): Promise<Page<IncidentEvent>> {
+    const k = this.keys;
     const offset = page.cursor && 'offset' in page.cursor ? page.cursor.offset : 0;
-    // One extra item tells whether another page exists; the list only grows, so offsets are stable.
-    const raw = await this.redis.lrange(this.keys.incidentEvents(incidentId), offset, offset + page.limit);
-    const data = raw.slice(0, page.limit).map((r) => JSON.parse(r) as IncidentEvent);
-    return { data, nextCursor: raw.length > page.limit ? { offset: offset + page.limit } : null };
+    // Timeline item i is list item i, or i - 1 after an implied created event: read from one
+    // earlier, one extra item telling whether another page exists. The list only grows and its
+    // first item never changes, so offsets are stable and these reads need not be one snapshot.
+    const start = Math.max(offset - 1, 0);
+    const [raw, head, record, created] = await Promise.all([
+      this.redis.lrange(k.incidentEvents(incidentId), start, offset + page.limit),
+      offset > 0 ? this.redis.lindex(k.incidentEvents(incidentId), 0) : Promise.resolve(null),
+      this.redis.get(k.incident(incidentId)),
+      this.redis.get(k.incidentCreated(incidentId)),
+    ]);
+    const first = offset > 0 ? head : (raw[0] ?? null);
+    const stored = first !== null && (JSON.parse(first) as IncidentEvent).type === 'incident.created';
+    let items = raw.map((r) => JSON.parse(r) as IncidentEvent);
+    if (stored || record === null) items = items.slice(offset - start);
+    else if (offset === 0) items.unshift(impliedCreated(decodeIncident(record), created));
+    return { data: items.slice(0, page.limit), nextCursor: items.length > page.limit ? { offset: offset + page.limit } : null };
   }
 
   private pushEvents(change: Change, incidentId: string, events: IncidentEvent[]): void {
     if (events.length > 0) change.write('RPUSH', this.keys.incidentEvents(incidentId), ...events.map((e) => JSON.stringify(e)));
   }
 }
+
+const createdData = (i: Incident) => ({ title: i.title, severity: i.severity });
+
+/** The `incident.created` event the record implies (as the service writes it); `data` when kept apart. */
+function impliedCreated(incident: Incident, data: string | null): IncidentEvent {
+  return {
+    id: createdEventId(incident.id),
+    type: 'incident.created',
+    at: incident.created_at,
+    actor: incident.created_by,
+    data: data === null ? createdData(incident) : (JSON.parse(data) as Record<string, unknown>),
+  };
+}
+
+const sameJson = (a: unknown, b: unknown): boolean => JSON.stringify(a) === JSON.stringify(b);

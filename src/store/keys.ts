@@ -13,9 +13,12 @@ export function createKeys(prefix: string) {
     meta: (name: string) => `${t}:meta:${name}`,
 
     incident: (id: string) => `${t}:inc:${id}`,
+    /** The former all-incidents index: no longer read or written (see src/store/incidents.ts). */
     incidents: () => `${t}:incs`,
     incidentsByStatus: (status: string) => `${t}:incs:status:${status}`,
     incidentEvents: (id: string) => `${t}:inc:${id}:events`,
+    /** The data of an incident's implied `incident.created` event, once its title or severity changed. */
+    incidentCreated: (id: string) => `${t}:inc:${id}:created`,
     incidentExecutions: (id: string) => `${t}:inc:${id}:exes`,
     /** Where the incident's Slack announcement is (channel, ts) and which execute it shows. */
     incidentAnnouncement: (id: string) => `${t}:inc:${id}:announcement`,

@@ -1,0 +1,102 @@
+import type { Incident } from '../domain/incident.js';
+
+/**
+ * The stored form of an incident: its JSON without the fields that hold their default, which a
+ * new incident mostly does (about 200 bytes of a 900-byte record, enough to drop it into a smaller
+ * allocation). Reading restores them in the wire order, so every answer is the same bytes.
+ *
+ *   omitted when        field
+ *   "investigating"     status
+ *   ""                  impact
+ *   []                  template_ids
+ *   null                resolution_summary, resolved_at, closed_at, last_executed_at
+ *   0                   execution_count
+ *   = created_at        updated_at
+ *   1                   rev
+ *
+ * Records written before this form (every field present) read the same way, and keep working:
+ * an update compares against the string that was read (see `storedString`), never a re-encoding.
+ */
+const ORDER = [
+  'id',
+  'title',
+  'severity',
+  'status',
+  'description',
+  'impact',
+  'template_ids',
+  'resolution_summary',
+  'created_at',
+  'updated_at',
+  'resolved_at',
+  'closed_at',
+  'last_executed_at',
+  'execution_count',
+  'created_by',
+  'rev',
+] as const satisfies readonly (keyof Incident)[];
+
+type Field = (typeof ORDER)[number];
+type Stored = Partial<Record<Field, unknown>> & Record<string, unknown>;
+
+const DEFAULTS: Partial<Record<Field, (i: Stored) => unknown>> = {
+  status: () => 'investigating',
+  impact: () => '',
+  template_ids: () => [],
+  resolution_summary: () => null,
+  updated_at: (i) => i.created_at,
+  resolved_at: () => null,
+  closed_at: () => null,
+  last_executed_at: () => null,
+  execution_count: () => 0,
+  rev: () => 1,
+};
+
+function isDefault(field: Field, value: unknown, incident: Stored): boolean {
+  const d = DEFAULTS[field];
+  if (d === undefined) return false;
+  const v = d(incident);
+  return Array.isArray(v) ? Array.isArray(value) && value.length === 0 : value === v;
+}
+
+/** The string stored for `incident`. */
+export function encodeIncident(incident: Incident): string {
+  const stored: Stored = {};
+  for (const [k, v] of Object.entries(incident)) {
+    if (!isDefault(k as Field, v, incident)) stored[k] = v;
+  }
+  return JSON.stringify(stored);
+}
+
+/** The exact string each incident object was read from or written as. */
+const stored = new WeakMap<Incident, string>();
+
+/**
+ * Ties `incident` to the string it is stored as: the compare-and-set of its next update
+ * (`storedString`). JSON.stringify(incident) gives that string too, for code that builds its
+ * compare-and-set that way (src/store/executions.ts). Not enumerable: a copy ({...incident},
+ * presentIncident) does not carry it, so what goes on the wire and what is written is unchanged.
+ */
+export function remember(incident: Incident, raw: string): void {
+  stored.set(incident, raw);
+  Object.defineProperty(incident, 'toJSON', { value: () => JSON.parse(raw) as unknown, enumerable: false, configurable: true, writable: true });
+}
+
+/** The incident stored as `raw` (either form), in wire field order. */
+export function decodeIncident(raw: string): Incident {
+  const parsed = JSON.parse(raw) as Stored;
+  const out: Stored = {};
+  for (const f of ORDER) {
+    if (f in parsed) out[f] = parsed[f];
+    else if (DEFAULTS[f]) out[f] = DEFAULTS[f](parsed);
+  }
+  for (const [k, v] of Object.entries(parsed)) if (!(k in out)) out[k] = v;
+  const incident = out as unknown as Incident;
+  remember(incident, raw);
+  return incident;
+}
+
+/** What a compare-and-set against `incident` expects: the string it was read or written as, else its encoding. */
+export function storedString(incident: Incident): string {
+  return stored.get(incident) ?? encodeIncident(incident);
+}
