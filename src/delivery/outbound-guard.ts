@@ -248,7 +248,7 @@ export class OutboundGuard {
     return null;
   }
 
-  /** Agents whose every connection goes through this guard. No keep-alive: see GuardedHttpAgent. */
+  /** Agents whose every connection goes through this guard; idle ones are kept briefly (KEEP_ALIVE_IDLE_MS). */
   readonly httpAgent: http.Agent = new GuardedHttpAgent(this);
   readonly httpsAgent: https.Agent = new GuardedHttpsAgent(this);
 }
@@ -269,14 +269,21 @@ function guardedConnect(guard: OutboundGuard, options: http.ClientRequestArgs, c
 }
 
 /**
- * http.Agent that connects only where the guard allows. Keep-alive is off on purpose: a reused
- * idle socket that the server already closed fails as a "reset" that looks ambiguous, which would
- * flag deliveries as possible duplicates for nothing; one connection per request is honest and,
- * at chat-platform rates, cheap.
+ * How long an idle connection is kept for the next request to the same host:port. Keep-alive
+ * spares a fan-out a TCP (and TLS) handshake per message — the receiver's CPU as much as ours —
+ * but a reused idle socket that the server has just closed fails as a "reset" that looks
+ * ambiguous (a possible duplicate for nothing). So an idle socket is kept for one second only,
+ * well under any common server's idle time-out (Node 5 s, nginx 75 s, load balancers 60 s), and
+ * Node shortens that further to a server's own `Keep-Alive: timeout=` hint. A socket is only ever
+ * reused for the host:port it was opened to, after the guard checked its address.
  */
+export const KEEP_ALIVE_IDLE_MS = 1000;
+const AGENT_OPTIONS = { keepAlive: true, timeout: KEEP_ALIVE_IDLE_MS } as const;
+
+/** http.Agent that connects only where the guard allows (idle connections: see KEEP_ALIVE_IDLE_MS). */
 export class GuardedHttpAgent extends http.Agent {
   constructor(private readonly guard: OutboundGuard) {
-    super({ keepAlive: false });
+    super(AGENT_OPTIONS);
   }
 
   override createConnection(options: http.ClientRequestArgs, callback?: CreateCallback): Duplex | null | undefined {
@@ -287,7 +294,7 @@ export class GuardedHttpAgent extends http.Agent {
 /** https.Agent twin of GuardedHttpAgent (the guarded lookup also covers tls.connect). */
 export class GuardedHttpsAgent extends https.Agent {
   constructor(private readonly guard: OutboundGuard) {
-    super({ keepAlive: false });
+    super(AGENT_OPTIONS);
   }
 
   override createConnection(options: http.ClientRequestArgs, callback?: CreateCallback): Duplex | null | undefined {

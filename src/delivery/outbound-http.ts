@@ -221,6 +221,12 @@ function timeouts(x: Exchange, p: Plan): NodeJS.Timeout[] {
 /** How far the request got: a failure says whether the request may have been acted on. */
 function watchProgress(x: Exchange): void {
   x.req.on('socket', (socket) => {
+    // A kept-alive socket handed over again is connected already and emits no 'connect': without
+    // this, a time-out after sending on it would pass for a connect time-out (not ambiguous).
+    if (!socket.connecting) {
+      x.progress.connected = true;
+      return;
+    }
     // A TLS socket emits 'connect' for the TCP part too: "connected" means TCP, before TLS.
     socket.once('connect', () => {
       x.progress.connected = true;

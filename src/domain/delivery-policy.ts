@@ -79,3 +79,10 @@ export function pacingFor(type: ChannelType, ratePerMinute: number | null): Paci
   if (ratePerMinute !== null && ratePerMinute > 0) return { perSecond: ratePerMinute / 60, burst: 1 };
   return channelOf(type).pacing;
 }
+
+/**
+ * Where a delivery stands with pacing right before sending: send now, or wait `waitMs` — for the
+ * slot it just reserved on the connection's schedule (`reserved`), or for a free send token
+ * (`take`, its slot fell due together with others').
+ */
+export type PaceStep = { step: 'send' } | { step: 'reserved' | 'take'; waitMs: number };

@@ -1,7 +1,7 @@
 import type { Actor } from '../domain/actor.js';
 import { SYSTEM_ACTOR } from '../domain/actor.js';
 import { iso } from '../domain/clock.js';
-import { decideRetry, pacingFor, type RetryDecision } from '../domain/delivery-policy.js';
+import { decideRetry, pacingFor, type PaceStep, type PacingRule, type RetryDecision } from '../domain/delivery-policy.js';
 import {
   cancel,
   holdForPacing,
@@ -35,11 +35,19 @@ export interface DeliveryTargets {
   recordOutcome(connectionId: string, ok: boolean, error: string | null): Promise<void>;
 }
 
+/**
+ * A Pacer that can also run the send path's `reserve`-then-`take` as one step (one round trip
+ * per delivery instead of two); without it the service makes the two calls.
+ */
+export interface SendPacer extends Pacer {
+  paceSend?(connectionId: string, rule: PacingRule, reserveFirst: boolean): Promise<PaceStep>;
+}
+
 export interface DeliveryServiceDeps {
   repo: ExecutionRepo;
   targets: DeliveryTargets;
   senders: ChannelSenders;
-  pacer: Pacer;
+  pacer: SendPacer;
   queue: DeliveryQueue;
   clock: Clock;
   ids: IdGenerator;
@@ -82,6 +90,10 @@ export class DeliveryService {
     let current = await this.d.repo.getDelivery(deliveryId);
     if (!current || isTerminal(current.status)) return { kind: 'done', status: current?.status ?? 'cancelled' };
 
+    // The incident (for the message) is read beside the connection, in the same round trip; its
+    // answer, or its failure, is met only where the message is built, as if read there.
+    const incidentRead = this.d.getIncident(current.incident_id);
+    incidentRead.catch(() => undefined);
     const target = await this.d.targets.get(current.connection_id);
     if (!target || !target.enabled) {
       const reason = target ? 'connection disabled' : 'connection deleted';
@@ -103,29 +115,20 @@ export class DeliveryService {
     // Pacing delays, never drops, and is no attempt. A delivery reserves its slot once and sleeps
     // until it; then, like any other, it takes a send token, waiting briefly if several slots fell
     // due together (workers woke late), so actual sends never outrun the rate.
-    const rule = pacingFor(target.type, target.rateLimitPerMinute);
-    if (!current.paced) {
-      const wait = await this.d.pacer.reserve(target.id, rule);
-      if (wait > 0) {
-        const held = must(holdForPacing(current, new Date(nowMs + wait)));
-        // Nothing a reader sees changed, so no listener is told.
-        if (!(await this.d.repo.updateDelivery(current, held))) return LOST_RACE;
-        return { kind: 'delay', ms: wait, reason: 'pacing' };
-      }
-    }
-    const tokenWait = await this.d.pacer.take(target.id, rule);
-    if (tokenWait > 0) {
-      // Its slot is reserved already (just now, or before): remember that, so it is not reserved twice.
+    const pace = await this.pace(target.id, pacingFor(target.type, target.rateLimitPerMinute), !current.paced);
+    if (pace.step !== 'send') {
+      // Its slot is reserved already (just now, or before): remember that, so it is not reserved
+      // twice. Nothing a reader sees changed, so no listener is told.
       if (!current.paced) {
-        const held = must(holdForPacing(current, new Date(nowMs + tokenWait)));
+        const held = must(holdForPacing(current, new Date(nowMs + pace.waitMs)));
         if (!(await this.d.repo.updateDelivery(current, held))) return LOST_RACE;
       }
-      return { kind: 'delay', ms: tokenWait, reason: 'pacing' };
+      return { kind: 'delay', ms: pace.waitMs, reason: 'pacing' };
     }
 
     // Whatever can fail without sending happens before the delivery is marked `sending`, so a
     // crash here is never mistaken for a cut-off send.
-    const message = await this.messageOf(current);
+    const message = this.messageOf(current, await incidentRead);
     const sending = must(startSending(current, this.d.clock.now()));
     if (!(await this.write(current, sending))) return LOST_RACE;
 
@@ -160,8 +163,18 @@ export class DeliveryService {
     return cut;
   }
 
-  private async messageOf(d: Delivery): Promise<OutboundMessage> {
-    const incident = await this.d.getIncident(d.incident_id);
+  /** `reserve` (when it holds no slot yet) then, if that slot is now, `take` (see Pacer). */
+  private async pace(connectionId: string, rule: PacingRule, reserveFirst: boolean): Promise<PaceStep> {
+    if (this.d.pacer.paceSend) return this.d.pacer.paceSend(connectionId, rule, reserveFirst);
+    if (reserveFirst) {
+      const wait = await this.d.pacer.reserve(connectionId, rule);
+      if (wait > 0) return { step: 'reserved', waitMs: wait };
+    }
+    const wait = await this.d.pacer.take(connectionId, rule);
+    return wait > 0 ? { step: 'take', waitMs: wait } : { step: 'send' };
+  }
+
+  private messageOf(d: Delivery, incident: Incident | null): OutboundMessage {
     return {
       deliveryId: d.id,
       executionId: d.execution_id,
@@ -200,6 +213,11 @@ export class DeliveryService {
         events = [this.failedEvent(next, decision.reason ? `${result.error} (${decision.reason})` : result.error)];
       }
     }
+    // Bookkeeping about the connection: its failure must not change what happened to the
+    // delivery, so it runs beside the record's write (the two share a round trip) and never throws.
+    const health = this.guarded('recording connection health', () =>
+      this.d.targets.recordOutcome(target.id, result.outcome === 'delivered', result.outcome === 'delivered' ? null : result.error),
+    );
     // The worker holds the job, so only a cancel can race this write; the send already happened,
     // so its record wins over the cancel (retry the write on the latest state). Should it keep
     // losing, or the delivery be gone, the attempt is still reported and the outcome stands.
@@ -217,10 +235,7 @@ export class DeliveryService {
       () => undefined,
     );
     this.d.onAttempt?.(next, attempt);
-    // Bookkeeping about the connection: its failure must not change what happened to the delivery.
-    await this.guarded('recording connection health', () =>
-      this.d.targets.recordOutcome(target.id, result.outcome === 'delivered', result.outcome === 'delivered' ? null : result.error),
-    );
+    await health;
     if (result.outcome === 'permanent' && result.disable) {
       const reason = result.disable;
       await this.guarded('disabling a dead connection', () => this.d.targets.disable(target.id, reason));

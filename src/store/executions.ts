@@ -7,6 +7,29 @@ import type { ExecutionRepo } from '../ports/index.js';
 import { Change } from './commit.js';
 import { loadJson, pageIndexes } from './index-page.js';
 import type { Keys } from './keys.js';
+import { luaScript, runScript } from './scripts.js';
+
+/**
+ * delivery_update — updateDelivery's compare-and-set, the delivery engine's hottest write (two or
+ * more per delivery). The general commit script (commit.ts) would take the records inside a JSON
+ * array of checks and writes — each record escaped again, and decoded again by cjson in Redis — so
+ * this one takes them as plain arguments and runs the same steps.
+ *
+ * KEYS[1] the delivery, KEYS[2] its connection's active set, KEYS[3] the outbox, KEYS[4] the
+ *         incident's timeline
+ * ARGV[1] the record as read, ARGV[2] the new record, ARGV[3] the delivery id,
+ * ARGV[4] 1 = terminal (leaves the active set) / 0, ARGV[5] outbox score ('' = not queued again),
+ * ARGV[6..] timeline events to append
+ * Returns 0 when written, 1 when the stored record is not ARGV[1] (nothing written).
+ */
+const DELIVERY_UPDATE_LUA = luaScript('delivery_update', `
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 1 end
+redis.call('SET', KEYS[1], ARGV[2])
+if ARGV[4] == '1' then redis.call('SREM', KEYS[2], ARGV[3]) else redis.call('SADD', KEYS[2], ARGV[3]) end
+if ARGV[5] ~= '' then redis.call('ZADD', KEYS[3], ARGV[5], ARGV[3]) end
+if #ARGV > 5 then redis.call('RPUSH', KEYS[4], unpack(ARGV, 6)) end
+return 0
+`);
 
 /**
  * Executions and deliveries: `exe:<id>` and `dlv:<id>` JSON records, `inc:<id>:exes` (newest
@@ -52,8 +75,23 @@ export class RedisExecutionRepo implements ExecutionRepo {
     return { data: list.filter((e): e is Execution => e !== null), nextCursor };
   }
 
-  getDeliveries(ids: string[]): Promise<(Delivery | null)[]> {
-    return loadJson<Delivery>(this.redis, ids.map((id) => this.keys.delivery(id)));
+  async getDeliveries(ids: string[]): Promise<(Delivery | null)[]> {
+    if (ids.length === 0) return [];
+    const raw = await this.redis.mget(...ids.map((id) => this.keys.delivery(id)));
+    return raw.map((r) => (r === null ? null : this.remember(JSON.parse(r) as Delivery, r)));
+  }
+
+  /**
+   * The stored text of a record this repo read or wrote: a compare-and-set on it sends those
+   * exact bytes back instead of serialising the record again (a delivery is rewritten two or three
+   * times, each with its whole rendered content). Records are never changed in place — every
+   * transition returns a new one — so an object's text stays what it was when read.
+   */
+  private readonly stored = new WeakMap<Delivery, string>();
+
+  private remember(d: Delivery, text: string): Delivery {
+    this.stored.set(d, text);
+    return d;
   }
 
   async getDelivery(id: string): Promise<Delivery | null> {
@@ -61,15 +99,16 @@ export class RedisExecutionRepo implements ExecutionRepo {
     return d ?? null;
   }
 
-  updateDelivery(prev: Delivery, next: Delivery, opts: { outbox?: boolean; events?: IncidentEvent[] } = {}): Promise<boolean> {
+  async updateDelivery(prev: Delivery, next: Delivery, opts: { outbox?: boolean; events?: IncidentEvent[] } = {}): Promise<boolean> {
     const k = this.keys;
-    const change = new Change(this.redis).expect(k.delivery(prev.id), JSON.stringify(prev)).write('SET', k.delivery(next.id), JSON.stringify(next));
-    if (opts.outbox) change.write('ZADD', k.deliveryOutbox(), String(this.nowMs()), next.id);
+    const keys = [k.delivery(prev.id), k.connectionActiveDeliveries(next.connection_id), k.deliveryOutbox(), k.incidentEvents(next.incident_id)];
+    const nextText = JSON.stringify(next);
+    const args = [this.stored.get(prev) ?? JSON.stringify(prev), nextText, next.id, isTerminal(next.status) ? '1' : '0', opts.outbox ? String(this.nowMs()) : ''];
     // The timeline's `delivery.failed` is written with the failure itself: never one without the other.
-    if (opts.events && opts.events.length > 0) change.write('RPUSH', k.incidentEvents(next.incident_id), ...opts.events.map((e) => JSON.stringify(e)));
-    if (isTerminal(next.status)) change.write('SREM', k.connectionActiveDeliveries(next.connection_id), next.id);
-    else change.write('SADD', k.connectionActiveDeliveries(next.connection_id), next.id);
-    return change.commit();
+    for (const e of opts.events ?? []) args.push(JSON.stringify(e));
+    const written = (await runScript(this.redis, DELIVERY_UPDATE_LUA, keys, args)) === 0;
+    if (written) this.remember(next, nextText);
+    return written;
   }
 
   activeForConnection(connectionId: string): Promise<string[]> {

@@ -77,4 +77,21 @@ describe('RedisPacer (GCRA token bucket with reservations)', () => {
       expect(w).toBeLessThanOrEqual(1000);
     }
   });
+
+  it('paceSend is reserve then take in one step: it reserves a slot once, and takes a token only when its slot is now', async () => {
+    const rule = { perSecond: 1, burst: 1 };
+    // A fresh connection: its slot is now, and so is a send token.
+    expect(await pacer.paceSend('con_both', rule, true)).toEqual({ step: 'send' });
+    // The next one reserves the following slot, a second out, and takes no token.
+    const second = await pacer.paceSend('con_both', rule, true);
+    expect(second.step).toBe('reserved');
+    expect(second.step === 'send' ? 0 : second.waitMs).toBeGreaterThan(900);
+    // Holding that slot already (reserveFirst false), it only asks for a token: none is free yet.
+    const token = await pacer.paceSend('con_both', rule, false);
+    expect(token.step).toBe('take');
+    expect(token.step === 'send' ? 0 : token.waitMs).toBeGreaterThan(900);
+    // The same keys as reserve and take: the schedule is a slot further out for the next caller.
+    expect(await pacer.reserve('con_both', rule)).toBeGreaterThan(1900);
+  });
 });
+

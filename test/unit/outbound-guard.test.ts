@@ -262,6 +262,15 @@ describe('https, redirects and failures', () => {
     expect(sink.requests).toHaveLength(1); // it did arrive: that is why it is ambiguous
   });
 
+  it('on a kept-alive connection too, a slow destination is a time-out after sending (ambiguous), never a connect time-out', async () => {
+    // The first request leaves its connection idle in the pool; the second one is sent on it.
+    sink.script({ body: 'ok' }, { delayMs: 5_000, body: 'late' });
+    expect((await post('/first')).status).toBe(200);
+    const err = await failure(post('/slow-reused', { timeoutMs: 300 }));
+    expect(err).toMatchObject({ kind: 'timeout', ambiguous: true, retryable: true });
+    expect(sink.requests.map((r) => r.path)).toEqual(['/first', '/slow-reused']);
+  });
+
   it('a reset after the request was sent is a network error flagged ambiguous', async () => {
     sink.script({ reset: true });
     const err = await failure(post('/reset'));
