@@ -1,6 +1,7 @@
 import type { RedisClient as Redis } from './redis-connect.js';
 import { isTerminal, type Delivery, type Execution } from '../domain/execution.js';
 import type { Incident } from '../domain/incident.js';
+import { encodeIncident, remember, storedString } from './incident-record.js';
 import type { IncidentEvent } from '../domain/incident-event.js';
 import type { Page, PageRequest } from '../domain/pagination.js';
 import type { ExecutionRepo } from '../ports/index.js';
@@ -44,13 +45,15 @@ export class RedisExecutionRepo implements ExecutionRepo {
     private readonly bulk: Redis = redis,
   ) {}
 
-  create(execution: Execution, deliveries: Delivery[], incidentPrev: Incident, incidentNext: Incident, events: IncidentEvent[]): Promise<boolean> {
+  async create(execution: Execution, deliveries: Delivery[], incidentPrev: Incident, incidentNext: Incident, events: IncidentEvent[]): Promise<boolean> {
     const k = this.keys;
     // Not connected yet (just started) or reconnecting: the bounded connection answers at once.
     const client = this.bulk.status === 'ready' ? this.bulk : this.redis;
+    // The incident in its stored form (store/incident-record.ts), compared as the exact string read.
+    const nextText = encodeIncident(incidentNext);
     const change = new Change(client)
-      .expect(k.incident(incidentPrev.id), JSON.stringify(incidentPrev))
-      .write('SET', k.incident(incidentNext.id), JSON.stringify(incidentNext))
+      .expect(k.incident(incidentPrev.id), storedString(incidentPrev))
+      .write('SET', k.incident(incidentNext.id), nextText)
       .write('SET', k.execution(execution.id), JSON.stringify(execution))
       .write('ZADD', k.incidentExecutions(execution.incident_id), '0', execution.id);
     const now = String(this.nowMs());
@@ -61,7 +64,9 @@ export class RedisExecutionRepo implements ExecutionRepo {
         .write('ZADD', k.deliveryOutbox(), now, d.id);
     }
     if (events.length > 0) change.write('RPUSH', k.incidentEvents(incidentNext.id), ...events.map((e) => JSON.stringify(e)));
-    return change.commit({ kind: 'execution', execution, deliveries });
+    const committed = await change.commit({ kind: 'execution', execution, deliveries });
+    if (committed) remember(incidentNext, nextText);
+    return committed;
   }
 
   async get(id: string): Promise<Execution | null> {

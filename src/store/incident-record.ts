@@ -73,13 +73,11 @@ const stored = new WeakMap<Incident, string>();
 
 /**
  * Ties `incident` to the string it is stored as: the compare-and-set of its next update
- * (`storedString`). JSON.stringify(incident) gives that string too, for code that builds its
- * compare-and-set that way (src/store/executions.ts). Not enumerable: a copy ({...incident},
- * presentIncident) does not carry it, so what goes on the wire and what is written is unchanged.
+ * (`storedString`). Records are never changed in place (every change returns a new object), so
+ * an object's string stays what it was when read or written.
  */
 export function remember(incident: Incident, raw: string): void {
   stored.set(incident, raw);
-  Object.defineProperty(incident, 'toJSON', { value: () => JSON.parse(raw) as unknown, enumerable: false, configurable: true, writable: true });
 }
 
 /** The incident stored as `raw` (either form), in wire field order. */
