@@ -2,22 +2,8 @@ import type { Actor } from '../domain/actor.js';
 import { SYSTEM_ACTOR } from '../domain/actor.js';
 import { iso } from '../domain/clock.js';
 import { decideRetry, pacingFor, type PaceStep, type PacingRule, type RetryDecision } from '../domain/delivery-policy.js';
-import {
-  cancel,
-  holdForPacing,
-  interruptedAttempt,
-  isRefused,
-  recordDelivered,
-  recordFailed,
-  recordInterrupted,
-  recordRetry,
-  requeue,
-  roundBudgetAfter,
-  sendAttempt,
-  startSending,
-  supersede,
-  type Transitioned,
-} from '../domain/delivery-state.js';
+// A namespace: each status change reads as what it is (transition.recordDelivered(…)).
+import * as transition from '../domain/delivery-state.js';
 import { isTerminal, type Attempt, type Delivery } from '../domain/execution.js';
 import { sendVia } from '../domain/connection.js';
 import type { Incident } from '../domain/incident.js';
@@ -120,7 +106,7 @@ export class DeliveryService {
       // Its slot is reserved already (just now, or before): remember that, so it is not reserved
       // twice. Nothing a reader sees changed, so no listener is told.
       if (!current.paced) {
-        const held = must(holdForPacing(current, new Date(nowMs + pace.waitMs)));
+        const held = must(transition.holdForPacing(current, new Date(nowMs + pace.waitMs)));
         if (!(await this.d.repo.updateDelivery(current, held))) return LOST_RACE;
       }
       return { kind: 'delay', ms: pace.waitMs, reason: 'pacing' };
@@ -129,7 +115,7 @@ export class DeliveryService {
     // Whatever can fail without sending happens before the delivery is marked `sending`, so a
     // crash here is never mistaken for a cut-off send.
     const message = this.messageOf(current, await incidentRead);
-    const sending = must(startSending(current, this.d.clock.now()));
+    const sending = must(transition.startSending(current, this.d.clock.now()));
     if (!(await this.write(current, sending))) return LOST_RACE;
 
     let result: SendResult;
@@ -149,15 +135,15 @@ export class DeliveryService {
    */
   private async recordInterrupted(current: Delivery): Promise<Delivery | ProcessOutcome | typeof LOST_RACE> {
     const now = this.d.clock.now();
-    const cutAttempt = interruptedAttempt(now);
-    const decision = decideRetry({ ...roundBudgetAfter(current, cutAttempt, now), retryAfterMs: 0, random: this.d.random });
+    const cutAttempt = transition.interruptedAttempt(now);
+    const decision = decideRetry({ ...transition.roundBudgetAfter(current, cutAttempt, now), retryAfterMs: 0, random: this.d.random });
     if (!decision.retry) {
-      const failed = must(recordFailed(current, cutAttempt, now));
+      const failed = must(transition.recordFailed(current, cutAttempt, now));
       if (!(await this.write(current, failed, { events: [this.failedEvent(failed, `${cutAttempt.error ?? ''} (${decision.reason})`)] }))) return LOST_RACE;
       this.d.onAttempt?.(failed, cutAttempt);
       return { kind: 'done', status: 'failed' };
     }
-    const cut = must(recordInterrupted(current, now));
+    const cut = must(transition.recordInterrupted(current, now));
     if (!(await this.write(current, cut))) return LOST_RACE;
     this.d.onAttempt?.(cut, cutAttempt);
     return cut;
@@ -191,24 +177,24 @@ export class DeliveryService {
 
   private async record(sending: Delivery, target: DeliveryTarget, result: SendResult): Promise<ProcessOutcome> {
     const now = this.d.clock.now();
-    const attempt = sendAttempt(sending, result, now);
+    const attempt = transition.sendAttempt(sending, result, now);
     let next: Delivery;
     let outcome: ProcessOutcome;
     let events: IncidentEvent[] = [];
     if (result.outcome === 'delivered') {
-      next = must(recordDelivered(sending, attempt, now));
+      next = must(transition.recordDelivered(sending, attempt, now));
       outcome = { kind: 'done', status: 'delivered' };
     } else {
       const decision: RetryDecision =
         result.outcome === 'retryable'
-          ? decideRetry({ ...roundBudgetAfter(sending, attempt, now), retryAfterMs: result.retryAfterMs, random: this.d.random })
+          ? decideRetry({ ...transition.roundBudgetAfter(sending, attempt, now), retryAfterMs: result.retryAfterMs, random: this.d.random })
           : { retry: false, reason: '' };
       if (decision.retry) {
         const ambiguous = result.outcome === 'retryable' && result.ambiguous;
-        next = must(recordRetry(sending, attempt, { notBefore: new Date(now.getTime() + decision.delayMs), ambiguous }));
+        next = must(transition.recordRetry(sending, attempt, { notBefore: new Date(now.getTime() + decision.delayMs), ambiguous }));
         outcome = { kind: 'delay', ms: decision.delayMs, reason: 'retry' };
       } else {
-        next = must(recordFailed(sending, attempt, now));
+        next = must(transition.recordFailed(sending, attempt, now));
         outcome = { kind: 'done', status: 'failed' };
         events = [this.failedEvent(next, decision.reason ? `${result.error} (${decision.reason})` : result.error)];
       }
@@ -228,7 +214,7 @@ export class DeliveryService {
           const latest = await this.d.repo.getDelivery(sending.id);
           if (!latest) return;
           prev = latest;
-          next = supersede(next, latest);
+          next = transition.supersede(next, latest);
         }
         return (await this.write(prev, next, { events })) ? undefined : LOST_RACE;
       },
@@ -293,8 +279,8 @@ export class DeliveryService {
 
   /** Cancels `d` as read: refused when it is terminal already, LOST_RACE when it changed since. */
   private async cancelOne(d: Delivery, reason: string): Promise<'cancelled' | 'refused' | typeof LOST_RACE> {
-    const next = cancel(d, reason, this.d.clock.now());
-    if (isRefused(next)) return 'refused';
+    const next = transition.cancel(d, reason, this.d.clock.now());
+    if (transition.isRefused(next)) return 'refused';
     if (!(await this.write(d, next))) return LOST_RACE;
     this.d.onAttempt?.(next, next.attempts.at(-1)!);
     return 'cancelled';
@@ -315,8 +301,8 @@ export class DeliveryService {
     const jobs = [];
     for (const d of deliveries) {
       // Only a failed delivery is redelivered; any other is left as it is.
-      const next = requeue(d);
-      if (isRefused(next)) continue;
+      const next = transition.requeue(d);
+      if (transition.isRefused(next)) continue;
       if (await this.d.repo.updateDelivery(d, next, { outbox: true })) {
         this.d.onDeliveryChanged?.(next);
         jobs.push({ deliveryId: next.id, jobId: jobIdOf(next) });
@@ -354,8 +340,8 @@ const STILL_RACING_DELAY_MS = 1000;
  * A transition the service only asks for where it is legal (it read the status first): a refusal
  * means the record is not what the machine allows, so the job fails loudly instead of writing it.
  */
-function must(t: Transitioned): Delivery {
-  if (isRefused(t)) throw t;
+function must(t: transition.Transitioned): Delivery {
+  if (transition.isRefused(t)) throw t;
   return t;
 }
 

@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Actor } from '../../src/domain/actor.js';
 import { createIdGenerator } from '../../src/domain/ids.js';
-import type { Incident } from '../../src/domain/incident.js';
+import { newIncident, type Incident } from '../../src/domain/incident.js';
 import { presentIncident } from '../../src/http/presenters/incident.js';
 import { createdEventId, newEvent, type IncidentEvent } from '../../src/domain/incident-event.js';
 import { IncidentService } from '../../src/services/incidents.js';
@@ -45,24 +45,8 @@ const allEvents = async (id: string, limit: number): Promise<IncidentEvent[]> =>
 /** An incident as the store wrote it before the compact form: every field, its created event in the list, and `incs`. */
 async function writeOldFormat(): Promise<{ incident: Incident; created: IncidentEvent }> {
   const now = new Date().toISOString();
-  const incident: Incident = {
-    id: ids.next('incident'),
-    title: 'Old',
-    severity: 'major',
-    status: 'investigating',
-    description: 'from before',
-    impact: '',
-    template_ids: [],
-    resolution_summary: null,
-    created_at: now,
-    updated_at: now,
-    resolved_at: null,
-    closed_at: null,
-    last_executed_at: null,
-    execution_count: 0,
-    created_by: actor,
-    rev: 1,
-  };
+  // Every field present, as JSON.stringify of a new record wrote it.
+  const incident = newIncident(ids.next('incident'), { title: 'Old', severity: 'major', description: 'from before', impact: '', template_ids: [] }, actor, now);
   const created = newEvent(ids.next('event'), 'incident.created', now, actor, { title: 'Old', severity: 'major' });
   await redis
     .multi()
