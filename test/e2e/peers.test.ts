@@ -10,7 +10,7 @@ import { startGoogleChat } from '../support/peers/google-chat.js';
 import { startHttpSink } from '../support/peers/http-sink.js';
 import { startMattermost } from '../support/peers/mattermost.js';
 import { startSlack } from '../support/peers/slack.js';
-import { startSmtp } from '../support/peers/smtp.js';
+import { OUTAGE_MAIL, receivedOutageMail, startSmtp } from '../support/peers/smtp.js';
 import { startTeams } from '../support/peers/teams.js';
 import { startTelegram } from '../support/peers/telegram.js';
 import { signStandardWebhook, startWebhookReceiver } from '../support/peers/webhook-receiver.js';
@@ -207,20 +207,11 @@ describe('smtp', () => {
       auth: { user: 'herald', pass: 's3cret' },
       tls: { servername: target.servername ?? undefined, ca: smtp.cert ?? undefined },
     });
-    await transport.sendMail({ from: 'herald@example.com', to: 'oncall@example.com', cc: 'boss@example.com', subject: 'DB down', text: 'primary is gone', html: '<p>primary is gone</p>' });
+    await transport.sendMail(OUTAGE_MAIL);
     transport.close();
     const [mail] = await smtp.waitForMessages(1);
-    expect(mail).toMatchObject({
-      from: 'herald@example.com',
-      to: ['oncall@example.com'],
-      cc: ['boss@example.com'],
-      subject: 'DB down',
-      html: '<p>primary is gone</p>',
-      authUser: 'herald',
-      secure: true,
-      envelope: { from: 'herald@example.com', to: ['oncall@example.com', 'boss@example.com'] },
-    });
-    expect(mail!.text.trim()).toBe('primary is gone');
+    expect(mail).toMatchObject(receivedOutageMail('herald'));
+    expect(mail!.text.trim()).toBe(OUTAGE_MAIL.text);
   });
 
   it('speaks implicit TLS (port-465 style) and refuses a certificate for another name', async () => {

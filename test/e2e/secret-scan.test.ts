@@ -3,14 +3,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/log.js';
 import { startHerald, type ApiResponse, type RequestOptions, type TestHerald } from '../support/herald.js';
-import { startDiscord, type DiscordPeer } from '../support/peers/discord.js';
-import { startGoogleChat, type GoogleChatPeer } from '../support/peers/google-chat.js';
-import { startMattermost, type MattermostPeer } from '../support/peers/mattermost.js';
-import { startSlack, type SlackPeer } from '../support/peers/slack.js';
-import { startSmtp, type SmtpPeer } from '../support/peers/smtp.js';
-import { startTeams, type TeamsPeer } from '../support/peers/teams.js';
-import { startTelegram, type TelegramPeer } from '../support/peers/telegram.js';
-import { startWebhookReceiver, type WebhookReceiver } from '../support/peers/webhook-receiver.js';
+import { startAllPeers, type AllPeers } from '../support/peers/all.js';
 import { dumpPrefix, findSecrets, needlesOf } from '../support/secret-scan.js';
 import { waitFor } from '../support/wait.js';
 
@@ -33,14 +26,7 @@ const S = {
 };
 
 let h: TestHerald;
-let slack: SlackPeer;
-let teams: TeamsPeer;
-let discord: DiscordPeer;
-let mattermost: MattermostPeer;
-let chat: GoogleChatPeer;
-let telegram: TelegramPeer;
-let hook: WebhookReceiver;
-let smtp: SmtpPeer;
+let peers: AllPeers;
 const logLines: string[] = [];
 /** Responses by request, except where a secret is shown by design (the create that reveals it). */
 const responses = new Map<string, string>();
@@ -53,16 +39,7 @@ const call = async (label: string, method: string, path: string, opts: RequestOp
 };
 
 beforeAll(async () => {
-  [slack, teams, discord, mattermost, chat, telegram, hook, smtp] = await Promise.all([
-    startSlack(),
-    startTeams(),
-    startDiscord(),
-    startMattermost(),
-    startGoogleChat(),
-    startTelegram(),
-    startWebhookReceiver(),
-    startSmtp({ auth: { username: 'herald', password: S.smtpPassword } }),
-  ]);
+  peers = await startAllPeers({ smtp: { auth: { username: 'herald', password: S.smtpPassword } } });
   const sink = new Writable({
     write(chunk: Buffer, _enc, done) {
       logLines.push(chunk.toString('utf8'));
@@ -70,13 +47,13 @@ beforeAll(async () => {
     },
   });
   h = await startHerald(
-    { LOG_LEVEL: 'trace', SLACK_API_URL: slack.apiUrl, TELEGRAM_API_URL: telegram.url, HERALD_RATE_LIMIT: '10000', HERALD_EXECUTE_RATE_LIMIT: '10000' },
+    { LOG_LEVEL: 'trace', SLACK_API_URL: peers.slack.apiUrl, TELEGRAM_API_URL: peers.telegram.url, HERALD_RATE_LIMIT: '10000', HERALD_EXECUTE_RATE_LIMIT: '10000' },
     { log: createLogger('trace', sink) },
   );
 });
 afterAll(async () => {
   await h.close();
-  await Promise.all([slack, teams, discord, mattermost, chat, telegram, hook, smtp].map((p) => p.close()));
+  await peers.close();
 });
 
 describe('the scanner', () => {
@@ -105,19 +82,19 @@ describe('secrets stay secret', () => {
       connections[key] = r.body.id as string;
       if (type === 'webhook') {
         const signing = r.body.signing_secret as string;
-        hook.setSecret(signing);
+        peers.hook.setSecret(signing);
         secrets.push(signing, signing.replace(/^whsec_/, ''));
       }
     };
-    await make('slack_webhook', 'slack', { webhook_url: slack.webhookUrl(`/services/T1/B1/${S.slackHook}`) });
+    await make('slack_webhook', 'slack', { webhook_url: peers.slack.webhookUrl(`/services/T1/B1/${S.slackHook}`) });
     await make('slack_bot', 'slack', { bot_token: S.slackBot, channel: 'C0INCIDENTS' });
-    await make('teams', 'teams', { webhook_url: teams.webhookUrl(S.teams) });
-    await make('discord', 'discord', { webhook_url: discord.webhookUrl('1234567890123456789', S.discord) });
-    await make('email', 'email', { host: smtp.host, port: smtp.port, security: 'none', username: 'herald', password: S.smtpPassword, from: 'herald@example.com', to: ['status@example.com'] });
-    await make('mattermost', 'mattermost', { webhook_url: mattermost.webhookUrl(S.mattermost) });
-    await make('google_chat', 'google_chat', { webhook_url: chat.webhookUrl() });
+    await make('teams', 'teams', { webhook_url: peers.teams.webhookUrl(S.teams) });
+    await make('discord', 'discord', { webhook_url: peers.discord.webhookUrl('1234567890123456789', S.discord) });
+    await make('email', 'email', { host: peers.smtp.host, port: peers.smtp.port, security: 'none', username: 'herald', password: S.smtpPassword, from: 'herald@example.com', to: ['status@example.com'] });
+    await make('mattermost', 'mattermost', { webhook_url: peers.mattermost.webhookUrl(S.mattermost) });
+    await make('google_chat', 'google_chat', { webhook_url: peers.chat.webhookUrl() });
     await make('telegram', 'telegram', { bot_token: S.telegram, chat_id: '-100200300' });
-    await make('webhook', 'webhook', { url: `${hook.url}/herald`, headers: { 'X-Api-Key': S.webhookHeader } });
+    await make('webhook', 'webhook', { url: `${peers.hook.url}/herald`, headers: { 'X-Api-Key': S.webhookHeader } });
 
     // API keys: the admin key every call uses, and a narrower one that reads.
     const reader = await h.tokenWith(['incidents:read', 'connections:read'], 'reader');
@@ -125,7 +102,7 @@ describe('secrets stay secret', () => {
 
     // Replays of the creates (the stored answers hold the signing secret, sealed).
     const replay = await call('replay', 'POST', '/v1/connections', {
-      body: { name: 'webhook', type: 'webhook', config: { url: `${hook.url}/herald`, headers: { 'X-Api-Key': S.webhookHeader } } },
+      body: { name: 'webhook', type: 'webhook', config: { url: `${peers.hook.url}/herald`, headers: { 'X-Api-Key': S.webhookHeader } } },
       headers: { 'Idempotency-Key': 'create-webhook' },
     });
     expect(replay.headers.get('idempotent-replayed')).toBe('true');

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHerald, type TestHerald } from '../support/herald.js';
 import { startSlack, type SlackPeer } from '../support/peers/slack.js';
-import { newTriggerId, shownView, slackClient, stateOf, textOfBlocks, type SlackClient, newViewId, openedView as openedViewAt } from '../support/slack-client.js';
+import { announcementUpdate, newTriggerId, shownView, slackClient, stateOf, textOfBlocks, type SlackClient, newViewId, openedView as openedViewAt } from '../support/slack-client.js';
 import { waitFor } from '../support/wait.js';
 
 /**
@@ -64,17 +64,7 @@ async function announcementOf(incidentId: string): Promise<any> {
 }
 
 /** The newest chat.update of an incident's announcement that satisfies `check`. */
-async function updatedTo(incidentId: string, check: (text: string, call: any) => boolean): Promise<any> {
-  return waitFor<any>(
-    () =>
-      slack
-        .callsTo('chat.update')
-        .filter((c) => JSON.stringify(c.args.blocks ?? []).includes(incidentId))
-        .reverse()
-        .find((c) => check(textOfBlocks(c.args.blocks as any[]), c)),
-    { what: `announcement update of ${incidentId}`, timeoutMs: ANNOUNCE_WAIT_MS },
-  );
-}
+const updatedTo = (incidentId: string, check: (text: string, call: any) => boolean): Promise<any> => announcementUpdate(slack, incidentId, check, ANNOUNCE_WAIT_MS);
 
 describe('request verification', () => {
   const form = () => new URLSearchParams({ command: '/incident', text: 'help', user_id: 'UALICE', user_name: 'alice', team_id: 'T0HERALD', channel_id: 'C1', trigger_id: '1.2.3' }).toString();

@@ -3,7 +3,7 @@ import { startHerald, type TestHerald } from '../support/herald.js';
 import { startDiscord, type DiscordPeer } from '../support/peers/discord.js';
 import { startSlack, type SlackPeer } from '../support/peers/slack.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/peers/webhook-receiver.js';
-import { slackClient, textOfBlocks, type SlackClient, newViewId, openedView as openedViewAt } from '../support/slack-client.js';
+import { announcementUpdate, slackClient, textOfBlocks, type SlackClient, newViewId, openedView as openedViewAt } from '../support/slack-client.js';
 import { waitFor } from '../support/wait.js';
 
 /**
@@ -47,17 +47,7 @@ const viewId = newViewId;
 
 const openedView = (before: number): Promise<any> => openedViewAt(slack, before);
 
-async function updatedTo(incidentId: string, check: (text: string) => boolean): Promise<any> {
-  return waitFor<any>(
-    () =>
-      slack
-        .callsTo('chat.update')
-        .filter((c) => JSON.stringify(c.args.blocks ?? []).includes(incidentId))
-        .reverse()
-        .find((c) => check(textOfBlocks(c.args.blocks as any[]))),
-    { what: `announcement update of ${incidentId}`, timeoutMs: 25_000 },
-  );
-}
+const updatedTo = (incidentId: string, check: (text: string) => boolean): Promise<any> => announcementUpdate(slack, incidentId, check);
 
 describe('execute from Slack', () => {
   it('runs the full story in Slack terms and reads the same over /v1', async () => {

@@ -1,36 +1,25 @@
-import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createIdGenerator } from '../../src/domain/ids.js';
 import { newIncident } from '../../src/domain/incident.js';
 import type { DeliveryService } from '../../src/services/deliveries.js';
 import { ExecutionService } from '../../src/services/executions.js';
 import { RedisExecutionRepo } from '../../src/store/executions.js';
 import { RedisIncidentRepo } from '../../src/store/incidents.js';
-import { createKeys } from '../../src/store/keys.js';
-import { connectTestRedis, dropPrefix, uniquePrefix } from '../support/redis.js';
+import { useTestRedis } from '../support/redis.js';
 
 /**
  * Execute over a queue that hangs (BullMQ's connection never gives up a command, so a Redis that
  * went away right after the commit looks like this): the 202 must not wait for it. The execution
  * is committed with its outbox entries, so the sweep queues it later.
  */
-let redis: Redis;
-const prefix = uniquePrefix('enqueue-bound');
-const keys = createKeys(prefix);
-
-beforeAll(() => {
-  redis = connectTestRedis();
-});
-afterAll(async () => {
-  await dropPrefix(redis, prefix);
-  await redis.quit();
-});
+const db = useTestRedis('enqueue-bound');
+const { keys } = db;
 
 describe('execute with a hanging queue', () => {
   it('answers within about a second, with the execution committed and left in the outbox', async () => {
     const ids = createIdGenerator();
-    const incidents = new RedisIncidentRepo(redis, keys);
-    const repo = new RedisExecutionRepo(redis, keys);
+    const incidents = new RedisIncidentRepo(db.redis, keys);
+    const repo = new RedisExecutionRepo(db.redis, keys);
     const actor = { type: 'system' as const, id: 't', name: 't' };
     const incident = newIncident(ids.next('incident'), { title: 't', severity: 'low', description: '', impact: '', template_ids: [] }, actor, new Date().toISOString());
     expect(await incidents.create(incident, [])).toBe(true);

@@ -1,5 +1,4 @@
-import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { MAX_ATTEMPTS } from '../../src/domain/delivery-policy.js';
 import { newDelivery, type Delivery, type Execution } from '../../src/domain/execution.js';
 import { createIdGenerator } from '../../src/domain/ids.js';
@@ -10,9 +9,8 @@ import type { ChannelSenders, DeliveryTarget, OutboundMessage, ProcessOutcome, Q
 import { DeliveryService, type DeliveryServiceDeps } from '../../src/services/deliveries.js';
 import { RedisExecutionRepo } from '../../src/store/executions.js';
 import { RedisIncidentRepo } from '../../src/store/incidents.js';
-import { createKeys } from '../../src/store/keys.js';
 import { targetOf } from '../support/delivery-targets.js';
-import { connectTestRedis, dropPrefix, uniquePrefix } from '../support/redis.js';
+import { useTestRedis } from '../support/redis.js';
 
 /**
  * The delivery use case against the real Redis store, with a scripted sender, a scripted pacer
@@ -21,17 +19,8 @@ import { connectTestRedis, dropPrefix, uniquePrefix } from '../support/redis.js'
  * Retry-After or its pacing slot; pacing is no attempt; redeliver gets a fresh budget; the retry
  * window; bookkeeping failures never change a delivery's outcome.
  */
-let redis: Redis;
-const prefix = uniquePrefix('dlvsvc');
-const keys = createKeys(prefix);
-
-beforeAll(() => {
-  redis = connectTestRedis();
-});
-afterAll(async () => {
-  await dropPrefix(redis, prefix);
-  await redis.quit();
-});
+const db = useTestRedis('dlvsvc');
+const { keys } = db;
 
 const delivered: SendResult = { outcome: 'delivered', httpStatus: 200, providerCode: null, latencyMs: 1 };
 const retryable = (retryAfterMs: number | null = null, ambiguous = false): SendResult => ({ outcome: 'retryable', httpStatus: 503, providerCode: null, latencyMs: 1, retryAfterMs, error: 'HTTP 503', ambiguous });
@@ -59,8 +48,8 @@ interface Rig {
 async function rig(over: Partial<DeliveryServiceDeps> = {}): Promise<Rig> {
   const now = { ms: Date.parse('2026-11-22T10:00:00.000Z') };
   const ids = createIdGenerator(() => now.ms);
-  const incidents = new RedisIncidentRepo(redis, keys);
-  const repo = new RedisExecutionRepo(redis, keys, () => now.ms);
+  const incidents = new RedisIncidentRepo(db.redis, keys);
+  const repo = new RedisExecutionRepo(db.redis, keys, () => now.ms);
   const actor = { type: 'system' as const, id: 't', name: 't' };
   const incident = newIncident(ids.next('incident'), { title: 'Search is slow', severity: 'minor', description: '', impact: '', template_ids: [] }, actor, new Date(now.ms).toISOString());
   expect(await incidents.create(incident, [])).toBe(true);
@@ -218,7 +207,7 @@ describe('the delivery use case', () => {
   });
 
   it('a failure before sending (reading the incident) is not a cut-off attempt', async () => {
-    const incidents = new RedisIncidentRepo(redis, keys);
+    const incidents = new RedisIncidentRepo(db.redis, keys);
     let failOnce = true;
     const r = await rig({
       getIncident: (id) => {

@@ -11,7 +11,9 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
 import { expect } from 'vitest';
-import type { TestHerald } from './herald.js';
+import type { RedisTarget } from '../../src/store/redis-connect.js';
+import { startHerald, type TestHerald } from './herald.js';
+import { startWebhookReceiver } from './peers/webhook-receiver.js';
 import { waitFor } from './wait.js';
 
 const run = promisify(execFile);
@@ -231,4 +233,46 @@ export async function expectFanOutSurvived(
   const repeated = [...paths].filter(([, count]) => count > 1).length;
   expect(done.deliveries.filter((d) => d.possible_duplicate).length).toBeGreaterThanOrEqual(repeated);
   return done;
+}
+
+/**
+ * The whole story through a failover mid fan-out, with no restart of Herald: Herald on `redis`
+ * executes an incident to `n` webhook connections at a slow receiver; once the fan-out has
+ * started, `failOver` runs (resolving once the new primary serves); the failover must land in the
+ * middle of the fan-out and every delivery must survive it (expectFanOutSurvived). `afterwards`
+ * then checks that the same Herald still serves, before it is closed.
+ */
+export async function expectStorySurvivesFailover(
+  redis: RedisTarget,
+  failOver: (h: TestHerald) => Promise<void>,
+  afterwards: (h: TestHerald, incidentId: string) => Promise<void>,
+  n = 120,
+): Promise<void> {
+  const rx = await startWebhookReceiver({ acceptUnverified: true });
+  // A slow sink: the fan-out is still running when the failover starts.
+  rx.script(...Array.from({ length: n + 10 }, () => ({ delayMs: 250 })));
+  let h: TestHerald | null = null;
+  try {
+    h = await startHerald({ HERALD_RATE_LIMIT: '100000', HERALD_EXECUTE_RATE_LIMIT: '100000', HERALD_WORKER_CONCURRENCY: '8' }, { redisUrl: redis });
+    const api = h.api.bind(h);
+    for (let i = 0; i < n; i++) {
+      const c = await api('POST', '/v1/connections', { body: { name: `sink-${i}`, type: 'webhook', config: { url: `${rx.url}/hook/${i}` } } });
+      expect(c.status).toBe(201);
+    }
+    const { body: inc } = await api('POST', '/v1/incidents', { body: { title: 'Checkout down', severity: 'major' } });
+    const exe = await api('POST', `/v1/incidents/${inc.id}/execute`, { body: {} });
+    expect(exe.status).toBe(202);
+    expect(exe.body.deliveries).toHaveLength(n);
+    await waitFor(() => rx.requests.length >= 10, { timeoutMs: 30_000, what: 'fan-out to start' });
+
+    await failOver(h);
+    // The failover really landed in the middle of the fan-out.
+    expect(new Set(rx.requests.map((r) => r.path)).size).toBeLessThan(n);
+    const done = await expectFanOutSurvived(h, `/v1/incidents/${inc.id}/executions/${exe.body.id}`, rx.requests, n);
+    expect(done.deliveries.every((d) => d.status === 'delivered')).toBe(true);
+    await afterwards(h, inc.id as string);
+  } finally {
+    await h?.close();
+    await rx.close();
+  }
 }

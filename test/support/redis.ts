@@ -1,5 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Cluster, Redis } from 'ioredis';
+import { afterAll, beforeAll } from 'vitest';
+import { createKeys, type Keys } from '../../src/store/keys.js';
 import { waitFor } from './wait.js';
 
 export const testRedisUrl = (): string => process.env.HERALD_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -47,4 +49,37 @@ export async function waitForRedis(url: string, timeoutMs: number): Promise<void
 
 export function connectTestRedis(): Redis {
   return new Redis(testRedisUrl());
+}
+
+/** A test file's own corner of the test Redis: see useTestRedis. */
+export interface TestRedis {
+  /** Connected in beforeAll (reading it earlier throws). */
+  readonly redis: Redis;
+  readonly prefix: string;
+  readonly keys: Keys;
+}
+
+/**
+ * A connection to the test Redis for the calling file's tests, under a prefix of its own: the
+ * connection opens before the file's tests, and after them its keys are dropped and it quits.
+ */
+export function useTestRedis(label: string): TestRedis {
+  const prefix = uniquePrefix(label);
+  let client: Redis | undefined;
+  beforeAll(() => {
+    client = connectTestRedis();
+  });
+  afterAll(async () => {
+    if (!client) return;
+    await dropPrefix(client, prefix);
+    await client.quit();
+  });
+  return {
+    get redis() {
+      if (!client) throw new Error('the test Redis is connected in beforeAll');
+      return client;
+    },
+    prefix,
+    keys: createKeys(prefix),
+  };
 }

@@ -275,3 +275,24 @@ export async function openedView(slack: ViewCalls, before: number): Promise<any>
   const calls = await slack.waitForCalls('views.open', before + 1, 15_000);
   return shownView(slack, calls[before]!);
 }
+
+/**
+ * The newest chat.update of an incident's announcement (the blocks name the incident) whose text
+ * satisfies `check`, waited for. Announcement updates are paced, so the deadline is generous.
+ */
+export async function announcementUpdate(
+  slack: ViewCalls,
+  incidentId: string,
+  check: (text: string, call: { args: Record<string, unknown> }) => boolean,
+  timeoutMs = 25_000,
+): Promise<any> {
+  return waitFor<any>(
+    () =>
+      slack
+        .callsTo('chat.update')
+        .filter((c) => JSON.stringify(c.args.blocks ?? []).includes(incidentId))
+        .reverse()
+        .find((c) => check(textOfBlocks(c.args.blocks as any[]), c)),
+    { what: `announcement update of ${incidentId}`, timeoutMs },
+  );
+}

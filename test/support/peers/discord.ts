@@ -1,4 +1,4 @@
-import { startHttpSink, type HttpSink, type RecordedRequest, type Reply, type ScriptedReply } from './http-sink.js';
+import { sinkPeer, startHttpSink, type RecordedRequest, type Reply, type SinkPeer } from './http-sink.js';
 
 /**
  * Discord webhooks on loopback: `POST /api[/v10]/webhooks/:id/:token` executes (204, or 200 with
@@ -14,20 +14,13 @@ export interface DiscordMessage {
   payload: Record<string, unknown>;
 }
 
-export interface DiscordPeer {
-  url: string;
+/** `messages`: what Discord would have posted. */
+export interface DiscordPeer extends SinkPeer<DiscordMessage> {
   webhookUrl(id?: string, token?: string): string;
-  requests: RecordedRequest[];
-  /** Messages Discord would have posted. */
-  messages: DiscordMessage[];
   /** The webhook now answers 404 Unknown Webhook (it was deleted in Discord). */
   deleteWebhook(id: string): void;
-  script(...replies: ScriptedReply[]): void;
   /** The next execute answers 429 with `retry_after: seconds`. */
   rateLimitNext(seconds: number, global?: boolean): void;
-  waitForRequests: HttpSink['waitForRequests'];
-  clear(): void;
-  close(): Promise<void>;
 }
 
 const PATH = /^\/api(?:\/v\d+)?\/webhooks\/(\d+)\/([^/]+)$/;
@@ -95,18 +88,9 @@ export async function startDiscord(): Promise<DiscordPeer> {
 
   const sink = await startHttpSink({ respond });
   return {
-    url: sink.url,
+    ...sinkPeer(sink, messages),
     webhookUrl: (id = '1234567890123456789', token = 'heraldTestWebhookToken_abcdefghijklmnop') => `${sink.url}/api/webhooks/${id}/${token}`,
-    requests: sink.requests,
-    messages,
     deleteWebhook: (id) => void deleted.add(id),
-    script: (...r) => sink.script(...r),
     rateLimitNext: (seconds, global) => sink.script({ ...discordRateLimit(seconds, global), match: (r) => r.method === 'POST' }),
-    waitForRequests: (n, t) => sink.waitForRequests(n, t),
-    clear() {
-      sink.clear();
-      messages.length = 0;
-    },
-    close: () => sink.close(),
   };
 }

@@ -1,4 +1,4 @@
-import { startHttpSink, type HttpSink, type RecordedRequest, type Reply, type ScriptedReply } from './http-sink.js';
+import { sinkPeer, startHttpSink, type RecordedRequest, type Reply, type SinkPeer } from './http-sink.js';
 
 /**
  * A Google Chat incoming webhook on loopback: `POST /v1/spaces/<space>/messages?key=…&token=…`
@@ -15,18 +15,11 @@ export interface GoogleChatMessage {
   payload: Record<string, unknown>;
 }
 
-export interface GoogleChatPeer {
-  url: string;
+/** `messages`: the messages created (a repeated requestId does not add one). */
+export interface GoogleChatPeer extends SinkPeer<GoogleChatMessage> {
   webhookUrl(space?: string): string;
-  requests: RecordedRequest[];
-  /** Messages created (a repeated requestId does not add one). */
-  messages: GoogleChatMessage[];
-  script(...replies: ScriptedReply[]): void;
   /** The next post answers 429 RESOURCE_EXHAUSTED. */
   rateLimitNext(): void;
-  waitForRequests: HttpSink['waitForRequests'];
-  clear(): void;
-  close(): Promise<void>;
 }
 
 const PATH = /^\/v1\/spaces\/([^/]+)\/messages$/;
@@ -77,18 +70,8 @@ export async function startGoogleChat(): Promise<GoogleChatPeer> {
 
   const sink = await startHttpSink({ respond });
   return {
-    url: sink.url,
+    ...sinkPeer(sink, messages, () => byRequestId.clear()),
     webhookUrl: (space = 'AAAAherald') => `${sink.url}/v1/spaces/${space}/messages?key=heraldTestKey&token=heraldTestToken`,
-    requests: sink.requests,
-    messages,
-    script: (...r) => sink.script(...r),
     rateLimitNext: () => sink.script(googleError(429, 'RESOURCE_EXHAUSTED', "Resource has been exhausted (e.g. check quota).")),
-    waitForRequests: (n, t) => sink.waitForRequests(n, t),
-    clear() {
-      sink.clear();
-      messages.length = 0;
-      byRequestId.clear();
-    },
-    close: () => sink.close(),
   };
 }

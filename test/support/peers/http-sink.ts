@@ -186,3 +186,36 @@ export async function startHttpSink<X extends object = object>(opts: HttpSinkOpt
     },
   };
 }
+
+/**
+ * What every platform peer built on one sink offers: the sink's own url, requests, script,
+ * waitForRequests and close, and `messages`, what the platform accepted. A peer adds its own
+ * fields (a webhook URL, rate limits, …) beside these.
+ */
+export interface SinkPeer<M> {
+  url: string;
+  requests: RecordedRequest[];
+  messages: M[];
+  script(...replies: ScriptedReply[]): void;
+  waitForRequests: HttpSink['waitForRequests'];
+  /** Forgets the requests, the script and the messages (and whatever else the peer keeps). */
+  clear(): void;
+  close(): Promise<void>;
+}
+
+/** The `SinkPeer` part of a peer over `sink`; `forget` clears what else the peer keeps. */
+export function sinkPeer<M>(sink: HttpSink, messages: M[], forget: () => void = () => undefined): SinkPeer<M> {
+  return {
+    url: sink.url,
+    requests: sink.requests,
+    messages,
+    script: (...r) => sink.script(...r),
+    waitForRequests: (n, t) => sink.waitForRequests(n, t),
+    clear() {
+      sink.clear();
+      messages.length = 0;
+      forget();
+    },
+    close: () => sink.close(),
+  };
+}

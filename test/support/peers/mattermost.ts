@@ -1,19 +1,12 @@
-import { startHttpSink, type HttpSink, type RecordedRequest, type ScriptedReply } from './http-sink.js';
+import { sinkPeer, startHttpSink, type SinkPeer } from './http-sink.js';
 
 /**
  * A Mattermost incoming webhook on loopback: `POST /hooks/<key>` with JSON (or a form with the
  * JSON in `payload`) answers 200 `ok` in plain text; a payload without text or attachments answers
  * 400 with Mattermost's JSON error.
  */
-export interface MattermostPeer {
-  url: string;
+export interface MattermostPeer extends SinkPeer<Record<string, unknown>> {
   webhookUrl(key?: string): string;
-  requests: RecordedRequest[];
-  messages: Record<string, unknown>[];
-  script(...replies: ScriptedReply[]): void;
-  waitForRequests: HttpSink['waitForRequests'];
-  clear(): void;
-  close(): Promise<void>;
 }
 
 const error = (id: string, message: string, status = 400) => ({
@@ -43,16 +36,7 @@ export async function startMattermost(): Promise<MattermostPeer> {
     },
   });
   return {
-    url: sink.url,
+    ...sinkPeer(sink, messages),
     webhookUrl: (key = 'h3r4ldt3stk3y000000000000a') => `${sink.url}/hooks/${key}`,
-    requests: sink.requests,
-    messages,
-    script: (...r) => sink.script(...r),
-    waitForRequests: (n, t) => sink.waitForRequests(n, t),
-    clear() {
-      sink.clear();
-      messages.length = 0;
-    },
-    close: () => sink.close(),
   };
 }

@@ -30,6 +30,24 @@ export interface ReceivedMail {
   raw: string;
 }
 
+/**
+ * The mail the SMTP tests send (an outage note from herald@ to on-call, copied to the boss) and
+ * what the peer records of it when it came over TLS from a client logged in as `authUser`.
+ */
+export const OUTAGE_MAIL = {
+  from: 'herald@example.com',
+  to: 'oncall@example.com',
+  cc: 'boss@example.com',
+  subject: 'DB down',
+  text: 'primary is gone',
+  html: '<p>primary is gone</p>',
+} as const;
+
+export function receivedOutageMail(authUser: string): Partial<ReceivedMail> {
+  const { from, to, cc, subject, html } = OUTAGE_MAIL;
+  return { from, to: [to], cc: [cc], subject, html, authUser, secure: true, envelope: { from, to: [to, cc] } };
+}
+
 export type SmtpStage = 'mail' | 'rcpt' | 'data';
 
 export interface SmtpReply {

@@ -1,22 +1,15 @@
 import { randomBytes } from 'node:crypto';
-import { startHttpSink, type HttpSink, type RecordedRequest, type ScriptedReply } from './http-sink.js';
+import { sinkPeer, startHttpSink, type SinkPeer } from './http-sink.js';
 
 /**
  * A Microsoft Teams "Workflows" (Power Automate) webhook on loopback: a POST of JSON to the
  * trigger URL answers 202 Accepted with an empty body — the flow runs later, so 202 is all a
  * sender ever learns. A body that is not JSON answers 400 `InvalidRequestContent`.
  */
-export interface TeamsPeer {
-  url: string;
+/** `messages`: the JSON payloads accepted (202). */
+export interface TeamsPeer extends SinkPeer<Record<string, unknown>> {
   /** A trigger URL shaped like Power Automate's (`/workflows/<id>/triggers/manual/paths/invoke?…`). */
   webhookUrl(workflowId?: string): string;
-  requests: RecordedRequest[];
-  /** JSON payloads accepted (202). */
-  messages: Record<string, unknown>[];
-  script(...replies: ScriptedReply[]): void;
-  waitForRequests: HttpSink['waitForRequests'];
-  clear(): void;
-  close(): Promise<void>;
 }
 
 export async function startTeams(): Promise<TeamsPeer> {
@@ -35,17 +28,8 @@ export async function startTeams(): Promise<TeamsPeer> {
     },
   });
   return {
-    url: sink.url,
+    ...sinkPeer(sink, messages),
     webhookUrl: (workflowId = 'a1b2c3d4e5f6') =>
       `${sink.url}/workflows/${workflowId}/triggers/manual/paths/invoke?api-version=2016-06-01&sp=%2Ftriggers%2Fmanual%2Frun&sv=1.0&sig=heraldTestSignature`,
-    requests: sink.requests,
-    messages,
-    script: (...r) => sink.script(...r),
-    waitForRequests: (n, t) => sink.waitForRequests(n, t),
-    clear() {
-      sink.clear();
-      messages.length = 0;
-    },
-    close: () => sink.close(),
   };
 }

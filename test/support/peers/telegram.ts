@@ -1,4 +1,4 @@
-import { startHttpSink, type HttpSink, type RecordedRequest, type Reply, type ScriptedReply } from './http-sink.js';
+import { sinkPeer, startHttpSink, type RecordedRequest, type Reply, type SinkPeer } from './http-sink.js';
 
 /**
  * The Telegram Bot API on loopback (point TELEGRAM_API_URL at `url`): `/bot<token>/<method>` with
@@ -13,18 +13,18 @@ export interface TelegramCall {
   request: RecordedRequest;
 }
 
-export interface TelegramPeer {
-  url: string;
-  requests: RecordedRequest[];
+/** A message sent with sendMessage (an accepted one). */
+export interface TelegramMessage {
+  chatId: string;
+  text: string;
+  args: Record<string, unknown>;
+  messageId: number;
+}
+
+export interface TelegramPeer extends SinkPeer<TelegramMessage> {
   calls: TelegramCall[];
-  /** Messages sent with sendMessage (accepted ones). */
-  messages: { chatId: string; text: string; args: Record<string, unknown>; messageId: number }[];
-  script(...replies: ScriptedReply[]): void;
   /** The next call of `method` answers 429 with `retry_after`. */
   rateLimitNext(method: string, retryAfterSeconds: number): void;
-  waitForRequests: HttpSink['waitForRequests'];
-  clear(): void;
-  close(): Promise<void>;
 }
 
 export interface TelegramPeerOptions {
@@ -39,7 +39,7 @@ export const telegramRateLimit = (seconds: number): Reply => fail(429, `Too Many
 
 export async function startTelegram(opts: TelegramPeerOptions = {}): Promise<TelegramPeer> {
   const calls: TelegramCall[] = [];
-  const messages: TelegramPeer['messages'] = [];
+  const messages: TelegramMessage[] = [];
   let messageId = 0;
 
   const record = (req: RecordedRequest): void => {
@@ -94,18 +94,10 @@ export async function startTelegram(opts: TelegramPeerOptions = {}): Promise<Tel
     respond,
   });
   return {
-    url: sink.url,
-    requests: sink.requests,
-    calls,
-    messages,
-    script: (...r) => sink.script(...r),
-    rateLimitNext: (method, seconds) => sink.script({ ...telegramRateLimit(seconds), match: (r) => r.path.endsWith(`/${method}`) }),
-    waitForRequests: (n, t) => sink.waitForRequests(n, t),
-    clear() {
-      sink.clear();
+    ...sinkPeer(sink, messages, () => {
       calls.length = 0;
-      messages.length = 0;
-    },
-    close: () => sink.close(),
+    }),
+    calls,
+    rateLimitNext: (method, seconds) => sink.script({ ...telegramRateLimit(seconds), match: (r) => r.path.endsWith(`/${method}`) }),
   };
 }
