@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import type { PacingRule } from '../domain/delivery-policy.js';
+import type { PacingRule } from '../domain/execution/delivery-policy.js';
 import type { ChannelAdapter } from './adapter.js';
 import type { ConnectionTypeDefinition } from './common/config-fields.js';
 

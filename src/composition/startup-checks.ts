@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import { StartupError } from './cli.js';
-import { OutboundAllowError, parseOutboundAllow, type OutboundAllow } from '../domain/address-policy.js';
+import { OutboundAllowError, parseOutboundAllow, type OutboundAllow } from '../domain/connection/address-policy.js';
 import type { SecretBox } from '../ports/index.js';
 import { createSecretBox } from '../store/crypto.js';
 import type { Keys } from '../store/keys.js';

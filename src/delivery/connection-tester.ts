@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { iso } from '../domain/clock.js';
-import { formatOf, readOnlyCheckOf, sendVia, type ConnectionTestResult, type DeliveryConnection, type TestStatus } from '../domain/connection.js';
+import { iso } from '../domain/shared/clock.js';
+import { formatOf, readOnlyCheckOf, sendVia, type ConnectionTestResult, type DeliveryConnection, type TestStatus } from '../domain/connection/connection.js';
 import type { ChannelAdapter } from '../channels/adapter.js';
 import { channelOf, type ChannelType } from '../channels/index.js';
 import { escapeHtml } from '../channels/common/escape.js';
-import type { RenderedContent } from '../domain/execution.js';
+import type { RenderedContent } from '../domain/execution/execution.js';
 import type { ConnectionTester, OutboundMessage } from '../ports/index.js';
 import { scrubSecrets, type ChannelResult } from '../channels/common/http-outcome.js';
 import { channelDeps, type ChannelAdapters, type ChannelSenderDeps, type HeraldChannelSenders } from './senders.js';

@@ -1,5 +1,5 @@
 import { Counter, type Registry } from 'prom-client';
-import type { Attempt, Delivery } from '../domain/execution.js';
+import type { Attempt, Delivery } from '../domain/execution/execution.js';
 
 export interface DeliveryMetrics {
   /** Every recorded attempt (delivered, retryable/permanent failure, interrupted, cancelled). */

@@ -3,7 +3,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { isIP } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { describeAddress, isLoopbackName, normalizeHost, permitsAddress, type OutboundAllow } from '../domain/address-policy.js';
+import { describeAddress, isLoopbackName, normalizeHost, permitsAddress, type OutboundAllow } from '../domain/connection/address-policy.js';
 import { OutboundError } from './outbound-error.js';
 
 /**
@@ -12,7 +12,7 @@ import { OutboundError } from './outbound-error.js';
  *
  * Rules:
  * - every address actually connected to must be public unicast (`permitsAddress` of
- *   domain/address-policy.ts: loopback, private, link-local incl. 169.254.169.254, CGNAT,
+ *   domain/connection/address-policy.ts: loopback, private, link-local incl. 169.254.169.254, CGNAT,
  *   unique-local, multicast, reserved… are refused; IPv4-mapped IPv6 is judged as its IPv4),
  *   unless it lies in a CIDR of HERALD_OUTBOUND_ALLOW;
  * - a host NAME listed in HERALD_OUTBOUND_ALLOW skips the address rule (the operator opened it);

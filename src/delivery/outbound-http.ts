@@ -1,6 +1,6 @@
 import http from 'node:http';
 import https from 'node:https';
-import type { OutboundAllow } from '../domain/address-policy.js';
+import type { OutboundAllow } from '../domain/connection/address-policy.js';
 import { classifyNetworkError, OutboundError } from './outbound-error.js';
 import { OutboundGuard, type Resolver } from './outbound-guard.js';
 

@@ -2,7 +2,7 @@ import type { ChannelAdapter, ChannelDeps, ChannelSender } from '../channels/ada
 import { createSmtpClient, type SmtpClientOptions } from '../channels/email/send.js';
 import { CHANNEL_TYPES, channelOf, type ChannelType, type ConfigOf } from '../channels/index.js';
 import { scrubResult, type ChannelResult } from '../channels/common/http-outcome.js';
-import type { DeliveryConnection } from '../domain/connection.js';
+import type { DeliveryConnection } from '../domain/connection/connection.js';
 import type { OutboundMessage } from '../ports/index.js';
 
 /**

@@ -1,7 +1,7 @@
 import type { ChannelType } from '../channels/index.js';
-import type { ConnectionTestResult, DeliveryConnection } from '../domain/connection.js';
-import type { PacingRule } from '../domain/delivery-policy.js';
-import type { Delivery, RenderedContent } from '../domain/execution.js';
+import type { ConnectionTestResult, DeliveryConnection } from '../domain/connection/connection.js';
+import type { PacingRule } from '../domain/execution/delivery-policy.js';
+import type { Delivery, RenderedContent } from '../domain/execution/execution.js';
 
 /** What the services need to send: the queue, pacing, the channel senders and the connection tester, implemented in src/delivery/ and src/channels/. */
 

@@ -1,7 +1,7 @@
-import type { ConnectionRecord } from '../domain/connection.js';
-import type { Delivery, DeliveryStatus, Execution, ExecutionStatus } from '../domain/execution.js';
-import type { Incident } from '../domain/incident.js';
-import type { Template } from '../domain/template.js';
+import type { ConnectionRecord } from '../domain/connection/connection.js';
+import type { Delivery, DeliveryStatus, Execution, ExecutionStatus } from '../domain/execution/execution.js';
+import type { Incident } from '../domain/incident/incident.js';
+import type { Template } from '../domain/template/template.js';
 
 /** What the edges share with the services: the HTTP conventions (idempotency, rate limits), implemented on Redis, and the chat poster announcements go through (the Slack edge implements it). */
 

@@ -1,5 +1,5 @@
-import type { Actor } from '../domain/actor.js';
-import { DomainError } from '../domain/errors.js';
+import type { Actor } from '../domain/shared/actor.js';
+import { DomainError } from '../domain/shared/errors.js';
 
 /**
  * Admin work that an edge may offer: seeing connections and API keys (the App Home's admin

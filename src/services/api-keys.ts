@@ -1,4 +1,4 @@
-import type { Actor } from '../domain/actor.js';
+import type { Actor } from '../domain/shared/actor.js';
 import {
   ApiKeyCreateSchema,
   formatToken,
@@ -9,11 +9,11 @@ import {
   unauthenticated,
   type ApiKey,
   type Scope,
-} from '../domain/api-key.js';
-import { iso } from '../domain/clock.js';
-import { DomainError, notFound } from '../domain/errors.js';
-import type { Page, PageRequest } from '../domain/pagination.js';
-import { parseInput } from '../domain/validation.js';
+} from '../domain/shared/api-key.js';
+import { iso } from '../domain/shared/clock.js';
+import { DomainError, notFound } from '../domain/shared/errors.js';
+import type { Page, PageRequest } from '../domain/shared/pagination.js';
+import { parseInput } from '../domain/shared/validation.js';
 import type { ApiKeyRepo, Clock, IdGenerator, TokenCrypto } from '../ports/index.js';
 import { LOST_RACE, retryOnConflict } from './retry.js';
 

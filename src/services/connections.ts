@@ -1,5 +1,5 @@
-import type { OutboundAllow } from '../domain/address-policy.js';
-import { iso } from '../domain/clock.js';
+import type { OutboundAllow } from '../domain/connection/address-policy.js';
+import { iso } from '../domain/shared/clock.js';
 import {
   changedDestinations,
   checkConfigRules,
@@ -27,11 +27,11 @@ import {
   type DeliveryConnection,
   type PlainConfig,
   type SealedSecret,
-} from '../domain/connection.js';
-import { checkRevision, DomainError, emptyPatch, keptChanging, notFound } from '../domain/errors.js';
-import { isId } from '../domain/ids.js';
-import { expectCursorKind, type Page, type PageRequest } from '../domain/pagination.js';
-import { parseInput, toFieldErrors } from '../domain/validation.js';
+} from '../domain/connection/connection.js';
+import { checkRevision, DomainError, emptyPatch, keptChanging, notFound } from '../domain/shared/errors.js';
+import { isId } from '../domain/shared/ids.js';
+import { expectCursorKind, type Page, type PageRequest } from '../domain/shared/pagination.js';
+import { parseInput, toFieldErrors } from '../domain/shared/validation.js';
 import { LOST_RACE, retryOnConflict } from './retry.js';
 import type { Clock, ConnectionFilter, ConnectionRepo, ConnectionTester, IdGenerator, SecretBox, TokenCrypto } from '../ports/index.js';
 

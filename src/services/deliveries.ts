@@ -1,14 +1,14 @@
-import type { Actor } from '../domain/actor.js';
-import { SYSTEM_ACTOR } from '../domain/actor.js';
-import { iso } from '../domain/clock.js';
-import { decideRetry, pacingFor, type PaceStep, type PacingRule, type RetryDecision } from '../domain/delivery-policy.js';
+import type { Actor } from '../domain/shared/actor.js';
+import { SYSTEM_ACTOR } from '../domain/shared/actor.js';
+import { iso } from '../domain/shared/clock.js';
+import { decideRetry, pacingFor, type PaceStep, type PacingRule, type RetryDecision } from '../domain/execution/delivery-policy.js';
 // A namespace: each status change reads as what it is (transition.recordDelivered(…)).
-import * as transition from '../domain/delivery-state.js';
-import { isTerminal, type Attempt, type Delivery } from '../domain/execution.js';
-import { sendVia } from '../domain/connection.js';
-import type { Incident } from '../domain/incident.js';
-import { incidentUrl } from '../domain/render.js';
-import { newEvent, type IncidentEvent } from '../domain/incident-event.js';
+import * as transition from '../domain/execution/delivery-state.js';
+import { isTerminal, type Attempt, type Delivery } from '../domain/execution/execution.js';
+import { sendVia } from '../domain/connection/connection.js';
+import type { Incident } from '../domain/incident/incident.js';
+import { incidentUrl } from '../domain/template/render.js';
+import { newEvent, type IncidentEvent } from '../domain/incident/incident-event.js';
 import type { ChannelSenders, Clock, DeliveryQueue, DeliveryTarget, ExecutionRepo, IdGenerator, OutboundMessage, Pacer, ProcessOutcome, SendResult } from '../ports/index.js';
 import { DELIVERY_WRITE_ATTEMPTS, LOST_RACE, retryOnConflict, type Attempt as RaceAttempt } from './retry.js';
 

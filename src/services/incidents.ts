@@ -1,8 +1,8 @@
-import type { Actor } from '../domain/actor.js';
-import { iso } from '../domain/clock.js';
-import { checkRevision, DomainError, keptChanging, notFound, type FieldError } from '../domain/errors.js';
-import { isId } from '../domain/ids.js';
-import { LIMITS } from '../domain/limits.js';
+import type { Actor } from '../domain/shared/actor.js';
+import { iso } from '../domain/shared/clock.js';
+import { checkRevision, DomainError, keptChanging, notFound, type FieldError } from '../domain/shared/errors.js';
+import { isId } from '../domain/shared/ids.js';
+import { LIMITS } from '../domain/shared/limits.js';
 import {
   applyPatch,
   assertWritable,
@@ -12,10 +12,10 @@ import {
   IncidentPatchSchema,
   newIncident,
   type Incident,
-} from '../domain/incident.js';
-import { createdEventId, newEvent, type IncidentEvent } from '../domain/incident-event.js';
-import { expectCursorKind, type Page, type PageRequest } from '../domain/pagination.js';
-import { parseInput } from '../domain/validation.js';
+} from '../domain/incident/incident.js';
+import { createdEventId, newEvent, type IncidentEvent } from '../domain/incident/incident-event.js';
+import { expectCursorKind, type Page, type PageRequest } from '../domain/shared/pagination.js';
+import { parseInput } from '../domain/shared/validation.js';
 import { LOST_RACE, retryOnConflict } from './retry.js';
 import type { Clock, IdGenerator, IncidentFilter, IncidentRepo } from '../ports/index.js';
 

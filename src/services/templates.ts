@@ -1,11 +1,11 @@
 import { CHANNEL_TYPES, channelOf, type ChannelType } from '../channels/index.js';
-import { iso } from '../domain/clock.js';
-import { checkRevision, DomainError, fieldError, isDomainError, keptChanging, notFound, type ErrorCode, type FieldError } from '../domain/errors.js';
-import { isId } from '../domain/ids.js';
-import type { Incident } from '../domain/incident.js';
-import { expectCursorKind, type Cursor, type Page, type PageRequest } from '../domain/pagination.js';
-import { LIMITS } from '../domain/limits.js';
-import { incidentView, renderMessage, sampleIncident, SAMPLE_EXECUTION_ID, type RenderContext, type RenderedMessage } from '../domain/render.js';
+import { iso } from '../domain/shared/clock.js';
+import { checkRevision, DomainError, fieldError, isDomainError, keptChanging, notFound, type ErrorCode, type FieldError } from '../domain/shared/errors.js';
+import { isId } from '../domain/shared/ids.js';
+import type { Incident } from '../domain/incident/incident.js';
+import { expectCursorKind, type Cursor, type Page, type PageRequest } from '../domain/shared/pagination.js';
+import { LIMITS } from '../domain/shared/limits.js';
+import { incidentView, renderMessage, sampleIncident, SAMPLE_EXECUTION_ID, type RenderContext, type RenderedMessage } from '../domain/template/render.js';
 import {
   applyTemplatePatch,
   newTemplate,
@@ -16,10 +16,10 @@ import {
   TemplatePatchSchema,
   TemplateRenderRequestSchema,
   type Template,
-} from '../domain/template.js';
-import { parseInput, safeParseInput, toFieldErrors } from '../domain/validation.js';
+} from '../domain/template/template.js';
+import { parseInput, safeParseInput, toFieldErrors } from '../domain/shared/validation.js';
 import { LOST_RACE, retryOnConflict } from './retry.js';
-import { missingVariablesError, resolveVariables } from '../domain/variables.js';
+import { missingVariablesError, resolveVariables } from '../domain/template/variables.js';
 import type { Clock, IdGenerator, TemplateRepo } from '../ports/index.js';
 
 export interface TemplateServiceDeps {

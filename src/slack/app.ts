@@ -4,13 +4,13 @@ import express, { type Express, type RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import type { IdempotencyStore, Pacer } from '../ports/index.js';
 import type { AccessPolicy } from '../services/access.js';
-import { registerActions } from './actions.js';
+import { registerActions } from './listeners/actions.js';
 import { Announcer } from './announcer.js';
-import { registerCommands } from './commands.js';
+import { registerCommands } from './listeners/commands.js';
 import type { SlackDeps, SlackServices, SlackSettings } from './deps.js';
-import { publishHome } from './home.js';
-import { registerSubmissions } from './submissions.js';
-import { registerTemplateOptions } from './template-options.js';
+import { publishHome } from './listeners/home.js';
+import { registerSubmissions } from './listeners/submissions.js';
+import { registerTemplateOptions } from './listeners/template-options.js';
 import { checkSlackPayload } from './payload-guard.js';
 import { verifySlackRequest } from './verify-request.js';
 

@@ -1,5 +1,5 @@
 import { parse as parseQuery } from 'node:querystring';
-import { COMMAND } from './commands.js';
+import { COMMAND } from './listeners/commands.js';
 import { ACTIONS, CALLBACKS } from './views/action-ids.js';
 import { TEMPLATE_FIELD } from './views/incident-modals.js';
 

@@ -1,9 +1,9 @@
 import type { RedisClient as Redis } from './redis-connect.js';
-import { isTerminal, type Delivery, type Execution } from '../domain/execution.js';
-import type { Incident } from '../domain/incident.js';
+import { isTerminal, type Delivery, type Execution } from '../domain/execution/execution.js';
+import type { Incident } from '../domain/incident/incident.js';
 import { encodeIncident, remember, storedString } from './incident-record.js';
-import type { IncidentEvent } from '../domain/incident-event.js';
-import type { Page, PageRequest } from '../domain/pagination.js';
+import type { IncidentEvent } from '../domain/incident/incident-event.js';
+import type { Page, PageRequest } from '../domain/shared/pagination.js';
 import type { ExecutionRepo } from '../ports/index.js';
 import { Change } from './commit.js';
 import { loadJson, pageIndexes } from './index-page.js';

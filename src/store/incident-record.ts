@@ -1,4 +1,4 @@
-import type { Incident } from '../domain/incident.js';
+import type { Incident } from '../domain/incident/incident.js';
 
 /**
  * The stored form of an incident: its JSON without the fields that hold their default, which a

@@ -1,5 +1,5 @@
 import type { RedisClient as Redis } from './redis-connect.js';
-import type { PaceStep, PacingRule } from '../domain/delivery-policy.js';
+import type { PaceStep, PacingRule } from '../domain/execution/delivery-policy.js';
 import type { Pacer } from '../ports/index.js';
 import type { Keys } from './keys.js';
 import { luaScript, runScript } from './scripts.js';

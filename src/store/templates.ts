@@ -1,6 +1,6 @@
 import type { RedisClient as Redis } from './redis-connect.js';
-import type { Page, PageRequest } from '../domain/pagination.js';
-import { templateNameKey, type Template } from '../domain/template.js';
+import type { Page, PageRequest } from '../domain/shared/pagination.js';
+import { templateNameKey, type Template } from '../domain/template/template.js';
 import type { TemplateRepo, TemplateWriteOutcome } from '../ports/index.js';
 import { Change } from './commit.js';
 import { loadJson, pageFiltered } from './index-page.js';

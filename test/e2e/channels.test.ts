@@ -1,7 +1,7 @@
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { OutboundAllow } from '../../src/domain/address-policy.js';
+import { OutboundAllow } from '../../src/domain/connection/address-policy.js';
 import { createSmtpClient } from '../../src/channels/email/send.js';
 import { createChannelSenders, loadChannelAdapters, type ChannelResult, type HeraldChannelSenders } from '../../src/delivery/senders.js';
 import { createOutboundHttp } from '../../src/delivery/outbound-http.js';

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { OutboundAllow } from '../../src/domain/address-policy.js';
-import { ConnectionTestResultSchema, type ConnectionTestResult } from '../../src/domain/connection.js';
+import { OutboundAllow } from '../../src/domain/connection/address-policy.js';
+import { ConnectionTestResultSchema, type ConnectionTestResult } from '../../src/domain/connection/connection.js';
 import { createSmtpClient } from '../../src/channels/email/send.js';
 import { createChannelSenders, loadChannelAdapters } from '../../src/delivery/senders.js';
 import { createConnectionTester } from '../../src/delivery/connection-tester.js';

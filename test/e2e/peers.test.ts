@@ -2,7 +2,7 @@ import { WebClient } from '@slack/web-api';
 import { randomBytes } from 'node:crypto';
 import nodemailer from 'nodemailer';
 import { describe, expect, it } from 'vitest';
-import { OutboundAllow } from '../../src/domain/address-policy.js';
+import { OutboundAllow } from '../../src/domain/connection/address-policy.js';
 import { resolveGuardedSmtpHost } from '../../src/delivery/outbound-guard.js';
 import { createOutboundHttp } from '../../src/delivery/outbound-http.js';
 import { startDiscord } from '../support/peers/discord.js';

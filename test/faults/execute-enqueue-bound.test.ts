@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { createIdGenerator } from '../../src/domain/ids.js';
-import { newIncident } from '../../src/domain/incident.js';
+import { createIdGenerator } from '../../src/domain/shared/ids.js';
+import { newIncident } from '../../src/domain/incident/incident.js';
 import type { DeliveryService } from '../../src/services/deliveries.js';
 import { ExecutionService } from '../../src/services/executions.js';
 import { RedisExecutionRepo } from '../../src/store/executions.js';

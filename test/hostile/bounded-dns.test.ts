@@ -1,14 +1,14 @@
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { OutboundAllow } from '../../src/domain/address-policy.js';
+import { OutboundAllow } from '../../src/domain/connection/address-policy.js';
 import { createChannelSenders, loadChannelAdapters } from '../../src/delivery/senders.js';
 import { createSmtpClient } from '../../src/channels/email/send.js';
 import { createConnectionTester } from '../../src/delivery/connection-tester.js';
 import { OutboundError } from '../../src/delivery/outbound-error.js';
 import { createBoundedResolver, DnsError, OutboundGuard, type Resolver } from '../../src/delivery/outbound-guard.js';
 import { createOutboundHttp } from '../../src/delivery/outbound-http.js';
-import type { DeliveryConnection } from '../../src/domain/connection.js';
+import type { DeliveryConnection } from '../../src/domain/connection/connection.js';
 import { startDnsServer, type DnsServer } from '../support/dns-server.js';
 import { startHerald, type TestHerald } from '../support/herald.js';
 import { createSelfSignedCert } from '../support/peers/self-signed-cert.js';

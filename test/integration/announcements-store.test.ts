@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Incident } from '../../src/domain/incident.js';
+import type { Incident } from '../../src/domain/incident/incident.js';
 import { AnnouncementService } from '../../src/services/announcements.js';
 import { Announcer } from '../../src/slack/announcer.js';
 import type { SlackDeps } from '../../src/slack/deps.js';

@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseOutboundAllow } from '../../src/domain/address-policy.js';
-import { systemClock } from '../../src/domain/clock.js';
-import type { ConnectionTestResult, DeliveryConnection } from '../../src/domain/connection.js';
-import { createIdGenerator } from '../../src/domain/ids.js';
+import { parseOutboundAllow } from '../../src/domain/connection/address-policy.js';
+import { systemClock } from '../../src/domain/shared/clock.js';
+import type { ConnectionTestResult, DeliveryConnection } from '../../src/domain/connection/connection.js';
+import { createIdGenerator } from '../../src/domain/shared/ids.js';
 import { ConnectionService } from '../../src/services/connections.js';
 import { RedisConnectionRepo } from '../../src/store/connections.js';
 import { createSecretBox, nodeTokenCrypto } from '../../src/store/crypto.js';

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { MAX_ATTEMPTS } from '../../src/domain/delivery-policy.js';
-import { newDelivery, type Delivery, type Execution } from '../../src/domain/execution.js';
-import { createIdGenerator } from '../../src/domain/ids.js';
-import { newIncident, type Incident } from '../../src/domain/incident.js';
-import type { IncidentEvent } from '../../src/domain/incident-event.js';
-import type { PacingRule } from '../../src/domain/delivery-policy.js';
+import { MAX_ATTEMPTS } from '../../src/domain/execution/delivery-policy.js';
+import { newDelivery, type Delivery, type Execution } from '../../src/domain/execution/execution.js';
+import { createIdGenerator } from '../../src/domain/shared/ids.js';
+import { newIncident, type Incident } from '../../src/domain/incident/incident.js';
+import type { IncidentEvent } from '../../src/domain/incident/incident-event.js';
+import type { PacingRule } from '../../src/domain/execution/delivery-policy.js';
 import type { ChannelSenders, DeliveryTarget, OutboundMessage, ProcessOutcome, QueuedJob, SendResult } from '../../src/ports/index.js';
 import { DeliveryService, type DeliveryServiceDeps } from '../../src/services/deliveries.js';
 import { RedisExecutionRepo } from '../../src/store/executions.js';

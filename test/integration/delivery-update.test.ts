@@ -1,10 +1,10 @@
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createIdGenerator } from '../../src/domain/ids.js';
-import { newDelivery, type Delivery } from '../../src/domain/execution.js';
-import { newEvent } from '../../src/domain/incident-event.js';
-import { SYSTEM_ACTOR } from '../../src/domain/actor.js';
-import { startSending } from '../../src/domain/delivery-state.js';
+import { createIdGenerator } from '../../src/domain/shared/ids.js';
+import { newDelivery, type Delivery } from '../../src/domain/execution/execution.js';
+import { newEvent } from '../../src/domain/incident/incident-event.js';
+import { SYSTEM_ACTOR } from '../../src/domain/shared/actor.js';
+import { startSending } from '../../src/domain/execution/delivery-state.js';
 import { RedisExecutionRepo } from '../../src/store/executions.js';
 import { createKeys } from '../../src/store/keys.js';
 import { connectTestRedis, dropPrefix, uniquePrefix } from '../support/redis.js';

@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { newDelivery, type Execution } from '../../src/domain/execution.js';
-import { createIdGenerator } from '../../src/domain/ids.js';
-import { newIncident } from '../../src/domain/incident.js';
+import { newDelivery, type Execution } from '../../src/domain/execution/execution.js';
+import { createIdGenerator } from '../../src/domain/shared/ids.js';
+import { newIncident } from '../../src/domain/incident/incident.js';
 import { RedisExecutionRepo } from '../../src/store/executions.js';
 import { RedisIncidentRepo } from '../../src/store/incidents.js';
 import { createKeys } from '../../src/store/keys.js';

@@ -1,10 +1,10 @@
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Actor } from '../../src/domain/actor.js';
-import { createIdGenerator } from '../../src/domain/ids.js';
-import { newIncident, type Incident } from '../../src/domain/incident.js';
+import type { Actor } from '../../src/domain/shared/actor.js';
+import { createIdGenerator } from '../../src/domain/shared/ids.js';
+import { newIncident, type Incident } from '../../src/domain/incident/incident.js';
 import { presentIncident } from '../../src/http/presenters/incident.js';
-import { createdEventId, newEvent, type IncidentEvent } from '../../src/domain/incident-event.js';
+import { createdEventId, newEvent, type IncidentEvent } from '../../src/domain/incident/incident-event.js';
 import { IncidentService } from '../../src/services/incidents.js';
 import { RedisExecutionRepo } from '../../src/store/executions.js';
 import { storedString } from '../../src/store/incident-record.js';

@@ -1,8 +1,8 @@
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createIdGenerator, type IdGenerator } from '../../src/domain/ids.js';
-import { newDelivery, type Execution } from '../../src/domain/execution.js';
-import { newIncident } from '../../src/domain/incident.js';
+import { createIdGenerator, type IdGenerator } from '../../src/domain/shared/ids.js';
+import { newDelivery, type Execution } from '../../src/domain/execution/execution.js';
+import { newIncident } from '../../src/domain/incident/incident.js';
 import type { QueuedJob } from '../../src/ports/index.js';
 import { DeliveryService } from '../../src/services/deliveries.js';
 import { ExecutionService } from '../../src/services/executions.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { OutboundAllow } from '../../src/domain/address-policy.js';
+import { OutboundAllow } from '../../src/domain/connection/address-policy.js';
 import { CONNECTION_BODIES as BODIES, CONNECTION_SECRETS as SECRETS } from '../support/connection-bodies.js';
 import { fieldsOf, idOf, refusal } from './fakes.js';
 import { webhookBody, world } from './world.js';

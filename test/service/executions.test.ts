@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Delivery } from '../../src/domain/execution.js';
+import type { Delivery } from '../../src/domain/execution/execution.js';
 import { apiActor, fieldsOf, idOf, refusal, slackActor } from './fakes.js';
 import { webhookBody, world, type World } from './world.js';
 

@@ -6,17 +6,17 @@
  * that a refused request wrote nothing. `interfere` hooks let a test lose a compare-and-set race.
  */
 import { createHash } from 'node:crypto';
-import { OutboundAllow } from '../../src/domain/address-policy.js';
-import type { Actor } from '../../src/domain/actor.js';
-import type { ApiKey } from '../../src/domain/api-key.js';
-import type { ConnectionRecord, ConnectionTestResult, DeliveryConnection } from '../../src/domain/connection.js';
-import { DomainError } from '../../src/domain/errors.js';
-import type { Delivery, Execution } from '../../src/domain/execution.js';
-import { ID_PREFIX, type IdKind } from '../../src/domain/ids.js';
-import type { Incident } from '../../src/domain/incident.js';
-import type { IncidentEvent } from '../../src/domain/incident-event.js';
-import type { Page, PageRequest } from '../../src/domain/pagination.js';
-import { templateNameKey, type Template } from '../../src/domain/template.js';
+import { OutboundAllow } from '../../src/domain/connection/address-policy.js';
+import type { Actor } from '../../src/domain/shared/actor.js';
+import type { ApiKey } from '../../src/domain/shared/api-key.js';
+import type { ConnectionRecord, ConnectionTestResult, DeliveryConnection } from '../../src/domain/connection/connection.js';
+import { DomainError } from '../../src/domain/shared/errors.js';
+import type { Delivery, Execution } from '../../src/domain/execution/execution.js';
+import { ID_PREFIX, type IdKind } from '../../src/domain/shared/ids.js';
+import type { Incident } from '../../src/domain/incident/incident.js';
+import type { IncidentEvent } from '../../src/domain/incident/incident-event.js';
+import type { Page, PageRequest } from '../../src/domain/shared/pagination.js';
+import { templateNameKey, type Template } from '../../src/domain/template/template.js';
 import type {
   Announcement,
   AnnouncementContent,

@@ -9,8 +9,8 @@ import { DeliveryService } from '../../src/services/deliveries.js';
 import { ExecutionService } from '../../src/services/executions.js';
 import { IncidentService } from '../../src/services/incidents.js';
 import { TemplateService } from '../../src/services/templates.js';
-import type { OutboundAllow } from '../../src/domain/address-policy.js';
-import type { Incident } from '../../src/domain/incident.js';
+import type { OutboundAllow } from '../../src/domain/connection/address-policy.js';
+import type { Incident } from '../../src/domain/incident/incident.js';
 import {
   allowNone,
   FakeClock,

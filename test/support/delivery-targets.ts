@@ -1,5 +1,5 @@
 import type { ChannelType } from '../../src/channels/index.js';
-import { HEALTHY, splitSecrets, type DeliveryConnection } from '../../src/domain/connection.js';
+import { HEALTHY, splitSecrets, type DeliveryConnection } from '../../src/domain/connection/connection.js';
 import type { ConfigOf } from '../../src/channels/index.js';
 import type { OutboundMessage } from '../../src/ports/index.js';
 

@@ -1,4 +1,4 @@
-import { newIncident, type Incident } from '../../src/domain/incident.js';
+import { newIncident, type Incident } from '../../src/domain/incident/incident.js';
 
 /** A stored incident for view and announcement tests: a fresh `investigating` one, then `over`. */
 export function anIncident(over: Partial<Incident> = {}): Incident {

@@ -255,7 +255,7 @@ interface ViewCalls {
   callsTo(method: string): { args: Record<string, unknown>; viewId?: string }[];
 }
 
-/** The callback id of Herald's "loading" placeholder (src/slack/modals.ts). */
+/** The callback id of Herald's "loading" placeholder (src/slack/listeners/modals.ts). */
 export const LOADING_CALLBACK = 'herald_loading';
 
 /**

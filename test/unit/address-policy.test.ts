@@ -10,7 +10,7 @@ import {
   parseOutboundAllow,
   permitsAddress,
   refuseLiteralHost,
-} from '../../src/domain/address-policy.js';
+} from '../../src/domain/connection/address-policy.js';
 
 describe('isPublicUnicast', () => {
   it.each([

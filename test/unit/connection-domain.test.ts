@@ -1,5 +1,5 @@
 import { describe, expect, expectTypeOf, it } from 'vitest';
-import { OutboundAllow, parseOutboundAllow } from '../../src/domain/address-policy.js';
+import { OutboundAllow, parseOutboundAllow } from '../../src/domain/connection/address-policy.js';
 import { CHANNEL_TYPES } from '../../src/channels/index.js';
 import {
   changedDestinations,
@@ -18,10 +18,10 @@ import {
   signingSecretOf,
   splitSecrets,
   type DeliveryConnection,
-} from '../../src/domain/connection.js';
+} from '../../src/domain/connection/connection.js';
 import { CHANNELS } from '../../src/channels/index.js';
 import { presentConnection } from '../../src/http/presenters/connection.js';
-import { DomainError } from '../../src/domain/errors.js';
+import { DomainError } from '../../src/domain/shared/errors.js';
 import { domainErrorOf } from '../support/domain-error.js';
 
 const none = OutboundAllow.none;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { classifyHttpStatus, classifySmtpCode, decideRetry, disablesConnection, MAX_ATTEMPTS, pacingFor, retryDelayMs, RETRY_WINDOW_MS } from '../../src/domain/delivery-policy.js';
-import { executionStatus } from '../../src/domain/execution.js';
+import { classifyHttpStatus, classifySmtpCode, decideRetry, disablesConnection, MAX_ATTEMPTS, pacingFor, retryDelayMs, RETRY_WINDOW_MS } from '../../src/domain/execution/delivery-policy.js';
+import { executionStatus } from '../../src/domain/execution/execution.js';
 
 describe('retry policy', () => {
   it('backs off exponentially with jitter in [0.5, 1], capped at 5 minutes', () => {

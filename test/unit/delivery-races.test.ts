@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { createIdGenerator } from '../../src/domain/ids.js';
-import { newDelivery, type Attempt, type Delivery } from '../../src/domain/execution.js';
+import { createIdGenerator } from '../../src/domain/shared/ids.js';
+import { newDelivery, type Attempt, type Delivery } from '../../src/domain/execution/execution.js';
 import type { ChannelSenders, DeliveryTarget, ExecutionRepo, OutboundMessage, SendResult } from '../../src/ports/index.js';
 import { DeliveryService } from '../../src/services/deliveries.js';
 import { DELIVERY_WRITE_ATTEMPTS } from '../../src/services/retry.js';

@@ -18,9 +18,9 @@ import {
   TransitionRefused,
   type DeliveryTransition,
   type Transitioned,
-} from '../../src/domain/delivery-state.js';
-import { DomainError } from '../../src/domain/errors.js';
-import { ATTEMPT_OUTCOMES, DELIVERY_STATUSES, newDelivery, type Attempt, type Delivery, type DeliveryStatus } from '../../src/domain/execution.js';
+} from '../../src/domain/execution/delivery-state.js';
+import { DomainError } from '../../src/domain/shared/errors.js';
+import { ATTEMPT_OUTCOMES, DELIVERY_STATUSES, newDelivery, type Attempt, type Delivery, type DeliveryStatus } from '../../src/domain/execution/execution.js';
 
 /**
  * Every edge of the delivery state machine: each legal transition from each status gives exactly

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { DomainError } from '../../src/domain/errors.js';
-import { applyPatch, closeIncident, newIncident, type Incident } from '../../src/domain/incident.js';
+import type { DomainError } from '../../src/domain/shared/errors.js';
+import { applyPatch, closeIncident, newIncident, type Incident } from '../../src/domain/incident/incident.js';
 
 const actor = { type: 'system' as const, id: 't', name: 't' };
 const base = (): Incident => newIncident('inc_01', { title: 't', severity: 'minor', description: '', impact: '', template_ids: [] }, actor, '2026-01-01T00:00:00.000Z');

@@ -2,7 +2,7 @@ import { createServer as createHttpsServer, type Server as HttpsServer } from 'n
 import net, { type AddressInfo } from 'node:net';
 import type { LookupAddress } from 'node:dns';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { OutboundAllow } from '../../src/domain/address-policy.js';
+import { OutboundAllow } from '../../src/domain/connection/address-policy.js';
 import { OutboundError } from '../../src/delivery/outbound-error.js';
 import { resolveGuardedSmtpHost, type Resolver } from '../../src/delivery/outbound-guard.js';
 import { createOutboundHttp, type OutboundRequest } from '../../src/delivery/outbound-http.js';

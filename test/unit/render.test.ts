@@ -4,8 +4,8 @@ import { CHANNEL_TYPES, channelOf, type ChannelType } from '../../src/channels/i
 import { escapeMarkdown, neutraliseMentions } from '../../src/channels/common/escape.js';
 import { escapeSlack } from '../../src/channels/slack/escape.js';
 import { escapeTelegram } from '../../src/channels/telegram/escape.js';
-import { defaultMessageSource, incidentUrl, incidentView, renderMessage, sampleIncident, type RenderContext } from '../../src/domain/render.js';
-import { sourceForChannel } from '../../src/domain/template.js';
+import { defaultMessageSource, incidentUrl, incidentView, renderMessage, sampleIncident, type RenderContext } from '../../src/domain/template/render.js';
+import { sourceForChannel } from '../../src/domain/template/template.js';
 
 const Z = '\u200B';
 const EVIL = '<!channel> @everyone *bold* <script>';

@@ -1,6 +1,6 @@
 import pino from 'pino';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import type { Incident } from '../../src/domain/incident.js';
+import type { Incident } from '../../src/domain/incident/incident.js';
 import type { Announcement } from '../../src/ports/index.js';
 import { Announcer, type AnnouncerPacing } from '../../src/slack/announcer.js';
 import type { SlackDeps } from '../../src/slack/deps.js';

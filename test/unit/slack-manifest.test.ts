@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { SLACK_EVENTS_PATH } from '../../src/slack/app.js';
-import { COMMAND } from '../../src/slack/commands.js';
+import { COMMAND } from '../../src/slack/listeners/commands.js';
 
 /** The manifest a person pastes into api.slack.com must match what the code listens for. */
 describe('slack-app-manifest.yml', () => {

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { SCOPES, type ApiKey } from '../../src/domain/api-key.js';
-import { DomainError } from '../../src/domain/errors.js';
-import type { Incident } from '../../src/domain/incident.js';
-import { parseCommand } from '../../src/slack/commands.js';
+import { SCOPES, type ApiKey } from '../../src/domain/shared/api-key.js';
+import { DomainError } from '../../src/domain/shared/errors.js';
+import type { Incident } from '../../src/domain/incident/incident.js';
+import { parseCommand } from '../../src/slack/listeners/commands.js';
 import { blockFor, ephemeralMessage, modalErrors } from '../../src/slack/errors.js';
 import { signSlackRequest, verifySlackRequest } from '../../src/slack/verify-request.js';
 import { listOf, readViewState, selectedOf, textOf, variablesOf } from '../../src/slack/view-state.js';

@@ -8,11 +8,11 @@ import {
   templateNameKey,
   TemplatePatchSchema,
   type Template,
-} from '../../src/domain/template.js';
+} from '../../src/domain/template/template.js';
 import { presentTemplate } from '../../src/http/presenters/template.js';
-import { analyzePlaceholders, deriveVariables } from '../../src/domain/template-placeholders.js';
-import { parseInput } from '../../src/domain/validation.js';
-import { missingVariablesError, resolveVariables, VariablesSchema } from '../../src/domain/variables.js';
+import { analyzePlaceholders, deriveVariables } from '../../src/domain/template/template-placeholders.js';
+import { parseInput } from '../../src/domain/shared/validation.js';
+import { missingVariablesError, resolveVariables, VariablesSchema } from '../../src/domain/template/variables.js';
 import { domainErrorOf } from '../support/domain-error.js';
 
 const NOW = '2026-11-22T10:00:00.000Z';

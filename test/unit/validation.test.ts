@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { parseConnectionCreate } from '../../src/domain/connection.js';
-import type { DomainError } from '../../src/domain/errors.js';
-import { IncidentCreateSchema } from '../../src/domain/incident.js';
-import { parseInput } from '../../src/domain/validation.js';
+import { parseConnectionCreate } from '../../src/domain/connection/connection.js';
+import type { DomainError } from '../../src/domain/shared/errors.js';
+import { IncidentCreateSchema } from '../../src/domain/incident/incident.js';
+import { parseInput } from '../../src/domain/shared/validation.js';
 
 const errorsOf = (fn: () => unknown) => {
   try {

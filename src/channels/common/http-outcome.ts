@@ -1,4 +1,4 @@
-import { classifyHttpStatus, disablesConnection, MAX_RETRY_AFTER_MS } from '../../domain/delivery-policy.js';
+import { classifyHttpStatus, disablesConnection, MAX_RETRY_AFTER_MS } from '../../domain/execution/delivery-policy.js';
 import type { SendResult } from '../../ports/index.js';
 import { OutboundError, type OutboundErrorKind } from '../../delivery/outbound-error.js';
 import type { OutboundHttp, OutboundRequest, OutboundResponse } from '../../delivery/outbound-http.js';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { isIpLiteral, normalizeHost } from '../../domain/address-policy.js';
+import { isIpLiteral, normalizeHost } from '../../domain/connection/address-policy.js';
 import { defineConnectionType, secretString, shortText } from '../common/config-fields.js';
 
 /** E-mail over SMTP. The password goes to `host`, so moving `host` needs the password again. */

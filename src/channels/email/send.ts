@@ -1,8 +1,8 @@
 import { isIP } from 'node:net';
 import nodemailer, { type NodemailerError, type SMTPSentMessageInfo, type SMTPTransportOptions, type SendMailOptions } from 'nodemailer';
-import { normalizeHost } from '../../domain/address-policy.js';
+import { normalizeHost } from '../../domain/connection/address-policy.js';
 import type { EmailConfig } from './config.js';
-import { classifySmtpCode } from '../../domain/delivery-policy.js';
+import { classifySmtpCode } from '../../domain/execution/delivery-policy.js';
 import type { OutboundMessage } from '../../ports/index.js';
 import { OutboundError } from '../../delivery/outbound-error.js';
 import type { OutboundGuard } from '../../delivery/outbound-guard.js';

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { ChannelTypeSchema, channelOf, type ChannelType } from '../../channels/index.js';
-import { ConnectionHealthSchema, ConnectionTestResultSchema, type ConnectionRecord } from '../../domain/connection.js';
+import { ConnectionHealthSchema, ConnectionTestResultSchema, type ConnectionRecord } from '../../domain/connection/connection.js';
 
 export const SecretStateSchema = z
   .object({ set: z.literal(true), last4: z.string().nullable().meta({ description: 'Last 4 characters; null for values shorter than 12.' }) })

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { ChannelTypeSchema } from '../../channels/index.js';
-import { DeliverySchema, EXECUTION_STATUSES, executionStatus, isTerminal, type Delivery, type Execution } from '../../domain/execution.js';
+import { DeliverySchema, EXECUTION_STATUSES, executionStatus, isTerminal, type Delivery, type Execution } from '../../domain/execution/execution.js';
 import type { PlannedDelivery } from '../../services/executions.js';
 
 export const ExecutionSchema = z

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { CHANNEL_TYPES, type ChannelType } from '../../channels/index.js';
-import type { Template, TemplateWire } from '../../domain/template.js';
+import type { Template, TemplateWire } from '../../domain/template/template.js';
 
 /** Strips storage-only fields: what goes on the wire. */
 export function presentTemplate(t: Template): TemplateWire {

@@ -1,6 +1,6 @@
 import type { Router } from 'express';
 import { z } from 'zod';
-import { ExecuteRequestSchema, RedeliverRequestSchema, type Delivery, type Execution } from '../../domain/execution.js';
+import { ExecuteRequestSchema, RedeliverRequestSchema, type Delivery, type Execution } from '../../domain/execution/execution.js';
 import type { ExecutionService, ExecutionWithDeliveries } from '../../services/executions.js';
 import { actorOf } from '../context.js';
 import { defineRoutes, mountRoutes, pathParam, type EdgeDeps } from '../endpoint.js';

@@ -1,8 +1,8 @@
 import type { Router } from 'express';
 import { z } from 'zod';
-import { IncidentCloseSchema, IncidentCreateSchema, IncidentPatchSchema, IncidentSchema, SeveritySchema, StatusSchema, type Incident } from '../../domain/incident.js';
-import { IncidentEventSchema } from '../../domain/incident-event.js';
-import { parseInput } from '../../domain/validation.js';
+import { IncidentCloseSchema, IncidentCreateSchema, IncidentPatchSchema, IncidentSchema, SeveritySchema, StatusSchema, type Incident } from '../../domain/incident/incident.js';
+import { IncidentEventSchema } from '../../domain/incident/incident-event.js';
+import { parseInput } from '../../domain/shared/validation.js';
 import type { IncidentService } from '../../services/incidents.js';
 import { actorOf } from '../context.js';
 import { defineRoutes, mountRoutes, pathParam, queryList, type EdgeDeps } from '../endpoint.js';

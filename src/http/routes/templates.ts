@@ -1,10 +1,10 @@
 import type { Request, Router } from 'express';
 import { z } from 'zod';
-import { fieldError } from '../../domain/errors.js';
-import { LIMITS } from '../../domain/limits.js';
-import { parsePageRequest } from '../../domain/pagination.js';
-import { TemplateBulkCreateSchema, TemplateCreateSchema, TemplatePatchSchema, TemplateRenderRequestSchema, TemplateSchema, type Template } from '../../domain/template.js';
-import { parseInput } from '../../domain/validation.js';
+import { fieldError } from '../../domain/shared/errors.js';
+import { LIMITS } from '../../domain/shared/limits.js';
+import { parsePageRequest } from '../../domain/shared/pagination.js';
+import { TemplateBulkCreateSchema, TemplateCreateSchema, TemplatePatchSchema, TemplateRenderRequestSchema, TemplateSchema, type Template } from '../../domain/template/template.js';
+import { parseInput } from '../../domain/shared/validation.js';
 import { SEARCH_MAX_PAGES, type TemplateService } from '../../services/templates.js';
 import { apiKeyOf } from '../context.js';
 import { defineRoutes, mountRoutes, pathParam, type EdgeDeps } from '../endpoint.js';

@@ -2,7 +2,7 @@ import type { AdminTask } from '../../services/access.js';
 
 /**
  * The ids that tie a view to its handler: button action ids, modal callback ids and the App Home
- * buttons. Views set them, listeners in slack/actions.ts and slack/submissions.ts match on them.
+ * buttons. Views set them, listeners in slack/listeners/actions.ts and slack/listeners/submissions.ts match on them.
  */
 export const ACTIONS = {
   incidentNew: 'incident_new',

@@ -1,5 +1,5 @@
-import type { DeliveryStatus } from '../../domain/execution.js';
-import type { Incident } from '../../domain/incident.js';
+import type { DeliveryStatus } from '../../domain/execution/execution.js';
+import type { Incident } from '../../domain/incident/incident.js';
 import type { AnnouncementReceiptLine, AnnouncementReceipts } from '../../ports/index.js';
 import { context, divider, escapedText, section, SLACK_LIMITS, type KnownBlock } from './block-kit.js';
 import { incidentActions, incidentBlocks, incidentFallbackText } from './incident.js';

@@ -1,6 +1,6 @@
-import { keyState, type ApiKey } from '../../domain/api-key.js';
+import { keyState, type ApiKey } from '../../domain/shared/api-key.js';
 import { escapeSlack } from '../../channels/slack/escape.js';
-import type { Incident } from '../../domain/incident.js';
+import type { Incident } from '../../domain/incident/incident.js';
 import { ACTIONS } from './action-ids.js';
 import { button, context, divider, escapedText, header, section, truncate, type HomeView, type KnownBlock } from './block-kit.js';
 import { incidentActions, incidentLine } from './incident.js';

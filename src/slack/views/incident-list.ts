@@ -1,4 +1,4 @@
-import type { Incident } from '../../domain/incident.js';
+import type { Incident } from '../../domain/incident/incident.js';
 import { context, section, type KnownBlock } from './block-kit.js';
 import { incidentLine } from './incident.js';
 

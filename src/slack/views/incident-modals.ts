@@ -1,6 +1,6 @@
-import { OPEN_STATUSES, SEVERITIES, type Incident } from '../../domain/incident.js';
-import { LIMITS } from '../../domain/limits.js';
-import { graphemePrefix } from '../../domain/text-cut.js';
+import { OPEN_STATUSES, SEVERITIES, type Incident } from '../../domain/incident/incident.js';
+import { LIMITS } from '../../domain/shared/limits.js';
+import { graphemePrefix } from '../../domain/shared/text-cut.js';
 import { CALLBACKS, encodeContext, type ModalContext } from './action-ids.js';
 import { context, escapedText, fitsInput, input, INPUT_ACTION, modal, option, section, SLACK_LIMITS, textInput, type KnownBlock, type ModalView, type PlainTextOption } from './block-kit.js';
 import { incidentLine, severityLabel, statusLabel } from './incident.js';
@@ -30,7 +30,7 @@ const severityOptions = (): PlainTextOption[] => SEVERITIES.map((s) => option(se
 
 /**
  * The templates multi-select. Up to 100 templates it is a static list; past Slack's 100 options
- * it becomes a search (multi_external_select, answered by slack/template-options.ts) so every
+ * it becomes a search (multi_external_select, answered by slack/listeners/template-options.ts) so every
  * template stays reachable. The attached templates are always selected in it, whatever their
  * age: a modal that left one out would detach it on submit.
  */
@@ -123,7 +123,7 @@ function initialOption(options: PlainTextOption[], value: string): { initial_opt
 /**
  * The resolution summary input. A stored summary longer than a Slack input holds is not
  * prefilled (a cut copy submitted unchanged would replace it): the input starts empty and
- * optional, and says the current summary stays unless something is typed (slack/submissions.ts).
+ * optional, and says the current summary stays unless something is typed (slack/listeners/submissions.ts).
  */
 function summaryInput(incident: Incident, required: boolean, hint?: string): KnownBlock {
   const current = incident.resolution_summary;

@@ -1,4 +1,4 @@
-import { isWritable, type Incident, type IncidentStatus, type Severity } from '../../domain/incident.js';
+import { isWritable, type Incident, type IncidentStatus, type Severity } from '../../domain/incident/incident.js';
 import { ACTIONS } from './action-ids.js';
 import { button, context, escapedText, section, type KnownBlock } from './block-kit.js';
 

@@ -1,15 +1,15 @@
 import type { AckFn, App, ViewResponseAction, ViewSubmitAction } from '@slack/bolt';
-import { isDomainError } from '../domain/errors.js';
-import type { Announcer } from './announcer.js';
-import { slackActor, slackUser, type SlackDeps } from './deps.js';
-import { ephemeralMessage, modalErrors } from './errors.js';
+import { isDomainError } from '../../domain/shared/errors.js';
+import type { Announcer } from '../announcer.js';
+import { slackActor, slackUser, type SlackDeps } from '../deps.js';
+import { ephemeralMessage, modalErrors } from '../errors.js';
 import { publishHome } from './home.js';
 import { messageModal } from './modals.js';
-import { identity, once } from './once.js';
-import { ADMIN_CALLBACKS, CALLBACKS, decodeContext } from './views/action-ids.js';
-import { apiKeyCreatedModal } from './views/api-key-modals.js';
-import type { ModalView } from './views/block-kit.js';
-import { listOf, optionalTextOf, readViewState, selectedOf, textOf, variablesOf, type FieldValue } from './view-state.js';
+import { identity, once } from '../once.js';
+import { ADMIN_CALLBACKS, CALLBACKS, decodeContext } from '../views/action-ids.js';
+import { apiKeyCreatedModal } from '../views/api-key-modals.js';
+import type { ModalView } from '../views/block-kit.js';
+import { listOf, optionalTextOf, readViewState, selectedOf, textOf, variablesOf, type FieldValue } from '../view-state.js';
 
 type Submission = { body: ViewSubmitAction; ack: AckFn<ViewResponseAction> };
 

@@ -1,7 +1,7 @@
 import type { App } from '@slack/bolt';
-import type { SlackDeps } from './deps.js';
-import { option, SLACK_LIMITS, type PlainTextOption } from './views/block-kit.js';
-import { TEMPLATE_FIELD } from './views/incident-modals.js';
+import type { SlackDeps } from '../deps.js';
+import { option, SLACK_LIMITS, type PlainTextOption } from '../views/block-kit.js';
+import { TEMPLATE_FIELD } from '../views/incident-modals.js';
 
 /**
  * Template options for the search that replaces the static multi-select once there are more

@@ -1,11 +1,11 @@
-import { isDomainError } from '../domain/errors.js';
-import type { Incident } from '../domain/incident.js';
-import type { SlackDeps } from './deps.js';
-import { ephemeralMessage } from './errors.js';
-import type { ModalContext } from './views/action-ids.js';
-import { modal, section, SLACK_LIMITS, type ModalView } from './views/block-kit.js';
-import { executeModal, MAX_PREVIEWS, previewPlaceholder, type PreviewItem } from './views/execute-modal.js';
-import { closeIncidentModal, createIncidentModal, resolveIncidentModal, updateIncidentModal, type TemplateChoice, type TemplateChoices } from './views/incident-modals.js';
+import { isDomainError } from '../../domain/shared/errors.js';
+import type { Incident } from '../../domain/incident/incident.js';
+import type { SlackDeps } from '../deps.js';
+import { ephemeralMessage } from '../errors.js';
+import type { ModalContext } from '../views/action-ids.js';
+import { modal, section, SLACK_LIMITS, type ModalView } from '../views/block-kit.js';
+import { executeModal, MAX_PREVIEWS, previewPlaceholder, type PreviewItem } from '../views/execute-modal.js';
+import { closeIncidentModal, createIncidentModal, resolveIncidentModal, updateIncidentModal, type TemplateChoice, type TemplateChoices } from '../views/incident-modals.js';
 
 /**
  * Builds the modal for a step and opens it on the user's trigger (valid for 3 s after the click

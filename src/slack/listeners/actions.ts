@@ -1,12 +1,12 @@
 import type { App, BlockAction, ButtonAction } from '@slack/bolt';
-import { slackUser, type SlackDeps } from './deps.js';
+import { slackUser, type SlackDeps } from '../deps.js';
 import { publishHome } from './home.js';
-import { isRedisUnavailable } from '../domain/unavailable.js';
-import { ephemeralMessage } from './errors.js';
+import { isRedisUnavailable } from '../../domain/shared/unavailable.js';
+import { ephemeralMessage } from '../errors.js';
 import { messageModal, openCreateModal, openStepModal, type IncidentStep } from './modals.js';
-import { identity, once } from './once.js';
-import { ACTIONS, ADMIN_ACTIONS } from './views/action-ids.js';
-import { generateApiKeyModal } from './views/api-key-modals.js';
+import { identity, once } from '../once.js';
+import { ACTIONS, ADMIN_ACTIONS } from '../views/action-ids.js';
+import { generateApiKeyModal } from '../views/api-key-modals.js';
 
 const STEP_BY_ACTION: Record<string, IncidentStep> = {
   [ACTIONS.incidentExecute]: 'execute',

@@ -1,4 +1,4 @@
-import { channelOf, type ChannelType } from '../channels/index.js';
+import { channelOf, type ChannelType } from '../../channels/index.js';
 
 /**
  * The delivery policy of README "Delivery semantics", declared once: how many attempts, how long to wait, what is

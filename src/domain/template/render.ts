@@ -1,7 +1,7 @@
 import Mustache from 'mustache';
-import type { MessageFormat } from '../channels/channel.js';
-import { escapeHtml } from '../channels/common/escape.js';
-import type { Incident } from './incident.js';
+import type { MessageFormat } from '../../channels/channel.js';
+import { escapeHtml } from '../../channels/common/escape.js';
+import type { Incident } from '../incident/incident.js';
 import { parseMustache, type MustacheToken } from './template-placeholders.js';
 import { RESERVED_VARIABLE_NAMES } from './variables.js';
 

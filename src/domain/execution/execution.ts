@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { ChannelTypeSchema, type ChannelType } from '../channels/index.js';
-import { VariablesSchema } from './variables.js';
+import { ChannelTypeSchema, type ChannelType } from '../../channels/index.js';
+import { VariablesSchema } from '../template/variables.js';
 
 export const DELIVERY_STATUSES = ['queued', 'sending', 'delivered', 'retrying', 'failed', 'cancelled'] as const;
 export const EXECUTION_STATUSES = ['queued', 'in_progress', 'delivered', 'partially_failed', 'failed', 'cancelled'] as const;

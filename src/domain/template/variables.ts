@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { DomainError } from './errors.js';
-import { LIMITS } from './limits.js';
+import { DomainError } from '../shared/errors.js';
+import { LIMITS } from '../shared/limits.js';
 
 /**
  * Caller variables: declared on templates (`variables[]`) and supplied at render preview and

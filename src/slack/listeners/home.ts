@@ -1,6 +1,6 @@
-import { OPEN_STATUSES } from '../domain/incident.js';
-import { slackUser, type SlackDeps } from './deps.js';
-import { HOME_CAPS, homeView, type HomeAdminData } from './views/home.js';
+import { OPEN_STATUSES } from '../../domain/incident/incident.js';
+import { slackUser, type SlackDeps } from '../deps.js';
+import { HOME_CAPS, homeView, type HomeAdminData } from '../views/home.js';
 
 /**
  * Publishes a user's App Home: open incidents for everyone; connections and API keys only for

@@ -1,14 +1,14 @@
 import type { AckFn, App, RespondArguments, SlashCommand } from '@slack/bolt';
-import { OPEN_STATUSES } from '../domain/incident.js';
-import { isRedisUnavailable } from '../domain/unavailable.js';
-import type { SlackDeps } from './deps.js';
-import { ephemeralMessage } from './errors.js';
+import { OPEN_STATUSES } from '../../domain/incident/incident.js';
+import { isRedisUnavailable } from '../../domain/shared/unavailable.js';
+import type { SlackDeps } from '../deps.js';
+import { ephemeralMessage } from '../errors.js';
 import { openCreateModal, openStepModal, type IncidentStep } from './modals.js';
-import { identity, once } from './once.js';
-import { escapedText, type KnownBlock } from './views/block-kit.js';
-import { helpMessage } from './views/help.js';
-import { incidentActions, incidentBlocks, incidentFallbackText } from './views/incident.js';
-import { incidentListMessage } from './views/incident-list.js';
+import { identity, once } from '../once.js';
+import { escapedText, type KnownBlock } from '../views/block-kit.js';
+import { helpMessage } from '../views/help.js';
+import { incidentActions, incidentBlocks, incidentFallbackText } from '../views/incident.js';
+import { incidentListMessage } from '../views/incident-list.js';
 
 export const COMMAND = '/incident';
 

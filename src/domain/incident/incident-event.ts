@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { ActorSchema, type Actor } from './actor.js';
-import { ID_PREFIX } from './ids.js';
+import { ActorSchema, type Actor } from '../shared/actor.js';
+import { ID_PREFIX } from '../shared/ids.js';
 
 export const EVENT_TYPES = [
   'incident.created',
