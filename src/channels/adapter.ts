@@ -1,4 +1,4 @@
-import type { OutboundHttp } from '../delivery/outbound-http.js';
+import type { OutboundHttp } from '../delivery/outbound/http.js';
 import type { OutboundMessage } from '../ports/index.js';
 import type { SmtpClient } from './email/send.js';
 import type { ChannelResult } from './common/http-outcome.js';

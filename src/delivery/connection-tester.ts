@@ -8,8 +8,8 @@ import type { RenderedContent } from '../domain/execution/execution.js';
 import type { ConnectionTester, OutboundMessage } from '../ports/index.js';
 import { scrubSecrets, type ChannelResult } from '../channels/common/http-outcome.js';
 import { channelDeps, type ChannelAdapters, type ChannelSenderDeps, type HeraldChannelSenders } from './senders.js';
-import { OutboundError } from './outbound-error.js';
-import type { OutboundHttp } from './outbound-http.js';
+import { OutboundError } from './outbound/error.js';
+import type { OutboundHttp } from './outbound/http.js';
 
 /**
  * The network half of POST /v1/connections/{id}/test (the service did the rest: 404, config

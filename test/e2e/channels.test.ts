@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { OutboundAllow } from '../../src/domain/connection/address-policy.js';
 import { createSmtpClient } from '../../src/channels/email/send.js';
 import { createChannelSenders, loadChannelAdapters, type ChannelResult, type HeraldChannelSenders } from '../../src/delivery/senders.js';
-import { createOutboundHttp } from '../../src/delivery/outbound-http.js';
+import { createOutboundHttp } from '../../src/delivery/outbound/http.js';
 import type { ChannelSenders } from '../../src/ports/index.js';
 import { messageOf, targetOf } from '../support/delivery-targets.js';
 import { startDiscord } from '../support/peers/discord.js';

@@ -4,8 +4,8 @@ import { ConnectionTestResultSchema, type ConnectionTestResult } from '../../src
 import { createSmtpClient } from '../../src/channels/email/send.js';
 import { createChannelSenders, loadChannelAdapters } from '../../src/delivery/senders.js';
 import { createConnectionTester } from '../../src/delivery/connection-tester.js';
-import { createOutboundHttp } from '../../src/delivery/outbound-http.js';
-import type { Resolver } from '../../src/delivery/outbound-guard.js';
+import { createOutboundHttp } from '../../src/delivery/outbound/http.js';
+import type { Resolver } from '../../src/delivery/outbound/guard.js';
 import type { ConnectionTester } from '../../src/ports/index.js';
 import { targetOf } from '../support/delivery-targets.js';
 import { startHerald, type TestHerald } from '../support/herald.js';

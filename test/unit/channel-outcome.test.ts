@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { fromHttpStatus, fromOutboundError, parseRetryAfter, scrubResult } from '../../src/channels/common/http-outcome.js';
 import { safeSlice, splitText, subjectOf, truncate } from '../../src/channels/common/message-text.js';
-import { OutboundError } from '../../src/delivery/outbound-error.js';
-import type { OutboundResponse } from '../../src/delivery/outbound-http.js';
+import { OutboundError } from '../../src/delivery/outbound/error.js';
+import type { OutboundResponse } from '../../src/delivery/outbound/http.js';
 import { messageOf } from '../support/delivery-targets.js';
 
 const res = (status: number, headers: Record<string, string> = {}): OutboundResponse => ({ status, headers, body: '', truncated: false, latencyMs: 12 });

@@ -3,9 +3,9 @@ import net, { type AddressInfo } from 'node:net';
 import type { LookupAddress } from 'node:dns';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { OutboundAllow } from '../../src/domain/connection/address-policy.js';
-import { OutboundError } from '../../src/delivery/outbound-error.js';
-import { resolveGuardedSmtpHost, type Resolver } from '../../src/delivery/outbound-guard.js';
-import { createOutboundHttp, type OutboundRequest } from '../../src/delivery/outbound-http.js';
+import { OutboundError } from '../../src/delivery/outbound/error.js';
+import { resolveGuardedSmtpHost, type Resolver } from '../../src/delivery/outbound/guard.js';
+import { createOutboundHttp, type OutboundRequest } from '../../src/delivery/outbound/http.js';
 import { startHttpSink, type HttpSink } from '../support/peers/http-sink.js';
 import { createSelfSignedCert } from '../support/peers/self-signed-cert.js';
 

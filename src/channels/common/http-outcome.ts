@@ -1,7 +1,7 @@
 import { classifyHttpStatus, disablesConnection, MAX_RETRY_AFTER_MS } from '../../domain/execution/delivery-policy.js';
 import type { SendResult } from '../../ports/index.js';
-import { OutboundError, type OutboundErrorKind } from '../../delivery/outbound-error.js';
-import type { OutboundHttp, OutboundRequest, OutboundResponse } from '../../delivery/outbound-http.js';
+import { OutboundError, type OutboundErrorKind } from '../../delivery/outbound/error.js';
+import type { OutboundHttp, OutboundRequest, OutboundResponse } from '../../delivery/outbound/http.js';
 
 /**
  * The one mapping from "what the platform (or the network) did" to a SendResult, shared by every

@@ -1,6 +1,6 @@
 import type { GoogleChatConfig } from './config.js';
 import type { OutboundMessage } from '../../ports/index.js';
-import type { OutboundHttp, OutboundResponse } from '../../delivery/outbound-http.js';
+import type { OutboundHttp, OutboundResponse } from '../../delivery/outbound/http.js';
 import { exchange, fromHttpStatus, hostOf, jsonOf, stringOf, withQuery, type ChannelResult } from '../common/http-outcome.js';
 import { joinSubject, subjectOf, truncate } from '../common/message-text.js';
 import type { ChannelAdapter } from '../adapter.js';

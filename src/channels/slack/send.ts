@@ -1,6 +1,6 @@
 import type { SlackConfig } from './config.js';
 import type { OutboundMessage } from '../../ports/index.js';
-import type { OutboundHttp, OutboundResponse } from '../../delivery/outbound-http.js';
+import type { OutboundHttp, OutboundResponse } from '../../delivery/outbound/http.js';
 import { exchange, fromHttpStatus, hostOf, jsonOf, parseRetryAfter, permanent, retryable, stringOf, type ChannelResult, type FailureCause } from '../common/http-outcome.js';
 import { joinSubject, splitText, subjectOf, truncate, TRUNCATION_MARKER } from '../common/message-text.js';
 import type { ChannelAdapter } from '../adapter.js';

@@ -1,6 +1,6 @@
 import type { TeamsConfig } from './config.js';
 import type { OutboundMessage } from '../../ports/index.js';
-import type { OutboundHttp, OutboundResponse } from '../../delivery/outbound-http.js';
+import type { OutboundHttp, OutboundResponse } from '../../delivery/outbound/http.js';
 import { exchange, fromHttpStatus, hostOf, jsonOf, refused, stringOf, type ChannelResult } from '../common/http-outcome.js';
 import { subjectOf } from '../common/message-text.js';
 import type { ChannelAdapter } from '../adapter.js';

@@ -1,7 +1,7 @@
 import type { TelegramConfig } from './config.js';
 import { escapeTelegram } from './escape.js';
 import type { OutboundMessage } from '../../ports/index.js';
-import type { OutboundHttp, OutboundResponse } from '../../delivery/outbound-http.js';
+import type { OutboundHttp, OutboundResponse } from '../../delivery/outbound/http.js';
 import { exchange, fromHttpStatus, jsonOf, permanent, refused, retryable, secondsToMs, stringOf, type ChannelResult, type FailureCause } from '../common/http-outcome.js';
 import { joinSubject, subjectOf, TEST_MARKER, truncate } from '../common/message-text.js';
 import type { ChannelAdapter } from '../adapter.js';

@@ -1,7 +1,7 @@
 import { createHmac } from 'node:crypto';
 import type { WebhookConfig } from './config.js';
 import type { OutboundMessage } from '../../ports/index.js';
-import type { OutboundHttp, OutboundResponse } from '../../delivery/outbound-http.js';
+import type { OutboundHttp, OutboundResponse } from '../../delivery/outbound/http.js';
 import { exchange, fromHttpStatus, hostOf, refused, type ChannelResult } from '../common/http-outcome.js';
 import { subjectOf } from '../common/message-text.js';
 import type { ChannelAdapter } from '../adapter.js';

@@ -3,8 +3,8 @@ import http from 'node:http';
 import https from 'node:https';
 import { isIP } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { describeAddress, isLoopbackName, normalizeHost, permitsAddress, type OutboundAllow } from '../domain/connection/address-policy.js';
-import { OutboundError } from './outbound-error.js';
+import { describeAddress, isLoopbackName, normalizeHost, permitsAddress, type OutboundAllow } from '../../domain/connection/address-policy.js';
+import { OutboundError } from './error.js';
 
 /**
  * The outbound guard of README "Delivery semantics", Outbound safety: the ONE place that decides whether Herald may open a connection
@@ -18,7 +18,7 @@ import { OutboundError } from './outbound-error.js';
  * - a host NAME listed in HERALD_OUTBOUND_ALLOW skips the address rule (the operator opened it);
  * - `http:` is refused (`https_required`) unless the allow list names the host (or, for a
  *   literal address, covers it) — checked before any lookup;
- * - redirects are never followed (outbound-http.ts).
+ * - redirects are never followed (outbound/http.ts).
  *
  * Why it is DNS-rebinding safe: the check is not "resolve, check, then let the client resolve
  * again". The guard IS the resolver of the connection: Node's socket calls `lookup` (below)

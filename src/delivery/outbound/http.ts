@@ -1,12 +1,12 @@
 import http from 'node:http';
 import https from 'node:https';
-import type { OutboundAllow } from '../domain/connection/address-policy.js';
-import { classifyNetworkError, OutboundError } from './outbound-error.js';
-import { OutboundGuard, type Resolver } from './outbound-guard.js';
+import type { OutboundAllow } from '../../domain/connection/address-policy.js';
+import { classifyNetworkError, OutboundError } from './error.js';
+import { OutboundGuard, type Resolver } from './guard.js';
 
 /**
  * The HTTP client of every delivery and connection test: node:http/https over the guarded agents
- * of outbound-guard.ts, never following a redirect, with a total time-out, a connect time-out and
+ * of outbound/guard.ts, never following a redirect, with a total time-out, a connect time-out and
  * a cap on how much of the answer is read. Failures are OutboundError (kind, retryable,
  * ambiguous); any answer that is not a redirect — 4xx and 5xx included — is returned as data, for
  * the caller's platform-specific reading.
