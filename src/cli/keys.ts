@@ -3,11 +3,11 @@
  * the results, as a table for people or JSON for scripts. The rules (scopes, expiry, revocation)
  * live in the service and the domain; this file only translates.
  */
-import type { Actor } from '../domain/shared/actor.js';
-import { ApiKeyCreateSchema, SCOPES, ScopeSchema, keyState, parseExpiresIn, type ApiKey, type ApiKeyCreate } from '../domain/shared/api-key.js';
-import { isDomainError } from '../domain/shared/errors.js';
-import type { Cursor } from '../domain/shared/pagination.js';
-import { parseInput } from '../domain/shared/validation.js';
+import type { Actor } from '../domain/common/actor.js';
+import { ApiKeyCreateSchema, SCOPES, ScopeSchema, keyState, parseExpiresIn, type ApiKey, type ApiKeyCreate } from '../domain/common/api-key.js';
+import { isDomainError } from '../domain/common/errors.js';
+import type { Cursor } from '../domain/common/pagination.js';
+import { parseInput } from '../domain/common/validation.js';
 import type { ApiKeyService } from '../services/api-keys.js';
 
 /** Keys made from the command line are recorded as made by the system's CLI. */

@@ -8,8 +8,8 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { openCore, StartupError, type Core } from '../composition/cli.js';
 import { ConfigError, loadConfig } from '../config.js';
-import { SCOPES } from '../domain/shared/api-key.js';
-import { isDomainError } from '../domain/shared/errors.js';
+import { SCOPES } from '../domain/common/api-key.js';
+import { isDomainError } from '../domain/common/errors.js';
 import { createLogger } from '../log.js';
 import { asUsageError, createKey, listKeys, parseCreateFlags, revokeKey, UsageError, type Output } from './keys.js';
 import { resealSecrets } from './secrets.js';

@@ -5,8 +5,8 @@
  */
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
-import { systemClock, type Clock } from '../domain/shared/clock.js';
-import { createIdGenerator } from '../domain/shared/ids.js';
+import { systemClock, type Clock } from '../domain/common/clock.js';
+import { createIdGenerator } from '../domain/common/ids.js';
 import { ApiKeyService } from '../services/api-keys.js';
 import { RedisApiKeyRepo } from '../store/api-keys.js';
 import { createSecretBox, nodeTokenCrypto } from '../store/crypto.js';

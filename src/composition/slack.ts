@@ -2,7 +2,7 @@ import type { Express } from 'express';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import { StartupError } from './cli.js';
-import type { Clock } from '../domain/shared/clock.js';
+import type { Clock } from '../domain/common/clock.js';
 import { AccessPolicy } from '../services/access.js';
 import type { createSlackEdge, SlackEdge } from '../slack/app.js';
 

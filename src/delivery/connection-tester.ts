@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { iso } from '../domain/shared/clock.js';
+import { iso } from '../domain/common/clock.js';
 import { formatOf, readOnlyCheckOf, sendVia, type ConnectionTestResult, type DeliveryConnection, type TestStatus } from '../domain/connection/connection.js';
 import type { ChannelAdapter } from '../channels/adapter.js';
 import { channelOf, type ChannelType } from '../channels/index.js';

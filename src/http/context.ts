@@ -1,6 +1,6 @@
 import type { Request, Response } from 'express';
-import type { Actor } from '../domain/shared/actor.js';
-import type { ApiKey } from '../domain/shared/api-key.js';
+import type { Actor } from '../domain/common/actor.js';
+import type { ApiKey } from '../domain/common/api-key.js';
 
 /** Per-request state the middlewares hand to the routes, kept in res.locals with types. */
 export interface RequestLocals {

@@ -1,8 +1,8 @@
 import type { ResponseConfig } from '@asteasolutions/zod-to-openapi';
 import { Router, type Request, type RequestHandler, type Response } from 'express';
 import type { z } from 'zod';
-import type { Scope } from '../domain/shared/api-key.js';
-import { DomainError } from '../domain/shared/errors.js';
+import type { Scope } from '../domain/common/api-key.js';
+import { DomainError } from '../domain/common/errors.js';
 import type { IdempotencyStore, RateLimiter } from '../ports/index.js';
 import type { ApiKeyService } from '../services/api-keys.js';
 import { authenticate, requireScope } from './middleware/auth.js';

@@ -1,5 +1,5 @@
 import type { Request, Response } from 'express';
-import { DomainError } from '../domain/shared/errors.js';
+import { DomainError } from '../domain/common/errors.js';
 
 /** ETags are the record's revision: strong, opaque to clients. */
 export function setEtag(res: Response, rev: number): void {

@@ -1,7 +1,7 @@
 import type { ResponseConfig } from '@asteasolutions/zod-to-openapi';
 import { z } from 'zod';
-import { ERROR_CODES } from '../domain/shared/errors.js';
-import { LIMITS } from '../domain/shared/limits.js';
+import { ERROR_CODES } from '../domain/common/errors.js';
+import { LIMITS } from '../domain/common/limits.js';
 
 /**
  * The pieces route tables describe their operations with (src/http/routes/*.ts): kept apart from

@@ -1,7 +1,7 @@
 import type { Request, Response } from 'express';
 import type { z } from 'zod';
-import type { Scope } from '../domain/shared/api-key.js';
-import { parsePageRequest, type Page, type PageRequest } from '../domain/shared/pagination.js';
+import type { Scope } from '../domain/common/api-key.js';
+import { parsePageRequest, type Page, type PageRequest } from '../domain/common/pagination.js';
 import { pathParam, type OperationDoc, type Route } from './endpoint.js';
 import { ifMatchRevision, setEtag } from './etag.js';
 import { json, ListQuery, problem } from './operation-docs.js';

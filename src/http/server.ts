@@ -4,7 +4,7 @@ import type { Duplex } from 'node:stream';
 import express, { type Express, type Request, type RequestHandler, type Router } from 'express';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
-import { DomainError } from '../domain/shared/errors.js';
+import { DomainError } from '../domain/common/errors.js';
 import { requestIdOf } from './context.js';
 import { problemHandler, toProblem } from './middleware/problem.js';
 import { requestId } from './middleware/request-id.js';

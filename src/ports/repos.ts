@@ -1,12 +1,12 @@
 import type { ChannelType } from '../channels/index.js';
-import type { ApiKey } from '../domain/shared/api-key.js';
-import type { Clock } from '../domain/shared/clock.js';
-import type { IdGenerator } from '../domain/shared/ids.js';
+import type { ApiKey } from '../domain/common/api-key.js';
+import type { Clock } from '../domain/common/clock.js';
+import type { IdGenerator } from '../domain/common/ids.js';
 import type { ConnectionRecord } from '../domain/connection/connection.js';
 import type { Delivery, Execution } from '../domain/execution/execution.js';
 import type { IncidentEvent } from '../domain/incident/incident-event.js';
 import type { Incident, IncidentStatus, Severity } from '../domain/incident/incident.js';
-import type { Page, PageRequest } from '../domain/shared/pagination.js';
+import type { Page, PageRequest } from '../domain/common/pagination.js';
 import type { Template } from '../domain/template/template.js';
 
 /** What the services store and read: one repository per resource, implemented on Redis in src/store/. */

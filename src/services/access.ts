@@ -1,5 +1,5 @@
-import type { Actor } from '../domain/shared/actor.js';
-import { DomainError } from '../domain/shared/errors.js';
+import type { Actor } from '../domain/common/actor.js';
+import { DomainError } from '../domain/common/errors.js';
 
 /**
  * Admin work that an edge may offer: seeing connections and API keys (the App Home's admin

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { isDomainError } from '../domain/shared/errors.js';
+import { isDomainError } from '../domain/common/errors.js';
 import { executionStatus, type Delivery, type Execution } from '../domain/execution/execution.js';
 import type { Incident } from '../domain/incident/incident.js';
 import type { Announcement, AnnouncementReceiptLine, AnnouncementReceipts, AnnouncementRepo, ChatPoster, Pacer } from '../ports/index.js';

@@ -1,4 +1,4 @@
-import type { Actor } from '../domain/shared/actor.js';
+import type { Actor } from '../domain/common/actor.js';
 import {
   ApiKeyCreateSchema,
   formatToken,
@@ -9,11 +9,11 @@ import {
   unauthenticated,
   type ApiKey,
   type Scope,
-} from '../domain/shared/api-key.js';
-import { iso } from '../domain/shared/clock.js';
-import { DomainError, notFound } from '../domain/shared/errors.js';
-import type { Page, PageRequest } from '../domain/shared/pagination.js';
-import { parseInput } from '../domain/shared/validation.js';
+} from '../domain/common/api-key.js';
+import { iso } from '../domain/common/clock.js';
+import { DomainError, notFound } from '../domain/common/errors.js';
+import type { Page, PageRequest } from '../domain/common/pagination.js';
+import { parseInput } from '../domain/common/validation.js';
 import type { ApiKeyRepo, Clock, IdGenerator, TokenCrypto } from '../ports/index.js';
 import { LOST_RACE, retryOnConflict } from './retry.js';
 

@@ -1,5 +1,5 @@
 import type { OutboundAllow } from '../domain/connection/address-policy.js';
-import { iso } from '../domain/shared/clock.js';
+import { iso } from '../domain/common/clock.js';
 import {
   changedDestinations,
   checkConfigRules,
@@ -28,10 +28,10 @@ import {
   type PlainConfig,
   type SealedSecret,
 } from '../domain/connection/connection.js';
-import { checkRevision, DomainError, emptyPatch, keptChanging, notFound } from '../domain/shared/errors.js';
-import { isId } from '../domain/shared/ids.js';
-import { expectCursorKind, type Page, type PageRequest } from '../domain/shared/pagination.js';
-import { parseInput, toFieldErrors } from '../domain/shared/validation.js';
+import { checkRevision, DomainError, emptyPatch, keptChanging, notFound } from '../domain/common/errors.js';
+import { isId } from '../domain/common/ids.js';
+import { expectCursorKind, type Page, type PageRequest } from '../domain/common/pagination.js';
+import { parseInput, toFieldErrors } from '../domain/common/validation.js';
 import { LOST_RACE, retryOnConflict } from './retry.js';
 import type { Clock, ConnectionFilter, ConnectionRepo, ConnectionTester, IdGenerator, SecretBox, TokenCrypto } from '../ports/index.js';
 

@@ -1,6 +1,6 @@
-import type { Actor } from '../domain/shared/actor.js';
-import { SYSTEM_ACTOR } from '../domain/shared/actor.js';
-import { iso } from '../domain/shared/clock.js';
+import type { Actor } from '../domain/common/actor.js';
+import { SYSTEM_ACTOR } from '../domain/common/actor.js';
+import { iso } from '../domain/common/clock.js';
 import { decideRetry, pacingFor, type PaceStep, type PacingRule, type RetryDecision } from '../domain/execution/delivery-policy.js';
 // A namespace: each status change reads as what it is (transition.recordDelivered(…)).
 import * as transition from '../domain/execution/delivery-state.js';

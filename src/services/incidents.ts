@@ -1,8 +1,8 @@
-import type { Actor } from '../domain/shared/actor.js';
-import { iso } from '../domain/shared/clock.js';
-import { checkRevision, DomainError, keptChanging, notFound, type FieldError } from '../domain/shared/errors.js';
-import { isId } from '../domain/shared/ids.js';
-import { LIMITS } from '../domain/shared/limits.js';
+import type { Actor } from '../domain/common/actor.js';
+import { iso } from '../domain/common/clock.js';
+import { checkRevision, DomainError, keptChanging, notFound, type FieldError } from '../domain/common/errors.js';
+import { isId } from '../domain/common/ids.js';
+import { LIMITS } from '../domain/common/limits.js';
 import {
   applyPatch,
   assertWritable,
@@ -14,8 +14,8 @@ import {
   type Incident,
 } from '../domain/incident/incident.js';
 import { createdEventId, newEvent, type IncidentEvent } from '../domain/incident/incident-event.js';
-import { expectCursorKind, type Page, type PageRequest } from '../domain/shared/pagination.js';
-import { parseInput } from '../domain/shared/validation.js';
+import { expectCursorKind, type Page, type PageRequest } from '../domain/common/pagination.js';
+import { parseInput } from '../domain/common/validation.js';
 import { LOST_RACE, retryOnConflict } from './retry.js';
 import type { Clock, IdGenerator, IncidentFilter, IncidentRepo } from '../ports/index.js';
 

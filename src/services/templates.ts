@@ -1,10 +1,10 @@
 import { CHANNEL_TYPES, channelOf, type ChannelType } from '../channels/index.js';
-import { iso } from '../domain/shared/clock.js';
-import { checkRevision, DomainError, fieldError, isDomainError, keptChanging, notFound, type ErrorCode, type FieldError } from '../domain/shared/errors.js';
-import { isId } from '../domain/shared/ids.js';
+import { iso } from '../domain/common/clock.js';
+import { checkRevision, DomainError, fieldError, isDomainError, keptChanging, notFound, type ErrorCode, type FieldError } from '../domain/common/errors.js';
+import { isId } from '../domain/common/ids.js';
 import type { Incident } from '../domain/incident/incident.js';
-import { expectCursorKind, type Cursor, type Page, type PageRequest } from '../domain/shared/pagination.js';
-import { LIMITS } from '../domain/shared/limits.js';
+import { expectCursorKind, type Cursor, type Page, type PageRequest } from '../domain/common/pagination.js';
+import { LIMITS } from '../domain/common/limits.js';
 import { incidentView, renderMessage, sampleIncident, SAMPLE_EXECUTION_ID, type RenderContext, type RenderedMessage } from '../domain/template/render.js';
 import {
   applyTemplatePatch,
@@ -17,7 +17,7 @@ import {
   TemplateRenderRequestSchema,
   type Template,
 } from '../domain/template/template.js';
-import { parseInput, safeParseInput, toFieldErrors } from '../domain/shared/validation.js';
+import { parseInput, safeParseInput, toFieldErrors } from '../domain/common/validation.js';
 import { LOST_RACE, retryOnConflict } from './retry.js';
 import { missingVariablesError, resolveVariables } from '../domain/template/variables.js';
 import type { Clock, IdGenerator, TemplateRepo } from '../ports/index.js';

@@ -1,6 +1,6 @@
 import type { WebClient } from '@slack/web-api';
 import type { Logger } from 'pino';
-import type { Actor } from '../domain/shared/actor.js';
+import type { Actor } from '../domain/common/actor.js';
 import type { IdempotencyStore } from '../ports/index.js';
 import type { AccessPolicy } from '../services/access.js';
 import type { AnnouncementService } from '../services/announcements.js';

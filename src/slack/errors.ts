@@ -1,6 +1,6 @@
-import { DomainError, isDomainError, type ErrorCode } from '../domain/shared/errors.js';
+import { DomainError, isDomainError, type ErrorCode } from '../domain/common/errors.js';
 import { escapeSlack } from '../channels/slack/escape.js';
-import { isRedisUnavailable } from '../domain/shared/unavailable.js';
+import { isRedisUnavailable } from '../domain/common/unavailable.js';
 
 /**
  * The one table from domain error code to what Slack shows (STYLE §3): a friendly ephemeral line,

@@ -1,6 +1,6 @@
 import type { RedisClient as Redis } from './redis-connect.js';
-import type { ApiKey } from '../domain/shared/api-key.js';
-import type { Page, PageRequest } from '../domain/shared/pagination.js';
+import type { ApiKey } from '../domain/common/api-key.js';
+import type { Page, PageRequest } from '../domain/common/pagination.js';
 import type { ApiKeyRepo } from '../ports/index.js';
 import { Change } from './commit.js';
 import { loadJson, pageIndexes } from './index-page.js';

@@ -1,5 +1,5 @@
 import type { RedisClient as Redis } from './redis-connect.js';
-import { DomainError } from '../domain/shared/errors.js';
+import { DomainError } from '../domain/common/errors.js';
 import type { CommittedEffect } from '../ports/index.js';
 import { currentIdempotentScope } from './idempotency.js';
 import { luaScript, runScript } from './scripts.js';

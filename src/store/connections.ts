@@ -1,6 +1,6 @@
 import type { RedisClient as Redis } from './redis-connect.js';
 import type { ConnectionRecord } from '../domain/connection/connection.js';
-import type { Page, PageRequest } from '../domain/shared/pagination.js';
+import type { Page, PageRequest } from '../domain/common/pagination.js';
 import type { ConnectionFilter, ConnectionRepo } from '../ports/index.js';
 import { Change } from './commit.js';
 import { loadJson, pageFiltered } from './index-page.js';

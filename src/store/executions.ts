@@ -3,7 +3,7 @@ import { isTerminal, type Delivery, type Execution } from '../domain/execution/e
 import type { Incident } from '../domain/incident/incident.js';
 import { encodeIncident, remember, storedString } from './incident-record.js';
 import type { IncidentEvent } from '../domain/incident/incident-event.js';
-import type { Page, PageRequest } from '../domain/shared/pagination.js';
+import type { Page, PageRequest } from '../domain/common/pagination.js';
 import type { ExecutionRepo } from '../ports/index.js';
 import { Change } from './commit.js';
 import { loadJson, pageIndexes } from './index-page.js';

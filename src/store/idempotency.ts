@@ -1,7 +1,7 @@
 import type { RedisClient as Redis } from './redis-connect.js';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { createHash, randomBytes } from 'node:crypto';
-import { LIMITS } from '../domain/shared/limits.js';
+import { LIMITS } from '../domain/common/limits.js';
 import type { IdempotencyBegin, IdempotencyClaim, IdempotencyStore, IdempotentRequest, SecretBox, StoredResponse } from '../ports/index.js';
 import type { Keys } from './keys.js';
 import { luaScript, runScript } from './scripts.js';

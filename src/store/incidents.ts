@@ -1,7 +1,7 @@
 import type { RedisClient as Redis } from './redis-connect.js';
 import { STATUSES, type Incident } from '../domain/incident/incident.js';
 import { createdEventId, type IncidentEvent } from '../domain/incident/incident-event.js';
-import type { Page, PageRequest } from '../domain/shared/pagination.js';
+import type { Page, PageRequest } from '../domain/common/pagination.js';
 import type { IncidentFilter, IncidentRepo } from '../ports/index.js';
 import { Change } from './commit.js';
 import { decodeIncident, encodeIncident, remember, storedString } from './incident-record.js';

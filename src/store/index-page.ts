@@ -1,5 +1,5 @@
 import type { RedisClient as Redis } from './redis-connect.js';
-import type { Cursor, Page, PageRequest } from '../domain/shared/pagination.js';
+import type { Cursor, Page, PageRequest } from '../domain/common/pagination.js';
 import { luaScript, runScript } from './scripts.js';
 
 /**

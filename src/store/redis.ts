@@ -1,6 +1,6 @@
 import { Cluster, type Redis, type RedisOptions } from 'ioredis';
 import type { Logger } from 'pino';
-import { isRedisUnavailable } from '../domain/shared/unavailable.js';
+import { isRedisUnavailable } from '../domain/common/unavailable.js';
 import { connectRedis, type RedisClient, type RedisTarget } from './redis-connect.js';
 
 export { isRedisUnavailable };

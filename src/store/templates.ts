@@ -1,5 +1,5 @@
 import type { RedisClient as Redis } from './redis-connect.js';
-import type { Page, PageRequest } from '../domain/shared/pagination.js';
+import type { Page, PageRequest } from '../domain/common/pagination.js';
 import { templateNameKey, type Template } from '../domain/template/template.js';
 import type { TemplateRepo, TemplateWriteOutcome } from '../ports/index.js';
 import { Change } from './commit.js';

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { OutboundAllow } from '../../domain/connection/address-policy.js';
 import { normalizeHost } from '../../domain/connection/address-policy.js';
-import type { DomainError } from '../../domain/shared/errors.js';
+import type { DomainError } from '../../domain/common/errors.js';
 
 /**
  * What one channel type declares about its connections (its `config.ts`), and the field builders

@@ -1,11 +1,11 @@
-import { cutText, graphemePrefix } from '../../domain/shared/text-cut.js';
+import { cutText, graphemePrefix } from '../../domain/common/text-cut.js';
 import type { OutboundMessage } from '../../ports/index.js';
 
 /**
  * Text helpers every sender shares: the visible test marker and the platforms' length limits.
  * Lengths are counted in UTF-16 code units (`string.length`), which is what Slack, Telegram and
  * Discord count or more — never less — so a text cut here is never over the platform's limit.
- * Cuts fall on grapheme boundaries (domain/shared/text-cut.ts): never half an emoji or a flag.
+ * Cuts fall on grapheme boundaries (domain/common/text-cut.ts): never half an emoji or a flag.
  */
 
 /** Prefixed to the subject of a connection test's message, so nobody mistakes it for an incident. */

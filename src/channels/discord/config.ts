@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { fieldError } from '../../domain/shared/errors.js';
+import { fieldError } from '../../domain/common/errors.js';
 import { defineConnectionType, hostOfUrl, httpUrl, shortText, urlDestination } from '../common/config-fields.js';
 
 /** Discord through a channel webhook (the URL, which carries the token, is the secret). */

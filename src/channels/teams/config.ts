@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { DomainError } from '../../domain/shared/errors.js';
+import { DomainError } from '../../domain/common/errors.js';
 import { defineConnectionType, hostOfUrl, httpUrl, urlDestination } from '../common/config-fields.js';
 
 /** Microsoft Teams through a Power Automate "Workflows" webhook (the URL is the secret). */

@@ -2,9 +2,9 @@ import { z } from 'zod';
 import { refuseLiteralHost, type OutboundAllow } from './address-policy.js';
 import { ChannelTypeSchema, CHANNEL_TYPES, type ChannelType } from '../../channels/index.js';
 import { CHANNELS, channelOf, type ConfigOf, type Destination, type MessageFormat } from '../../channels/index.js';
-import { DomainError, type FieldError } from '../shared/errors.js';
-import { LIMITS } from '../shared/limits.js';
-import { dedupeFieldErrors, safeParseInput, toFieldErrors } from '../shared/validation.js';
+import { DomainError, type FieldError } from '../common/errors.js';
+import { LIMITS } from '../common/limits.js';
+import { dedupeFieldErrors, safeParseInput, toFieldErrors } from '../common/validation.js';
 
 /**
  * Connections (README "Delivery semantics", Outbound safety): the request schemas, the stored record, and the pure rules — config

@@ -1,5 +1,5 @@
-import { iso } from '../shared/clock.js';
-import { DomainError } from '../shared/errors.js';
+import { iso } from '../common/clock.js';
+import { DomainError } from '../common/errors.js';
 import type { Attempt, Delivery, DeliveryStatus } from './execution.js';
 
 /**

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { ActorSchema, type Actor } from '../shared/actor.js';
-import { ID_PREFIX } from '../shared/ids.js';
+import { ActorSchema, type Actor } from '../common/actor.js';
+import { ID_PREFIX } from '../common/ids.js';
 
 export const EVENT_TYPES = [
   'incident.created',

@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { ActorSchema, type Actor } from '../shared/actor.js';
-import { DomainError, emptyPatch, fieldError } from '../shared/errors.js';
-import { LIMITS } from '../shared/limits.js';
+import { ActorSchema, type Actor } from '../common/actor.js';
+import { DomainError, emptyPatch, fieldError } from '../common/errors.js';
+import { LIMITS } from '../common/limits.js';
 
 export const SEVERITIES = ['critical', 'major', 'minor', 'low'] as const;
 export const OPEN_STATUSES = ['investigating', 'identified', 'monitoring'] as const;

@@ -1,6 +1,6 @@
 import Mustache from 'mustache';
-import { DomainError, type FieldError } from '../shared/errors.js';
-import { LIMITS } from '../shared/limits.js';
+import { DomainError, type FieldError } from '../common/errors.js';
+import { LIMITS } from '../common/limits.js';
 import { RESERVED_VARIABLE_NAMES, type TemplateVariable } from './variables.js';
 
 /**

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { CHANNEL_TYPES, type ChannelType } from '../../channels/index.js';
-import { emptyPatch } from '../shared/errors.js';
-import { LIMITS } from '../shared/limits.js';
+import { emptyPatch } from '../common/errors.js';
+import { LIMITS } from '../common/limits.js';
 import type { MessageSource } from './render.js';
 import { settleVariables, type TemplateText } from './template-placeholders.js';
 import { TemplateVariableSchema, VariablesSchema, type TemplateVariable } from './variables.js';

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { DomainError } from '../shared/errors.js';
-import { LIMITS } from '../shared/limits.js';
+import { DomainError } from '../common/errors.js';
+import { LIMITS } from '../common/limits.js';
 
 /**
  * Caller variables: declared on templates (`variables[]`) and supplied at render preview and

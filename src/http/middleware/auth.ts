@@ -1,5 +1,5 @@
 import type { RequestHandler } from 'express';
-import type { Scope } from '../../domain/shared/api-key.js';
+import type { Scope } from '../../domain/common/api-key.js';
 import type { ApiKeyService } from '../../services/api-keys.js';
 import { apiKeyOf, type RequestLocals } from '../context.js';
 

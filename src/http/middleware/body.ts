@@ -1,8 +1,8 @@
 import express, { type RequestHandler } from 'express';
 import { createHash } from 'node:crypto';
-import { DomainError } from '../../domain/shared/errors.js';
-import { LIMITS } from '../../domain/shared/limits.js';
-import { textHygieneErrors } from '../../domain/shared/validation.js';
+import { DomainError } from '../../domain/common/errors.js';
+import { LIMITS } from '../../domain/common/limits.js';
+import { textHygieneErrors } from '../../domain/common/validation.js';
 
 /** Marks the raw body's digest on the request, for idempotency fingerprints. */
 export interface WithBodyDigest {

@@ -1,7 +1,7 @@
 import type { RequestHandler, Response } from 'express';
 import { createHash } from 'node:crypto';
-import { DomainError } from '../../domain/shared/errors.js';
-import { LIMITS } from '../../domain/shared/limits.js';
+import { DomainError } from '../../domain/common/errors.js';
+import { LIMITS } from '../../domain/common/limits.js';
 import type { CommittedEffect, IdempotencyClaim, IdempotencyStore, IdempotentRequest, StoredResponse } from '../../ports/index.js';
 import type { WithBodyDigest } from './body.js';
 import { apiKeyOf } from '../context.js';

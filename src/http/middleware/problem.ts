@@ -1,6 +1,6 @@
 import type { ErrorRequestHandler, Request, Response } from 'express';
-import { DomainError, serviceUnavailable, type ErrorCode, type FieldError } from '../../domain/shared/errors.js';
-import { isRedisUnavailable } from '../../domain/shared/unavailable.js';
+import { DomainError, serviceUnavailable, type ErrorCode, type FieldError } from '../../domain/common/errors.js';
+import { isRedisUnavailable } from '../../domain/common/unavailable.js';
 import { requestIdOf } from '../context.js';
 
 /** The one table from domain error code to HTTP status (STYLE §3). */

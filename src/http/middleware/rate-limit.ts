@@ -1,5 +1,5 @@
 import type { RequestHandler } from 'express';
-import { DomainError } from '../../domain/shared/errors.js';
+import { DomainError } from '../../domain/common/errors.js';
 import type { RateLimiter } from '../../ports/index.js';
 import { apiKeyOf } from '../context.js';
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { encodeCursor, type Page, type PageRequest } from '../../domain/shared/pagination.js';
+import { encodeCursor, type Page, type PageRequest } from '../../domain/common/pagination.js';
 
 export const PaginationSchema = z
   .object({ next_cursor: z.string().nullable(), limit: z.number().int() })

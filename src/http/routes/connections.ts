@@ -2,7 +2,7 @@ import type { Router } from 'express';
 import { z } from 'zod';
 import { ChannelTypeSchema } from '../../channels/index.js';
 import { ConnectionCreateSchema, ConnectionPatchSchema, ConnectionTestRequestSchema, ConnectionTestResultSchema, type ConnectionRecord } from '../../domain/connection/connection.js';
-import { parseInput } from '../../domain/shared/validation.js';
+import { parseInput } from '../../domain/common/validation.js';
 import type { ConnectionService } from '../../services/connections.js';
 import { defineRoutes, mountRoutes, pathParam, queryList, queryString, type EdgeDeps } from '../endpoint.js';
 import { etagOf, ifMatchRevision } from '../etag.js';

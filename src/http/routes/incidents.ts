@@ -2,7 +2,7 @@ import type { Router } from 'express';
 import { z } from 'zod';
 import { IncidentCloseSchema, IncidentCreateSchema, IncidentPatchSchema, IncidentSchema, SeveritySchema, StatusSchema, type Incident } from '../../domain/incident/incident.js';
 import { IncidentEventSchema } from '../../domain/incident/incident-event.js';
-import { parseInput } from '../../domain/shared/validation.js';
+import { parseInput } from '../../domain/common/validation.js';
 import type { IncidentService } from '../../services/incidents.js';
 import { actorOf } from '../context.js';
 import { defineRoutes, mountRoutes, pathParam, queryList, type EdgeDeps } from '../endpoint.js';

@@ -1,10 +1,10 @@
 import type { Request, Router } from 'express';
 import { z } from 'zod';
-import { fieldError } from '../../domain/shared/errors.js';
-import { LIMITS } from '../../domain/shared/limits.js';
-import { parsePageRequest } from '../../domain/shared/pagination.js';
+import { fieldError } from '../../domain/common/errors.js';
+import { LIMITS } from '../../domain/common/limits.js';
+import { parsePageRequest } from '../../domain/common/pagination.js';
 import { TemplateBulkCreateSchema, TemplateCreateSchema, TemplatePatchSchema, TemplateRenderRequestSchema, TemplateSchema, type Template } from '../../domain/template/template.js';
-import { parseInput } from '../../domain/shared/validation.js';
+import { parseInput } from '../../domain/common/validation.js';
 import { SEARCH_MAX_PAGES, type TemplateService } from '../../services/templates.js';
 import { apiKeyOf } from '../context.js';
 import { defineRoutes, mountRoutes, pathParam, type EdgeDeps } from '../endpoint.js';

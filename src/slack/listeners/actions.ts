@@ -1,7 +1,7 @@
 import type { App, BlockAction, ButtonAction } from '@slack/bolt';
 import { slackUser, type SlackDeps } from '../deps.js';
 import { publishHome } from './home.js';
-import { isRedisUnavailable } from '../../domain/shared/unavailable.js';
+import { isRedisUnavailable } from '../../domain/common/unavailable.js';
 import { ephemeralMessage } from '../errors.js';
 import { messageModal, openCreateModal, openStepModal, type IncidentStep } from './modals.js';
 import { identity, once } from '../once.js';

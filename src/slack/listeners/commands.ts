@@ -1,6 +1,6 @@
 import type { AckFn, App, RespondArguments, SlashCommand } from '@slack/bolt';
 import { OPEN_STATUSES } from '../../domain/incident/incident.js';
-import { isRedisUnavailable } from '../../domain/shared/unavailable.js';
+import { isRedisUnavailable } from '../../domain/common/unavailable.js';
 import type { SlackDeps } from '../deps.js';
 import { ephemeralMessage } from '../errors.js';
 import { openCreateModal, openStepModal, type IncidentStep } from './modals.js';

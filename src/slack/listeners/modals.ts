@@ -1,4 +1,4 @@
-import { isDomainError } from '../../domain/shared/errors.js';
+import { isDomainError } from '../../domain/common/errors.js';
 import type { Incident } from '../../domain/incident/incident.js';
 import type { SlackDeps } from '../deps.js';
 import { ephemeralMessage } from '../errors.js';

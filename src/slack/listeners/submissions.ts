@@ -1,5 +1,5 @@
 import type { AckFn, App, ViewResponseAction, ViewSubmitAction } from '@slack/bolt';
-import { isDomainError } from '../../domain/shared/errors.js';
+import { isDomainError } from '../../domain/common/errors.js';
 import type { Announcer } from '../announcer.js';
 import { slackActor, slackUser, type SlackDeps } from '../deps.js';
 import { ephemeralMessage, modalErrors } from '../errors.js';

@@ -1,6 +1,6 @@
-import { SCOPES } from '../../domain/shared/api-key.js';
+import { SCOPES } from '../../domain/common/api-key.js';
 import { escapeSlack } from '../../channels/slack/escape.js';
-import { LIMITS } from '../../domain/shared/limits.js';
+import { LIMITS } from '../../domain/common/limits.js';
 import { CALLBACKS } from './action-ids.js';
 import { context, input, INPUT_ACTION, modal, option, section, textInput, type ModalView } from './block-kit.js';
 

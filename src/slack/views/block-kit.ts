@@ -1,6 +1,6 @@
 import type { types } from '@slack/bolt';
 import { escapeSlack } from '../../channels/slack/escape.js';
-import { cutText, cutTransformed, nonEmptyText } from '../../domain/shared/text-cut.js';
+import { cutText, cutTransformed, nonEmptyText } from '../../domain/common/text-cut.js';
 
 /**
  * The Block Kit vocabulary every view builder uses: Slack's own types plus a few constructors

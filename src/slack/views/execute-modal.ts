@@ -1,5 +1,5 @@
 import type { Incident } from '../../domain/incident/incident.js';
-import { LIMITS } from '../../domain/shared/limits.js';
+import { LIMITS } from '../../domain/common/limits.js';
 import { CALLBACKS, encodeContext } from './action-ids.js';
 import { context, divider, escapedText, fitsInput, header, input, modal, plain, section, SLACK_LIMITS, textInput, truncate, type KnownBlock, type ModalView } from './block-kit.js';
 import { incidentLine } from './incident.js';

@@ -1,4 +1,4 @@
-import { keyState, type ApiKey } from '../../domain/shared/api-key.js';
+import { keyState, type ApiKey } from '../../domain/common/api-key.js';
 import { escapeSlack } from '../../channels/slack/escape.js';
 import type { Incident } from '../../domain/incident/incident.js';
 import { ACTIONS } from './action-ids.js';

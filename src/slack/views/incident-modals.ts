@@ -1,6 +1,6 @@
 import { OPEN_STATUSES, SEVERITIES, type Incident } from '../../domain/incident/incident.js';
-import { LIMITS } from '../../domain/shared/limits.js';
-import { graphemePrefix } from '../../domain/shared/text-cut.js';
+import { LIMITS } from '../../domain/common/limits.js';
+import { graphemePrefix } from '../../domain/common/text-cut.js';
 import { CALLBACKS, encodeContext, type ModalContext } from './action-ids.js';
 import { context, escapedText, fitsInput, input, INPUT_ACTION, modal, option, section, SLACK_LIMITS, textInput, type KnownBlock, type ModalView, type PlainTextOption } from './block-kit.js';
 import { incidentLine, severityLabel, statusLabel } from './incident.js';
