@@ -1,7 +1,8 @@
 import type { RedisClient as Redis } from './redis-connect.js';
 import { isTerminal, type Delivery, type Execution } from '../domain/execution/execution.js';
 import type { Incident } from '../domain/incident/incident.js';
-import { encodeIncident, remember, storedString } from './incident-record.js';
+import { encodeIncident, storedString } from './incident-record.js';
+import { rememberText, storedText } from './stored-text.js';
 import type { IncidentEvent } from '../domain/incident/incident-event.js';
 import type { Page, PageRequest } from '../domain/common/pagination.js';
 import type { ExecutionRepo } from '../ports/index.js';
@@ -65,7 +66,7 @@ export class RedisExecutionRepo implements ExecutionRepo {
     }
     if (events.length > 0) change.write('RPUSH', k.incidentEvents(incidentNext.id), ...events.map((e) => JSON.stringify(e)));
     const committed = await change.commit({ kind: 'execution', execution, deliveries });
-    if (committed) remember(incidentNext, nextText);
+    if (committed) rememberText(incidentNext, nextText);
     return committed;
   }
 
@@ -83,20 +84,7 @@ export class RedisExecutionRepo implements ExecutionRepo {
   async getDeliveries(ids: string[]): Promise<(Delivery | null)[]> {
     if (ids.length === 0) return [];
     const raw = await this.redis.mget(...ids.map((id) => this.keys.delivery(id)));
-    return raw.map((r) => (r === null ? null : this.remember(JSON.parse(r) as Delivery, r)));
-  }
-
-  /**
-   * The stored text of a record this repo read or wrote: a compare-and-set on it sends those
-   * exact bytes back instead of serialising the record again (a delivery is rewritten two or three
-   * times, each with its whole rendered content). Records are never changed in place — every
-   * transition returns a new one — so an object's text stays what it was when read.
-   */
-  private readonly stored = new WeakMap<Delivery, string>();
-
-  private remember(d: Delivery, text: string): Delivery {
-    this.stored.set(d, text);
-    return d;
+    return raw.map((r) => (r === null ? null : rememberText(JSON.parse(r) as Delivery, r)));
   }
 
   async getDelivery(id: string): Promise<Delivery | null> {
@@ -108,11 +96,11 @@ export class RedisExecutionRepo implements ExecutionRepo {
     const k = this.keys;
     const keys = [k.delivery(prev.id), k.connectionActiveDeliveries(next.connection_id), k.deliveryOutbox(), k.incidentEvents(next.incident_id)];
     const nextText = JSON.stringify(next);
-    const args = [this.stored.get(prev) ?? JSON.stringify(prev), nextText, next.id, isTerminal(next.status) ? '1' : '0', opts.outbox ? String(this.nowMs()) : ''];
+    const args = [storedText(prev, () => JSON.stringify(prev)), nextText, next.id, isTerminal(next.status) ? '1' : '0', opts.outbox ? String(this.nowMs()) : ''];
     // The timeline's `delivery.failed` is written with the failure itself: never one without the other.
     for (const e of opts.events ?? []) args.push(JSON.stringify(e));
     const written = (await runScript(this.redis, DELIVERY_UPDATE_LUA, keys, args)) === 0;
-    if (written) this.remember(next, nextText);
+    if (written) rememberText(next, nextText);
     return written;
   }
 

@@ -1,4 +1,5 @@
 import type { Incident } from '../domain/incident/incident.js';
+import { rememberText, storedText } from './stored-text.js';
 
 /**
  * The stored form of an incident: its JSON without the fields that hold their default, which a
@@ -68,18 +69,6 @@ export function encodeIncident(incident: Incident): string {
   return JSON.stringify(stored);
 }
 
-/** The exact string each incident object was read from or written as. */
-const stored = new WeakMap<Incident, string>();
-
-/**
- * Ties `incident` to the string it is stored as: the compare-and-set of its next update
- * (`storedString`). Records are never changed in place (every change returns a new object), so
- * an object's string stays what it was when read or written.
- */
-export function remember(incident: Incident, raw: string): void {
-  stored.set(incident, raw);
-}
-
 /** The incident stored as `raw` (either form), in wire field order. */
 export function decodeIncident(raw: string): Incident {
   const parsed = JSON.parse(raw) as Stored;
@@ -89,12 +78,10 @@ export function decodeIncident(raw: string): Incident {
     else if (DEFAULTS[f]) out[f] = DEFAULTS[f](parsed);
   }
   for (const [k, v] of Object.entries(parsed)) if (!(k in out)) out[k] = v;
-  const incident = out as unknown as Incident;
-  remember(incident, raw);
-  return incident;
+  return rememberText(out as unknown as Incident, raw);
 }
 
 /** What a compare-and-set against `incident` expects: the string it was read or written as, else its encoding. */
 export function storedString(incident: Incident): string {
-  return stored.get(incident) ?? encodeIncident(incident);
+  return storedText(incident, () => encodeIncident(incident));
 }

@@ -4,9 +4,10 @@ import { createdEventId, type IncidentEvent } from '../domain/incident/incident-
 import type { Page, PageRequest } from '../domain/common/pagination.js';
 import type { IncidentFilter, IncidentRepo } from '../ports/index.js';
 import { Change } from './commit.js';
-import { decodeIncident, encodeIncident, remember, storedString } from './incident-record.js';
+import { decodeIncident, encodeIncident, storedString } from './incident-record.js';
 import { pageFiltered } from './index-page.js';
 import type { Keys } from './keys.js';
+import { rememberText } from './stored-text.js';
 
 /**
  * Incidents as compact JSON strings (src/store/incident-record.ts), with:
@@ -22,8 +23,7 @@ import type { Keys } from './keys.js';
  *   an update changes the title or severity. A timeline whose first item is `incident.created`
  *   (every incident from before) is read as it is.
  * - `tpl:<id>:incs`, the non-closed incidents attaching a template (the template in-use rule).
- * Every update compares against the exact string read or written (the compare-and-set), and an
- * incident object given or returned here JSON-serialises to it (see `remember`).
+ * Every update compares against the exact string read or written (store/stored-text.ts).
  */
 export class RedisIncidentRepo implements IncidentRepo {
   constructor(
@@ -51,7 +51,7 @@ export class RedisIncidentRepo implements IncidentRepo {
     const first = events[0];
     this.pushEvents(change, incident.id, first && sameJson(first, impliedCreated(incident, null)) ? events.slice(1) : events);
     const ok = await change.commit({ kind: 'incident', incident });
-    if (ok) remember(incident, raw);
+    if (ok) rememberText(incident, raw);
     return ok;
   }
 
@@ -77,7 +77,7 @@ export class RedisIncidentRepo implements IncidentRepo {
     }
     this.pushEvents(change, next.id, events);
     const ok = await change.commit({ kind: 'incident', incident: next });
-    if (ok) remember(next, raw);
+    if (ok) rememberText(next, raw);
     return ok;
   }
 
