@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { DomainError } from '../../src/domain/shared/errors.js';
+import { DomainError } from '../../src/domain/common/errors.js';
 import { startPrivateRedis } from '../support/child.js';
 import { startHerald, type TestHerald } from '../support/herald.js';
 import { startSlack, type SlackPeer } from '../support/peers/slack.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createIdGenerator } from '../../src/domain/shared/ids.js';
+import { createIdGenerator } from '../../src/domain/common/ids.js';
 import { newIncident } from '../../src/domain/incident/incident.js';
 import type { DeliveryService } from '../../src/services/deliveries.js';
 import { ExecutionService } from '../../src/services/executions.js';

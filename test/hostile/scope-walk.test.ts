@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SCOPES, type Scope } from '../../src/domain/shared/api-key.js';
+import { SCOPES, type Scope } from '../../src/domain/common/api-key.js';
 import { startHerald, type TestHerald } from '../support/herald.js';
 
 /**

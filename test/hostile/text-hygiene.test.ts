@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { textHygieneErrors } from '../../src/domain/shared/validation.js';
+import { textHygieneErrors } from '../../src/domain/common/validation.js';
 import { checkSlackPayload } from '../../src/slack/payload-guard.js';
 
 describe('textHygieneErrors', () => {

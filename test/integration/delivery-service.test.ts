@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { MAX_ATTEMPTS } from '../../src/domain/execution/delivery-policy.js';
 import { newDelivery, type Delivery, type Execution } from '../../src/domain/execution/execution.js';
-import { createIdGenerator } from '../../src/domain/shared/ids.js';
+import { createIdGenerator } from '../../src/domain/common/ids.js';
 import { newIncident, type Incident } from '../../src/domain/incident/incident.js';
 import type { IncidentEvent } from '../../src/domain/incident/incident-event.js';
 import type { PacingRule } from '../../src/domain/execution/delivery-policy.js';

@@ -1,9 +1,9 @@
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createIdGenerator } from '../../src/domain/shared/ids.js';
+import { createIdGenerator } from '../../src/domain/common/ids.js';
 import { newDelivery, type Delivery } from '../../src/domain/execution/execution.js';
 import { newEvent } from '../../src/domain/incident/incident-event.js';
-import { SYSTEM_ACTOR } from '../../src/domain/shared/actor.js';
+import { SYSTEM_ACTOR } from '../../src/domain/common/actor.js';
 import { startSending } from '../../src/domain/execution/delivery-state.js';
 import { RedisExecutionRepo } from '../../src/store/executions.js';
 import { createKeys } from '../../src/store/keys.js';

@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { newDelivery, type Execution } from '../../src/domain/execution/execution.js';
-import { createIdGenerator } from '../../src/domain/shared/ids.js';
+import { createIdGenerator } from '../../src/domain/common/ids.js';
 import { newIncident } from '../../src/domain/incident/incident.js';
 import { RedisExecutionRepo } from '../../src/store/executions.js';
 import { RedisIncidentRepo } from '../../src/store/incidents.js';

@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Actor } from '../../src/domain/shared/actor.js';
-import { createIdGenerator } from '../../src/domain/shared/ids.js';
+import type { Actor } from '../../src/domain/common/actor.js';
+import { createIdGenerator } from '../../src/domain/common/ids.js';
 import { newIncident, type Incident } from '../../src/domain/incident/incident.js';
 import { presentIncident } from '../../src/http/presenters/incident.js';
 import { createdEventId, newEvent, type IncidentEvent } from '../../src/domain/incident/incident-event.js';

@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createIdGenerator, type IdGenerator } from '../../src/domain/shared/ids.js';
+import { createIdGenerator, type IdGenerator } from '../../src/domain/common/ids.js';
 import { newDelivery, type Execution } from '../../src/domain/execution/execution.js';
 import { newIncident } from '../../src/domain/incident/incident.js';
 import type { QueuedJob } from '../../src/ports/index.js';

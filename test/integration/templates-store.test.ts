@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createIdGenerator } from '../../src/domain/shared/ids.js';
+import { createIdGenerator } from '../../src/domain/common/ids.js';
 import { newTemplate, TemplateCreateSchema, type Template } from '../../src/domain/template/template.js';
 import { createKeys, type Keys } from '../../src/store/keys.js';
 import { RedisTemplateRepo } from '../../src/store/templates.js';

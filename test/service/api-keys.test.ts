@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { formatToken, isWellFormedToken, TOKEN_PATTERN } from '../../src/domain/shared/api-key.js';
+import { formatToken, isWellFormedToken, TOKEN_PATTERN } from '../../src/domain/common/api-key.js';
 import { ApiKeyService, AUTH_CACHE_MS } from '../../src/services/api-keys.js';
 import { FakeTokenCrypto, fieldsOf, idOf, refusal, refusalOf, slackActor } from './fakes.js';
 import { world } from './world.js';

@@ -7,15 +7,15 @@
  */
 import { createHash } from 'node:crypto';
 import { OutboundAllow } from '../../src/domain/connection/address-policy.js';
-import type { Actor } from '../../src/domain/shared/actor.js';
-import type { ApiKey } from '../../src/domain/shared/api-key.js';
+import type { Actor } from '../../src/domain/common/actor.js';
+import type { ApiKey } from '../../src/domain/common/api-key.js';
 import type { ConnectionRecord, ConnectionTestResult, DeliveryConnection } from '../../src/domain/connection/connection.js';
-import { DomainError } from '../../src/domain/shared/errors.js';
+import { DomainError } from '../../src/domain/common/errors.js';
 import type { Delivery, Execution } from '../../src/domain/execution/execution.js';
-import { ID_PREFIX, type IdKind } from '../../src/domain/shared/ids.js';
+import { ID_PREFIX, type IdKind } from '../../src/domain/common/ids.js';
 import type { Incident } from '../../src/domain/incident/incident.js';
 import type { IncidentEvent } from '../../src/domain/incident/incident-event.js';
-import type { Page, PageRequest } from '../../src/domain/shared/pagination.js';
+import type { Page, PageRequest } from '../../src/domain/common/pagination.js';
 import { templateNameKey, type Template } from '../../src/domain/template/template.js';
 import type {
   Announcement,

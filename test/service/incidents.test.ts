@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
-import { LIMITS } from '../../src/domain/shared/limits.js';
+import { LIMITS } from '../../src/domain/common/limits.js';
 import { apiActor, fieldsOf, idOf, refusal, slackActor } from './fakes.js';
 import { world, type World } from './world.js';
 

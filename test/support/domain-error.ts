@@ -1,4 +1,4 @@
-import { DomainError } from '../../src/domain/shared/errors.js';
+import { DomainError } from '../../src/domain/common/errors.js';
 
 /** Runs `fn`, expecting a DomainError, and returns it (anything else fails the test). */
 export function domainErrorOf(fn: () => unknown): DomainError {

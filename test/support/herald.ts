@@ -7,7 +7,7 @@ import type { Server } from 'node:http';
 import { createHerald, type Herald, type HeraldOptions } from '../../src/composition/app.js';
 import { loadConfig } from '../../src/config.js';
 import { createLogger } from '../../src/log.js';
-import type { Scope } from '../../src/domain/shared/api-key.js';
+import type { Scope } from '../../src/domain/common/api-key.js';
 import { dropPrefix, testRedisUrl, uniquePrefix } from './redis.js';
 
 export interface ApiResponse {

@@ -13,7 +13,7 @@
  * `msg_too_long` past about 12,000 characters of block text, as users of bolt-js report),
  * views.open (a trigger_id expires 3 s after the interaction) and the 3 s ack window.
  */
-import { hasLoneSurrogate } from '../../src/domain/shared/text-cut.js';
+import { hasLoneSurrogate } from '../../src/domain/common/text-cut.js';
 
 export interface Violation {
   /** e.g. `views.open`, `ack /incident list`. */

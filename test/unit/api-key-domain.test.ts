@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { formatToken, hasScope, isWellFormedToken, parseExpiresIn } from '../../src/domain/shared/api-key.js';
-import { decodeCursor, encodeCursor } from '../../src/domain/shared/pagination.js';
+import { formatToken, hasScope, isWellFormedToken, parseExpiresIn } from '../../src/domain/common/api-key.js';
+import { decodeCursor, encodeCursor } from '../../src/domain/common/pagination.js';
 
 describe('tokens', () => {
   it('are hld_ + 43 base62 + 6 base62 checksum characters and verify offline', () => {

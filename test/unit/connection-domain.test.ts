@@ -21,7 +21,7 @@ import {
 } from '../../src/domain/connection/connection.js';
 import { CHANNELS } from '../../src/channels/index.js';
 import { presentConnection } from '../../src/http/presenters/connection.js';
-import { DomainError } from '../../src/domain/shared/errors.js';
+import { DomainError } from '../../src/domain/common/errors.js';
 import { domainErrorOf } from '../support/domain-error.js';
 
 const none = OutboundAllow.none;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createIdGenerator } from '../../src/domain/shared/ids.js';
+import { createIdGenerator } from '../../src/domain/common/ids.js';
 import { newDelivery, type Attempt, type Delivery } from '../../src/domain/execution/execution.js';
 import type { ChannelSenders, DeliveryTarget, ExecutionRepo, OutboundMessage, SendResult } from '../../src/ports/index.js';
 import { DeliveryService } from '../../src/services/deliveries.js';

@@ -19,7 +19,7 @@ import {
   type DeliveryTransition,
   type Transitioned,
 } from '../../src/domain/execution/delivery-state.js';
-import { DomainError } from '../../src/domain/shared/errors.js';
+import { DomainError } from '../../src/domain/common/errors.js';
 import { ATTEMPT_OUTCOMES, DELIVERY_STATUSES, newDelivery, type Attempt, type Delivery, type DeliveryStatus } from '../../src/domain/execution/execution.js';
 
 /**

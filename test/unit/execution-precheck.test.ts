@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { Template } from '../../src/domain/template/template.js';
 import { ExecutionService, type ExecuteConnection, type ExecutionServiceDeps } from '../../src/services/executions.js';
 import { anIncident } from '../support/factories.js';
-import { DomainError } from '../../src/domain/shared/errors.js';
+import { DomainError } from '../../src/domain/common/errors.js';
 
 /**
  * The cheap parts of execute the Slack edge uses inside its 3-second window: `precheck` (what

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { DomainError } from '../../src/domain/shared/errors.js';
+import type { DomainError } from '../../src/domain/common/errors.js';
 import { applyPatch, closeIncident, newIncident, type Incident } from '../../src/domain/incident/incident.js';
 
 const actor = { type: 'system' as const, id: 't', name: 't' };

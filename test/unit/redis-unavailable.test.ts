@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { describe, expect, it } from 'vitest';
-import { DomainError } from '../../src/domain/shared/errors.js';
-import { isRedisUnavailable } from '../../src/domain/shared/unavailable.js';
+import { DomainError } from '../../src/domain/common/errors.js';
+import { isRedisUnavailable } from '../../src/domain/common/unavailable.js';
 import { fromInfrastructureError, STATUS_BY_CODE } from '../../src/http/middleware/problem.js';
 import { ephemeralMessage, modalErrors } from '../../src/slack/errors.js';
 import { watchRedis } from '../../src/store/redis.js';

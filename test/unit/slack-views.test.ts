@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { SCOPES, type ApiKey } from '../../src/domain/shared/api-key.js';
-import { DomainError } from '../../src/domain/shared/errors.js';
+import { SCOPES, type ApiKey } from '../../src/domain/common/api-key.js';
+import { DomainError } from '../../src/domain/common/errors.js';
 import type { Incident } from '../../src/domain/incident/incident.js';
 import { parseCommand } from '../../src/slack/listeners/commands.js';
 import { blockFor, ephemeralMessage, modalErrors } from '../../src/slack/errors.js';

@@ -11,7 +11,7 @@ import {
 } from '../../src/domain/template/template.js';
 import { presentTemplate } from '../../src/http/presenters/template.js';
 import { analyzePlaceholders, deriveVariables } from '../../src/domain/template/template-placeholders.js';
-import { parseInput } from '../../src/domain/shared/validation.js';
+import { parseInput } from '../../src/domain/common/validation.js';
 import { missingVariablesError, resolveVariables, VariablesSchema } from '../../src/domain/template/variables.js';
 import { domainErrorOf } from '../support/domain-error.js';
 

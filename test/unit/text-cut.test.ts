@@ -1,9 +1,9 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { ApiKey } from '../../src/domain/shared/api-key.js';
+import type { ApiKey } from '../../src/domain/common/api-key.js';
 import { escapeSlack } from '../../src/channels/slack/escape.js';
 import type { Incident } from '../../src/domain/incident/incident.js';
-import { cutText, cutTransformed, ELLIPSIS, graphemePrefix, hasLoneSurrogate, nonEmptyText, wellFormed } from '../../src/domain/shared/text-cut.js';
+import { cutText, cutTransformed, ELLIPSIS, graphemePrefix, hasLoneSurrogate, nonEmptyText, wellFormed } from '../../src/domain/common/text-cut.js';
 import { truncate as channelTruncate, splitText } from '../../src/channels/common/message-text.js';
 import { loadingModal, messageModal } from '../../src/slack/listeners/modals.js';
 import { announcementMessage } from '../../src/slack/views/announcement.js';

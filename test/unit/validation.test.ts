@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { parseConnectionCreate } from '../../src/domain/connection/connection.js';
-import type { DomainError } from '../../src/domain/shared/errors.js';
+import type { DomainError } from '../../src/domain/common/errors.js';
 import { IncidentCreateSchema } from '../../src/domain/incident/incident.js';
-import { parseInput } from '../../src/domain/shared/validation.js';
+import { parseInput } from '../../src/domain/common/validation.js';
 
 const errorsOf = (fn: () => unknown) => {
   try {
