@@ -24,12 +24,29 @@ export interface MessageFormat {
   html: boolean;
 }
 
+/**
+ * What a platform can do with an incident's conversation, for one connection's config (README
+ * "Living updates"): reply in a thread, edit a message it posted, delete one.
+ */
+export interface ConversationSupport {
+  /** Later messages of an incident continue the first one's conversation (a thread, a reply chain, a mail thread, or a sequence in the payload). */
+  thread: boolean;
+  /** A posted message can be edited in place (corrections, and the `edit` update mode). */
+  edit: boolean;
+  /** A posted message can be deleted (retractions). */
+  delete: boolean;
+}
+
+export const NO_CONVERSATION: ConversationSupport = { thread: false, edit: false, delete: false };
+
 export interface ChannelModule<T extends string = string, S extends z.ZodType = z.ZodType, C extends z.ZodType = S> extends ConnectionTypeDefinition<S, C> {
   type: T;
   /** How the platform is named to people ("Google Chat"). */
   label: string;
   /** The format values are rendered in; `config` is null for a preview without a connection. */
   format(config: z.output<S> | null): MessageFormat;
+  /** What this connection can do with a conversation (threads, edits, deletes). */
+  conversation(config: z.output<S>): ConversationSupport;
   /** Default pacing, a token bucket per connection (a connection's `rate_limit_per_minute` wins). */
   pacing: PacingRule;
   /** The I/O half (./send.ts), loaded on first use. */

@@ -47,6 +47,49 @@ export interface Pacer {
 /** A connection as a sender needs it: config with its secrets opened. Never presented. */
 export type DeliveryTarget = DeliveryConnection;
 
+/**
+ * Where a posted message lives on its platform: what later messages of the same incident reply
+ * under, and what a correction edits or a retraction deletes.
+ */
+export interface MessageRef {
+  /**
+   * The platform's id of the message: Slack `ts`, Discord message id, Telegram `message_id`,
+   * Google Chat message `name`, e-mail `Message-ID` (with its angle brackets), webhook: the
+   * delivery id.
+   */
+  id: string;
+  /**
+   * Where it is, when the id alone does not say: Slack channel id, Discord channel or thread id,
+   * Telegram chat id, Google Chat thread `name`; null when the id is enough.
+   */
+  channel: string | null;
+  /** A link a person can open (Slack permalink, Discord jump URL, t.me link); null when none. */
+  permalink: string | null;
+}
+
+/** What a delivery does on its platform: post a message, edit one in place, or delete one. */
+export type MessageAction = 'post' | 'edit' | 'delete';
+
+/** What kind of execution a message belongs to (README "Living updates"). */
+export type MessageKind = 'announcement' | 'correction' | 'retraction';
+
+/** The conversation a message belongs to: one per incident per connection. */
+export interface ConversationContext {
+  /** 1 for the incident's first message to this connection, then 2, 3, … */
+  sequence: number;
+  /** The delivery before this one in the same conversation; null for the first. */
+  previousDeliveryId: string | null;
+  kind: MessageKind;
+  /** For a correction or retraction: the delivery it corrects or retracts. */
+  targetDeliveryId: string | null;
+  /**
+   * The connection keeps the incident's messages in one conversation (update mode `thread` or
+   * `edit`); false when it posts each update on its own (`new_message`). A platform that threads
+   * by a key of its own choosing (Google Chat's `threadKey`) sets it from the first message on.
+   */
+  threaded: boolean;
+}
+
 export interface OutboundMessage {
   deliveryId: string;
   executionId: string;
@@ -54,10 +97,29 @@ export interface OutboundMessage {
   content: RenderedContent;
   /** Marked test messages (connection test with send_message) say so to the reader. */
   test?: boolean;
+  /** Default `post`. `edit` and `delete` act on `target`, and are only asked of a channel whose `conversation(config)` says it can. */
+  action?: MessageAction;
+  /** For `edit` and `delete`: the message to change, as a previous send answered it. */
+  target?: MessageRef | null;
+  /**
+   * For a `post`: the conversation's first message, to reply under (Slack `thread_ts`, Telegram
+   * reply, e-mail `In-Reply-To`/`References`, Discord forum thread); null or absent starts the
+   * conversation (or posts on its own when the connection posts each update as a new message).
+   */
+  thread?: MessageRef | null;
+  /** Absent for a connection test. */
+  conversation?: ConversationContext;
 }
 
 export type SendResult =
-  | { outcome: 'delivered'; httpStatus: number | null; providerCode: string | null; latencyMs: number }
+  | {
+      outcome: 'delivered';
+      httpStatus: number | null;
+      providerCode: string | null;
+      latencyMs: number;
+      /** The posted (or edited) message, when the platform says which it is; null or absent when it does not. */
+      message?: MessageRef | null;
+    }
   | {
       outcome: 'retryable';
       httpStatus: number | null;

@@ -7,6 +7,8 @@ export const emailChannel = defineChannel({
   type: 'email',
   label: 'E-mail',
   format: () => ({ escape: (v) => v, html: true }),
+  // In-Reply-To and References thread the mails; a sent mail cannot be changed or recalled.
+  conversation: () => ({ thread: true, edit: false, delete: false }),
   pacing: { perSecond: 5, burst: 5 },
   adapter: async () => (await import('./send.js')).adapter,
 });

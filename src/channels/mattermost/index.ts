@@ -1,4 +1,4 @@
-import { defineChannel } from '../channel.js';
+import { defineChannel, NO_CONVERSATION } from '../channel.js';
 import { MARKDOWN } from '../common/escape.js';
 import { mattermost as connection } from './config.js';
 
@@ -8,6 +8,8 @@ export const mattermostChannel = defineChannel({
   type: 'mattermost',
   label: 'Mattermost',
   format: () => MARKDOWN,
+  // An incoming webhook answers `ok` and never says which post it made.
+  conversation: () => NO_CONVERSATION,
   pacing: { perSecond: 10, burst: 10 },
   adapter: async () => (await import('./send.js')).adapter,
 });

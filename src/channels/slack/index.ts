@@ -1,4 +1,4 @@
-import { defineChannel } from '../channel.js';
+import { defineChannel, NO_CONVERSATION } from '../channel.js';
 import { slack as connection } from './config.js';
 import { escapeSlack } from './escape.js';
 
@@ -8,6 +8,9 @@ export const slackChannel = defineChannel({
   type: 'slack',
   label: 'Slack',
   format: () => ({ escape: escapeSlack, html: false }),
+  // Bot mode threads (thread_ts), edits (chat.update) and deletes (chat.delete) its own messages;
+  // an incoming webhook only posts, and never says which message it made.
+  conversation: (c) => (c.bot_token !== undefined ? { thread: true, edit: true, delete: true } : NO_CONVERSATION),
   pacing: { perSecond: 1, burst: 1 }, // 1 message per second per channel
   adapter: async () => (await import('./send.js')).adapter,
 });

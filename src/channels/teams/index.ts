@@ -1,4 +1,4 @@
-import { defineChannel } from '../channel.js';
+import { defineChannel, NO_CONVERSATION } from '../channel.js';
 import { MARKDOWN } from '../common/escape.js';
 import { teams as connection } from './config.js';
 
@@ -8,6 +8,8 @@ export const teamsChannel = defineChannel({
   type: 'teams',
   label: 'Microsoft Teams',
   format: () => MARKDOWN,
+  // A Workflows trigger answers 202 with nothing: no message id to reply under, edit or delete.
+  conversation: () => NO_CONVERSATION,
   pacing: { perSecond: 4, burst: 4 },
   adapter: async () => (await import('./send.js')).adapter,
 });

@@ -8,6 +8,8 @@ export const telegramChannel = defineChannel({
   type: 'telegram',
   label: 'Telegram',
   format: (config) => ({ escape: (v) => escapeTelegram(v, config?.parse_mode ?? null), html: false }),
+  // Replies (reply_parameters), editMessageText and deleteMessage on the bot's own messages.
+  conversation: () => ({ thread: true, edit: true, delete: true }),
   pacing: { perSecond: 1, burst: 1 }, // 1 per second per chat
   adapter: async () => (await import('./send.js')).adapter,
 });
