@@ -23,6 +23,7 @@ import type { ConnectionService } from '../services/connections.js';
 import { DeliveryService } from '../services/deliveries.js';
 import { ExecutionService } from '../services/executions.js';
 import type { TemplateService } from '../services/templates.js';
+import { RedisConversationRepo } from '../store/conversations.js';
 import { RedisExecutionRepo } from '../store/executions.js';
 import type { Keys } from '../store/keys.js';
 import { RedisPacer } from '../store/pacing.js';
@@ -134,6 +135,7 @@ function composeDeliveryService(o: DeliveryParts, repo: RedisExecutionRepo, queu
     ids: o.ids,
     random: Math.random,
     getIncident: (id) => o.incidents.get(id),
+    conversations: new RedisConversationRepo(o.redis, o.keys),
     publicUrl: o.config.HERALD_PUBLIC_URL ?? null,
     onAttempt,
     onError: (what, err) => o.log.warn({ err: err instanceof Error ? err.message : String(err) }, `delivery bookkeeping failed: ${what}`),
@@ -147,6 +149,8 @@ function composeExecutionService(o: DeliveryParts, repo: RedisExecutionRepo, del
     repo,
     deliveries,
     getTemplates: (ids) => o.templates.getMany(ids),
+    getTemplateVersion: (id, version) => o.templates.getVersionOrNull(id, version),
+    conversations: new RedisConversationRepo(o.redis, o.keys),
     listConnections: () => o.connections.listAll(),
     enqueue: (jobs) => queue.enqueue(jobs),
     clock: o.clock,

@@ -2,6 +2,7 @@ import type { ChannelType } from '../channels/index.js';
 import type { ConnectionTestResult, DeliveryConnection } from '../domain/connection/connection.js';
 import type { PacingRule } from '../domain/execution/delivery-policy.js';
 import type { Delivery, RenderedContent } from '../domain/execution/execution.js';
+import type { MessageAction, MessageKind, MessageRef } from '../domain/execution/conversation.js';
 
 /** What the services need to send: the queue, pacing, the channel senders and the connection tester, implemented in src/delivery/ and src/channels/. */
 
@@ -47,31 +48,7 @@ export interface Pacer {
 /** A connection as a sender needs it: config with its secrets opened. Never presented. */
 export type DeliveryTarget = DeliveryConnection;
 
-/**
- * Where a posted message lives on its platform: what later messages of the same incident reply
- * under, and what a correction edits or a retraction deletes.
- */
-export interface MessageRef {
-  /**
-   * The platform's id of the message: Slack `ts`, Discord message id, Telegram `message_id`,
-   * Google Chat message `name`, e-mail `Message-ID` (with its angle brackets), webhook: the
-   * delivery id.
-   */
-  id: string;
-  /**
-   * Where it is, when the id alone does not say: Slack channel id, Discord channel or thread id,
-   * Telegram chat id, Google Chat thread `name`; null when the id is enough.
-   */
-  channel: string | null;
-  /** A link a person can open (Slack permalink, Discord jump URL, t.me link); null when none. */
-  permalink: string | null;
-}
-
-/** What a delivery does on its platform: post a message, edit one in place, or delete one. */
-export type MessageAction = 'post' | 'edit' | 'delete';
-
-/** What kind of execution a message belongs to (README "Living updates"). */
-export type MessageKind = 'announcement' | 'correction' | 'retraction';
+export type { MessageAction, MessageKind, MessageRef } from '../domain/execution/conversation.js';
 
 /** The conversation a message belongs to: one per incident per connection. */
 export interface ConversationContext {

@@ -4,6 +4,7 @@ import type { Clock } from '../domain/common/clock.js';
 import type { IdGenerator } from '../domain/common/ids.js';
 import type { ConnectionRecord } from '../domain/connection/connection.js';
 import type { Delivery, Execution } from '../domain/execution/execution.js';
+import type { MessageRef } from '../domain/execution/conversation.js';
 import type { IncidentEvent } from '../domain/incident/incident-event.js';
 import type { Incident, IncidentStatus, Severity } from '../domain/incident/incident.js';
 import type { Page, PageRequest } from '../domain/common/pagination.js';
@@ -107,8 +108,11 @@ export interface ExecutionRepo {
    * Stores an execution with all its deliveries and the incident's execute bookkeeping (CAS on the
    * incident, so a concurrent close wins cleanly), and marks the deliveries as awaiting enqueue
    * (the outbox that makes "202 = durably queued" survive a crash between commit and enqueue).
+   *
+   * `threads` is each targeted connection's conversation as read (ConversationRepo.threads): the
+   * commit fails when one moved meanwhile, and moves each on to its last new delivery.
    */
-  create(execution: Execution, deliveries: Delivery[], incidentPrev: Incident, incidentNext: Incident, events: IncidentEvent[]): Promise<boolean>;
+  create(execution: Execution, deliveries: Delivery[], incidentPrev: Incident, incidentNext: Incident, events: IncidentEvent[], threads?: Map<string, ThreadState>): Promise<boolean>;
   get(id: string): Promise<Execution | null>;
   listForIncident(incidentId: string, page: PageRequest): Promise<Page<Execution>>;
   getDeliveries(ids: string[]): Promise<(Delivery | null)[]>;
@@ -124,6 +128,54 @@ export interface ExecutionRepo {
   /** Outbox: deliveries committed but maybe not enqueued (older than `olderThanMs`). */
   pendingEnqueue(olderThanMs: number): Promise<string[]>;
   markEnqueued(ids: string[]): Promise<void>;
+}
+
+// ── conversations and the update cadence ───────────────────────────────────────────────────
+
+/** An incident's conversation with one connection so far (sequence 0: none yet). */
+export interface ThreadState {
+  sequence: number;
+  lastDeliveryId: string | null;
+  /** The stored value as read, for the commit's check. */
+  raw: string | null;
+}
+
+/** The conversation's first delivered message. */
+export interface ThreadRoot {
+  ref: MessageRef;
+  deliveryId: string;
+}
+
+export interface ConversationRepo {
+  /** Each connection's conversation with the incident so far. */
+  threads(incidentId: string, connectionIds: string[]): Promise<Map<string, ThreadState>>;
+  /** The message later ones reply under (or edit, in `edit` mode); null before one was delivered. */
+  root(incidentId: string, connectionId: string): Promise<ThreadRoot | null>;
+  /** Records the first delivered message of the conversation; the first recorded stays. */
+  startIfNone(incidentId: string, connectionId: string, root: ThreadRoot): Promise<void>;
+  /** Forgets the conversation's first message if it is `deliveryId` (it was retracted). */
+  forget(incidentId: string, connectionId: string, deliveryId: string): Promise<void>;
+}
+
+/** Incidents whose overdue reminder is due (mirrors `next_reminder_at`; see domain/incident/update-cadence.ts). */
+export interface ReminderSchedule {
+  /**
+   * Leases up to `limit` incidents whose reminder is due at `nowMs`: each is pushed `leaseMs`
+   * ahead, so another worker leaves it alone while this one works, and picks it up should this
+   * one die. Returns each with the lease's score, for `release`.
+   */
+  claimDue(nowMs: number, leaseMs: number, limit: number): Promise<{ incidentId: string; lease: number }[]>;
+  /** Ends a lease still held: reschedules at `atMs`, or drops the incident (null). A lease already replaced (a new execute) is left alone. */
+  release(incidentId: string, lease: number, atMs: number | null): Promise<void>;
+}
+
+/**
+ * Tells people that an update is overdue (the Slack announcement's thread). Called by the
+ * reminder worker before it records reminder `reminder` on the incident, and again should the
+ * worker die in between: it must do nothing for a reminder it already sent.
+ */
+export interface ReminderNotifier {
+  remind(incident: Incident, reminder: number, overdueMs: number): Promise<void>;
 }
 
 // ── Slack announcements ──────────────────────────────────────────────────────────────────────

@@ -1,6 +1,7 @@
 import type { OutboundAllow } from '../domain/connection/address-policy.js';
 import { iso } from '../domain/common/clock.js';
 import {
+  checkUpdateMode,
   changedDestinations,
   checkConfigRules,
   completeConfig,
@@ -75,6 +76,7 @@ export class ConnectionService {
     const draft = parseConnectionCreate(input);
     const config = completeConfig(draft.type, draft.config, (n) => this.d.crypto.randomBytes(n));
     checkConfigRules(draft.type, config, this.d.allow);
+    checkUpdateMode(draft.update_mode, { type: draft.type, config });
     const { plain, secrets } = splitSecrets(draft.type, config);
     const now = iso(this.d.clock.now());
     const record = newConnectionRecord(this.d.ids.next('connection'), draft, plain, this.seal(secrets, {}, {}), now);
@@ -120,6 +122,7 @@ export class ConnectionService {
       const next: ConnectionRecord = { ...current };
       if (patch.name !== undefined) next.name = patch.name;
       if (patch.rate_limit_per_minute !== undefined) next.rate_limit_per_minute = patch.rate_limit_per_minute;
+      if (patch.update_mode !== undefined) next.update_mode = patch.update_mode;
       if (patch.enabled !== undefined) {
         // Turning a connection back on is the operator saying "it is fixed": start healthy.
         if (patch.enabled && (!current.enabled || current.health.state === 'disabled')) next.health = HEALTHY;
@@ -139,6 +142,8 @@ export class ConnectionService {
         next.config = plain;
         next.secrets = this.seal(secrets, current.secrets, openSecrets);
       }
+      // Either change can make `edit` impossible (a Slack connection moving to a webhook).
+      if (patch.update_mode !== undefined || patch.config !== undefined) checkUpdateMode(next.update_mode, next);
       if (sameContent(current, next)) return current;
       next.updated_at = iso(this.d.clock.now());
       next.rev = current.rev + 1;
@@ -251,6 +256,7 @@ export class ConnectionService {
       secrets,
       rateLimitPerMinute: record.rate_limit_per_minute,
       health: record.health,
+      updateMode: record.update_mode ?? 'thread',
       // The stored config was validated against its type's schema when written, so the pairing
       // of `type` and `config` holds; TypeScript cannot see that through the JSON round trip.
     } as DeliveryConnection;

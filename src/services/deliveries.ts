@@ -5,11 +5,11 @@ import { decideRetry, pacingFor, type PaceStep, type PacingRule, type RetryDecis
 // A namespace: each status change reads as what it is (transition.recordDelivered(…)).
 import * as transition from '../domain/execution/delivery-state.js';
 import { isTerminal, type Attempt, type Delivery } from '../domain/execution/execution.js';
-import { sendVia } from '../domain/connection/connection.js';
+import { conversationOf, sendVia } from '../domain/connection/connection.js';
 import type { Incident } from '../domain/incident/incident.js';
 import { incidentUrl } from '../domain/template/render.js';
 import { newEvent, type IncidentEvent } from '../domain/incident/incident-event.js';
-import type { ChannelSenders, Clock, DeliveryQueue, DeliveryTarget, ExecutionRepo, IdGenerator, OutboundMessage, Pacer, ProcessOutcome, SendResult } from '../ports/index.js';
+import type { ChannelSenders, Clock, ConversationRepo, DeliveryQueue, DeliveryTarget, ExecutionRepo, IdGenerator, MessageAction, MessageRef, OutboundMessage, Pacer, ProcessOutcome, SendResult } from '../ports/index.js';
 import { DELIVERY_WRITE_ATTEMPTS, LOST_RACE, retryOnConflict, type Attempt as RaceAttempt } from './retry.js';
 
 export interface DeliveryTargets {
@@ -39,6 +39,7 @@ export interface DeliveryServiceDeps {
   ids: IdGenerator;
   random: () => number;
   getIncident(id: string): Promise<Incident | null>;
+  conversations: ConversationRepo;
   publicUrl: string | null;
   /** Told after every change of a delivery (the Slack announcement's receipts hook in here). */
   onDeliveryChanged?: (d: Delivery) => void;
@@ -114,8 +115,9 @@ export class DeliveryService {
 
     // Whatever can fail without sending happens before the delivery is marked `sending`, so a
     // crash here is never mistaken for a cut-off send.
-    const message = this.messageOf(current, await incidentRead);
-    const sending = must(transition.startSending(current, this.d.clock.now()));
+    const place = await this.placeInConversation(current, target);
+    const message = this.messageOf(current, await incidentRead, place);
+    const sending: Delivery = { ...must(transition.startSending(current, this.d.clock.now())), action: place.action, reply_to: place.thread };
     if (!(await this.write(current, sending))) return LOST_RACE;
 
     let result: SendResult;
@@ -125,7 +127,28 @@ export class DeliveryService {
       // A sender bug must not lose the delivery: treat it as a retryable failure.
       result = { outcome: 'retryable', httpStatus: null, providerCode: null, latencyMs: null, retryAfterMs: null, error: `sender error: ${(e as Error).message}`, ambiguous: true };
     }
-    return this.record(sending, target, result);
+    return this.record(sending, target, result, place);
+  }
+
+  /**
+   * Where this message goes in the incident's conversation with the connection (README "Living
+   * updates"), decided when it is sent, since the conversation's first message may have been
+   * delivered only just now: a correction or retraction does what it planned (edit, delete, or a
+   * note); an update replies under the first message, or edits it in `edit` mode, or posts on its
+   * own in `new_message` mode or while there is no first message yet.
+   */
+  private async placeInConversation(d: Delivery, target: DeliveryTarget): Promise<Place> {
+    const mode = target.updateMode ?? 'thread';
+    const threaded = mode !== 'new_message';
+    if (d.planned_action === 'edit' || d.planned_action === 'delete') return { action: d.planned_action, target: d.target ?? null, thread: null, threaded };
+    const alone: Place = { action: 'post', target: null, thread: null, threaded };
+    const can = conversationOf(target);
+    // The first message to this connection has nothing to continue (and needs no read).
+    if (!threaded || (d.sequence ?? 1) <= 1 || !(can.thread || (mode === 'edit' && can.edit))) return alone;
+    const root = await this.d.conversations.root(d.incident_id, d.connection_id);
+    if (!root) return alone;
+    if (mode === 'edit' && can.edit && (d.execution_kind ?? 'announcement') === 'announcement') return { action: 'edit', target: root.ref, thread: null, threaded };
+    return can.thread ? { ...alone, thread: root.ref } : alone;
   }
 
   /**
@@ -160,8 +183,18 @@ export class DeliveryService {
     return wait > 0 ? { step: 'take', waitMs: wait } : { step: 'send' };
   }
 
-  private messageOf(d: Delivery, incident: Incident | null): OutboundMessage {
+  private messageOf(d: Delivery, incident: Incident | null, place: Place): OutboundMessage {
     return {
+      action: place.action,
+      target: place.target,
+      thread: place.thread,
+      conversation: {
+        sequence: d.sequence ?? 1,
+        previousDeliveryId: d.previous_delivery_id ?? null,
+        kind: d.execution_kind ?? 'announcement',
+        targetDeliveryId: d.target_delivery_id ?? null,
+        threaded: place.threaded,
+      },
       deliveryId: d.id,
       executionId: d.execution_id,
       incident: {
@@ -175,14 +208,14 @@ export class DeliveryService {
     };
   }
 
-  private async record(sending: Delivery, target: DeliveryTarget, result: SendResult): Promise<ProcessOutcome> {
+  private async record(sending: Delivery, target: DeliveryTarget, result: SendResult, place: Place): Promise<ProcessOutcome> {
     const now = this.d.clock.now();
     const attempt = transition.sendAttempt(sending, result, now);
     let next: Delivery;
     let outcome: ProcessOutcome;
     let events: IncidentEvent[] = [];
     if (result.outcome === 'delivered') {
-      next = must(transition.recordDelivered(sending, attempt, now));
+      next = { ...must(transition.recordDelivered(sending, attempt, now)), message: place.action === 'delete' ? null : (result.message ?? null) };
       outcome = { kind: 'done', status: 'delivered' };
     } else {
       const decision: RetryDecision =
@@ -222,12 +255,25 @@ export class DeliveryService {
     );
     this.d.onAttempt?.(next, attempt);
     await health;
+    if (result.outcome === 'delivered') await this.guarded('recording the conversation', () => this.advanceConversation(next, place));
     if (result.outcome === 'permanent' && result.disable) {
       const reason = result.disable;
       await this.guarded('disabling a dead connection', () => this.d.targets.disable(target.id, reason));
       await this.guarded("cancelling a disabled connection's deliveries", () => this.cancelForConnection(target.id, 'connection disabled'));
     }
     return outcome;
+  }
+
+  /**
+   * A delivered update that started the conversation becomes its first message (the first
+   * recorded stays); a retracted first message is forgotten, so the next update starts afresh.
+   */
+  private async advanceConversation(d: Delivery, place: Place): Promise<void> {
+    if (place.action === 'post' && place.thread === null && d.message && (d.execution_kind ?? 'announcement') === 'announcement') {
+      await this.d.conversations.startIfNone(d.incident_id, d.connection_id, { ref: d.message, deliveryId: d.id });
+    } else if (place.action === 'delete' && d.target_delivery_id) {
+      await this.d.conversations.forget(d.incident_id, d.connection_id, d.target_delivery_id);
+    }
   }
 
   private failedEvent(d: Delivery, error: string): IncidentEvent {
@@ -331,6 +377,14 @@ export class DeliveryService {
     await this.d.repo.markEnqueued(ids);
     return jobs.length;
   }
+}
+
+/** Where a message goes in its conversation (see placeInConversation). */
+interface Place {
+  action: MessageAction;
+  target: MessageRef | null;
+  thread: MessageRef | null;
+  threaded: boolean;
 }
 
 /** How soon a job whose delivery kept changing under it (DELIVERY_WRITE_ATTEMPTS lost races) runs again. */

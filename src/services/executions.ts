@@ -14,7 +14,10 @@ import { sourceForChannel, type Template } from '../domain/template/template.js'
 import { missingVariablesError, resolveVariables, type TemplateVariable } from '../domain/template/variables.js';
 import { parseInput } from '../domain/common/validation.js';
 import { LOST_RACE, retryOnConflict } from './retry.js';
-import type { Clock, ExecutionRepo, IdGenerator, IncidentRepo } from '../ports/index.js';
+import type { Clock, ConversationRepo, ExecutionRepo, IdGenerator, IncidentRepo, ThreadState } from '../ports/index.js';
+import { assertCorrectable, assertCorrectsSomething, CorrectRequestSchema, RetractRequestSchema } from '../domain/execution/conversation.js';
+import { cadenceAfterExecute } from '../domain/incident/update-cadence.js';
+import { planCorrections } from './correction-plan.js';
 import { jobIdOf, type DeliveryService } from './deliveries.js';
 
 /** What execute needs to know of a connection (no secrets). */
@@ -25,6 +28,8 @@ export interface ExecuteConnection {
   config: Record<string, unknown>;
   /** Shown by `prepare` (a connection record has one); the id stands in without it. */
   name?: string;
+  /** The connection's secrets by name (values are not looked at: only whether one is set). */
+  secrets?: Record<string, unknown>;
 }
 
 export interface ExecutionServiceDeps {
@@ -32,6 +37,9 @@ export interface ExecutionServiceDeps {
   repo: ExecutionRepo;
   deliveries: DeliveryService;
   getTemplates(ids: string[]): Promise<(Template | null)[]>;
+  /** One version of a template (corrections render with the version the message was made from). */
+  getTemplateVersion(id: string, version: number): Promise<Template | null>;
+  conversations: ConversationRepo;
   /** Every connection (execute fans out to all enabled ones, or a listed subset). */
   listConnections(): Promise<ExecuteConnection[]>;
   enqueue(jobs: { deliveryId: string; jobId: string }[]): Promise<void>;
@@ -128,17 +136,23 @@ export class ExecutionService {
       const dryRun = parseInput(z.object({ dry_run: DryRunSchema }), { dry_run: opts.dryRun }).dry_run ?? false;
       const body = parseInput(ExecuteRequestSchema, input ?? {});
       const executionId = this.d.ids.next('execution');
-      const plan = await this.plan(incident, executionId, body.variables, body.connection_ids);
+      // `{{incident.next_update_at}}` says when THIS execute promises the next update.
+      const promised = { ...incident, next_update_due_at: cadenceAfterExecute(body.next_update_in, this.d.clock.now(), actor).next_update_due_at };
+      const plan = await this.plan(promised, executionId, body.variables, body.connection_ids);
       if (dryRun) {
         return {
           dryRun: true,
           deliveries: plan.items.map(planned),
         };
       }
-      const now = iso(this.d.clock.now());
-      const deliveries = plan.items.map((p) =>
-        newDelivery({
-          id: this.d.ids.next('delivery'),
+      const clockNow = this.d.clock.now();
+      const now = iso(clockNow);
+      const threads = await this.d.conversations.threads(incident.id, [...new Set(plan.items.map((p) => p.connection.id))]);
+      const place = conversationPlaces(threads);
+      const deliveries = plan.items.map((p) => {
+        const id = this.d.ids.next('delivery');
+        return newDelivery({
+          id,
           executionId,
           incidentId: incident.id,
           connectionId: p.connection.id,
@@ -146,8 +160,9 @@ export class ExecutionService {
           templateId: p.template?.id ?? null,
           templateVersion: p.template?.version ?? null,
           content: p.content,
-        }),
-      );
+          ...place(p.connection.id, id),
+        });
+      });
       const templateVersions = Object.fromEntries(plan.templates.map((t) => [t.id, t.version]));
       const execution: Execution = {
         id: executionId,
@@ -157,13 +172,15 @@ export class ExecutionService {
         template_versions: templateVersions,
         delivery_ids: deliveries.map((x) => x.id),
       };
-      const next: Incident = { ...incident, execution_count: incident.execution_count + 1, last_executed_at: now, rev: incident.rev + 1 };
+      const cadence = cadenceAfterExecute(body.next_update_in, clockNow, actor);
+      const next: Incident = { ...incident, execution_count: incident.execution_count + 1, last_executed_at: now, ...cadence, rev: incident.rev + 1 };
       const event = newEvent(this.d.ids.next('event'), 'incident.executed', now, actor, {
         execution_id: executionId,
         deliveries: deliveries.length,
         template_versions: templateVersions,
+        ...(cadence.next_update_due_at !== null ? { next_update_due_at: cadence.next_update_due_at } : {}),
       });
-      if (!(await this.d.repo.create(execution, deliveries, incident, next, [event]))) return LOST_RACE;
+      if (!(await this.d.repo.create(execution, deliveries, incident, next, [event], threads))) return LOST_RACE;
       await this.queueCommitted(deliveries);
       return { dryRun: false, execution, deliveries };
     }, () => new DomainError('conflict', 'The incident kept changing while executing; try again.'));
@@ -239,7 +256,7 @@ export class ExecutionService {
     const declared = mergeDeclaredVariables(used.map((t) => t.variables));
     const variables: PreparedVariable[] = declared.map((v) => ({ ...v, prefill: v.default, preview: v.default ?? opts.placeholder(v.name) }));
     const values = Object.fromEntries(variables.map((v) => [v.name, v.preview]));
-    const ctx = { incident: incidentView(incident, this.d.publicUrl), execution: { id: this.d.ids.next('execution') }, variables: values };
+    const ctx = { incident: incidentView(incident, this.d.publicUrl, this.d.clock.now()), execution: { id: this.d.ids.next('execution') }, variables: values };
     const shown = await renderYielding(pairs.slice(0, Math.max(0, opts.limit)), ctx);
     return {
       incident,
@@ -273,6 +290,82 @@ export class ExecutionService {
     parseInput(RedeliverRequestSchema, input ?? {});
     await this.d.deliveries.requeueFailed(await this.deliveriesOf(execution), actor);
     return { execution, deliveries: await this.deliveriesOf(execution) };
+  }
+
+  /**
+   * Corrects an execution's delivered messages (README "Living updates"): renders them again with
+   * the corrected variables over the execution's own (the same template versions), and edits each
+   * in place where the platform can, else posts "Correction: …" in the incident's conversation.
+   * An execution of its own kind, with deliveries, receipts and an `execution.corrected` event.
+   */
+  async correct(incidentId: string, executionId: string, input: unknown, actor: Actor): Promise<ExecutionWithDeliveries> {
+    return this.actOn('correction', incidentId, executionId, actor, (execution) => {
+      const body = parseInput(CorrectRequestSchema, input ?? {});
+      assertCorrectsSomething(body);
+      return { variables: { ...execution.variables, ...(body.variables ?? {}) }, note: body.note ?? null };
+    });
+  }
+
+  /** Retracts an execution's delivered messages: deletes each where the platform can, else posts "Retracted: <reason>" in the conversation. */
+  async retract(incidentId: string, executionId: string, input: unknown, actor: Actor): Promise<ExecutionWithDeliveries> {
+    return this.actOn('retraction', incidentId, executionId, actor, (execution) => {
+      const body = parseInput(RetractRequestSchema, input ?? {});
+      return { variables: execution.variables, note: body.reason };
+    });
+  }
+
+  private async actOn(
+    kind: 'correction' | 'retraction',
+    incidentId: string,
+    executionId: string,
+    actor: Actor,
+    read: (target: Execution) => { variables: Record<string, string>; note: string | null },
+  ): Promise<ExecutionWithDeliveries> {
+    return retryOnConflict(async () => {
+      const incident = await this.getIncident(incidentId);
+      const target = isId('execution', executionId) ? await this.d.repo.get(executionId) : null;
+      if (!target || target.incident_id !== incidentId) throw notFound('Execution', executionId);
+      assertWritable(incident);
+      assertCorrectable(target.kind, kind === 'correction' ? 'correct' : 'retract');
+      const { variables, note } = read(target);
+      const delivered = (await this.deliveriesOf(target)).filter((x) => x.status === 'delivered');
+      if (delivered.length === 0) throw new DomainError('nothing_delivered', 'None of this execution’s messages has been delivered yet, so there is nothing to correct or retract; try again once its receipts show them delivered.');
+      const planned = await this.planCorrection(kind, incident, target, delivered, variables, note);
+      const id = this.d.ids.next('execution');
+      const threads = await this.d.conversations.threads(incident.id, [...new Set(planned.map((p) => p.connection.id))]);
+      const place = conversationPlaces(threads);
+      const deliveries = planned.map((p) => {
+        const dId = this.d.ids.next('delivery');
+        return newDelivery({
+          id: dId, executionId: id, incidentId, connectionId: p.connection.id, connectionType: p.connection.type,
+          templateId: p.original.template_id, templateVersion: p.original.template_version, content: p.content,
+          ...place(p.connection.id, dId), kind, targets: { deliveryId: p.original.id, action: p.action, message: p.target },
+        });
+      });
+      const now = iso(this.d.clock.now());
+      const execution: Execution = { id, incident_id: incidentId, variables, created_at: now, template_versions: target.template_versions, delivery_ids: deliveries.map((x) => x.id), kind, target_execution_id: target.id, note };
+      const event = newEvent(this.d.ids.next('event'), kind === 'correction' ? 'execution.corrected' : 'execution.retracted', now, actor, {
+        execution_id: id, target_execution_id: target.id, deliveries: deliveries.length, ...(kind === 'correction' ? { note } : { reason: note }),
+      });
+      // The incident itself does not change; comparing it keeps a close that races this from losing.
+      if (!(await this.d.repo.create(execution, deliveries, incident, incident, [event], threads))) return LOST_RACE;
+      await this.queueCommitted(deliveries);
+      return { execution, deliveries };
+    }, () => new DomainError('conflict', 'The incident kept changing meanwhile; try again.'));
+  }
+
+  private async planCorrection(kind: 'correction' | 'retraction', incident: Incident, target: Execution, delivered: Delivery[], variables: Record<string, string>, note: string | null) {
+    const connections = new Map((await this.d.listConnections()).map((c) => [c.id, c]));
+    const versions = new Map<string, Template | null>();
+    for (const d of delivered) {
+      if (d.template_id === null || d.template_version === null) continue;
+      const key = `${d.template_id}@${d.template_version}`;
+      if (!versions.has(key)) versions.set(key, await this.d.getTemplateVersion(d.template_id, d.template_version));
+    }
+    const ctx = { incident: incidentView(incident, this.d.publicUrl, this.d.clock.now()), execution: { id: target.id, ...(note !== null ? { note } : {}) }, variables };
+    const planned = planCorrections(kind, delivered, connections, (d) => versions.get(`${d.template_id}@${d.template_version}`) ?? null, ctx);
+    if (planned.length === 0) throw new DomainError('nothing_delivered', 'Every connection this execution was delivered to has since been deleted or disabled.');
+    return planned;
   }
 
   private async getIncident(id: string): Promise<Incident> {
@@ -317,7 +410,7 @@ export class ExecutionService {
     const { pairs, used } = await this.pairs(incident, connectionIds);
     const { values, missing } = resolveVariables(mergeDeclared(used), supplied);
     if (missing.length > 0) throw missingVariablesError(missing);
-    const ctx = { incident: incidentView(incident, this.d.publicUrl), execution: { id: executionId }, variables: values };
+    const ctx = { incident: incidentView(incident, this.d.publicUrl, this.d.clock.now()), execution: { id: executionId }, variables: values };
     const items = await renderYielding(pairs, ctx);
     return { items, templates: used, variables: values };
   }
@@ -366,6 +459,19 @@ export function mergeDeclaredVariables(lists: readonly (readonly TemplateVariabl
 
 function mergeDeclared(templates: Template[]): TemplateVariable[] {
   return mergeDeclaredVariables(templates.map((t) => t.variables));
+}
+
+/**
+ * Hands out each new delivery's place in its connection's conversation: the next sequence number
+ * and the delivery before it (several templates to one connection follow one another).
+ */
+function conversationPlaces(threads: Map<string, ThreadState>): (connectionId: string, deliveryId: string) => { sequence: number; previousDeliveryId: string | null } {
+  const at = new Map([...threads].map(([k, v]) => [k, { sequence: v.sequence, last: v.lastDeliveryId }]));
+  return (connectionId, deliveryId) => {
+    const cur = at.get(connectionId) ?? { sequence: 0, last: null };
+    at.set(connectionId, { sequence: cur.sequence + 1, last: deliveryId });
+    return { sequence: cur.sequence + 1, previousDeliveryId: cur.last };
+  };
 }
 
 interface Pair {

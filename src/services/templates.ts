@@ -178,6 +178,11 @@ export class TemplateService {
     return this.d.templates.listVersions(id, current.version, expectCursorKind(page, 'offset'));
   }
 
+  /** One version of a template, or null when it (or the template) no longer exists. */
+  getVersionOrNull(id: string, version: number): Promise<Template | null> {
+    return this.d.templates.getVersion(id, version);
+  }
+
   /** One version; `raw` is the path segment, and anything but an existing version number is 404. */
   async version(id: string, raw: string): Promise<Template> {
     await this.get(id);

@@ -5,7 +5,8 @@ import { encodeIncident, storedString } from './incident-record.js';
 import { rememberText, storedText } from './stored-text.js';
 import type { IncidentEvent } from '../domain/incident/incident-event.js';
 import type { Page, PageRequest } from '../domain/common/pagination.js';
-import type { ExecutionRepo } from '../ports/index.js';
+import type { ExecutionRepo, ThreadState } from '../ports/index.js';
+import { advanceThreads, mirrorReminder } from './conversations.js';
 import { Change } from './commit.js';
 import { loadJson, pageIndexes } from './index-page.js';
 import type { Keys } from './keys.js';
@@ -46,7 +47,7 @@ export class RedisExecutionRepo implements ExecutionRepo {
     private readonly bulk: Redis = redis,
   ) {}
 
-  async create(execution: Execution, deliveries: Delivery[], incidentPrev: Incident, incidentNext: Incident, events: IncidentEvent[]): Promise<boolean> {
+  async create(execution: Execution, deliveries: Delivery[], incidentPrev: Incident, incidentNext: Incident, events: IncidentEvent[], threads?: Map<string, ThreadState>): Promise<boolean> {
     const k = this.keys;
     // Not connected yet (just started) or reconnecting: the bounded connection answers at once.
     const client = this.bulk.status === 'ready' ? this.bulk : this.redis;
@@ -65,6 +66,8 @@ export class RedisExecutionRepo implements ExecutionRepo {
         .write('ZADD', k.deliveryOutbox(), now, d.id);
     }
     if (events.length > 0) change.write('RPUSH', k.incidentEvents(incidentNext.id), ...events.map((e) => JSON.stringify(e)));
+    if (threads) advanceThreads(change, k, incidentNext.id, threads, deliveries);
+    mirrorReminder(change, k, incidentPrev, incidentNext);
     const committed = await change.commit({ kind: 'execution', execution, deliveries });
     if (committed) rememberText(incidentNext, nextText);
     return committed;

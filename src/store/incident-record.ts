@@ -10,7 +10,9 @@ import { rememberText, storedText } from './stored-text.js';
  *   "investigating"     status
  *   ""                  impact
  *   []                  template_ids
- *   null                resolution_summary, resolved_at, closed_at, last_executed_at
+ *   null                resolution_summary, resolved_at, closed_at, last_executed_at,
+ *                       next_update_due_at (and the cadence bookkeeping: next_reminder_at,
+ *                       last_executed_by; update_reminders when 0)
  *   0                   execution_count
  *   = created_at        updated_at
  *   1                   rev
@@ -32,6 +34,7 @@ const ORDER = [
   'resolved_at',
   'closed_at',
   'last_executed_at',
+  'next_update_due_at',
   'execution_count',
   'created_by',
   'rev',
@@ -49,9 +52,13 @@ const DEFAULTS: Partial<Record<Field, (i: Stored) => unknown>> = {
   resolved_at: () => null,
   closed_at: () => null,
   last_executed_at: () => null,
+  next_update_due_at: () => null,
   execution_count: () => 0,
   rev: () => 1,
 };
+
+/** Storage-only cadence fields and their unset value (they are not on the wire, so have no place in ORDER). */
+const CADENCE_UNSET: Record<string, unknown> = { next_reminder_at: null, update_reminders: 0, last_executed_by: null };
 
 function isDefault(field: Field, value: unknown, incident: Stored): boolean {
   const d = DEFAULTS[field];
@@ -64,7 +71,10 @@ function isDefault(field: Field, value: unknown, incident: Stored): boolean {
 export function encodeIncident(incident: Incident): string {
   const stored: Stored = {};
   for (const [k, v] of Object.entries(incident)) {
-    if (!isDefault(k as Field, v, incident)) stored[k] = v;
+    if (isDefault(k as Field, v, incident)) continue;
+    // The cadence bookkeeping, unset: absent reads the same.
+    if (k in CADENCE_UNSET && (v === undefined || v === CADENCE_UNSET[k])) continue;
+    stored[k] = v;
   }
   return JSON.stringify(stored);
 }

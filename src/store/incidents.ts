@@ -1,4 +1,5 @@
 import type { RedisClient as Redis } from './redis-connect.js';
+import { mirrorReminder } from './conversations.js';
 import { STATUSES, type Incident } from '../domain/incident/incident.js';
 import { createdEventId, type IncidentEvent } from '../domain/incident/incident-event.js';
 import type { Page, PageRequest } from '../domain/common/pagination.js';
@@ -76,6 +77,7 @@ export class RedisIncidentRepo implements IncidentRepo {
       if (!before.includes(t)) change.expectExists(k.template(t)).write('SADD', k.templateIncidents(t), next.id);
     }
     this.pushEvents(change, next.id, events);
+    mirrorReminder(change, k, prev, next);
     const ok = await change.commit({ kind: 'incident', incident: next });
     if (ok) rememberText(next, raw);
     return ok;

@@ -20,6 +20,12 @@ export function createKeys(prefix: string) {
     /** The data of an incident's implied `incident.created` event, once its title or severity changed. */
     incidentCreated: (id: string) => `${t}:inc:${id}:created`,
     incidentExecutions: (id: string) => `${t}:inc:${id}:exes`,
+    /** Per connection, the incident's conversation so far: `<sequence>|<last delivery id>` (written by execute, correct, retract). */
+    incidentThreads: (id: string) => `${t}:inc:${id}:threads`,
+    /** Per connection, the conversation's first delivered message: JSON {ref, delivery_id} (written by the worker). */
+    incidentThreadRoots: (id: string) => `${t}:inc:${id}:roots`,
+    /** The update cadence's schedule: incident id, score = when its next reminder is due (ms). */
+    reminders: () => `${t}:reminders`,
     /** Where the incident's Slack announcement is (channel, ts) and which execute it shows. */
     incidentAnnouncement: (id: string) => `${t}:inc:${id}:announcement`,
     /** The process refreshing that announcement now (a token with a TTL), and its "changed meanwhile" mark. */

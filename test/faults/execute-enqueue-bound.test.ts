@@ -3,6 +3,7 @@ import { createIdGenerator } from '../../src/domain/common/ids.js';
 import { newIncident } from '../../src/domain/incident/incident.js';
 import type { DeliveryService } from '../../src/services/deliveries.js';
 import { ExecutionService } from '../../src/services/executions.js';
+import { RedisConversationRepo } from '../../src/store/conversations.js';
 import { RedisExecutionRepo } from '../../src/store/executions.js';
 import { RedisIncidentRepo } from '../../src/store/incidents.js';
 import { useTestRedis } from '../support/redis.js';
@@ -29,6 +30,8 @@ describe('execute with a hanging queue', () => {
       repo,
       deliveries: {} as DeliveryService,
       getTemplates: () => Promise.resolve([]),
+      getTemplateVersion: () => Promise.resolve(null),
+      conversations: new RedisConversationRepo(db.redis, keys),
       listConnections: () => Promise.resolve([{ id: ids.next('connection'), type: 'webhook', enabled: true, config: {} }]),
       enqueue: () => new Promise<void>(() => undefined),
       clock: { now: () => new Date() },

@@ -7,6 +7,7 @@ import type { IncidentEvent } from '../../src/domain/incident/incident-event.js'
 import type { PacingRule } from '../../src/domain/execution/delivery-policy.js';
 import type { ChannelSenders, DeliveryTarget, OutboundMessage, ProcessOutcome, QueuedJob, SendResult } from '../../src/ports/index.js';
 import { DeliveryService, type DeliveryServiceDeps } from '../../src/services/deliveries.js';
+import { RedisConversationRepo } from '../../src/store/conversations.js';
 import { RedisExecutionRepo } from '../../src/store/executions.js';
 import { RedisIncidentRepo } from '../../src/store/incidents.js';
 import { targetOf } from '../support/delivery-targets.js';
@@ -86,6 +87,7 @@ async function rig(over: Partial<DeliveryServiceDeps> = {}): Promise<Rig> {
     ids,
     random: () => 1,
     getIncident: (id) => incidents.get(id),
+    conversations: new RedisConversationRepo(db.redis, keys),
     publicUrl: null,
     onError: (what) => r.errors.push(what),
     ...over,

@@ -6,6 +6,7 @@ import { newIncident } from '../../src/domain/incident/incident.js';
 import type { QueuedJob } from '../../src/ports/index.js';
 import { DeliveryService } from '../../src/services/deliveries.js';
 import { ExecutionService } from '../../src/services/executions.js';
+import { RedisConversationRepo } from '../../src/store/conversations.js';
 import { RedisExecutionRepo } from '../../src/store/executions.js';
 import { RedisIncidentRepo } from '../../src/store/incidents.js';
 import { createKeys } from '../../src/store/keys.js';
@@ -41,6 +42,7 @@ function sweepOnlyService(repo: RedisExecutionRepo, ids: IdGenerator, queued: Qu
     ids,
     random: () => 0.5,
     getIncident: () => Promise.resolve(null),
+    conversations: new RedisConversationRepo(redis, keys),
     publicUrl: null,
   });
 }
@@ -89,6 +91,8 @@ describe('the enqueue outbox', () => {
       repo,
       deliveries,
       getTemplates: () => Promise.resolve([]),
+      getTemplateVersion: () => Promise.resolve(null),
+      conversations: new RedisConversationRepo(redis, keys),
       listConnections: () => Promise.resolve([{ id: ids.next('connection'), type: 'webhook', enabled: true, config: {} }]),
       enqueue: () => Promise.reject(new Error('queue connection lost')),
       clock: { now: () => new Date(now) },

@@ -27,6 +27,7 @@ import type {
   ConnectionFilter,
   ConnectionRepo,
   ConnectionTester,
+  ConversationRepo,
   DeliveryQueue,
   ExecutionRepo,
   IdGenerator,
@@ -38,6 +39,8 @@ import type {
   SecretBox,
   TemplateRepo,
   TemplateWriteOutcome,
+  ThreadRoot,
+  ThreadState,
   TokenCrypto,
 } from '../../src/ports/index.js';
 
@@ -345,10 +348,14 @@ export class InMemoryExecutionRepo implements ExecutionRepo {
   readonly outbox = new Set<string>();
   creates = 0;
 
-  constructor(private readonly incidents: InMemoryIncidentRepo) {}
+  constructor(
+    private readonly incidents: InMemoryIncidentRepo,
+    private readonly conversations?: InMemoryConversationRepo,
+  ) {}
 
   async create(execution: Execution, deliveries: Delivery[], incidentPrev: Incident, incidentNext: Incident, events: IncidentEvent[]): Promise<boolean> {
     if (!(await this.incidents.update(incidentPrev, incidentNext, events))) return false;
+    this.conversations?.advance(deliveries);
     this.creates++;
     this.executions.set(execution.id, copy(execution));
     for (const d of deliveries) {
@@ -499,3 +506,36 @@ export function refusalOf(f: () => unknown): DomainError {
 export const fieldsOf = (e: DomainError): string[] => e.errors.map((x) => `${x.field}:${x.code}`);
 
 export const silentLog = { warn: () => undefined };
+
+/** The incidents' conversations in memory (ConversationRepo), with the Redis store's rules. */
+export class InMemoryConversationRepo implements ConversationRepo {
+  readonly threadStates = new Map<string, string>();
+  readonly roots = new Map<string, ThreadRoot>();
+
+  threads(incidentId: string, connectionIds: string[]): Promise<Map<string, ThreadState>> {
+    const out = new Map<string, ThreadState>();
+    for (const c of connectionIds) {
+      const raw = this.threadStates.get(`${incidentId}/${c}`) ?? null;
+      const [seq, last] = raw === null ? ['0', ''] : raw.split('|');
+      out.set(c, { sequence: Number(seq), lastDeliveryId: last || null, raw });
+    }
+    return Promise.resolve(out);
+  }
+  /** What the execute commit writes (the in-memory execution repo calls it). */
+  advance(deliveries: Delivery[]): void {
+    for (const d of deliveries) this.threadStates.set(`${d.incident_id}/${d.connection_id}`, `${d.sequence ?? 1}|${d.id}`);
+  }
+  root(incidentId: string, connectionId: string): Promise<ThreadRoot | null> {
+    return Promise.resolve(this.roots.get(`${incidentId}/${connectionId}`) ?? null);
+  }
+  startIfNone(incidentId: string, connectionId: string, root: ThreadRoot): Promise<void> {
+    const k = `${incidentId}/${connectionId}`;
+    if (!this.roots.has(k)) this.roots.set(k, root);
+    return Promise.resolve();
+  }
+  forget(incidentId: string, connectionId: string, deliveryId: string): Promise<void> {
+    const k = `${incidentId}/${connectionId}`;
+    if (this.roots.get(k)?.deliveryId === deliveryId) this.roots.delete(k);
+    return Promise.resolve();
+  }
+}

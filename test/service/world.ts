@@ -20,6 +20,7 @@ import {
   FakeTokenCrypto,
   InMemoryApiKeyRepo,
   InMemoryConnectionRepo,
+  InMemoryConversationRepo,
   InMemoryExecutionRepo,
   InMemoryIncidentRepo,
   InMemoryTemplateRepo,
@@ -43,7 +44,8 @@ export function world(opts: WorldOptions = {}) {
   const incidentRepo = new InMemoryIncidentRepo();
   const templateRepo = new InMemoryTemplateRepo();
   const connectionRepo = new InMemoryConnectionRepo();
-  const executionRepo = new InMemoryExecutionRepo(incidentRepo);
+  const conversations = new InMemoryConversationRepo();
+  const executionRepo = new InMemoryExecutionRepo(incidentRepo, conversations);
   const apiKeyRepo = new InMemoryApiKeyRepo();
   const queue = new FakeQueue();
   incidentRepo.templateExists = (id) => templateRepo.templates.has(id);
@@ -97,6 +99,7 @@ export function world(opts: WorldOptions = {}) {
     ids,
     random: () => 0.5,
     getIncident: (id) => incidentRepo.get(id),
+    conversations,
     publicUrl: opts.publicUrl ?? 'https://herald.example.com',
     onError: (what) => void errors.push(what),
   });
@@ -105,6 +108,8 @@ export function world(opts: WorldOptions = {}) {
     repo: executionRepo,
     deliveries,
     getTemplates: (tids) => templates.getMany(tids),
+    getTemplateVersion: (tid, version) => templates.getVersionOrNull(tid, version),
+    conversations,
     listConnections: () => connections.listAll(),
     enqueue: (jobs) => queue.enqueue(jobs),
     clock,

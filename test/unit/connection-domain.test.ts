@@ -162,7 +162,7 @@ describe('secrets', () => {
   it('presents secrets as {set, last4} and never a sealed value', () => {
     const record = newConnectionRecord(
       'con_01J00000000000000000000000',
-      { name: 'x', type: 'slack', enabled: true, rate_limit_per_minute: null },
+      { name: 'x', type: 'slack', enabled: true, rate_limit_per_minute: null, update_mode: 'thread' },
       { username: 'herald' },
       { webhook_url: { sealed: 'v1.SEALED', last4: 'XXXX' } },
       '2026-01-01T00:00:00.000Z',

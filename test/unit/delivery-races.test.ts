@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { InMemoryConversationRepo } from '../service/fakes.js';
 import { createIdGenerator } from '../../src/domain/common/ids.js';
 import { newDelivery, type Attempt, type Delivery } from '../../src/domain/execution/execution.js';
 import type { ChannelSenders, DeliveryTarget, ExecutionRepo, OutboundMessage, SendResult } from '../../src/ports/index.js';
@@ -78,6 +79,7 @@ function rig() {
     ids,
     random: () => 1,
     getIncident: () => Promise.resolve(null),
+    conversations: new InMemoryConversationRepo(),
     publicUrl: null,
     onAttempt: (_d, a) => attempts.push(a),
   });

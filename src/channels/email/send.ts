@@ -20,7 +20,11 @@ import type { ChannelAdapter } from '../adapter.js';
  * implicit TLS, `starttls` = the upgrade is required (never plain-text fallback), `none` = plain.
  *
  * Every message carries `X-Herald-Delivery: <delivery id>` and a Message-ID derived from the
- * delivery id, so a retry is the same message to the receiving system (and recognisable).
+ * delivery id, so a retry is the same message to the receiving system (and recognisable); that
+ * Message-ID is the delivered message's ref. A later message of the incident's conversation
+ * replies to the first one: `In-Reply-To` and `References` name it (every client threads on
+ * them) and the subject gets `Re: ` (Gmail also wants the subjects to match). A sent mail cannot
+ * be edited or recalled, so `edit` and `delete` fail permanently without connecting.
  *
  * Outcomes: the SMTP reply code decides (classifySmtpCode: 4xx retryable, 5xx permanent); a
  * failed login is permanent; connection trouble is retryable; a time-out after the whole message
@@ -167,22 +171,37 @@ export interface EmailSenderDeps {
   smtp: SmtpClient;
 }
 
-/** The Message-ID of a delivery: stable, so every retry is recognisably the same message. */
+/**
+ * The Message-ID of a delivery: stable, so every retry is recognisably the same message (a
+ * receiving server may drop the duplicate), in the From address's domain as RFC 5322 suggests.
+ */
 export function messageIdOf(deliveryId: string, from: string): string {
   const address = /<([^<>\s]+)>\s*$/.exec(from)?.[1] ?? from;
-  const domain = address.includes('@') ? address.slice(address.lastIndexOf('@') + 1) : 'herald.invalid';
+  const at = address.lastIndexOf('@');
+  const domain = at >= 0 && at < address.length - 1 ? address.slice(at + 1) : 'herald.invalid';
   return `<${deliveryId}.herald@${domain}>`;
 }
 
+/** The subject as mailed: a reply in the conversation is marked `Re: ` once, like a person's reply. */
+export function mailSubject(message: OutboundMessage): string {
+  const subject = subjectOf(message);
+  if (!message.thread || /^re:/i.test(subject)) return subject;
+  return `Re: ${subject}`;
+}
+
 export function emailMessage(config: EmailConfig, message: OutboundMessage): SendMailOptions {
+  // nodemailer's own options, not raw headers: it wraps the ids in <> and they win over any
+  // custom header of the same name.
+  const reply = message.thread ? { inReplyTo: message.thread.id, references: message.thread.id } : {};
   return {
     from: config.from,
     to: config.to,
     ...(config.cc !== undefined && config.cc.length > 0 ? { cc: config.cc } : {}),
-    subject: subjectOf(message),
+    subject: mailSubject(message),
     text: message.content.body,
     ...(message.content.html !== undefined ? { html: message.content.html } : {}),
     messageId: messageIdOf(message.deliveryId, config.from),
+    ...reply,
     headers: { 'X-Herald-Delivery': message.deliveryId },
   };
 }
@@ -197,12 +216,15 @@ export const EMAIL_SIZE_LIMIT = 256 * 1024;
 
 export function createEmailSender(deps: EmailSenderDeps) {
   return {
-    send(target: { config: EmailConfig }, message: OutboundMessage): Promise<ChannelResult> {
-      const size = Buffer.byteLength(subjectOf(message)) + Buffer.byteLength(message.content.body) + Buffer.byteLength(message.content.html ?? '');
-      if (size > EMAIL_SIZE_LIMIT) {
-        return Promise.resolve(refused(`the e-mail is ${Math.ceil(size / 1024)} KiB, over the 256 KiB limit; shorten the template`));
-      }
-      return deps.smtp.send(target.config, emailMessage(target.config, message));
+    async send(target: { config: EmailConfig }, message: OutboundMessage): Promise<ChannelResult> {
+      if (message.action !== undefined && message.action !== 'post') return refused(`e-mail cannot ${message.action} a sent message`);
+      const mail = emailMessage(target.config, message);
+      const size = Buffer.byteLength(mailSubject(message)) + Buffer.byteLength(message.content.body) + Buffer.byteLength(message.content.html ?? '');
+      if (size > EMAIL_SIZE_LIMIT) return refused(`the e-mail is ${Math.ceil(size / 1024)} KiB, over the 256 KiB limit; shorten the template`);
+      const result = await deps.smtp.send(target.config, mail);
+      if (result.outcome !== 'delivered') return result;
+      // The Message-ID is Herald's own and the server accepted it: it is what later mails reply to.
+      return { ...result, message: { id: messageIdOf(message.deliveryId, target.config.from), channel: null, permalink: null } };
     },
   };
 }

@@ -1,7 +1,7 @@
 import type { MattermostConfig } from './config.js';
 import type { OutboundMessage } from '../../ports/index.js';
 import type { OutboundHttp, OutboundResponse } from '../../delivery/outbound/http.js';
-import { exchange, fromHttpStatus, hostOf, jsonOf, stringOf, type ChannelResult } from '../common/http-outcome.js';
+import { exchange, fromHttpStatus, hostOf, jsonOf, refused, stringOf, type ChannelResult } from '../common/http-outcome.js';
 import { joinSubject, subjectOf, truncate } from '../common/message-text.js';
 import type { ChannelAdapter } from '../adapter.js';
 
@@ -9,6 +9,10 @@ import type { ChannelAdapter } from '../adapter.js';
  * Mattermost incoming webhook: `{text: "**subject**\n\nbody", channel?, username?}` (values were
  * escaped as Markdown at render). Mattermost answers 200 `ok` in plain text, or a JSON error
  * `{id, message}`. Posts are cut at 16,383 characters with a visible "… (truncated)".
+ *
+ * The answer never says which post was made, so a delivered message has no ref
+ * (`message: null`): nothing to reply under, edit or delete; `edit` and `delete` fail
+ * permanently without sending.
  */
 
 export interface MattermostSenderDeps {
@@ -32,6 +36,7 @@ export function createMattermostSender(deps: MattermostSenderDeps) {
   const now = deps.now ?? Date.now;
   return {
     send(target: { config: MattermostConfig }, message: OutboundMessage): Promise<ChannelResult> {
+      if (message.action !== undefined && message.action !== 'post') return Promise.resolve(refused(`Mattermost cannot ${message.action} a sent message (an incoming webhook only posts)`));
       const url = target.config.webhook_url;
       const body = JSON.stringify(mattermostPayload(message, target.config));
       const req = { method: 'POST', url, headers: { 'content-type': 'application/json' }, body, ...(deps.timeoutMs ? { timeoutMs: deps.timeoutMs } : {}) };
@@ -42,7 +47,9 @@ export function createMattermostSender(deps: MattermostSenderDeps) {
 
 function readAnswer(res: OutboundResponse, host: string, nowMs: number): ChannelResult {
   const json = res.status >= 400 ? jsonOf(res) : null;
-  return fromHttpStatus(res, { urlAddressed: true, who: `Mattermost (${host})`, providerCode: stringOf(json?.id), detail: stringOf(json?.message), nowMs });
+  const result = fromHttpStatus(res, { urlAddressed: true, who: `Mattermost (${host})`, providerCode: stringOf(json?.id), detail: stringOf(json?.message), nowMs });
+  // The platform answers no id: the message cannot be referred to later.
+  return result.outcome === 'delivered' ? { ...result, message: null } : result;
 }
 
 /** Mattermost's incoming webhooks have no read-only check. */

@@ -3,7 +3,9 @@ import { defineConnectionType, headerSafeToken, httpUrl, shortText, urlDestinati
 
 /**
  * Slack: an incoming webhook (`webhook_url`, itself the secret), or a bot token posting to a
- * channel through the Web API (SLACK_API_URL, the operator's, so no user destination).
+ * channel through the Web API (SLACK_API_URL, the operator's, so no user destination). Only bot
+ * mode keeps an incident's conversation (threads, edits, deletes; see ./index.ts), so only bot
+ * mode takes `reply_broadcast`.
  */
 const SlackConfigSchema = z
   .strictObject({
@@ -19,6 +21,10 @@ const SlackConfigSchema = z
       .string()
       .regex(/^:[a-z0-9_+'-]{1,100}:$/, 'icon_emoji looks like :rotating_light:.')
       .optional(),
+    reply_broadcast: z
+      .boolean()
+      .optional()
+      .meta({ description: "Bot mode: an incident's later messages, posted in its first message's thread, are also shown in the channel (Slack's \"Also send to channel\")." }),
   })
   .superRefine((c, ctx) => {
     // Exactly one mode. To switch modes with PATCH, set the other mode's fields to null.
@@ -32,6 +38,10 @@ const SlackConfigSchema = z
     }
     if (c.webhook_url !== undefined && c.channel !== undefined) {
       ctx.addIssue({ code: 'custom', path: ['channel'], message: 'channel applies to bot_token mode only; a webhook posts to the channel it was made for.' });
+    }
+    // An incoming webhook cannot reply in a thread, so there is nothing to broadcast.
+    if (c.webhook_url !== undefined && c.reply_broadcast !== undefined) {
+      ctx.addIssue({ code: 'custom', path: ['reply_broadcast'], message: 'reply_broadcast applies to bot_token mode only; an incoming webhook cannot reply in a thread.' });
     }
   })
   .meta({ id: 'SlackConnectionConfig' });

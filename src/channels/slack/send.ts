@@ -1,7 +1,7 @@
 import type { SlackConfig } from './config.js';
-import type { OutboundMessage } from '../../ports/index.js';
+import type { MessageRef, OutboundMessage } from '../../ports/index.js';
 import type { OutboundHttp, OutboundResponse } from '../../delivery/outbound/http.js';
-import { exchange, fromHttpStatus, hostOf, jsonOf, parseRetryAfter, permanent, retryable, stringOf, type ChannelResult, type FailureCause } from '../common/http-outcome.js';
+import { exchange, fromHttpStatus, hostOf, jsonOf, parseRetryAfter, permanent, refused, retryable, stringOf, type ChannelResult, type FailureCause } from '../common/http-outcome.js';
 import { joinSubject, splitText, subjectOf, truncate, TRUNCATION_MARKER } from '../common/message-text.js';
 import type { ChannelAdapter } from '../adapter.js';
 
@@ -9,8 +9,12 @@ import type { ChannelAdapter } from '../adapter.js';
  * Slack, in either mode of the connection:
  * - webhook mode: POST the message to the incoming-webhook URL; Slack answers in plain text
  *   (`ok`, `invalid_payload`, `no_text`, 404 `no_service`, 410 `channel_is_archived`);
- * - bot mode: `chat.postMessage` on the Web API (SLACK_API_URL) with the bot token; Slack answers
- *   HTTP 200 `{ok: false, error}` for most failures, 429 + Retry-After when rate limited.
+ * - bot mode: the Web API (SLACK_API_URL) with the bot token; Slack answers HTTP 200
+ *   `{ok: false, error}` for most failures, 429 + Retry-After when rate limited. Bot mode keeps an
+ *   incident's conversation (README "Living updates"): a post is `chat.postMessage` (in the first
+ *   message's thread via `thread_ts` when the message names one) and answers the message's
+ *   `{id: ts, channel, permalink}`; an edit is `chat.update` and a delete `chat.delete` of the
+ *   message a previous send answered.
  *
  * Both send Block Kit (a section with the subject in bold, the body in mrkdwn sections of at most
  * 3,000 characters) with `text` as the notification fallback. Slack refuses a message whose blocks
@@ -97,20 +101,157 @@ export function createSlackSender(deps: SlackSenderDeps) {
   return {
     async send(target: { config: SlackConfig }, message: OutboundMessage): Promise<ChannelResult> {
       const config = target.config;
-      const payload = slackPayload(message, config);
-      if (payload === null) {
-        return permanent(null, 'empty_message', null, 'the message renders empty (no subject and no body), and Slack refuses a message with no text; check the template', null);
+      const action = message.action ?? 'post';
+      if (config.webhook_url !== undefined) return sendToWebhook(deps, config.webhook_url, config, message, now);
+      if (config.bot_token === undefined || config.channel === undefined) return refused('the Slack connection has neither webhook_url nor bot_token with channel');
+      const bot: Bot = { deps, token: config.bot_token, channel: config.channel, now };
+      switch (action) {
+        case 'post':
+          return post(bot, config, message);
+        case 'edit':
+          return edit(bot, message);
+        case 'delete':
+          return remove(bot, message);
       }
-      if (config.webhook_url !== undefined) {
-        const url = config.webhook_url;
-        return exchange(deps.http, postJson(url, payload, {}, deps.timeoutMs), (res) => readWebhookAnswer(res, hostOf(url), now()));
-      }
-      if (config.bot_token === undefined || config.channel === undefined) return permanent(null, null, null, 'the Slack connection has neither webhook_url nor bot_token with channel', null);
-      const body = { channel: config.channel, ...payload };
-      const req = postJson(slackMethodUrl(deps.apiUrl, 'chat.postMessage'), body, { authorization: `Bearer ${config.bot_token}` }, deps.timeoutMs);
-      return exchange(deps.http, req, (res) => readWebApiAnswer(res, 'chat.postMessage', now()));
     },
   };
+}
+
+/** Bot mode's connection to the Web API: the token and the connection's default channel. */
+interface Bot {
+  deps: SlackSenderDeps;
+  token: string;
+  channel: string;
+  now: () => number;
+}
+
+const emptyMessage = (): ChannelResult =>
+  permanent(null, 'empty_message', null, 'the message renders empty (no subject and no body), and Slack refuses a message with no text; check the template', null);
+
+/**
+ * Webhook mode only posts (./index.ts says so): a `thread` is ignored, and an edit or delete is a
+ * caller's mistake, refused without sending. Slack's webhook answer never names the message.
+ */
+async function sendToWebhook(deps: SlackSenderDeps, url: string, config: SlackConfig, message: OutboundMessage, now: () => number): Promise<ChannelResult> {
+  const action = message.action ?? 'post';
+  if (action !== 'post') return refused(`a Slack incoming webhook cannot ${action} a message it posted (it never says which message it made); use bot_token mode to ${action} messages`);
+  const payload = slackPayload(message, config);
+  if (payload === null) return emptyMessage();
+  const result = await exchange(deps.http, postJson(url, payload, {}, deps.timeoutMs), (res) => readWebhookAnswer(res, hostOf(url), now()));
+  return result.outcome === 'delivered' ? { ...result, message: null } : result;
+}
+
+/**
+ * `chat.postMessage`, in the thread of `message.thread` when given (its channel wins: the
+ * conversation stays where it began, even if the connection's channel changed since). Slack's
+ * answer names the message (`channel`, `ts`); its permalink is asked for after, best effort.
+ */
+async function post(bot: Bot, config: SlackConfig, message: OutboundMessage): Promise<ChannelResult> {
+  const payload = slackPayload(message, config);
+  if (payload === null) return emptyMessage();
+  const thread = message.thread ?? null;
+  const channel = thread?.channel ?? bot.channel;
+  const body = {
+    channel,
+    ...payload,
+    ...(thread !== null ? { thread_ts: thread.id, ...(config.reply_broadcast === true ? { reply_broadcast: true } : {}) } : {}),
+  };
+  const { result, json } = await callWebApi(bot, 'chat.postMessage', body);
+  if (result.outcome !== 'delivered') return result;
+  const ts = stringOf(json?.ts);
+  // Slack answers the channel's id even when it was addressed by #name: the id is what later calls need.
+  const where = stringOf(json?.channel) ?? channel;
+  const ref: MessageRef | null = ts === null ? null : { id: ts, channel: where, permalink: await permalinkOf(bot, where, ts) };
+  return { ...result, message: ref };
+}
+
+/**
+ * `chat.update` of `message.target` with the new text and blocks (no username or icon: Slack
+ * ignores them on an update). The message stays the same one, so the target is answered back.
+ */
+async function edit(bot: Bot, message: OutboundMessage): Promise<ChannelResult> {
+  const target = message.target ?? null;
+  if (target === null) return refused('an edit needs the message to change (target), and none was given');
+  const payload = slackPayload(message, {});
+  if (payload === null) return emptyMessage();
+  const { username: _u, icon_emoji: _i, ...content } = payload;
+  const { result } = await callWebApi(bot, 'chat.update', { channel: target.channel ?? bot.channel, ts: target.id, ...content });
+  return result.outcome === 'delivered' ? { ...result, message: target } : explained(result, EDIT_ERRORS);
+}
+
+/**
+ * `chat.delete` of `message.target`. A message Slack no longer has is gone either way: after an
+ * ambiguous time-out the retry finds it deleted, and must not fail for that.
+ */
+async function remove(bot: Bot, message: OutboundMessage): Promise<ChannelResult> {
+  const target = message.target ?? null;
+  if (target === null) return refused('a delete needs the message to delete (target), and none was given');
+  const { result } = await callWebApi(bot, 'chat.delete', { channel: target.channel ?? bot.channel, ts: target.id });
+  if (result.outcome === 'delivered') return { ...result, message: null };
+  if (result.outcome === 'permanent' && result.providerCode === 'message_not_found') {
+    return { outcome: 'delivered', httpStatus: result.httpStatus, providerCode: 'message_not_found', latencyMs: result.latencyMs ?? 0, message: null };
+  }
+  return explained(result, DELETE_ERRORS);
+}
+
+/**
+ * What an edit's or delete's refusal means for the person reading the delivery. These are about
+ * one message, not the channel or the token: permanent, with no cause, so nothing is disabled and
+ * a connection test never reports them as a missing channel.
+ */
+const EDIT_ERRORS: Readonly<Record<string, string>> = {
+  message_not_found: 'the message was deleted in Slack, so it cannot be corrected or updated',
+  cant_update_message: 'Slack lets a bot edit only the messages it posted itself',
+  edit_window_closed: "the message is older than the workspace lets messages be edited, so it cannot be corrected or updated",
+  msg_too_long: 'the new text is longer than Slack takes in one message',
+  no_text: 'the new message has no text',
+};
+const DELETE_ERRORS: Readonly<Record<string, string>> = {
+  cant_delete_message: 'Slack lets a bot delete only the messages it posted itself',
+  compliance_exports_prevent_deletion: "the workspace's compliance exports prevent deleting messages",
+};
+
+function explained(result: ChannelResult, meanings: Readonly<Record<string, string>>): ChannelResult {
+  if (result.outcome !== 'permanent' || result.providerCode === null) return result;
+  const meaning = meanings[result.providerCode];
+  return meaning === undefined ? result : { ...result, error: `${result.error} (${meaning})` };
+}
+
+/** One Web API call with a JSON body; answers the SendResult and the JSON Slack answered, if any. */
+async function callWebApi(bot: Bot, method: string, body: Record<string, unknown>): Promise<{ result: ChannelResult; json: Record<string, unknown> | null }> {
+  // Filled by the reader: a holder, because TypeScript does not see a callback assign a local.
+  const seen: { json: Record<string, unknown> | null } = { json: null };
+  const req = postJson(slackMethodUrl(bot.deps.apiUrl, method), body, { authorization: `Bearer ${bot.token}` }, bot.deps.timeoutMs);
+  const result = await exchange(bot.deps.http, req, (res) => {
+    seen.json = jsonOf(res);
+    return readWebApiAnswer(res, method, bot.now());
+  });
+  return { result, json: seen.json };
+}
+
+/**
+ * `chat.getPermalink` of a message just posted (form-encoded: a read method). Best effort: the
+ * message is already in Slack, so any failure only leaves the link out; turning it into a failed
+ * attempt would make the delivery retry and post the message twice. Bounded by the same
+ * per-request time-out as the post.
+ */
+async function permalinkOf(bot: Bot, channel: string, ts: string): Promise<string | null> {
+  const req = {
+    method: 'POST',
+    url: slackMethodUrl(bot.deps.apiUrl, 'chat.getPermalink'),
+    headers: { authorization: `Bearer ${bot.token}`, 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ channel, message_ts: ts }).toString(),
+    ...(bot.deps.timeoutMs ? { timeoutMs: bot.deps.timeoutMs } : {}),
+  };
+  try {
+    const res = await bot.deps.http.request(req);
+    const json = jsonOf(res);
+    const link = res.status === 200 && json?.ok === true ? stringOf(json.permalink) : null;
+    // Shown to people as a link: only a web address is kept.
+    return link !== null && /^https?:\/\//i.test(link) && link.length <= 2048 ? link : null;
+  } catch {
+    return null;
+  }
 }
 
 function postJson(url: string, body: unknown, headers: Record<string, string>, timeoutMs: number | undefined) {

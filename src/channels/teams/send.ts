@@ -11,6 +11,9 @@ import type { ChannelAdapter } from '../adapter.js';
  * were escaped as Markdown at render). The flow runs after the answer, so 202 Accepted (or 200)
  * is all Herald ever learns: delivered means "accepted by the workflow".
  *
+ * It answers no message id, so a delivered message has no ref (`message: null`): nothing to
+ * reply under, edit or delete; `edit` and `delete` fail permanently without sending.
+ *
  * Teams refuses posts over about 28 KB; an oversized card is failed permanently BEFORE sending
  * (a card cut in the middle is worse than a clear error, and Teams would reject it anyway).
  */
@@ -45,6 +48,7 @@ export function createTeamsSender(deps: TeamsSenderDeps) {
   const now = deps.now ?? Date.now;
   return {
     send(target: { config: TeamsConfig }, message: OutboundMessage): Promise<ChannelResult> {
+      if (message.action !== undefined && message.action !== 'post') return Promise.resolve(refused(`Teams cannot ${message.action} a sent message (a Workflows webhook only posts)`));
       const body = JSON.stringify(teamsPayload(message));
       const size = Buffer.byteLength(body);
       if (size > TEAMS_PAYLOAD_LIMIT) {
@@ -61,7 +65,9 @@ export function createTeamsSender(deps: TeamsSenderDeps) {
 function readAnswer(res: OutboundResponse, host: string, nowMs: number): ChannelResult {
   const error = jsonOf(res)?.error;
   const e = error !== null && typeof error === 'object' ? (error as Record<string, unknown>) : {};
-  return fromHttpStatus(res, { urlAddressed: true, who: `Teams (${host})`, providerCode: stringOf(e.code), detail: stringOf(e.message), nowMs });
+  const result = fromHttpStatus(res, { urlAddressed: true, who: `Teams (${host})`, providerCode: stringOf(e.code), detail: stringOf(e.message), nowMs });
+  // The platform answers no id: the message cannot be referred to later.
+  return result.outcome === 'delivered' ? { ...result, message: null } : result;
 }
 
 /** Teams has no read-only check: a Workflows URL can only be tried by posting. */

@@ -11,12 +11,22 @@ import type { ChannelAdapter } from '../adapter.js';
  *
  * ```json
  * {"type": "incident.executed", "test": false, "delivery_id": "dlv_…", "execution_id": "exe_…",
+ *  "incident_id": "inc_…", "sequence": 2, "previous_delivery_id": "dlv_…", "target_delivery_id": null,
  *  "incident": {"id", "title", "severity", "status", "url"}, "subject": "…", "body": "…",
  *  "timestamp": "2026-11-22T10:00:00.000Z"}
  * ```
  *
  * A connection test sends `"type": "connection.test", "test": true` (so a consumer that acts on
- * `incident.executed` never mistakes it for an incident) with a "[Herald test]" subject.
+ * `incident.executed` never mistakes it for an incident) with a "[Herald test]" subject, and
+ * `sequence`/`previous_delivery_id` null: it belongs to no conversation.
+ *
+ * The receiver keeps the incident's conversation itself (a receiver's copy cannot be changed from
+ * here): `incident_id` groups the messages, `sequence` (1, 2, …) orders them and
+ * `previous_delivery_id` chains them (null for the first). A correction arrives as
+ * `"type": "execution.corrected"` and a retraction as `"execution.retracted"`, both naming the
+ * delivery they correct or retract in `target_delivery_id` (null on every other event). There is
+ * no `edit` or `delete` to send: such a request fails permanently without sending. A delivered
+ * message's ref is the delivery id (the `webhook-id` the receiver saw).
  *
  * Headers: `webhook-id` = the delivery id (stable across retries, so the receiver can drop a
  * duplicate), `webhook-timestamp` = Unix seconds of this attempt, `webhook-signature` =
@@ -35,12 +45,30 @@ export interface WebhookSenderDeps {
 
 export const WEBHOOK_BODY_LIMIT = 256 * 1024;
 
+/** The event type: what a consumer switches on (a correction or retraction is not a new incident message). */
+function eventType(message: OutboundMessage): string {
+  if (message.test) return 'connection.test';
+  switch (message.conversation?.kind) {
+    case 'correction':
+      return 'execution.corrected';
+    case 'retraction':
+      return 'execution.retracted';
+    default:
+      return 'incident.executed';
+  }
+}
+
 export function webhookBody(message: OutboundMessage, nowMs: number): string {
+  const c = message.conversation;
   return JSON.stringify({
-    type: message.test ? 'connection.test' : 'incident.executed',
+    type: eventType(message),
     test: message.test === true,
     delivery_id: message.deliveryId,
     execution_id: message.executionId,
+    incident_id: message.incident.id,
+    sequence: c?.sequence ?? null,
+    previous_delivery_id: c?.previousDeliveryId ?? null,
+    target_delivery_id: c !== undefined && c.kind !== 'announcement' ? c.targetDeliveryId : null,
     incident: message.incident,
     subject: subjectOf(message),
     body: message.content.body,
@@ -58,6 +86,7 @@ export function createWebhookSender(deps: WebhookSenderDeps) {
   const now = deps.now ?? Date.now;
   return {
     send(target: { config: WebhookConfig }, message: OutboundMessage): Promise<ChannelResult> {
+      if (message.action !== undefined && message.action !== 'post') return Promise.resolve(refused(`a webhook cannot ${message.action} a sent message`));
       const config = target.config;
       const at = now();
       const body = webhookBody(message, at);
@@ -72,7 +101,11 @@ export function createWebhookSender(deps: WebhookSenderDeps) {
         'webhook-signature': signWebhook(config.secret, message.deliveryId, timestamp, body),
       };
       const req = { method: 'POST', url: config.url, headers, body, ...(deps.timeoutMs ? { timeoutMs: deps.timeoutMs } : {}) };
-      return exchange(deps.http, req, (res: OutboundResponse) => fromHttpStatus(res, { urlAddressed: true, who: hostOf(config.url), nowMs: now() }));
+      return exchange(deps.http, req, (res: OutboundResponse) => {
+        const result = fromHttpStatus(res, { urlAddressed: true, who: hostOf(config.url), nowMs: now() });
+        // The receiver knows the message by its webhook-id, the delivery id: that is the ref.
+        return result.outcome === 'delivered' ? { ...result, message: { id: message.deliveryId, channel: null, permalink: null } } : result;
+      });
     },
   };
 }

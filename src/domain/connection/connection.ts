@@ -2,7 +2,9 @@ import { z } from 'zod';
 import { refuseLiteralHost, type OutboundAllow } from './address-policy.js';
 import { ChannelTypeSchema, CHANNEL_TYPES, type ChannelType } from '../../channels/index.js';
 import { CHANNELS, channelOf, type ConfigOf, type Destination, type MessageFormat } from '../../channels/index.js';
-import { DomainError, type FieldError } from '../common/errors.js';
+import type { ConversationSupport } from '../../channels/channel.js';
+import { UpdateModeSchema, type UpdateMode } from '../execution/conversation.js';
+import { DomainError, fieldError, type FieldError } from '../common/errors.js';
 import { LIMITS } from '../common/limits.js';
 import { dedupeFieldErrors, safeParseInput, toFieldErrors } from '../common/validation.js';
 
@@ -81,6 +83,7 @@ const CreateEnvelopeSchema = z.strictObject({
   type: ChannelTypeSchema,
   enabled: z.boolean().default(true),
   rate_limit_per_minute: rateLimit.default(null),
+  update_mode: UpdateModeSchema.default('thread'),
   config: z.record(z.string(), z.unknown()),
 });
 
@@ -100,6 +103,7 @@ export const ConnectionPatchSchema = z
     name: name.optional(),
     enabled: z.boolean().optional(),
     rate_limit_per_minute: rateLimit.optional(),
+    update_mode: UpdateModeSchema.optional(),
     config: z
       .record(z.string(), z.unknown())
       .optional()
@@ -127,6 +131,8 @@ export interface ConnectionRecord {
   /** Secret key (`webhook_url`, `headers.X-Token`) → sealed value. */
   secrets: Record<string, SealedSecret>;
   rate_limit_per_minute: number | null;
+  /** Absent on records from before living updates: `thread`. */
+  update_mode?: UpdateMode;
   health: ConnectionHealth;
   last_test: ConnectionTestResult | null;
   created_at: string;
@@ -149,8 +155,34 @@ export type DeliveryConnection = {
     secrets: Record<string, string>;
     rateLimitPerMinute: number | null;
     health: ConnectionHealth;
+    /** How later messages of an incident reach it (absent: `thread`). */
+    updateMode?: UpdateMode;
   };
 }[ChannelType];
+
+/**
+ * `edit` keeps one message current by editing it: refused (field `update_mode`) for a connection
+ * that cannot edit what it posted, where it could only ever fall back to posting.
+ */
+export function checkUpdateMode(mode: UpdateMode | undefined, c: { type: ChannelType; config: Record<string, unknown>; secrets?: Record<string, unknown> }): void {
+  if (mode !== 'edit' || conversationOf(c).edit) return;
+  throw fieldError(
+    'unsupported_update_mode',
+    'update_mode',
+    `${channelOf(c.type).label} ${c.type === 'slack' ? 'incoming webhooks cannot' : 'cannot'} edit a message it posted, so update_mode edit is not possible here; use thread or new_message.`,
+  );
+}
+
+/**
+ * What the connection can do with an incident's conversation (thread, edit, delete). Secret
+ * fields are not in a stored record's `config`; the rules only ask whether one is set, so each
+ * set secret stands in by name.
+ */
+export function conversationOf(c: { type: ChannelType; config: Record<string, unknown>; secrets?: Record<string, unknown> }): ConversationSupport {
+  const withSecrets: Record<string, unknown> = { ...c.config };
+  for (const k of Object.keys(c.secrets ?? {})) if (!(k in withSecrets)) withSecrets[k] = '(set)';
+  return channelOf(c.type).conversation(withSecrets as never);
+}
 
 /**
  * Calls the handler of the connection's type in a map with one per type (the channel senders).
@@ -177,6 +209,7 @@ export interface ConnectionDraft {
   type: ChannelType;
   enabled: boolean;
   rate_limit_per_minute: number | null;
+  update_mode: UpdateMode;
   /** Full config, secrets in plaintext (generated ones not yet filled: see completeConfig). */
   config: PlainConfig;
 }
@@ -388,6 +421,7 @@ export function newConnectionRecord(
     config: plain,
     secrets,
     rate_limit_per_minute: draft.rate_limit_per_minute,
+    ...(draft.update_mode !== 'thread' ? { update_mode: draft.update_mode } : {}),
     health: HEALTHY,
     last_test: null,
     created_at: now,

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ChannelTypeSchema, type ChannelType } from '../../channels/index.js';
 import { VariablesSchema } from '../template/variables.js';
+import { MessageRefSchema, NextUpdateInSchema, type MessageAction, type MessageKind, type MessageRef } from './conversation.js';
 
 export const DELIVERY_STATUSES = ['queued', 'sending', 'delivered', 'retrying', 'failed', 'cancelled'] as const;
 export const EXECUTION_STATUSES = ['queued', 'in_progress', 'delivered', 'partially_failed', 'failed', 'cancelled'] as const;
@@ -11,6 +12,7 @@ export const ExecuteRequestSchema = z
   .strictObject({
     variables: VariablesSchema.default({}),
     connection_ids: z.array(z.string().min(1).max(64)).min(1).max(200).optional(),
+    next_update_in: NextUpdateInSchema.optional(),
   })
   .meta({ id: 'ExecuteRequest' });
 export type ExecuteRequest = z.infer<typeof ExecuteRequestSchema>;
@@ -47,6 +49,12 @@ export const DeliverySchema = z
     attempts: z.array(AttemptSchema),
     possible_duplicate: z.boolean(),
     delivered_at: z.string().nullable(),
+    action: z.enum(['post', 'edit', 'delete']).meta({ description: 'What the delivery does on its platform: post a message, edit one in place (a correction, or the `edit` update mode), delete one (a retraction). Decided when it is sent.' }),
+    sequence: z.number().int().min(1).meta({ description: "Its place in the incident's conversation with this connection: 1 for the first message, then 2, 3, …" }),
+    previous_delivery_id: z.string().nullable().meta({ description: 'The delivery before it in the same conversation; null for the first.' }),
+    target_delivery_id: z.string().nullable().meta({ description: 'For a correction or retraction: the delivery it corrects or retracts.' }),
+    message: MessageRefSchema.nullable().meta({ description: 'The message on the platform once delivered (posted, or edited), where the platform says which; null otherwise.' }),
+    reply_to: MessageRefSchema.nullable().meta({ description: "The conversation's first message it was posted under (a thread reply, a mail reply); null when it was posted on its own." }),
   })
   .meta({ id: 'Delivery' });
 
@@ -58,8 +66,20 @@ export interface RenderedContent {
   html?: string;
 }
 
+/** The conversation fields of the wire shape: optional when stored, since records written before them lack them. */
+type ConversationFields = 'action' | 'sequence' | 'previous_delivery_id' | 'target_delivery_id' | 'message' | 'reply_to';
+
 /** The stored delivery: the wire shape plus what the worker needs. */
-export interface Delivery extends z.infer<typeof DeliverySchema> {
+export interface Delivery extends Omit<z.infer<typeof DeliverySchema>, ConversationFields>, Partial<Pick<z.infer<typeof DeliverySchema>, ConversationFields>> {
+  /** Absent = announcement (records from before corrections). */
+  execution_kind?: MessageKind;
+  /**
+   * For a correction or retraction: what to do to the corrected message, decided when the
+   * correction was made (edit or delete it in place where the platform can, else post a note in
+   * the conversation), and that message as its delivery recorded it.
+   */
+  planned_action?: MessageAction;
+  target?: MessageRef | null;
   execution_id: string;
   incident_id: string;
   content: RenderedContent;
@@ -93,6 +113,12 @@ export interface Execution {
   created_at: string;
   template_versions: Record<string, number>;
   delivery_ids: string[];
+  /** Absent = announcement (records from before corrections). */
+  kind?: MessageKind;
+  /** For a correction or retraction: the execution it corrects or retracts. */
+  target_execution_id?: string | null;
+  /** A correction's note, a retraction's reason. */
+  note?: string | null;
 }
 
 export const isTerminal = (s: DeliveryStatus): boolean => s === 'delivered' || s === 'failed' || s === 'cancelled';
@@ -118,6 +144,12 @@ export function newDelivery(p: {
   templateId: string | null;
   templateVersion: number | null;
   content: RenderedContent;
+  /** Its place in the conversation with this connection (see DeliverySchema); default 1 and null. */
+  sequence?: number;
+  previousDeliveryId?: string | null;
+  kind?: MessageKind;
+  /** Corrections and retractions: the delivery they act on, what to do and its message. */
+  targets?: { deliveryId: string; action: MessageAction; message: MessageRef | null };
 }): Delivery {
   return {
     id: p.id,
@@ -139,5 +171,9 @@ export function newDelivery(p: {
     not_before: null,
     paced: false,
     rev: 1,
+    sequence: p.sequence ?? 1,
+    previous_delivery_id: p.previousDeliveryId ?? null,
+    ...(p.kind !== undefined && p.kind !== 'announcement' ? { execution_kind: p.kind } : {}),
+    ...(p.targets ? { target_delivery_id: p.targets.deliveryId, planned_action: p.targets.action, target: p.targets.message } : {}),
   };
 }

@@ -9,6 +9,9 @@ export const EVENT_TYPES = [
   'incident.executed',
   'delivery.failed',
   'incident.closed',
+  'execution.corrected',
+  'execution.retracted',
+  'incident.update_overdue',
 ] as const;
 
 export const IncidentEventSchema = z

@@ -63,13 +63,29 @@ export const IncidentSchema = z
     resolved_at: z.string().nullable(),
     closed_at: z.string().nullable(),
     last_executed_at: z.string().nullable(),
+    next_update_due_at: z
+      .string()
+      .nullable()
+      .meta({ description: "When the next update is due (set by execute's `next_update_in`, cleared by an execute without it, by resolve and by close); Herald reminds once it has passed." }),
     execution_count: z.number().int(),
     created_by: ActorSchema,
   })
   .meta({ id: 'Incident' });
 
-/** The stored incident: the wire shape plus a revision that backs ETag and compare-and-set. */
-export type Incident = z.infer<typeof IncidentSchema> & { rev: number };
+/**
+ * The stored incident: the wire shape plus a revision that backs ETag and compare-and-set, and
+ * the update cadence's bookkeeping (src/domain/incident/update-cadence.ts), absent when unused.
+ */
+export type Incident = z.infer<typeof IncidentSchema> & { rev: number } & CadenceState;
+
+export type CadenceState = {
+  /** When the next overdue reminder is due (mirrored by the store's reminder schedule). */
+  next_reminder_at?: string | null;
+  /** Reminders sent since `next_update_due_at` was set. */
+  update_reminders?: number;
+  /** Who made the last execute: the person a reminder names. */
+  last_executed_by?: Actor | null;
+};
 
 export const isOpen = (s: IncidentStatus): boolean => (OPEN_STATUSES as readonly string[]).includes(s);
 
@@ -88,6 +104,7 @@ export function newIncident(id: string, input: IncidentCreate, actor: Actor, now
     resolved_at: null,
     closed_at: null,
     last_executed_at: null,
+    next_update_due_at: null,
     execution_count: 0,
     created_by: actor,
     rev: 1,
@@ -143,6 +160,8 @@ export function applyPatch(incident: Incident, patch: IncidentPatch, now: string
     next.status = patch.status;
     // Entering resolved stamps the time; reopening from resolved clears it (README "Incident states").
     next.resolved_at = patch.status === 'resolved' ? now : null;
+    // A resolved incident owes no more updates: its reminders stop.
+    if (patch.status === 'resolved') Object.assign(next, NO_UPDATE_DUE);
   }
   if (statusChange === null && Object.keys(changes).length === 0) return { next: incident, changes, statusChange };
   next.updated_at = now;
@@ -164,8 +183,12 @@ export function closeIncident(incident: Incident, input: IncidentClose, now: str
     closed_at: now,
     updated_at: now,
     rev: incident.rev + 1,
+    ...NO_UPDATE_DUE,
   };
 }
+
+/** The cadence fields of an incident that owes no update (resolve, close). */
+export const NO_UPDATE_DUE = { next_update_due_at: null, next_reminder_at: null, update_reminders: 0 } as const;
 
 function sameList(a: readonly string[], b: readonly string[]): boolean {
   return a.length === b.length && a.every((v, i) => v === b[i]);

@@ -4,6 +4,7 @@ import { escapeHtml } from '../../channels/common/escape.js';
 import type { Incident } from '../incident/incident.js';
 import { parseMustache, type MustacheToken } from './template-placeholders.js';
 import { RESERVED_VARIABLE_NAMES } from './variables.js';
+import { formatDueTime } from '../execution/conversation.js';
 
 /**
  * Renders a message for one channel type: Mustache with the channel's escape function, so every
@@ -27,11 +28,14 @@ export interface IncidentView {
   impact: string;
   resolution_summary: string | null;
   url: string;
+  /** When the next update is due, `14:30 UTC` ("" when none is set). */
+  next_update_at: string;
 }
 
 export interface RenderContext {
   incident: IncidentView;
-  execution: { id: string };
+  /** `note`: a correction's note or a retraction's reason, for Herald's own correction texts (not a template built-in). */
+  execution: { id: string; note?: string };
   /** Final values (defaults already applied, see resolveVariables). */
   variables: Readonly<Record<string, string>>;
 }
@@ -107,7 +111,7 @@ function buildView(ctx: RenderContext): Record<string, unknown> {
     if (value.trim() !== '') list.push(Object.assign(Object.create(null) as Record<string, string>, { name, value }));
   }
   view.incident = Object.assign(Object.create(null) as Record<string, unknown>, ctx.incident);
-  view.execution = Object.assign(Object.create(null) as Record<string, unknown>, { id: ctx.execution.id });
+  view.execution = Object.assign(Object.create(null) as Record<string, unknown>, { id: ctx.execution.id }, ctx.execution.note !== undefined ? { note: ctx.execution.note } : {});
   view['variable-list'] = list;
   return view;
 }
@@ -117,8 +121,13 @@ export function incidentUrl(publicUrl: string | null | undefined, incidentId: st
   return publicUrl ? `${publicUrl.replace(/\/+$/, '')}/v1/incidents/${incidentId}` : null;
 }
 
-export function incidentView(incident: Pick<Incident, 'id' | 'title' | 'severity' | 'status' | 'description' | 'impact' | 'resolution_summary'>, publicUrl?: string): IncidentView {
+export function incidentView(
+  incident: Pick<Incident, 'id' | 'title' | 'severity' | 'status' | 'description' | 'impact' | 'resolution_summary'> & { next_update_due_at?: string | null },
+  publicUrl?: string,
+  now: Date = new Date(),
+): IncidentView {
   return {
+    next_update_at: incident.next_update_due_at ? formatDueTime(incident.next_update_due_at, now) : '',
     id: incident.id,
     title: incident.title,
     severity: incident.severity,

@@ -19,6 +19,7 @@ export const BUILT_IN_PLACEHOLDERS: ReadonlySet<string> = new Set([
   'incident.impact',
   'incident.resolution_summary',
   'incident.url',
+  'incident.next_update_at',
   'execution.id',
 ]);
 

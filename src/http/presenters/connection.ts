@@ -1,3 +1,4 @@
+import { UpdateModeSchema } from '../../domain/execution/conversation.js';
 import { z } from 'zod';
 import { ChannelTypeSchema, channelOf, type ChannelType } from '../../channels/index.js';
 import { ConnectionHealthSchema, ConnectionTestResultSchema, type ConnectionRecord } from '../../domain/connection/connection.js';
@@ -15,6 +16,7 @@ export const ConnectionSchema = z
     config: z.record(z.string(), z.unknown()).meta({ description: 'The non-secret part of the config; an optional field that is not set is null.' }),
     secrets: z.record(z.string(), SecretStateSchema).meta({ description: 'One entry per secret that is set; values are never returned.' }),
     rate_limit_per_minute: z.number().int().nullable(),
+    update_mode: UpdateModeSchema,
     health: ConnectionHealthSchema,
     last_test: ConnectionTestResultSchema.nullable(),
     created_at: z.string(),
@@ -50,6 +52,7 @@ export function presentConnection(c: ConnectionRecord): ConnectionWire {
     config,
     secrets: Object.fromEntries(Object.entries(c.secrets).map(([k, s]) => [k, { set: true as const, last4: s.last4 }])),
     rate_limit_per_minute: c.rate_limit_per_minute,
+    update_mode: c.update_mode ?? 'thread',
     health: c.health,
     last_test: c.last_test,
     created_at: c.created_at,

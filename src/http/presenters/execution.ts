@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ChannelTypeSchema } from '../../channels/index.js';
+import { MESSAGE_KINDS } from '../../domain/execution/conversation.js';
 import { DeliverySchema, EXECUTION_STATUSES, executionStatus, isTerminal, type Delivery, type Execution } from '../../domain/execution/execution.js';
 import type { PlannedDelivery } from '../../services/executions.js';
 
@@ -7,6 +8,9 @@ export const ExecutionSchema = z
   .object({
     id: z.string(),
     incident_id: z.string(),
+    kind: z.enum(MESSAGE_KINDS).meta({ description: '`announcement` (an execute), `correction` or `retraction`.' }),
+    target_execution_id: z.string().nullable().meta({ description: 'For a correction or retraction: the execution it corrects or retracts.' }),
+    note: z.string().nullable().meta({ description: "A correction's note or a retraction's reason." }),
     status: z.enum(EXECUTION_STATUSES),
     variables: z.record(z.string(), z.string()),
     created_at: z.string(),
@@ -40,6 +44,9 @@ export function presentExecution(e: Execution, deliveries: Delivery[]): Executio
   return {
     id: e.id,
     incident_id: e.incident_id,
+    kind: e.kind ?? 'announcement',
+    target_execution_id: e.target_execution_id ?? null,
+    note: e.note ?? null,
     status: executionStatus(deliveries),
     variables: e.variables,
     created_at: e.created_at,
@@ -60,6 +67,13 @@ export function presentDelivery(d: Delivery): z.infer<typeof DeliverySchema> {
     attempts: d.attempts,
     possible_duplicate: d.possible_duplicate,
     delivered_at: d.delivered_at,
+    // Records from before living updates lack these: each was a post, first in its conversation.
+    action: d.action ?? 'post',
+    sequence: d.sequence ?? 1,
+    previous_delivery_id: d.previous_delivery_id ?? null,
+    target_delivery_id: d.target_delivery_id ?? null,
+    message: d.message ?? null,
+    reply_to: d.reply_to ?? null,
   };
 }
 

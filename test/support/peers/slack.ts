@@ -7,6 +7,8 @@ import { startHttpSink, type RecordedRequest, type Reply, type ScriptedReply } f
  * (point SLACK_API_URL at `apiUrl`). Answers the way Slack does: webhooks reply in plain text
  * (`ok`, `invalid_payload`, `no_text`, 404 `no_service`, 410 `channel_is_archived`); the Web API
  * replies HTTP 200 `{ok: true, …}` or `{ok: false, error}`, and 429 + Retry-After when rate limited.
+ * The Web API keeps the messages it was given (per channel, with their threads), so chat.update,
+ * chat.delete and chat.getPermalink act on them and fail with `message_not_found` as Slack would.
  */
 
 /** One Web API call as Slack would see it. */
@@ -38,6 +40,12 @@ export interface SlackPeer {
   callsTo(method: string): SlackApiCall[];
   /** Payloads accepted by incoming webhooks (200 ok). */
   webhookMessages: { path: string; payload: Record<string, unknown> }[];
+  /** The Web API messages of a channel, oldest first: top-level ones and replies, deleted ones flagged. */
+  messagesIn(channel: string): SlackMessage[];
+  /** One message by channel and ts (deleted ones too); undefined when it was never posted. */
+  messageAt(channel: string, ts: string): SlackMessage | undefined;
+  /** The replies under the message `ts` of `channel`, oldest first (the root itself excluded). */
+  threadOf(channel: string, ts: string): SlackMessage[];
   /** Makes a webhook path answer 410 channel_is_archived (or 404 no_service when removed). */
   setWebhookState(path: string, state: 'ok' | 'archived' | 'removed'): void;
   /** Raw scripting (see http-sink). */
@@ -59,6 +67,24 @@ export interface SlackPeer {
   close(): Promise<void>;
 }
 
+/**
+ * A message the Web API holds (chat.postMessage), as later chat.update / chat.delete left it.
+ * Kept across `clear()`: it is the workspace's state, not a record of calls.
+ */
+export interface SlackMessage {
+  channel: string;
+  ts: string;
+  text: string;
+  blocks: unknown;
+  /** The root's ts for a reply; null for a top-level message. */
+  thread_ts: string | null;
+  reply_broadcast: boolean;
+  /** Changed by chat.update at least once. */
+  edited: boolean;
+  /** Removed by chat.delete: chat.update and chat.delete then answer `message_not_found`. */
+  deleted: boolean;
+}
+
 export interface SlackPeerOptions {
   /** Tokens that authenticate; others get `invalid_auth`. Default: any `xox…` token. */
   tokens?: string[];
@@ -68,6 +94,8 @@ export interface SlackPeerOptions {
   socketModeUrl?: () => string | null;
   /** A test that sends invalid payloads on purpose: violations are recorded and answered, but close() does not fail. */
   expectViolations?: boolean;
+  /** The workspace's subdomain in permalinks (`https://<workspace>.slack.com/…`). Default `herald-test`. */
+  workspace?: string;
 }
 
 const JSON_FIELDS = new Set(['blocks', 'attachments', 'view', 'metadata']);
@@ -103,9 +131,16 @@ export async function startSlack(opts: SlackPeerOptions = {}): Promise<SlackPeer
   const webhookStates = new Map<string, 'ok' | 'archived' | 'removed'>();
   const teamId = opts.teamId ?? 'T0HERALD';
   const botUserId = opts.botUserId ?? 'U0HERALDBOT';
-  let tsCounter = 0;
-  const nextTs = (): string => `${1_700_000_000 + Math.floor(Date.now() / 1000 - 1_700_000_000)}.${String(++tsCounter).padStart(6, '0')}`;
+  // Like Slack's: epoch seconds and six digits of fraction (`1732500000.000100`), from the clock
+  // in microseconds, but always at least 100 µs past the last one: unique and increasing in this
+  // peer, so comparing two ts (as strings or numbers) orders the messages.
+  let lastMicros = 0;
+  const nextTs = (): string => {
+    lastMicros = Math.max(lastMicros + 100, Date.now() * 1000);
+    return `${Math.floor(lastMicros / 1e6)}.${String(lastMicros % 1e6).padStart(6, '0')}`;
+  };
   let viewCounter = 0;
+  const store = messageStore(opts.workspace ?? 'herald-test');
 
   const webhook = (req: RecordedRequest): Reply => {
     const path = req.path.slice(WEBHOOK_PREFIX.length);
@@ -157,11 +192,23 @@ export async function startSlack(opts: SlackPeerOptions = {}): Promise<SlackPeer
         return { body: { ok: true, url: 'https://herald-test.slack.com/', team: 'Herald Test', user: 'herald', team_id: teamId, user_id: botUserId, bot_id: 'B0HERALD', is_enterprise_install: false } };
       case 'chat.postMessage': {
         if (!args.text && !args.blocks && !args.attachments) return { body: { ok: false, error: 'no_text' } };
-        const ts = nextTs();
-        return { body: { ok: true, channel, ts, message: { type: 'message', subtype: 'bot_message', text: args.text ?? '', ts, bot_id: 'B0HERALD', blocks: args.blocks } } };
+        const m = store.post(channel, nextTs(), args);
+        const message = { type: 'message', subtype: 'bot_message', text: m.text, ts: m.ts, bot_id: 'B0HERALD', blocks: args.blocks, ...(m.thread_ts !== null ? { thread_ts: m.thread_ts } : {}) };
+        return { body: { ok: true, channel, ts: m.ts, message } };
       }
-      case 'chat.update':
-        return { body: { ok: true, channel, ts: args.ts, text: args.text ?? '', message: { text: args.text ?? '', blocks: args.blocks } } };
+      case 'chat.update': {
+        const m = store.update(channel, args);
+        if (m === null) return { body: { ok: false, error: 'message_not_found' } };
+        return { body: { ok: true, channel, ts: m.ts, text: m.text, message: { text: m.text, blocks: m.blocks } } };
+      }
+      case 'chat.delete': {
+        const m = store.remove(channel, args.ts);
+        return { body: m === null ? { ok: false, error: 'message_not_found' } : { ok: true, channel, ts: m.ts } };
+      }
+      case 'chat.getPermalink': {
+        const permalink = store.permalink(channel, args.message_ts);
+        return { body: permalink === null ? { ok: false, error: 'message_not_found' } : { ok: true, channel, permalink } };
+      }
       case 'chat.postEphemeral':
         return { body: { ok: true, message_ts: nextTs() } };
       case 'views.open':
@@ -205,6 +252,9 @@ export async function startSlack(opts: SlackPeerOptions = {}): Promise<SlackPeer
     calls,
     callsTo: (method) => calls.filter((c) => c.method === method),
     webhookMessages,
+    messagesIn: (channel) => store.inChannel(channel),
+    messageAt: (channel, ts) => store.find(channel, ts),
+    threadOf: (channel, ts) => store.inChannel(channel).filter((m) => m.thread_ts === ts && m.ts !== ts),
     setWebhookState: (path, state) => void webhookStates.set(path, state),
     script: (...replies) => sink.script(...replies),
     failNext(method, error) {
@@ -239,6 +289,53 @@ export async function startSlack(opts: SlackPeerOptions = {}): Promise<SlackPeer
     async close() {
       await sink.close();
       if (!opts.expectViolations && violations.length > 0) throw new Error(`Herald sent Slack ${violations.length} payload(s) that break Slack's limits:\n${describeViolations(violations)}`);
+    },
+  };
+}
+
+/**
+ * The messages of the Web API, per channel, and what chat.update / chat.delete / getPermalink do
+ * with them as Slack does: an unknown or deleted ts is `message_not_found` (null here).
+ */
+function messageStore(workspace: string) {
+  const channels = new Map<string, SlackMessage[]>();
+  const inChannel = (channel: string): SlackMessage[] => channels.get(channel) ?? [];
+  const find = (channel: string, ts: unknown): SlackMessage | undefined => inChannel(channel).find((m) => m.ts === ts);
+  const live = (channel: string, ts: unknown): SlackMessage | null => {
+    const m = find(channel, ts);
+    return m === undefined || m.deleted ? null : m;
+  };
+  return {
+    inChannel,
+    find,
+    post(channel: string, ts: string, args: Record<string, unknown>): SlackMessage {
+      const thread = typeof args.thread_ts === 'string' && args.thread_ts !== '' ? args.thread_ts : null;
+      // Slack takes a boolean in JSON and 'true' in a form.
+      const broadcast = thread !== null && (args.reply_broadcast === true || args.reply_broadcast === 'true');
+      const m: SlackMessage = { channel, ts, text: typeof args.text === 'string' ? args.text : '', blocks: args.blocks, thread_ts: thread, reply_broadcast: broadcast, edited: false, deleted: false };
+      channels.set(channel, [...inChannel(channel), m]);
+      return m;
+    },
+    update(channel: string, args: Record<string, unknown>): SlackMessage | null {
+      const m = live(channel, args.ts);
+      if (m === null) return null;
+      // As Slack: a field left out of chat.update keeps its value.
+      if (typeof args.text === 'string') m.text = args.text;
+      if (args.blocks !== undefined) m.blocks = args.blocks;
+      m.edited = true;
+      return m;
+    },
+    remove(channel: string, ts: unknown): SlackMessage | null {
+      const m = live(channel, ts);
+      if (m !== null) m.deleted = true;
+      return m;
+    },
+    /** Slack's form: `p` + the ts without its dot; a reply adds its thread and channel. */
+    permalink(channel: string, ts: unknown): string | null {
+      const m = live(channel, ts);
+      if (m === null) return null;
+      const base = `https://${workspace}.slack.com/archives/${channel}/p${m.ts.replace('.', '')}`;
+      return m.thread_ts === null ? base : `${base}?thread_ts=${m.thread_ts}&cid=${channel}`;
     },
   };
 }

@@ -20,7 +20,12 @@ export interface ReceivedMail {
   subject: string;
   text: string;
   html: string | null;
+  /** Message-ID, with its angle brackets. */
   messageId: string | null;
+  /** In-Reply-To: the Message-ID this mail answers (threading), with its angle brackets. */
+  inReplyTo: string | null;
+  /** References, in order (mailparser gives a string for one id, an array for several). */
+  references: string[];
   /** Header lines as received, lower-case names. */
   headers: Map<string, unknown>;
   /** The authenticated user, if the client logged in. */
@@ -140,6 +145,8 @@ export async function startSmtp(opts: SmtpPeerOptions = {}): Promise<SmtpPeer> {
                 text: m.text ?? '',
                 html: m.html === false ? null : m.html,
                 messageId: m.messageId ?? null,
+                inReplyTo: m.inReplyTo ?? null,
+                references: m.references === undefined ? [] : [m.references].flat(),
                 headers: m.headers,
                 authUser: typeof session.user === 'string' ? session.user : null,
                 secure: session.secure,

@@ -1,0 +1,94 @@
+import type { RedisClient as Redis } from './redis-connect.js';
+import type { Incident } from '../domain/incident/incident.js';
+import type { Delivery } from '../domain/execution/execution.js';
+import type { MessageRef } from '../domain/execution/conversation.js';
+import type { ConversationRepo, ThreadRoot, ThreadState } from '../ports/index.js';
+import type { Change } from './commit.js';
+import type { Keys } from './keys.js';
+import { luaScript, runScript } from './scripts.js';
+
+/**
+ * The conversation of an incident with each connection (README "Living updates"), in two hashes
+ * keyed by connection id, each with one writer:
+ *
+ * - `inc:<id>:threads` — `<sequence>|<last delivery id>`, written by the commit of an execute,
+ *   correction or retraction, which checks the value it read (so two commits never hand out the
+ *   same sequence number);
+ * - `inc:<id>:roots` — the first delivered message, `{ref, delivery_id}`, written by the worker
+ *   when a message that starts the conversation is delivered (HSETNX: the first one stays), and
+ *   removed when that message is retracted, so the next update starts a new conversation.
+ */
+
+/**
+ * thread_root_clear — forgets the conversation's first message if it is still `delivery_id`.
+ * KEYS[1] the roots hash; ARGV[1] connection id, ARGV[2] delivery id. Returns 1 when removed.
+ */
+const ROOT_CLEAR_LUA = luaScript('thread_root_clear', `
+local raw = redis.call('HGET', KEYS[1], ARGV[1])
+if not raw then return 0 end
+local root = cjson.decode(raw)
+if root.delivery_id ~= ARGV[2] then return 0 end
+redis.call('HDEL', KEYS[1], ARGV[1])
+return 1
+`);
+
+export class RedisConversationRepo implements ConversationRepo {
+  constructor(
+    private readonly redis: Redis,
+    private readonly keys: Keys,
+  ) {}
+
+  async threads(incidentId: string, connectionIds: string[]): Promise<Map<string, ThreadState>> {
+    const out = new Map<string, ThreadState>();
+    if (connectionIds.length === 0) return out;
+    const raw = await this.redis.hmget(this.keys.incidentThreads(incidentId), ...connectionIds);
+    connectionIds.forEach((id, i) => out.set(id, parseThread(raw[i] ?? null)));
+    return out;
+  }
+
+  async root(incidentId: string, connectionId: string): Promise<ThreadRoot | null> {
+    const raw = await this.redis.hget(this.keys.incidentThreadRoots(incidentId), connectionId);
+    if (raw === null) return null;
+    const parsed = JSON.parse(raw) as { ref: MessageRef; delivery_id: string };
+    return { ref: parsed.ref, deliveryId: parsed.delivery_id };
+  }
+
+  async startIfNone(incidentId: string, connectionId: string, root: ThreadRoot): Promise<void> {
+    await this.redis.hsetnx(this.keys.incidentThreadRoots(incidentId), connectionId, JSON.stringify({ ref: root.ref, delivery_id: root.deliveryId }));
+  }
+
+  async forget(incidentId: string, connectionId: string, deliveryId: string): Promise<void> {
+    await runScript(this.redis, ROOT_CLEAR_LUA, [this.keys.incidentThreadRoots(incidentId)], [connectionId, deliveryId]);
+  }
+}
+
+function parseThread(raw: string | null): ThreadState {
+  if (raw === null) return { sequence: 0, lastDeliveryId: null, raw: null };
+  const bar = raw.indexOf('|');
+  return { sequence: Number(raw.slice(0, bar)) || 0, lastDeliveryId: raw.slice(bar + 1) || null, raw };
+}
+
+/**
+ * Adds to an execute's (or correction's) commit: each connection's conversation must still be as
+ * read, and moves on to its last new delivery.
+ */
+export function advanceThreads(change: Change, keys: Keys, incidentId: string, read: Map<string, ThreadState>, deliveries: Delivery[]): void {
+  const last = new Map<string, Delivery>();
+  for (const d of deliveries) {
+    const seen = last.get(d.connection_id);
+    if (!seen || (d.sequence ?? 0) > (seen.sequence ?? 0)) last.set(d.connection_id, d);
+  }
+  const key = keys.incidentThreads(incidentId);
+  for (const [connectionId, d] of last) {
+    change.expectHashField(key, connectionId, read.get(connectionId)?.raw ?? null).write('HSET', key, connectionId, `${d.sequence ?? 1}|${d.id}`);
+  }
+}
+
+/** Keeps the reminder schedule in step with an incident's `next_reminder_at` (in the same commit). */
+export function mirrorReminder(change: Change, keys: Keys, prev: Incident | null, next: Incident): void {
+  const before = prev?.next_reminder_at ?? null;
+  const after = next.next_reminder_at ?? null;
+  if (before === after) return;
+  if (after === null) change.write('ZREM', keys.reminders(), next.id);
+  else change.write('ZADD', keys.reminders(), String(Date.parse(after)), next.id);
+}
