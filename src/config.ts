@@ -63,6 +63,13 @@ const EnvSchema = z.object({
   HERALD_JOB_LOCK_MS: z.coerce.number().int().min(1000).default(30_000),
   /** How often the outbox is swept for deliveries committed but never queued (a crash in between). */
   HERALD_OUTBOX_SWEEP_MS: z.coerce.number().int().min(100).default(5_000),
+  /** How often an overdue update is asked for again (`30s`, `15m`, `1h`; 10 s to 24 h). */
+  HERALD_REMINDER_REPEAT: z
+    .string()
+    .regex(/^[1-9]\d{0,5}(s|m|h)$/, 'must be a duration like 30s, 15m or 1h')
+    .transform((v) => Number(v.slice(0, -1)) * ({ s: 1000, m: 60_000, h: 3_600_000 } as const)[v.slice(-1) as 's' | 'm' | 'h'])
+    .refine((ms) => ms >= 10_000 && ms <= 86_400_000, 'must be between 10s and 24h')
+    .default(900_000),
   SLACK_SIGNING_SECRET: z.string().min(1).optional(),
   SLACK_BOT_TOKEN: z.string().min(1).optional(),
   SLACK_APP_TOKEN: z.string().min(1).optional(),

@@ -48,7 +48,7 @@ import { Topic } from './events.js';
 import { slackEdge } from './slack.js';
 import { checkRedis, openSecretBox, outboundAllow } from './startup-checks.js';
 
-type IncidentChangeKind = 'created' | 'updated' | 'closed';
+export type IncidentChangeKind = 'created' | 'updated' | 'closed';
 
 export { openCore, StartupError, type Core } from './cli.js';
 
@@ -220,6 +220,7 @@ function composeServices(w: ServiceParts): { services: Services; delivery: Deliv
     connections,
     senders: opts.senders ?? w.channels.senders,
     deliveryChanged: events.deliveryChanged,
+    incidentChanged: events.incidentChanged,
   });
   events.connectionGone.on((id, reason) => delivery.deliveries.cancelForConnection(id, reason));
   return { services: { apiKeys, incidents, connections, templates, executions: delivery.executions }, delivery };

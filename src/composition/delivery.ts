@@ -18,12 +18,17 @@ import { createOutboundHttp } from '../delivery/outbound/http.js';
 import { BullDeliveryQueue } from '../delivery/queue.js';
 import { createChannelSenders, loadChannelAdapters, type HeraldChannelSenders } from '../delivery/senders.js';
 import { startDeliveryRuntime, type DeliveryRuntime } from '../delivery/worker.js';
-import type { ChannelSenders, ConnectionTester, IncidentRepo } from '../ports/index.js';
+import type { ChannelSenders, ConnectionTester, IncidentRepo, ReminderNotifier } from '../ports/index.js';
+import type { Incident } from '../domain/incident/incident.js';
+import type { IncidentChangeKind } from './app.js';
 import type { ConnectionService } from '../services/connections.js';
 import { DeliveryService } from '../services/deliveries.js';
 import { ExecutionService } from '../services/executions.js';
 import type { TemplateService } from '../services/templates.js';
 import { RedisConversationRepo } from '../store/conversations.js';
+import { RedisReminderSchedule } from '../store/reminders.js';
+import { ReminderService } from '../services/reminders.js';
+import { startReminderLoop } from '../delivery/reminder-loop.js';
 import { RedisExecutionRepo } from '../store/executions.js';
 import type { Keys } from '../store/keys.js';
 import { RedisPacer } from '../store/pacing.js';
@@ -49,7 +54,8 @@ export interface DeliveryWiring {
   executions: ExecutionService;
   deliveries: DeliveryService;
   /** Starts the worker and the outbox sweep (role worker/all). */
-  startWorker(): void;
+  /** Starts the delivery worker and the update cadence's reminders (`notifier`: the Slack thread, when Slack is on). */
+  startWorker(notifier?: ReminderNotifier | null): void;
   /** Stops taking jobs, waits for the running ones (up to the drain deadline), closes connections. */
   close(): Promise<void>;
 }
@@ -70,6 +76,8 @@ export interface DeliveryParts {
   registry: Registry;
   /** Told after every delivery change (metrics here; Slack receipts subscribe). */
   deliveryChanged: Topic<[Delivery]>;
+  /** Told when a reminder changed an incident (the Slack announcement shows "overdue"). */
+  incidentChanged?: Topic<[Incident, IncidentChangeKind]>;
 }
 
 export function composeDelivery(o: DeliveryParts): DeliveryWiring {
@@ -82,17 +90,20 @@ export function composeDelivery(o: DeliveryParts): DeliveryWiring {
   const executions = composeExecutionService(o, repo, deliveries, queue);
 
   let runtime: DeliveryRuntime | null = null;
+  let reminderLoop: { close(): Promise<void> } | null = null;
   let workerConnection: Redis | null = null;
 
   return {
     executions,
     deliveries,
-    startWorker() {
+    startWorker(notifier: ReminderNotifier | null = null) {
       if (runtime) return;
       workerConnection = createRedis(o.redisUrl, { worker: true, name: 'herald-worker', log: o.log });
       runtime = startWorkerRuntime(o, workerConnection, deliveries);
+      reminderLoop = startReminderLoop(composeReminders(o, notifier), REMINDER_POLL_MS, o.log);
     },
     async close() {
+      await reminderLoop?.close();
       await runtime?.close();
       await queue.close().catch(() => undefined);
       await queueConnection.quit().catch(() => undefined);
@@ -157,6 +168,25 @@ function composeExecutionService(o: DeliveryParts, repo: RedisExecutionRepo, del
     ids: o.ids,
     publicUrl: o.config.HERALD_PUBLIC_URL,
     onError: (what, err) => o.log.error({ err: err instanceof Error ? err.message : String(err) }, `execute: ${what}`),
+  });
+}
+
+/** How often the worker looks for due reminders: a reminder is at most this late (plus a lease after a crash). */
+const REMINDER_POLL_MS = 1000;
+/** How long a worker holds a due reminder before another may take it over. */
+const REMINDER_LEASE_MS = 10_000;
+
+function composeReminders(o: DeliveryParts, notifier: ReminderNotifier | null): ReminderService {
+  return new ReminderService({
+    incidents: o.incidents,
+    schedule: new RedisReminderSchedule(o.redis, o.keys),
+    notifier,
+    clock: o.clock,
+    ids: o.ids,
+    repeatMs: o.config.HERALD_REMINDER_REPEAT,
+    leaseMs: REMINDER_LEASE_MS,
+    onReminded: (incident) => void o.incidentChanged?.emit(incident, 'updated'),
+    onError: (what, err) => o.log.warn({ err: err instanceof Error ? err.message : String(err) }, `update reminder failed: ${what}`),
   });
 }
 

@@ -23,6 +23,8 @@ export type BodyMode = 'required' | 'optional' | 'none';
 export interface OperationDoc {
   operationId: string;
   summary: string;
+  /** More than the summary says, when it needs saying. */
+  description?: string;
   query?: z.ZodObject;
   /** The JSON body; whether it is required follows the route's body mode. */
   body?: z.ZodType;

@@ -78,7 +78,7 @@ function operationOf(table: RouteTable<never>, route: Route<never>, doc: Operati
     summary: doc.summary,
     tags: [table.tag],
     security: [{ bearer: [] }],
-    description: `Scope: \`${route.scope}\`.`,
+    description: doc.description ? `${doc.description}\n\nScope: \`${route.scope}\`.` : `Scope: \`${route.scope}\`.`,
     request: Object.keys(request).length > 0 ? request : undefined,
     responses: completeResponses(op),
   };
@@ -178,11 +178,17 @@ function completeResponses(op: Op): Record<number, ResponseConfig> {
 function registerWebhooks(registry: OpenAPIRegistry): void {
   const payload = z
     .object({
-      type: z.enum(['incident.executed', 'connection.test']).meta({ description: '`connection.test` for a connection test with send_message (then `test` is true).' }),
+      type: z.enum(['incident.executed', 'execution.corrected', 'execution.retracted', 'connection.test']).meta({
+        description: '`incident.executed` for an execute; `execution.corrected` / `execution.retracted` for a correction or retraction of an earlier delivery (`target_delivery_id`); `connection.test` for a connection test with send_message (then `test` is true).',
+      }),
       test: z.boolean(),
       delivery_id: z.string().meta({ description: 'The delivery: the same on every retry of it (also webhook-id).', example: 'dlv_01JH3ZK6X2B8V4N0Q7R5T9W1YC' }),
       execution_id: z.string().meta({ example: 'exe_01JH3ZK6X2B8V4N0Q7R5T9W1YC' }),
       incident: z.object({ id: z.string(), title: z.string(), severity: z.string(), status: z.string(), url: z.string().nullable().meta({ description: 'HERALD_PUBLIC_URL + the incident path; null when unset.' }) }),
+      incident_id: z.string().meta({ description: 'The incident: every message of one incident carries it, so a receiver can keep one conversation per incident.' }),
+      sequence: z.number().int().nullable().meta({ description: "The message's place in this incident's conversation with this connection: 1, 2, 3, … (null for a connection test)." }),
+      previous_delivery_id: z.string().nullable().meta({ description: 'The delivery before it in the same conversation; null for the first (and for a test).' }),
+      target_delivery_id: z.string().nullable().meta({ description: 'For a correction or retraction: the delivery it corrects or retracts (whose message the receiver should replace or withdraw); null otherwise.' }),
       subject: z.string(),
       body: z.string(),
       timestamp: z.string().meta({ description: 'When this attempt was made (ISO 8601).', example: '2026-11-22T10:00:00.000Z' }),

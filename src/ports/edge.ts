@@ -1,4 +1,6 @@
 import type { ConnectionRecord } from '../domain/connection/connection.js';
+import type { Actor } from '../domain/common/actor.js';
+import type { MessageAction, MessageKind } from '../domain/execution/conversation.js';
 import type { Delivery, DeliveryStatus, Execution, ExecutionStatus } from '../domain/execution/execution.js';
 import type { Incident } from '../domain/incident/incident.js';
 import type { Template } from '../domain/template/template.js';
@@ -79,6 +81,10 @@ export interface AnnouncementReceiptLine {
   attempts: number;
   /** The last attempt's error, when it failed. */
   error: string | null;
+  /** A link to the delivered message, where the platform gave one (none for a deleted one). */
+  permalink?: string | null;
+  /** What the delivery did on its platform (`edit` in place, `delete`), once decided. */
+  action?: MessageAction;
 }
 
 /** The receipts under an announcement: the deliveries of the newest execute. */
@@ -86,12 +92,43 @@ export interface AnnouncementReceipts {
   executionId: string;
   status: ExecutionStatus;
   lines: AnnouncementReceiptLine[];
+  /** An execute (absent), or a correction or retraction of `targetExecutionId`. */
+  kind?: MessageKind;
+  targetExecutionId?: string | null;
+  /**
+   * The execute whose messages Correct / Retract act on: this one once one of its messages is
+   * delivered, or, for a correction, the execute it corrects (its messages are still out there);
+   * null or absent: none (a retraction, or nothing delivered yet).
+   */
+  correctableExecutionId?: string | null;
+}
+
+/** When the incident's next update is due, as people read it (computed when rendered). */
+export interface NextUpdateDue {
+  /** `14:30 UTC` (with the date when not today). */
+  due: string;
+  /** `5 min` once the time has passed; null before. */
+  overdue: string | null;
 }
 
 /** What an announcement shows; the chat adapter turns it into the platform's message. */
 export interface AnnouncementContent {
   incident: Incident;
   receipts: AnnouncementReceipts | null;
+  /** Absent or null: no update is due. */
+  nextUpdate?: NextUpdateDue | null;
+}
+
+/** An overdue-update reminder, posted under the announcement. */
+export interface ReminderContent {
+  incident: Incident;
+  /** 1 for the first reminder of a due time, then 2, 3, … */
+  reminder: number;
+  /** `14:30 UTC`, `5 min`. */
+  due: string;
+  overdue: string;
+  /** Who made the last execute (the person asked to post the update); null: nobody to name. */
+  executor: Actor | null;
 }
 
 /** Where a posted chat message lives. */
@@ -110,4 +147,6 @@ export interface ChatPoster {
   post(channel: string, content: AnnouncementContent): Promise<PostedMessage | null>;
   /** Replaces a posted message's content. */
   update(message: PostedMessage, content: AnnouncementContent): Promise<void>;
+  /** Posts a reminder as a reply in the thread of `thread` (the announcement). */
+  postReminder(thread: PostedMessage, content: ReminderContent): Promise<void>;
 }

@@ -1,8 +1,21 @@
 import { randomUUID } from 'node:crypto';
 import { isDomainError } from '../domain/common/errors.js';
+import { formatDueTime, formatOverdue } from '../domain/execution/conversation.js';
 import { executionStatus, type Delivery, type Execution } from '../domain/execution/execution.js';
 import type { Incident } from '../domain/incident/incident.js';
-import type { Announcement, AnnouncementReceiptLine, AnnouncementReceipts, AnnouncementRepo, ChatPoster, Pacer } from '../ports/index.js';
+import type { Announcement, AnnouncementReceiptLine, AnnouncementReceipts, AnnouncementRepo, ChatPoster, NextUpdateDue, Pacer, ReminderNotifier } from '../ports/index.js';
+
+/**
+ * The overdue reminders posted under an announcement, kept on its record so that one reminder
+ * number is posted once whichever process is asked. (Part of the announcement store; it belongs
+ * with AnnouncementRepo in ports/repos.ts.)
+ */
+export interface AnnouncementReminderLog {
+  /** The announcement and the highest reminder number posted under it (0: none); null without one. */
+  reminders(incidentId: string): Promise<{ announcement: Announcement; lastReminder: number } | null>;
+  /** Records reminder `reminder` as posted, atomically, unless a higher one is recorded already. */
+  recordReminder(incidentId: string, reminder: number): Promise<void>;
+}
 
 /**
  * Where each incident was announced in Slack, so the announcement can be kept current
@@ -10,7 +23,7 @@ import type { Announcement, AnnouncementReceiptLine, AnnouncementReceipts, Annou
  * delivery just finished.
  */
 export class AnnouncementService {
-  constructor(private readonly repo: AnnouncementRepo) {}
+  constructor(private readonly repo: AnnouncementRepo & AnnouncementReminderLog) {}
 
   find(incidentId: string): Promise<Announcement | null> {
     return this.repo.get(incidentId);
@@ -24,6 +37,16 @@ export class AnnouncementService {
   /** The receipts follow the newest execution: an older one finishing late never takes over. */
   trackExecution(incidentId: string, executionId: string): Promise<Announcement | null> {
     return this.repo.trackExecution(incidentId, executionId);
+  }
+
+  /** The announcement with the last reminder posted under it; null when there is none. */
+  reminders(incidentId: string): Promise<{ announcement: Announcement; lastReminder: number } | null> {
+    return this.repo.reminders(incidentId);
+  }
+
+  /** Records a posted reminder (never lowers the recorded number). */
+  recordReminder(incidentId: string, reminder: number): Promise<void> {
+    return this.repo.recordReminder(incidentId, reminder);
   }
 
   /**
@@ -70,7 +93,7 @@ export interface AnnouncementPacing {
 
 export interface AnnouncementRouterDeps {
   /** Where announcements are remembered (AnnouncementService). */
-  store: Pick<AnnouncementService, 'find' | 'remember' | 'trackExecution' | 'refreshExclusively'>;
+  store: Pick<AnnouncementService, 'find' | 'remember' | 'trackExecution' | 'refreshExclusively' | 'reminders' | 'recordReminder'>;
   incidents: { get(id: string): Promise<Incident> };
   executions: { get(incidentId: string, executionId: string): Promise<{ execution: Execution; deliveries: Delivery[] }> };
   connections: { get(id: string): Promise<{ name: string }> };
@@ -82,6 +105,8 @@ export interface AnnouncementRouterDeps {
   log: { warn(obj: object, msg: string): void };
   /** What of a platform error is logged (its code and message, never the request). */
   describeError?: (err: unknown) => unknown;
+  /** The clock "overdue" is measured by (default: the system clock). */
+  now?: () => Date;
 }
 
 const POST_INTERVAL_MS = 1000;
@@ -104,7 +129,7 @@ const UPDATE_INTERVAL_MS = 2000;
  * seconds — a burst of receipts becomes one update showing the latest state. With a shared pacer
  * the same slots are shared by every process; without one the pacing is per process.
  */
-export class AnnouncementRouter {
+export class AnnouncementRouter implements ReminderNotifier {
   private readonly running = new Map<string, { again: boolean; done: Promise<void> }>();
   /** Names this process's refresh claims (unique enough: a claim only needs to know its holder). */
   private readonly instance = randomUUID();
@@ -116,11 +141,13 @@ export class AnnouncementRouter {
   private readonly postIntervalMs: number;
   private readonly updateIntervalMs: number;
   private readonly describe: (err: unknown) => unknown;
+  private readonly now: () => Date;
 
   constructor(private readonly r: AnnouncementRouterDeps) {
     this.postIntervalMs = r.pacing?.postIntervalMs ?? POST_INTERVAL_MS;
     this.updateIntervalMs = r.pacing?.updateIntervalMs ?? UPDATE_INTERVAL_MS;
     this.describe = r.describeError ?? ((err) => err);
+    this.now = r.now ?? (() => new Date());
   }
 
   /**
@@ -136,7 +163,7 @@ export class AnnouncementRouter {
         const posted = await this.postPaced(channel, async () => {
           // Read at post time: an update made meanwhile is already in the first version.
           const incident = await this.r.incidents.get(incidentId);
-          return this.r.chat.post(channel, { incident, receipts: null });
+          return this.r.chat.post(channel, { incident, receipts: null, nextUpdate: this.nextUpdate(incident) });
         });
         if (posted) {
           await this.r.store.remember(incidentId, posted.channel, posted.ts);
@@ -187,6 +214,32 @@ export class AnnouncementRouter {
   /** After an execute: show its receipts (queued) right away. */
   executed(incidentId: string, executionId: string): void {
     this.deliveryChanged({ incident_id: incidentId, execution_id: executionId });
+  }
+
+  /**
+   * ReminderNotifier: posts reminder `reminder` of an overdue update in the announcement's thread,
+   * naming who made the last execute, then refreshes the announcement so it shows "overdue".
+   * Once per reminder number across processes: posted only while the announcement records a lower
+   * number, recorded after posting. A crash in between repeats this one post when the worker asks
+   * again; recording first could skip it. Two calls for one number at the same moment would both
+   * post, but the reminder worker's lease on the incident keeps calls apart. Nothing without an
+   * announcement. A failed post throws, so the worker asks again.
+   */
+  async remind(incident: Incident, reminder: number, overdueMs: number): Promise<void> {
+    const state = await this.r.store.reminders(incident.id);
+    if (state === null || state.lastReminder >= reminder || incident.next_update_due_at === null) return;
+    const { announcement } = state;
+    const content = {
+      incident,
+      reminder,
+      due: formatDueTime(incident.next_update_due_at, this.now()),
+      overdue: formatOverdue(overdueMs),
+      executor: incident.last_executed_by ?? null,
+    };
+    // A reply is a post in the channel: it waits its turn with the channel's other posts.
+    await this.postPaced(announcement.channel, () => this.r.chat.postReminder({ channel: announcement.channel, ts: announcement.ts }, content));
+    await this.r.store.recordReminder(incident.id, reminder);
+    this.refresh(incident.id);
   }
 
   /** Re-renders the announcement from the stored state (fire and forget; errors are logged). */
@@ -290,7 +343,7 @@ export class AnnouncementRouter {
     const incident = await this.r.incidents.get(incidentId);
     const receipts = announcement.execution_id ? await this.receipts(incidentId, announcement.execution_id) : null;
     try {
-      await this.r.chat.update({ channel: announcement.channel, ts: announcement.ts }, { incident, receipts });
+      await this.r.chat.update({ channel: announcement.channel, ts: announcement.ts }, { incident, receipts, nextUpdate: this.nextUpdate(incident) });
     } finally {
       this.noteUpdate(incidentId);
     }
@@ -312,8 +365,22 @@ export class AnnouncementRouter {
       status: d.status,
       attempts: d.attempts.length,
       error: d.attempts.at(-1)?.error ?? null,
+      // A deleted message has no page to open any more.
+      permalink: d.status === 'delivered' && d.action !== 'delete' ? (d.message?.permalink ?? null) : null,
+      ...(d.action !== undefined ? { action: d.action } : {}),
     }));
-    return { executionId: execution.id, status: executionStatus(deliveries), lines };
+    const kind = execution.kind ?? 'announcement';
+    const target = execution.target_execution_id ?? null;
+    return { executionId: execution.id, status: executionStatus(deliveries), lines, kind, targetExecutionId: target, correctableExecutionId: correctable(execution, deliveries) };
+  }
+
+  /** "Next update due 14:30 UTC", and how overdue it is, as of now (each render recomputes it). */
+  private nextUpdate(incident: Incident): NextUpdateDue | null {
+    const dueAt = incident.next_update_due_at;
+    if (dueAt === null) return null;
+    const now = this.now();
+    const late = now.getTime() - Date.parse(dueAt);
+    return { due: formatDueTime(dueAt, now), overdue: late > 0 ? formatOverdue(late) : null };
   }
 
   private async connectionNames(ids: string[]): Promise<Map<string, string>> {
@@ -331,6 +398,17 @@ export class AnnouncementRouter {
   private background(p: Promise<unknown>, incidentId: string): void {
     p.catch((err: unknown) => this.r.log.warn({ err: this.describe(err), incident_id: incidentId }, 'announcement work failed'));
   }
+}
+
+/**
+ * What ExecutionService.correct/retract accept, seen from receipts: an execute's messages once one
+ * is delivered. Receipts that follow a correction still offer its execute (corrected messages can
+ * be corrected again or withdrawn); after a retraction there is nothing left to act on.
+ */
+function correctable(execution: Execution, deliveries: Delivery[]): string | null {
+  const kind = execution.kind ?? 'announcement';
+  if (kind === 'announcement') return deliveries.some((d) => d.status === 'delivered') ? execution.id : null;
+  return kind === 'correction' ? (execution.target_execution_id ?? null) : null;
 }
 
 const delay = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));

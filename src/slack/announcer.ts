@@ -2,7 +2,7 @@ import type { WebClient } from '@slack/web-api';
 import type { ChatPoster } from '../ports/index.js';
 import { AnnouncementRouter, type AnnouncementPacing } from '../services/announcements.js';
 import type { SlackDeps } from './deps.js';
-import { announcementMessage } from './views/announcement.js';
+import { announcementMessage, reminderMessage } from './views/announcement.js';
 
 /**
  * The Slack side of announcements. What to post where and when (channel fallback, which changes
@@ -25,21 +25,28 @@ export class Announcer extends AnnouncementRouter {
       pacing,
       log: deps.log,
       describeError: slackError,
+      now: () => deps.now(),
     });
   }
 }
 
-/** The ChatPoster port over Slack's Web API: chat.postMessage and chat.update with Block Kit. */
+/**
+ * The ChatPoster port over Slack's Web API: chat.postMessage and chat.update with Block Kit, and
+ * reminders as replies in the announcement's thread (chat.postMessage with thread_ts).
+ */
 export function slackChatPoster(client: Pick<WebClient, 'chat'>): ChatPoster {
   return {
-    async post(channel, { incident, receipts }) {
-      const message = announcementMessage(incident, receipts);
+    async post(channel, { incident, receipts, nextUpdate }) {
+      const message = announcementMessage(incident, receipts, nextUpdate ?? null);
       const res = await client.chat.postMessage({ channel, text: message.text, blocks: message.blocks, unfurl_links: false });
       return res.channel && res.ts ? { channel: res.channel, ts: res.ts } : null;
     },
-    async update({ channel, ts }, { incident, receipts }) {
-      const message = announcementMessage(incident, receipts);
+    async update({ channel, ts }, { incident, receipts, nextUpdate }) {
+      const message = announcementMessage(incident, receipts, nextUpdate ?? null);
       await client.chat.update({ channel, ts, text: message.text, blocks: message.blocks });
+    },
+    async postReminder({ channel, ts }, content) {
+      await client.chat.postMessage({ channel, thread_ts: ts, text: reminderMessage(content).text, unfurl_links: false });
     },
   };
 }

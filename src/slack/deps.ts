@@ -15,7 +15,7 @@ export interface SlackServices {
   apiKeys: Pick<ApiKeyService, 'create' | 'list' | 'revoke'>;
   templates: Pick<TemplateService, 'get' | 'getMany' | 'list' | 'search'>;
   connections: Pick<ConnectionService, 'get' | 'list' | 'test'>;
-  executions: Pick<ExecutionService, 'execute' | 'get' | 'precheck' | 'prepare'>;
+  executions: Pick<ExecutionService, 'execute' | 'get' | 'precheck' | 'prepare' | 'correct' | 'retract'>;
   announcements: AnnouncementService;
 }
 

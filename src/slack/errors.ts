@@ -19,6 +19,7 @@ const FRIENDLY: Partial<Record<ErrorCode, (e: DomainError) => string>> = {
   unknown_template: () => 'One of the chosen templates no longer exists; pick again.',
   unknown_connection: () => 'One of the chosen connections no longer exists.',
   conflict: () => 'Someone changed this at the same moment; please try again.',
+  not_correctable: (e) => `:information_source: ${e.message}`,
   nothing_delivered: () => ':hourglass: None of those messages has been delivered yet, so there is nothing to correct or retract. Try again once the receipts show them delivered.',
   precondition_failed: () => 'Someone changed this at the same moment; please try again.',
   rate_limited: () => ':hourglass: Too many executes right now; try again in a minute.',

@@ -70,3 +70,27 @@ export function variablesOf(state: Map<string, FieldValue>): Record<string, stri
   // fromEntries makes own properties even for a forged name like `__proto__` (the schema refuses it).
   return Object.fromEntries(entries);
 }
+
+/**
+ * The `initial_value` of each text input of a submitted view, by block id: what the modal was
+ * opened with, so a submission can tell which values the user changed. Read from the view Slack
+ * sends back, shape unchecked like the rest.
+ */
+export function initialValuesOf(blocks: unknown): Map<string, string> {
+  const out = new Map<string, string>();
+  if (!Array.isArray(blocks)) return out;
+  for (const b of blocks) {
+    if (!isRecord(b) || b.type !== 'input' || typeof b.block_id !== 'string' || !isRecord(b.element)) continue;
+    if (typeof b.element.initial_value === 'string') out.set(b.block_id, b.element.initial_value);
+  }
+  return out;
+}
+
+/**
+ * The `variables.<name>` inputs whose value differs from what the modal was opened with: the
+ * corrections a user typed. A blank input is left out (the value stays as sent).
+ */
+export function changedVariablesOf(state: Map<string, FieldValue>, blocks: unknown): Record<string, string> {
+  const initial = initialValuesOf(blocks);
+  return Object.fromEntries(Object.entries(variablesOf(state)).filter(([name, v]) => initial.get(`variables.${name}`) !== v));
+}

@@ -59,7 +59,28 @@ if holder then redis.call('DEL', KEYS[1]) end
 return 0
 `);
 
-/** One JSON string per announced incident; kept as long as the incident is. */
+/**
+ * announcement-reminder — record that overdue reminder ARGV[1] was posted under the announcement.
+ * KEYS[1] inc:<id>:announcement (JSON; gains `last_reminder`)
+ * Returns 1 when recorded, 0 when a reminder as high was recorded already or there is no
+ * announcement. In a script so a receipts change (announcement-track) made at the same moment
+ * cannot write back the record without it, and the number never goes down.
+ */
+const REMINDER_LUA = luaScript('announcement_reminder', `
+local cur = redis.call('GET', KEYS[1])
+if not cur then return 0 end
+local rec = cjson.decode(cur)
+local n = tonumber(ARGV[1])
+if type(rec.last_reminder) == 'number' and rec.last_reminder >= n then return 0 end
+rec.last_reminder = n
+redis.call('SET', KEYS[1], cjson.encode(rec))
+return 1
+`);
+
+/**
+ * One JSON string per announced incident; kept as long as the incident is. Also the reminder log
+ * of services/announcements.ts (AnnouncementReminderLog, checked where AnnouncementService is built).
+ */
 export class RedisAnnouncementRepo implements AnnouncementRepo {
   constructor(
     private readonly redis: Redis,
@@ -79,6 +100,17 @@ export class RedisAnnouncementRepo implements AnnouncementRepo {
   async trackExecution(incidentId: string, executionId: string): Promise<Announcement | null> {
     const raw = (await runScript(this.redis, TRACK_LUA, [this.keys.incidentAnnouncement(incidentId)], [executionId])) as string | null;
     return raw === null ? null : parse(raw);
+  }
+
+  async reminders(incidentId: string): Promise<{ announcement: Announcement; lastReminder: number } | null> {
+    const raw = await this.redis.get(this.keys.incidentAnnouncement(incidentId));
+    if (raw === null) return null;
+    const o = JSON.parse(raw) as { last_reminder?: unknown };
+    return { announcement: parse(raw), lastReminder: typeof o.last_reminder === 'number' ? o.last_reminder : 0 };
+  }
+
+  async recordReminder(incidentId: string, reminder: number): Promise<void> {
+    await runScript(this.redis, REMINDER_LUA, [this.keys.incidentAnnouncement(incidentId)], [reminder]);
   }
 
   async claimRefresh(incidentId: string, token: string, ttlMs: number): Promise<boolean> {

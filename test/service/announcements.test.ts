@@ -72,7 +72,7 @@ describe('AnnouncementRouter.announce', () => {
     chat.refuse.add('CPRIVATE');
     await router.announce(i.id, ['CPRIVATE', null, '', 'CPRIVATE', 'CDEFAULT', 'UALICE']);
     expect(chat.posts.map((p) => p.channel)).toEqual(['CPRIVATE', 'CDEFAULT']);
-    expect(chat.posts[1]!.content).toEqual({ incident: i, receipts: null });
+    expect(chat.posts[1]!.content).toEqual({ incident: i, receipts: null, nextUpdate: null });
     expect(await store.find(i.id)).toEqual({ channel: 'CDEFAULT', ts: '1.000001', execution_id: null });
     expect(warnings).toEqual(['could not post the incident announcement; trying the next channel']);
     await router.idle();

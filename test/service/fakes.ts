@@ -17,6 +17,7 @@ import type { Incident } from '../../src/domain/incident/incident.js';
 import type { IncidentEvent } from '../../src/domain/incident/incident-event.js';
 import type { Page, PageRequest } from '../../src/domain/common/pagination.js';
 import { templateNameKey, type Template } from '../../src/domain/template/template.js';
+import type { AnnouncementReminderLog } from '../../src/services/announcements.js';
 import type {
   Announcement,
   AnnouncementContent,
@@ -36,6 +37,7 @@ import type {
   Pacer,
   PostedMessage,
   QueuedJob,
+  ReminderContent,
   SecretBox,
   TemplateRepo,
   TemplateWriteOutcome,
@@ -414,8 +416,10 @@ export const noPacing: Pacer = { reserve: () => Promise.resolve(0), take: () => 
 
 // ── announcements ────────────────────────────────────────────────────────────────────────────
 
-export class InMemoryAnnouncementRepo implements AnnouncementRepo {
+export class InMemoryAnnouncementRepo implements AnnouncementRepo, AnnouncementReminderLog {
   readonly announcements = new Map<string, Announcement>();
+  /** incident id → the highest reminder number recorded as posted. */
+  readonly lastReminders = new Map<string, number>();
   /** incident id → claim holder, and whether a change was marked while held. */
   readonly claims = new Map<string, { token: string; dirty: boolean }>();
 
@@ -433,6 +437,14 @@ export class InMemoryAnnouncementRepo implements AnnouncementRepo {
     if (!a) return Promise.resolve(null);
     if (a.execution_id === null || a.execution_id < executionId) a.execution_id = executionId;
     return Promise.resolve(copy(a));
+  }
+  reminders(incidentId: string): Promise<{ announcement: Announcement; lastReminder: number } | null> {
+    const a = this.announcements.get(incidentId);
+    return Promise.resolve(a ? { announcement: copy(a), lastReminder: this.lastReminders.get(incidentId) ?? 0 } : null);
+  }
+  recordReminder(incidentId: string, reminder: number): Promise<void> {
+    if (this.announcements.has(incidentId) && (this.lastReminders.get(incidentId) ?? 0) < reminder) this.lastReminders.set(incidentId, reminder);
+    return Promise.resolve();
   }
   claimRefresh(incidentId: string, token: string): Promise<boolean> {
     const held = this.claims.get(incidentId);
@@ -468,6 +480,12 @@ export class FakeChat implements ChatPoster {
   }
   update(message: PostedMessage, content: AnnouncementContent): Promise<void> {
     this.updates.push({ message, content: copy(content) });
+    return Promise.resolve();
+  }
+  readonly reminders: { thread: PostedMessage; content: ReminderContent }[] = [];
+  postReminder(thread: PostedMessage, content: ReminderContent): Promise<void> {
+    this.reminders.push({ thread, content: copy(content) });
+    if (this.refuse.has(thread.channel)) return Promise.reject(new Error('channel_not_found'));
     return Promise.resolve();
   }
 }

@@ -152,7 +152,7 @@ describe('renderMessage', () => {
     expect(incidentUrl(undefined, 'inc_1')).toBeNull();
     expect(incidentUrl('https://h.example/', 'inc_1')).toBe('https://h.example/v1/incidents/inc_1');
     const v = incidentView({ id: 'inc_1', title: 't', severity: 'low', status: 'resolved', description: 'd', impact: 'i', resolution_summary: 'r' }, 'https://h');
-    expect(v).toEqual({ id: 'inc_1', title: 't', severity: 'low', status: 'resolved', description: 'd', impact: 'i', resolution_summary: 'r', url: 'https://h/v1/incidents/inc_1' });
+    expect(v).toEqual({ next_update_at: '', id: 'inc_1', title: 't', severity: 'low', status: 'resolved', description: 'd', impact: 'i', resolution_summary: 'r', url: 'https://h/v1/incidents/inc_1' });
   });
 });
 

@@ -181,7 +181,7 @@ export function checkUpdateMode(mode: UpdateMode | undefined, c: { type: Channel
 export function conversationOf(c: { type: ChannelType; config: Record<string, unknown>; secrets?: Record<string, unknown> }): ConversationSupport {
   const withSecrets: Record<string, unknown> = { ...c.config };
   for (const k of Object.keys(c.secrets ?? {})) if (!(k in withSecrets)) withSecrets[k] = '(set)';
-  return channelOf(c.type).conversation(withSecrets as never);
+  return channelOf(c.type).conversation(withSecrets);
 }
 
 /**

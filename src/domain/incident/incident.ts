@@ -161,8 +161,15 @@ export function applyPatch(incident: Incident, patch: IncidentPatch, now: string
     // Entering resolved stamps the time; reopening from resolved clears it (README "Incident states").
     next.resolved_at = patch.status === 'resolved' ? now : null;
     // A resolved incident owes no more updates: its reminders stop.
-    if (patch.status === 'resolved') Object.assign(next, NO_UPDATE_DUE);
+    if (patch.status === 'resolved') {
+      const stopped = withoutUpdateDue(next);
+      return finishPatch(incident, stopped, changes, statusChange, now);
+    }
   }
+  return finishPatch(incident, next, changes, statusChange, now);
+}
+
+function finishPatch(incident: Incident, next: Incident, changes: FieldChanges, statusChange: PatchOutcome['statusChange'], now: string): PatchOutcome {
   if (statusChange === null && Object.keys(changes).length === 0) return { next: incident, changes, statusChange };
   next.updated_at = now;
   next.rev = incident.rev + 1;
@@ -176,19 +183,21 @@ export function applyPatch(incident: Incident, patch: IncidentPatch, now: string
 export function closeIncident(incident: Incident, input: IncidentClose, now: string): Incident {
   assertWritable(incident);
   return {
-    ...incident,
+    ...withoutUpdateDue(incident),
     status: 'closed',
     resolution_summary: input.resolution_summary ?? incident.resolution_summary,
     resolved_at: incident.resolved_at ?? now,
     closed_at: now,
     updated_at: now,
     rev: incident.rev + 1,
-    ...NO_UPDATE_DUE,
   };
 }
 
-/** The cadence fields of an incident that owes no update (resolve, close). */
-export const NO_UPDATE_DUE = { next_update_due_at: null, next_reminder_at: null, update_reminders: 0 } as const;
+/** The incident owing no update (resolve, close): no due time, no reminder scheduled. */
+export function withoutUpdateDue(incident: Incident): Incident {
+  const { next_reminder_at: _at, update_reminders: _sent, ...rest } = incident;
+  return { ...rest, next_update_due_at: null };
+}
 
 function sameList(a: readonly string[], b: readonly string[]): boolean {
   return a.length === b.length && a.every((v, i) => v === b[i]);

@@ -1,9 +1,10 @@
 import type { Router } from 'express';
 import { z } from 'zod';
 import { ExecuteRequestSchema, RedeliverRequestSchema, type Delivery, type Execution } from '../../domain/execution/execution.js';
+import { CorrectRequestSchema, RetractRequestSchema } from '../../domain/execution/conversation.js';
 import type { ExecutionService, ExecutionWithDeliveries } from '../../services/executions.js';
 import { actorOf } from '../context.js';
-import { defineRoutes, mountRoutes, pathParam, type EdgeDeps } from '../endpoint.js';
+import { defineRoutes, mountRoutes, pathParam, type EdgeDeps, type Route } from '../endpoint.js';
 import { jsonResponse, respondOnCommit, sendStored } from '../middleware/idempotency.js';
 import { idParam, json, problem } from '../operation-docs.js';
 import { ExecuteDryRunSchema, ExecutionSchema, presentDryRun, presentExecution } from '../presenters/execution.js';
@@ -66,6 +67,39 @@ export const executionRouteTable = defineRoutes<Deps>({ tag: 'Executions', param
       res.status(202).location(`/v1/incidents/${id}/executions/${found.execution.id}`).json(present(found));
     },
   },
+  correctionRoute('correct', 'correctExecution', 'Correct an execution: edit its delivered messages in place, or post a correction in their conversation', CorrectRequestSchema, 'correction'),
+  correctionRoute('retract', 'retractExecution', 'Retract an execution: delete its delivered messages, or post a retraction in their conversation', RetractRequestSchema, 'retraction'),
 ]);
+
+/**
+ * POST …/correct and …/retract: executions of their own kind, answered 202 like execute (every
+ * delivery durably queued) and stored with the commit for Idempotency-Key replays.
+ */
+function correctionRoute(verb: 'correct' | 'retract', operationId: string, summary: string, body: z.ZodType, kind: 'correction' | 'retraction'): Route<Deps> {
+  return {
+    method: 'post', path: `/incidents/:id/executions/:executionId/${verb}`, scope: 'incidents:execute', execute: true,
+    doc: {
+      operationId,
+      summary,
+      description:
+        kind === 'correction'
+          ? 'Renders the execution\'s delivered messages again with the corrected variables (over its own; the same template versions). Where the platform can edit (Slack bot, Discord, Telegram) each message is edited in place; elsewhere a "Correction:" message is posted in the incident\'s conversation. Timeline: `execution.corrected`.'
+          : 'Deletes the execution\'s delivered messages where the platform can (Slack bot, Discord, Telegram); elsewhere a "Retracted: <reason>" message is posted in the incident\'s conversation. Timeline: `execution.retracted`.',
+      body,
+      responses: {
+        202: json(ExecutionSchema, `The ${kind}, every delivery durably queued; Location points at it.`),
+        404: problem('not_found'),
+        409: problem('incident_closed, not_correctable (a correction or retraction cannot itself be corrected) or nothing_delivered (none of its messages is delivered yet).'),
+        422: problem('Invalid fields.'),
+      },
+    },
+    handle: async (req, res, d) => {
+      respondOnCommit(res, (e) => (e.kind === 'execution' ? accepted(e.execution, e.deliveries) : null));
+      const act = verb === 'correct' ? d.executions.correct.bind(d.executions) : d.executions.retract.bind(d.executions);
+      const result = await act(pathParam(req, 'id'), pathParam(req, 'executionId'), req.body, actorOf(res));
+      sendStored(res, accepted(result.execution, result.deliveries));
+    },
+  };
+}
 
 export const executionRoutes = (deps: Deps): Router => mountRoutes(deps, executionRouteTable);

@@ -3,7 +3,7 @@ import { slackUser, type SlackDeps } from '../deps.js';
 import { publishHome } from './home.js';
 import { isRedisUnavailable } from '../../domain/common/unavailable.js';
 import { ephemeralMessage } from '../errors.js';
-import { messageModal, openCreateModal, openStepModal, type IncidentStep } from './modals.js';
+import { messageModal, openCorrectionModal, openCreateModal, openStepModal, type CorrectionStep, type IncidentStep } from './modals.js';
 import { identity, once } from '../once.js';
 import { ACTIONS, ADMIN_ACTIONS } from '../views/action-ids.js';
 import { generateApiKeyModal } from '../views/api-key-modals.js';
@@ -13,6 +13,11 @@ const STEP_BY_ACTION: Record<string, IncidentStep> = {
   [ACTIONS.incidentUpdate]: 'update',
   [ACTIONS.incidentResolve]: 'resolve',
   [ACTIONS.incidentClose]: 'close',
+};
+
+const CORRECTION_BY_ACTION: Record<string, CorrectionStep> = {
+  [ACTIONS.executionCorrect]: 'correct',
+  [ACTIONS.executionRetract]: 'retract',
 };
 
 type ButtonClick = BlockAction<ButtonAction>;
@@ -30,6 +35,19 @@ export function registerActions(app: App, deps: SlackDeps): void {
       await openOnce(deps, body.trigger_id, () => openStepModal(deps, body.trigger_id, step, action.value ?? ''));
     });
   }
+
+  // Correct / Retract under the receipts: the button's value names the incident and the execution.
+  for (const [actionId, step] of Object.entries(CORRECTION_BY_ACTION)) {
+    app.action<ButtonClick>({ type: 'block_actions', action_id: actionId }, async ({ ack, body, action }) => {
+      await ack();
+      await openOnce(deps, body.trigger_id, () => openCorrectionModal(deps, body.trigger_id, step, action.value ?? ''));
+    });
+  }
+
+  // Picking "Next update in" in the execute modal: Slack wants an ack; the value comes with the submission.
+  app.action({ type: 'block_actions', action_id: ACTIONS.nextUpdateIn }, async ({ ack }) => {
+    await ack();
+  });
 
   app.action<ButtonClick>({ type: 'block_actions', action_id: ACTIONS.incidentNew }, async ({ ack, body }) => {
     await ack();

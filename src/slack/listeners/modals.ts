@@ -2,9 +2,10 @@ import { isDomainError } from '../../domain/common/errors.js';
 import type { Incident } from '../../domain/incident/incident.js';
 import type { SlackDeps } from '../deps.js';
 import { ephemeralMessage } from '../errors.js';
-import type { ModalContext } from '../views/action-ids.js';
+import { decodeContext, type ModalContext } from '../views/action-ids.js';
 import { modal, section, SLACK_LIMITS, type ModalView } from '../views/block-kit.js';
 import { executeModal, MAX_PREVIEWS, previewPlaceholder, type PreviewItem } from '../views/execute-modal.js';
+import { correctModal, retractModal } from '../views/correction-modals.js';
 import { closeIncidentModal, createIncidentModal, resolveIncidentModal, updateIncidentModal, type TemplateChoice, type TemplateChoices } from '../views/incident-modals.js';
 
 /**
@@ -21,6 +22,14 @@ export async function openCreateModal(deps: SlackDeps, triggerId: string, p: { t
 
 export async function openStepModal(deps: SlackDeps, triggerId: string, step: IncidentStep, incidentId: string): Promise<void> {
   await openLoading(deps, triggerId, STEP_TITLES[step], () => stepModal(deps, step, incidentId));
+}
+
+/** What the Correct and Retract buttons under the receipts open. */
+export type CorrectionStep = 'correct' | 'retract';
+
+/** `value` is the button's: the incident and the execution, as a modal context. */
+export async function openCorrectionModal(deps: SlackDeps, triggerId: string, step: CorrectionStep, value: string): Promise<void> {
+  await openLoading(deps, triggerId, step === 'correct' ? 'Correct messages' : 'Retract messages', () => correctionModal(deps, step, decodeContext(value)));
 }
 
 const STEP_TITLES: Record<IncidentStep, string> = { execute: 'Execute incident', update: 'Update incident', resolve: 'Resolve incident', close: 'Close incident' };
@@ -74,6 +83,25 @@ async function stepModal(deps: SlackDeps, step: IncidentStep, incidentId: string
     case 'execute':
       return buildExecuteModal(deps, incident.id);
   }
+}
+
+/**
+ * The execute as it was sent (its variables, how many of its messages were delivered), for the
+ * Correct or Retract modal. ExecutionService decides at submission whether it can be corrected;
+ * a closed incident is explained here already, as for the incident's own buttons.
+ */
+async function correctionModal(deps: SlackDeps, step: CorrectionStep, ctx: ModalContext): Promise<ModalView> {
+  const incidentId = ctx.incident_id ?? '';
+  let incident: Incident;
+  try {
+    incident = await deps.services.incidents.getWritable(incidentId);
+  } catch (e) {
+    if (isDomainError(e) && e.code === 'incident_closed') return messageModal('Incident closed', `:lock: \`${incidentId}\` is closed; its messages can no longer be corrected or retracted.`);
+    throw e;
+  }
+  const { execution, deliveries } = await deps.services.executions.get(incidentId, ctx.execution_id ?? '');
+  const shown = { id: execution.id, variables: execution.variables, delivered: deliveries.filter((d) => d.status === 'delivered').length };
+  return step === 'correct' ? correctModal({ incident, execution: shown }) : retractModal({ incident, execution: shown });
 }
 
 /**

@@ -9,7 +9,8 @@ import { identity, once } from '../once.js';
 import { ADMIN_CALLBACKS, CALLBACKS, decodeContext } from '../views/action-ids.js';
 import { apiKeyCreatedModal } from '../views/api-key-modals.js';
 import type { ModalView } from '../views/block-kit.js';
-import { listOf, optionalTextOf, readViewState, selectedOf, textOf, variablesOf, type FieldValue } from '../view-state.js';
+import { NEXT_UPDATE_FIELD, NO_NEXT_UPDATE } from '../views/execute-modal.js';
+import { changedVariablesOf, listOf, optionalTextOf, readViewState, selectedOf, textOf, variablesOf, type FieldValue } from '../view-state.js';
 
 type Submission = { body: ViewSubmitAction; ack: AckFn<ViewResponseAction> };
 
@@ -26,6 +27,8 @@ export function registerSubmissions(app: App, deps: SlackDeps, announcer: Announ
   registerResolve(app, deps);
   registerClose(app, deps);
   registerExecute(app, deps, announcer);
+  registerCorrect(app, deps, announcer);
+  registerRetract(app, deps, announcer);
   registerApiKeyGenerate(app, deps);
 }
 
@@ -88,7 +91,8 @@ function registerClose(app: App, deps: SlackDeps): void {
 function registerExecute(app: App, deps: SlackDeps, announcer: Announcer): void {
   submit(app, deps, CALLBACKS.execute, async ({ state, body, ctx }) => {
     const incidentId = incidentIdOf(ctx);
-    const request = { variables: variablesOf(state) };
+    const next = selectedOf(state, NEXT_UPDATE_FIELD);
+    const request: ExecuteRequest = { variables: variablesOf(state), ...(next !== undefined && next !== NO_NEXT_UPDATE ? { next_update_in: next } : {}) };
     await deps.services.executions.precheck(incidentId, request);
     const viewId = body.view.id;
     return {
@@ -102,7 +106,7 @@ function registerExecute(app: App, deps: SlackDeps, announcer: Announcer): void 
 }
 
 /** The execute itself, after the ack: its outcome (or its refusal) as the view that replaces "sending". */
-async function executeAfterAck(deps: SlackDeps, announcer: Announcer, incidentId: string, request: { variables: ReturnType<typeof variablesOf> }, body: ViewSubmitAction): Promise<ModalView> {
+async function executeAfterAck(deps: SlackDeps, announcer: Announcer, incidentId: string, request: ExecuteRequest, body: ViewSubmitAction): Promise<ModalView> {
   try {
     const result = await deps.services.executions.execute(incidentId, request, slackActor(body.user), { dryRun: false });
     if (!result.dryRun) announcer.executed(incidentId, result.execution.id);
@@ -112,6 +116,62 @@ async function executeAfterAck(deps: SlackDeps, announcer: Announcer, incidentId
     if (!isDomainError(e)) deps.log.error({ err: e, callback_id: CALLBACKS.execute }, 'execute from Slack failed after the ack');
     return messageModal('Not sent', ephemeralMessage(e), 'Close');
   }
+}
+
+/** The execute request a Slack execute modal makes (the fields it has of /v1's). */
+interface ExecuteRequest {
+  variables: Record<string, string>;
+  next_update_in?: string;
+}
+
+// Corrections and retractions run inside the ack, so a refusal lands on its input: unlike an
+// execute they render only the delivered messages of one execute, with no preview to build.
+// After either, the announcement's receipts follow the new execution (they follow the newest, as
+// the deliveries' own updates would make them anyway): the responder who just corrected wants to
+// see each message being edited or deleted, with a link to it, more than the old receipts again.
+// Receipts of a correction keep Correct / Retract for the execute it corrected (its messages are
+// still out there); a retraction's have none.
+function registerCorrect(app: App, deps: SlackDeps, announcer: Announcer): void {
+  submit(app, deps, CALLBACKS.correct, async ({ state, body, ctx }) => {
+    const variables = changedVariablesOf(state, body.view.blocks);
+    const note = textOf(state, 'note');
+    const request = { ...(Object.keys(variables).length > 0 ? { variables } : {}), ...(note.trim() !== '' ? { note } : {}) };
+    const incidentId = incidentIdOf(ctx);
+    return followUp(announcer, incidentId, 'correct', () => deps.services.executions.correct(incidentId, ctx.execution_id ?? '', request, slackActor(body.user)));
+  });
+}
+
+function registerRetract(app: App, deps: SlackDeps, announcer: Announcer): void {
+  submit(app, deps, CALLBACKS.retract, async ({ state, body, ctx }) => {
+    const incidentId = incidentIdOf(ctx);
+    const request = { reason: textOf(state, 'reason') };
+    return followUp(announcer, incidentId, 'retract', () => deps.services.executions.retract(incidentId, ctx.execution_id ?? '', request, slackActor(body.user)));
+  });
+}
+
+/**
+ * Runs a correction or retraction and says what follows. A refusal about a field (a value, the
+ * note, the reason) is thrown, to land on its input; one the user cannot fix by editing the form
+ * (nothing delivered, not correctable, closed) replaces the modal with its explanation.
+ */
+async function followUp(announcer: Announcer, incidentId: string, step: 'correct' | 'retract', run: () => Promise<{ execution: { id: string }; deliveries: unknown[] }>): Promise<SubmitOutcome> {
+  let result: { execution: { id: string }; deliveries: unknown[] };
+  try {
+    result = await run();
+  } catch (e) {
+    if (!isDomainError(e) || e.errors.length > 0) throw e;
+    return { view: messageModal(step === 'correct' ? 'Not corrected' : 'Not retracted', ephemeralMessage(e), 'Close') };
+  }
+  const n = result.deliveries.length;
+  const what = `${n} ${n === 1 ? 'message' : 'messages'}`;
+  const text = step === 'correct' ? `:pencil2: Correcting ${what}.` : `:wastebasket: Retracting ${what}.`;
+  return {
+    view: messageModal(step === 'correct' ? 'Correcting' : 'Retracting', `${text} The announcement's receipts follow it, with a link to each message.`, 'Close'),
+    after: () => {
+      announcer.executed(incidentId, result.execution.id);
+      return Promise.resolve();
+    },
+  };
 }
 
 function registerApiKeyGenerate(app: App, deps: SlackDeps): void {

@@ -14,6 +14,10 @@ export const ACTIONS = {
   connectionTestSend: 'connection_test_send',
   apiKeyGenerate: 'api_key_generate',
   apiKeyRevoke: 'api_key_revoke',
+  executionCorrect: 'execution_correct',
+  executionRetract: 'execution_retract',
+  /** The execute modal's "Next update in" select (only acked: its value comes with the submission). */
+  nextUpdateIn: 'next_update_in',
 } as const;
 
 export const CALLBACKS = {
@@ -23,6 +27,8 @@ export const CALLBACKS = {
   resolve: 'incident_resolve',
   close: 'incident_close',
   apiKeyGenerate: 'api_key_generate',
+  correct: 'execution_correct',
+  retract: 'execution_retract',
 } as const;
 
 /**
@@ -42,6 +48,8 @@ export interface ModalContext {
   incident_id?: string;
   /** The channel the command ran in: where a created incident is announced. */
   channel_id?: string;
+  /** The execution a correction or retraction acts on. */
+  execution_id?: string;
 }
 
 export function encodeContext(ctx: ModalContext): string {
@@ -57,6 +65,7 @@ export function decodeContext(raw: string | undefined): ModalContext {
     return {
       ...(typeof o.incident_id === 'string' ? { incident_id: o.incident_id } : {}),
       ...(typeof o.channel_id === 'string' ? { channel_id: o.channel_id } : {}),
+      ...(typeof o.execution_id === 'string' ? { execution_id: o.execution_id } : {}),
     };
   } catch {
     return {};

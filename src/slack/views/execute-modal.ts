@@ -1,7 +1,7 @@
 import type { Incident } from '../../domain/incident/incident.js';
 import { LIMITS } from '../../domain/common/limits.js';
-import { CALLBACKS, encodeContext } from './action-ids.js';
-import { context, divider, escapedText, fitsInput, header, input, modal, plain, section, SLACK_LIMITS, textInput, truncate, type KnownBlock, type ModalView } from './block-kit.js';
+import { ACTIONS, CALLBACKS, encodeContext } from './action-ids.js';
+import { context, divider, escapedText, fitsInput, header, input, modal, mrkdwn, option, plain, section, SLACK_LIMITS, textInput, truncate, type KnownBlock, type ModalView } from './block-kit.js';
 import { incidentLine } from './incident.js';
 
 /**
@@ -50,11 +50,43 @@ function variableInput(v: DeclaredVariable): KnownBlock {
   });
 }
 
+/** The block id of the "Next update in" select: the execute request's `next_update_in`. */
+export const NEXT_UPDATE_FIELD = 'next_update_in';
+
+/** The option that promises no next update (the request then leaves `next_update_in` out). */
+export const NO_NEXT_UPDATE = 'none';
+
+const NEXT_UPDATE_CHOICES: [string, string][] = [
+  ['No next update promised', NO_NEXT_UPDATE],
+  ['15 minutes', '15m'],
+  ['30 minutes', '30m'],
+  ['1 hour', '1h'],
+  ['2 hours', '2h'],
+  ['4 hours', '4h'],
+];
+
+/**
+ * When the next update is due: shown on the announcement, and Herald reminds once it passes. A
+ * select beside a line of text rather than an input block: optional, always valid, and the modal's
+ * input blocks stay the execute's variables alone. Its value still arrives with the submission
+ * (view.state.values holds every stateful element); a pick is acked by slack/listeners/actions.ts.
+ */
+export function nextUpdateInput(): KnownBlock {
+  const options = NEXT_UPDATE_CHOICES.map(([label, value]) => option(label, value));
+  return {
+    type: 'section',
+    block_id: NEXT_UPDATE_FIELD,
+    text: mrkdwn('*Next update in*\nShown on the announcement; if no update follows in time, Herald reminds in its thread.'),
+    accessory: { type: 'static_select', action_id: ACTIONS.nextUpdateIn, options, initial_option: options[0]! },
+  };
+}
+
 /** `total` is how many deliveries the execute makes (`previews` may hold only the first few). */
 export function executeModal(p: { incident: Incident; variables: DeclaredVariable[]; previews: PreviewItem[]; total?: number; previewNote?: string }): ModalView {
   const blocks: KnownBlock[] = [section(incidentLine(p.incident))];
   if (p.variables.length === 0) blocks.push(context('The attached templates declare no variables.'));
   for (const v of p.variables.slice(0, LIMITS.variables)) blocks.push(variableInput(v));
+  blocks.push(nextUpdateInput());
   blocks.push(divider(), header('Preview'));
   blocks.push(context(p.previewNote ?? 'Rendered with the defaults; ‹name› stands for a value you type above.'));
   // Two blocks per preview, and a view holds 100 blocks: the budget decides how many fit.
