@@ -127,7 +127,8 @@ export async function createHerald(opts: HeraldOptions): Promise<Herald> {
     }
     finish();
     // The worker runs in role worker or all; an api-only process just enqueues.
-    if (opts.worker ?? config.HERALD_ROLE !== 'api') delivery.startWorker();
+    // Its reminders go to the Slack announcement's thread when Slack is on (a worker has the bot token).
+    if (opts.worker ?? config.HERALD_ROLE !== 'api') delivery.startWorker(slack?.announcer ?? null);
     if (slack?.mode === 'socket' && config.HERALD_ROLE !== 'worker') {
       slack.start().catch((err: unknown) => log.error({ err }, 'Slack Socket Mode could not connect'));
     }

@@ -39,7 +39,7 @@ describe('correct and retract from Slack', () => {
     expect(conn.id).toMatch(/^con_/);
     const template = (await h.api('POST', '/v1/templates', { body: { name: 'ETA notice', body: 'Fix expected at {{eta}}.', variables: [{ name: 'eta', required: true }] } })).body;
     const incident = (await h.api('POST', '/v1/incidents', { body: { title: 'Payments degraded', severity: 'major', template_ids: [template.id] } })).body;
-    const exe = await h.api('POST', `/v1/incidents/${incident.id}/executions`, { body: { variables: { eta: '05:00' } } });
+    const exe = await h.api('POST', `/v1/incidents/${incident.id}/execute`, { body: { variables: { eta: '05:00' } } });
     expect(exe.status).toBe(202);
 
     // Delivered by the bot to C0OPS; the receipts link to it and offer Correct / Retract.

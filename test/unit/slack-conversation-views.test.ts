@@ -112,7 +112,7 @@ describe('Correct and Retract modals', () => {
     expect(changedVariablesOf(state, view.blocks)).toEqual({ eta: '15:00' });
     const ids = inputs(view).map((b) => b.block_id);
     const refused = new DomainError('validation_failed', 'Invalid.', [{ field: 'note', message: 'note is at most 1000 characters.', code: 'too_big' }]);
-    expect(modalErrors(refused, ids, ids[0]!)).toEqual({ note: 'note is at most 1000 characters.' });
+    expect(modalErrors(refused, ids, ids[0])).toEqual({ note: 'note is at most 1000 characters.' });
   });
 
   it('explains refusals a form cannot fix in friendly words', () => {
