@@ -56,7 +56,7 @@ describe('creating connections', () => {
     expect(email.body.config).toEqual({ host: 'smtp.example.com', port: 587, security: 'starttls', username: 'herald', from: 'Herald <status@example.com>', to: ['ops@example.com'], cc: ['cto@example.com'] });
     expect(email.body.secrets).toEqual({ password: { set: true, last4: 'CRET' } });
     const bot = await create(BODIES.slack_bot!);
-    expect(bot.body.config).toEqual({ channel: 'C0123456', username: null, icon_emoji: null });
+    expect(bot.body.config).toEqual({ channel: 'C0123456', username: null, icon_emoji: null, reply_broadcast: null });
     expect(Object.keys(bot.body.secrets)).toEqual(['bot_token']);
     const hook = await create(BODIES.webhook!);
     expect(hook.body.config).toEqual({ url: 'https://hooks.example.com/herald' });
@@ -215,7 +215,7 @@ describe('PATCH', () => {
     expect(r.headers.get('etag')).toBe('"r2"');
     expect(r.body).toMatchObject({ name: 'Discord #ops', rate_limit_per_minute: 20, config: { username: 'Status' } });
     // Removed, and shown as null like every optional field that is not set (never omitted).
-    expect(r.body.config).toEqual({ username: 'Status', avatar_url: null, thread_id: null });
+    expect(r.body.config).toEqual({ username: 'Status', avatar_url: null, thread_id: null, forum: null });
     expect(r.body.secrets).toEqual(c.secrets);
     const noop = await api('PATCH', `/v1/connections/${c.id}`, { body: { name: 'Discord #ops' } });
     expect(noop.headers.get('etag')).toBe('"r2"');
@@ -236,7 +236,7 @@ describe('PATCH', () => {
     const r = await api('PATCH', `/v1/connections/${c.id}`, { body: { config: { webhook_url: null, bot_token: SECRETS.slackBot, channel: 'C999' } } });
     expect(r.status).toBe(200);
     expect(Object.keys(r.body.secrets)).toEqual(['bot_token']);
-    expect(r.body.config).toEqual({ username: 'Herald', icon_emoji: ':rotating_light:', channel: 'C999' });
+    expect(r.body.config).toEqual({ username: 'Herald', icon_emoji: ':rotating_light:', channel: 'C999', reply_broadcast: null });
   });
 
   it('moving a destination to another host needs its secrets again (secret_required)', async () => {

@@ -1,9 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { OutboundAllow } from '../../src/domain/connection/address-policy.js';
-import { createChannelSenders, loadChannelAdapters, type ChannelResult, type HeraldChannelSender } from '../../src/delivery/senders.js';
+import { createChannelSenders, loadChannelAdapters, type HeraldChannelSender } from '../../src/delivery/senders.js';
 import { createOutboundHttp } from '../../src/delivery/outbound/http.js';
-import type { ConversationContext, MessageRef } from '../../src/ports/index.js';
-import { messageOf, targetOf } from '../support/delivery-targets.js';
+import { conversationContext as conversation, deliveredRef as refOf, messageOf, targetOf } from '../support/delivery-targets.js';
 import { DISCORD_PEER_CHANNEL_ID, DISCORD_PEER_GUILD_ID, startDiscord } from '../support/peers/discord.js';
 import { trackPeers } from '../support/track.js';
 
@@ -23,22 +22,7 @@ function sender(): HeraldChannelSender<'discord'> {
   return createChannelSenders(adapters, { http, slackApiUrl: 'https://slack.invalid/api/', telegramApiUrl: 'https://telegram.invalid' }).discord;
 }
 
-const conversation = (sequence: number, over: Partial<ConversationContext> = {}): ConversationContext => ({
-  sequence,
-  previousDeliveryId: sequence === 1 ? null : 'dlv_previous',
-  kind: 'announcement',
-  targetDeliveryId: null,
-  threaded: true,
-  ...over,
-});
 
-/** The ref of a delivered post (fails the test when there is none). */
-function refOf(r: ChannelResult): MessageRef {
-  expect(r.outcome).toBe('delivered');
-  const ref = r.outcome === 'delivered' ? r.message : null;
-  expect(ref).toBeTruthy();
-  return ref!;
-}
 
 const jump = (channel: string, id: string) => `https://discord.com/channels/${DISCORD_PEER_GUILD_ID}/${channel}/${id}`;
 const gets = (requests: { method: string }[]) => requests.filter((r) => r.method === 'GET').length;

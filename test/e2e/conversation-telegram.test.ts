@@ -1,9 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { OutboundAllow } from '../../src/domain/connection/address-policy.js';
-import { createChannelSenders, loadChannelAdapters, type ChannelResult, type HeraldChannelSender } from '../../src/delivery/senders.js';
+import { createChannelSenders, loadChannelAdapters, type HeraldChannelSender } from '../../src/delivery/senders.js';
 import { createOutboundHttp } from '../../src/delivery/outbound/http.js';
-import type { ConversationContext, MessageRef } from '../../src/ports/index.js';
-import { messageOf, targetOf } from '../support/delivery-targets.js';
+import { conversationContext as conversation, deliveredRef as refOf, messageOf, targetOf } from '../support/delivery-targets.js';
 import { startTelegram, type TelegramPeer } from '../support/peers/telegram.js';
 import { trackPeers } from '../support/track.js';
 
@@ -23,21 +22,7 @@ function sender(tg: TelegramPeer): HeraldChannelSender<'telegram'> {
   return createChannelSenders(adapters, { http, slackApiUrl: 'https://slack.invalid/api/', telegramApiUrl: tg.url }).telegram;
 }
 
-const conversation = (sequence: number, over: Partial<ConversationContext> = {}): ConversationContext => ({
-  sequence,
-  previousDeliveryId: sequence === 1 ? null : 'dlv_previous',
-  kind: 'announcement',
-  targetDeliveryId: null,
-  threaded: true,
-  ...over,
-});
 
-function refOf(r: ChannelResult): MessageRef {
-  expect(r.outcome).toBe('delivered');
-  const ref = r.outcome === 'delivered' ? r.message : null;
-  expect(ref).toBeTruthy();
-  return ref!;
-}
 
 const argsOf = (tg: TelegramPeer, method: string) => tg.calls.filter((c) => c.method === method).map((c) => c.args);
 

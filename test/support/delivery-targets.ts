@@ -1,7 +1,8 @@
 import type { ChannelType } from '../../src/channels/index.js';
 import { HEALTHY, splitSecrets, type DeliveryConnection } from '../../src/domain/connection/connection.js';
 import type { ConfigOf } from '../../src/channels/index.js';
-import type { OutboundMessage } from '../../src/ports/index.js';
+import { expect } from 'vitest';
+import type { ConversationContext, MessageRef, OutboundMessage, SendResult } from '../../src/ports/index.js';
 
 /**
  * Builders for what the delivery service hands a sender: a connection with its secrets opened,
@@ -32,4 +33,22 @@ export function messageOf(over: Partial<OutboundMessage> & { subject?: string; b
     content: { subject, body, ...(html !== undefined ? { html } : {}) },
     ...rest,
   };
+}
+
+/** A message's place in a conversation, for a sender test: number `sequence`, threaded, an announcement. */
+export const conversationContext = (sequence: number, over: Partial<ConversationContext> = {}): ConversationContext => ({
+  sequence,
+  previousDeliveryId: sequence === 1 ? null : 'dlv_previous',
+  kind: 'announcement',
+  targetDeliveryId: null,
+  threaded: true,
+  ...over,
+});
+
+/** The message a delivered send answered (fails the test when it was not delivered or has none). */
+export function deliveredRef(r: SendResult): MessageRef {
+  expect(r.outcome).toBe('delivered');
+  const ref = r.outcome === 'delivered' ? r.message : null;
+  expect(ref).toBeTruthy();
+  return ref!;
 }

@@ -47,10 +47,14 @@ const DURATION = /^([1-9]\d{0,3})(m|h)$/;
 export const NextUpdateInSchema = z
   .string()
   .regex(DURATION, 'next_update_in is a duration like 15m or 1h.')
-  .refine((v) => {
-    const ms = durationMs(v);
-    return ms >= NEXT_UPDATE_MIN_MS && ms <= NEXT_UPDATE_MAX_MS;
-  }, 'next_update_in is between 1m and 24h.')
+  .refine(
+    (v) => {
+      const ms = durationMs(v);
+      return ms >= NEXT_UPDATE_MIN_MS && ms <= NEXT_UPDATE_MAX_MS;
+    },
+    // Only a well-formed duration is judged by its range: one error per bad value.
+    { message: 'next_update_in is between 1m and 24h.', when: (payload) => typeof payload.value === 'string' && DURATION.test(payload.value) },
+  )
   .meta({
     description:
       'When the next update is due (`15m`, `1h`; 1m to 24h). The incident shows it as `next_update_due_at`, templates as `{{incident.next_update_at}}`; if no execute follows in time, Herald reminds (timeline event, Slack thread) and repeats until one does. An execute without it clears the due time.',
