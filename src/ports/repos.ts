@@ -209,4 +209,15 @@ export interface AnnouncementRepo {
   finishRefresh(incidentId: string, token: string, ttlMs: number): Promise<boolean>;
 }
 
+/**
+ * The overdue reminders posted under an announcement, kept on its record so that one reminder
+ * number is posted once whichever process is asked.
+ */
+export interface AnnouncementReminderLog {
+  /** The announcement and the highest reminder number posted under it (0: none); null without one. */
+  reminders(incidentId: string): Promise<{ announcement: Announcement; lastReminder: number } | null>;
+  /** Records reminder `reminder` as posted, atomically, unless a higher one is recorded already. */
+  recordReminder(incidentId: string, reminder: number): Promise<void>;
+}
+
 /** One delivery of the execute an announcement follows, as its receipts show it. */

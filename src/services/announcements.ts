@@ -3,19 +3,7 @@ import { isDomainError } from '../domain/common/errors.js';
 import { formatDueTime, formatOverdue } from '../domain/execution/conversation.js';
 import { executionStatus, type Delivery, type Execution } from '../domain/execution/execution.js';
 import type { Incident } from '../domain/incident/incident.js';
-import type { Announcement, AnnouncementReceiptLine, AnnouncementReceipts, AnnouncementRepo, ChatPoster, NextUpdateDue, Pacer, ReminderNotifier } from '../ports/index.js';
-
-/**
- * The overdue reminders posted under an announcement, kept on its record so that one reminder
- * number is posted once whichever process is asked. (Part of the announcement store; it belongs
- * with AnnouncementRepo in ports/repos.ts.)
- */
-export interface AnnouncementReminderLog {
-  /** The announcement and the highest reminder number posted under it (0: none); null without one. */
-  reminders(incidentId: string): Promise<{ announcement: Announcement; lastReminder: number } | null>;
-  /** Records reminder `reminder` as posted, atomically, unless a higher one is recorded already. */
-  recordReminder(incidentId: string, reminder: number): Promise<void>;
-}
+import type { Announcement, AnnouncementReceiptLine, AnnouncementReceipts, AnnouncementReminderLog, AnnouncementRepo, ChatPoster, NextUpdateDue, Pacer, ReminderNotifier } from '../ports/index.js';
 
 /**
  * Where each incident was announced in Slack, so the announcement can be kept current

@@ -32,6 +32,9 @@ export interface ReminderServiceDeps {
  * schedule on to the next one. A crash anywhere in between repeats the step after the lease,
  * never skips it, and never records a reminder twice.
  */
+/** How many leases a failing notifier may hold a reminder back before it is recorded without. */
+const NOTIFY_PATIENCE_LEASES = 3;
+
 export class ReminderService {
   constructor(private readonly d: ReminderServiceDeps) {}
 
@@ -50,6 +53,22 @@ export class ReminderService {
     return recorded;
   }
 
+  /**
+   * Tells people, before the reminder is recorded (recording first could lose the Slack post to a
+   * crash). A notifier that fails holds the reminder back for a few leases (Slack may be back by
+   * then); past that the reminder is recorded without it, so an outage of Slack never keeps the
+   * `incident.update_overdue` event off the timeline.
+   */
+  private async notify(incident: Incident, reminder: number, overdueMs: number): Promise<void> {
+    try {
+      await this.d.notifier?.remind(incident, reminder, overdueMs);
+    } catch (err) {
+      const lateMs = overdueMs - (reminder - 1) * this.d.repeatMs;
+      if (lateMs < NOTIFY_PATIENCE_LEASES * this.d.leaseMs) throw err;
+      this.d.onError?.(`telling people about reminder ${reminder} of incident ${incident.id} (recorded without it)`, err);
+    }
+  }
+
   private remindOne(incidentId: string, lease: number): Promise<boolean> {
     return retryOnConflict(
       async () => {
@@ -60,7 +79,7 @@ export class ReminderService {
           await this.d.schedule.release(incidentId, lease, step.kind === 'wait' ? step.atMs : null);
           return false;
         }
-        await this.d.notifier?.remind(incident, step.reminder, step.overdueMs);
+        await this.notify(incident, step.reminder, step.overdueMs);
         const event = newEvent(this.d.ids.next('event'), 'incident.update_overdue', iso(now), SYSTEM_ACTOR, {
           due_at: step.dueAt,
           overdue_ms: step.overdueMs,

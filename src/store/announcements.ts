@@ -1,5 +1,5 @@
 import type { RedisClient as Redis } from './redis-connect.js';
-import type { Announcement, AnnouncementRepo } from '../ports/index.js';
+import type { Announcement, AnnouncementRepo, AnnouncementReminderLog } from '../ports/index.js';
 import type { Keys } from './keys.js';
 import { luaScript, runScript } from './scripts.js';
 
@@ -78,10 +78,10 @@ return 1
 `);
 
 /**
- * One JSON string per announced incident; kept as long as the incident is. Also the reminder log
- * of services/announcements.ts (AnnouncementReminderLog, checked where AnnouncementService is built).
+ * One JSON string per announced incident; kept as long as the incident is. Also the log of the
+ * overdue reminders posted under it.
  */
-export class RedisAnnouncementRepo implements AnnouncementRepo {
+export class RedisAnnouncementRepo implements AnnouncementRepo, AnnouncementReminderLog {
   constructor(
     private readonly redis: Redis,
     private readonly keys: Keys,

@@ -297,6 +297,27 @@ describe('reminders over the real store', () => {
     expect(w.errors).toHaveLength(1);
   });
 
+  it('a notifier that keeps failing holds a reminder back for three leases, then it is recorded without it', async () => {
+    const R = 15 * MIN;
+    const L = 4_000;
+    const w = world({ repeatMs: R, leaseMs: L });
+    const inc = await w.dueIncident('15m');
+    const due = T0 + 15 * MIN;
+    const a = w.worker('A', () => Promise.reject(new Error('slack is down')));
+    // Tried at the due time and after each lease: held back while under three leases late.
+    for (const at of [due, due + L, due + 2 * L]) {
+      w.set(at);
+      expect(await a.runDue()).toBe(0);
+    }
+    expect(await w.overdueEvents(inc.id)).toEqual([]);
+    // Three leases late: recorded on the timeline all the same, and the failure reported.
+    w.set(due + 3 * L);
+    expect(await a.runDue()).toBe(1);
+    expect(await w.reminderNumbers(inc.id)).toEqual([1]);
+    expect(w.errors.at(-1)!.what).toContain('recorded without it');
+    expect(w.calls.map((c) => c.reminder)).toEqual([1, 1, 1, 1]);
+  });
+
   it('a new execute moving the due time forward wins over a lease held by a dead worker', async () => {
     const R = 15 * MIN;
     const L = 10_000;

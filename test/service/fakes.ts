@@ -17,10 +17,10 @@ import type { Incident } from '../../src/domain/incident/incident.js';
 import type { IncidentEvent } from '../../src/domain/incident/incident-event.js';
 import type { Page, PageRequest } from '../../src/domain/common/pagination.js';
 import { templateNameKey, type Template } from '../../src/domain/template/template.js';
-import type { AnnouncementReminderLog } from '../../src/services/announcements.js';
 import type {
   Announcement,
   AnnouncementContent,
+  AnnouncementReminderLog,
   AnnouncementRepo,
   ApiKeyRepo,
   ChatPoster,
