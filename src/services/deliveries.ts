@@ -9,7 +9,7 @@ import { conversationOf, sendVia } from '../domain/connection/connection.js';
 import type { Incident } from '../domain/incident/incident.js';
 import { incidentUrl } from '../domain/template/render.js';
 import { newEvent, type IncidentEvent } from '../domain/incident/incident-event.js';
-import type { ChannelSenders, Clock, ConversationRepo, DeliveryQueue, DeliveryTarget, ExecutionRepo, IdGenerator, MessageAction, MessageRef, OutboundMessage, Pacer, ProcessOutcome, SendResult } from '../ports/index.js';
+import type { ChannelSenders, Clock, ConversationRepo, ThreadRoot, DeliveryQueue, DeliveryTarget, ExecutionRepo, IdGenerator, MessageAction, MessageRef, OutboundMessage, Pacer, ProcessOutcome, SendResult } from '../ports/index.js';
 import { DELIVERY_WRITE_ATTEMPTS, LOST_RACE, retryOnConflict, type Attempt as RaceAttempt } from './retry.js';
 
 export interface DeliveryTargets {
@@ -81,6 +81,10 @@ export class DeliveryService {
     // answer, or its failure, is met only where the message is built, as if read there.
     const incidentRead = this.d.getIncident(current.incident_id);
     incidentRead.catch(() => undefined);
+    // So is the conversation's first message, for any message after the first (whether it is
+    // needed depends on the connection, read alongside).
+    const rootRead = (current.sequence ?? 1) > 1 && current.planned_action === undefined ? this.d.conversations.root(current.incident_id, current.connection_id) : null;
+    rootRead?.catch(() => undefined);
     const target = await this.d.targets.get(current.connection_id);
     if (!target || !target.enabled) {
       const reason = target ? 'connection disabled' : 'connection deleted';
@@ -115,7 +119,7 @@ export class DeliveryService {
 
     // Whatever can fail without sending happens before the delivery is marked `sending`, so a
     // crash here is never mistaken for a cut-off send.
-    const place = await this.placeInConversation(current, target);
+    const place = await this.placeInConversation(current, target, rootRead);
     const message = this.messageOf(current, await incidentRead, place);
     const sending: Delivery = { ...must(transition.startSending(current, this.d.clock.now())), action: place.action, reply_to: place.thread };
     if (!(await this.write(current, sending))) return LOST_RACE;
@@ -137,7 +141,7 @@ export class DeliveryService {
    * note); an update replies under the first message, or edits it in `edit` mode, or posts on its
    * own in `new_message` mode or while there is no first message yet.
    */
-  private async placeInConversation(d: Delivery, target: DeliveryTarget): Promise<Place> {
+  private async placeInConversation(d: Delivery, target: DeliveryTarget, rootRead: Promise<ThreadRoot | null> | null): Promise<Place> {
     const mode = target.updateMode ?? 'thread';
     const threaded = mode !== 'new_message';
     if (d.planned_action === 'edit' || d.planned_action === 'delete') return { action: d.planned_action, target: d.target ?? null, thread: null, threaded };
@@ -145,7 +149,7 @@ export class DeliveryService {
     const can = conversationOf(target);
     // The first message to this connection has nothing to continue (and needs no read).
     if (!threaded || (d.sequence ?? 1) <= 1 || !(can.thread || (mode === 'edit' && can.edit))) return alone;
-    const root = await this.d.conversations.root(d.incident_id, d.connection_id);
+    const root = await (rootRead ?? this.d.conversations.root(d.incident_id, d.connection_id));
     if (!root) return alone;
     if (mode === 'edit' && can.edit && (d.execution_kind ?? 'announcement') === 'announcement') return { action: 'edit', target: root.ref, thread: null, threaded };
     return can.thread ? { ...alone, thread: root.ref } : alone;
