@@ -36,11 +36,15 @@ interface Lease {
   /** Its size, and when it was taken: the next one's size follows how fast it went. */
   size: number;
   takenAt: number;
+  /** The budget was spent when it was asked for: refused until the window ends. */
+  spent?: boolean;
 }
 
 export class RedisRateLimiter implements RateLimiter {
   private readonly limiters: Record<'default' | 'execute', RateLimiterRedis>;
   private readonly leases = new Map<string, Lease>();
+  /** The lease being taken for a key: concurrent requests wait for it instead of each taking one. */
+  private readonly taking = new Map<string, Promise<void>>();
 
   constructor(
     redis: Redis,
@@ -56,20 +60,47 @@ export class RedisRateLimiter implements RateLimiter {
   async consume(policy: 'default' | 'execute', subject: string): Promise<RateDecision> {
     const limiter = this.limiters[policy];
     const key = `${policy}\u0000${subject}`;
-    const now = this.now();
-    const held = this.leases.get(key);
-    if (held && held.tokens > 0 && now < held.until) {
-      held.tokens--;
-      return { allowed: true, limit: limiter.points, remaining: held.remainingAfter + held.tokens, resetSeconds: Math.max(1, Math.ceil((held.until - now) / 1000)) };
+    for (;;) {
+      const now = this.now();
+      const held = this.leases.get(key);
+      if (held?.spent && now < held.until) return { allowed: false, limit: limiter.points, remaining: 0, resetSeconds: Math.max(1, Math.ceil((held.until - now) / 1000)) };
+      if (held && held.tokens > 0 && now < held.until) {
+        held.tokens--;
+        return { allowed: true, limit: limiter.points, remaining: held.remainingAfter + held.tokens, resetSeconds: Math.max(1, Math.ceil((held.until - now) / 1000)) };
+      }
+      // One lease at a time per key: requests that arrive meanwhile share it, then look again.
+      const inFlight = this.taking.get(key);
+      if (inFlight) {
+        await inFlight;
+        continue;
+      }
+      return this.lease(limiter, key, subject, held, now);
     }
+  }
+
+  /** Takes a new lease for `key` and hands its first point to the caller. */
+  private async lease(limiter: RateLimiterRedis, key: string, subject: string, held: Lease | undefined, now: number): Promise<RateDecision> {
     const size = leaseSize(held, now, limiter.points);
-    const taken = await take(limiter, subject, size);
+    const taking = take(limiter, subject, size);
+    const settled = taking.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.taking.set(key, settled);
+    let taken: Awaited<typeof taking>;
+    try {
+      taken = await taking;
+    } finally {
+      this.taking.delete(key);
+    }
+    const resetSeconds = Math.max(1, Math.ceil(taken.msBeforeNext / 1000));
     if (taken.granted === 0) {
-      this.leases.delete(key);
-      return { allowed: false, limit: limiter.points, remaining: 0, resetSeconds: Math.max(1, Math.ceil(taken.msBeforeNext / 1000)) };
+      // Spent for this window (fixed windows refill only when they end): refused here until then.
+      this.remember(key, { tokens: 0, until: now + taken.msBeforeNext, remainingAfter: 0, size: 1, takenAt: now, spent: true });
+      return { allowed: false, limit: limiter.points, remaining: 0, resetSeconds };
     }
     this.remember(key, { tokens: taken.granted - 1, until: now + taken.msBeforeNext, remainingAfter: taken.remaining, size, takenAt: now });
-    return { allowed: true, limit: limiter.points, remaining: taken.remaining + taken.granted - 1, resetSeconds: Math.max(1, Math.ceil(taken.msBeforeNext / 1000)) };
+    return { allowed: true, limit: limiter.points, remaining: taken.remaining + taken.granted - 1, resetSeconds };
   }
 
   private remember(key: string, lease: Lease): void {

@@ -63,6 +63,29 @@ describe('RedisRateLimiter', () => {
     expect(await counted('default', key)).toBeLessThanOrEqual(limit);
   });
 
+  it('concurrent requests of one key share a lease instead of each taking one', async () => {
+    const limit = 100_000;
+    const limiter = new RedisRateLimiter(db.redis, db.keys, { default: limit, execute: 60 });
+    const key = subject();
+    for (let round = 0; round < 10; round++) {
+      const burst = await Promise.all(Array.from({ length: 50 }, () => limiter.consume('default', key)));
+      expect(burst.every((d) => d.allowed)).toBe(true);
+    }
+    // 500 requests: Redis has counted at most one lease (100 points) more than was used.
+    const inRedis = await counted('default', key);
+    expect(inRedis).toBeGreaterThanOrEqual(500);
+    expect(inRedis).toBeLessThanOrEqual(500 + 100);
+  });
+
+  it('a spent budget is refused in the process until the window ends, without asking Redis each time', async () => {
+    const limiter = new RedisRateLimiter(db.redis, db.keys, { default: 100, execute: 60 });
+    const key = subject();
+    const all = await Promise.all(Array.from({ length: 150 }, () => limiter.consume('default', key)));
+    expect(all.filter((d) => d.allowed)).toHaveLength(100);
+    expect(all.filter((d) => !d.allowed).every((d) => d.resetSeconds > 0)).toBe(true);
+    expect(await counted('default', key)).toBe(100);
+  });
+
   it('a small limit is exact: no leases at all (execute’s 60, or 3)', async () => {
     const limiter = new RedisRateLimiter(db.redis, db.keys, { default: 3, execute: 60 });
     const key = subject();
