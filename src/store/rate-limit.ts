@@ -43,7 +43,7 @@ interface Lease {
 export class RedisRateLimiter implements RateLimiter {
   private readonly limiters: Record<'default' | 'execute', RateLimiterRedis>;
   private readonly leases = new Map<string, Lease>();
-  /** The lease being taken for a key: concurrent requests wait for it instead of each taking one. */
+  /** The lease being taken for a key: concurrent requests wait for it (and share its failure) instead of each taking one. */
   private readonly taking = new Map<string, Promise<void>>();
 
   constructor(
@@ -82,11 +82,11 @@ export class RedisRateLimiter implements RateLimiter {
   private async lease(limiter: RateLimiterRedis, key: string, subject: string, held: Lease | undefined, now: number): Promise<RateDecision> {
     const size = leaseSize(held, now, limiter.points);
     const taking = take(limiter, subject, size);
-    const settled = taking.then(
-      () => undefined,
-      () => undefined,
-    );
-    this.taking.set(key, settled);
+    // Waiters share the outcome, a failure included: with Redis away each of them must answer
+    // 503 now, not take its turn at failing again, one bounded time-out after another.
+    const shared = taking.then(() => undefined);
+    shared.catch(() => undefined);
+    this.taking.set(key, shared);
     let taken: Awaited<typeof taking>;
     try {
       taken = await taking;

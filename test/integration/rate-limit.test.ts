@@ -86,6 +86,29 @@ describe('RedisRateLimiter', () => {
     expect(await counted('default', key)).toBe(100);
   });
 
+  it('when Redis fails, every request waiting for the lease fails with it at once', async () => {
+    let fail = false;
+    const flaky = new Proxy(db.redis, {
+      get(target, prop, receiver) {
+        const v = Reflect.get(target, prop, receiver) as unknown;
+        if (typeof v !== 'function' || typeof prop !== 'string' || ['on', 'once', 'off', 'removeListener', 'emit', 'defineCommand'].includes(prop)) return v;
+        return (...args: unknown[]) => {
+          if (fail) return new Promise((_, reject) => setTimeout(() => reject(new Error('Command timed out')), 200));
+          return (v as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      },
+    });
+    const limiter = new RedisRateLimiter(flaky, db.keys, { default: 100_000, execute: 60 });
+    const key = subject();
+    await limiter.consume('default', key);
+    fail = true;
+    const started = Date.now();
+    const outcomes = await Promise.allSettled(Array.from({ length: 20 }, () => limiter.consume('default', key)));
+    // A few may still be served from the lease taken before; every other fails within one time-out, not twenty.
+    expect(outcomes.filter((o) => o.status === 'rejected').length).toBeGreaterThan(0);
+    expect(Date.now() - started).toBeLessThan(2 * 200 + 300);
+  });
+
   it('a small limit is exact: no leases at all (execute’s 60, or 3)', async () => {
     const limiter = new RedisRateLimiter(db.redis, db.keys, { default: 3, execute: 60 });
     const key = subject();
