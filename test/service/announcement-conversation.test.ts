@@ -2,9 +2,9 @@ import { describe, expect, it } from 'vitest';
 import type { Delivery } from '../../src/domain/execution/execution.js';
 import type { Incident } from '../../src/domain/incident/incident.js';
 import type { AnnouncementReceipts } from '../../src/ports/index.js';
-import { AnnouncementRouter, AnnouncementService } from '../../src/services/announcements.js';
-import { apiActor, FakeChat, InMemoryAnnouncementRepo, slackActor } from './fakes.js';
-import { webhookBody, world, type World } from './world.js';
+import { routedAnnouncements } from './announcement-world.js';
+import { apiActor, slackActor } from './fakes.js';
+import { webhookBody, type World } from './world.js';
 
 /**
  * The announcement as the incident's conversation (living updates): receipts that link to each
@@ -12,24 +12,7 @@ import { webhookBody, world, type World } from './world.js';
  * overdue it is, and the overdue reminders posted once per reminder number in its thread.
  */
 
-function routed() {
-  const w = world();
-  const chat = new FakeChat();
-  const repo = new InMemoryAnnouncementRepo();
-  const store = new AnnouncementService(repo);
-  const router = new AnnouncementRouter({
-    store,
-    incidents: w.services.incidents,
-    executions: w.services.executions,
-    connections: w.services.connections,
-    chat,
-    defaultChannel: null,
-    pacing: { postIntervalMs: 1, updateIntervalMs: 1 },
-    log: { warn: () => undefined },
-    now: () => w.clock.now(),
-  });
-  return { w, chat, repo, store, router };
-}
+const routed = () => routedAnnouncements({ defaultChannel: null });
 
 /** Marks deliveries delivered as a worker would, with the message the platform answered. */
 function deliver(w: World, deliveries: Delivery[], permalink: (d: Delivery) => string | null) {

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { AnnouncementRouter, AnnouncementService } from '../../src/services/announcements.js';
-import { apiActor, FakeChat, idOf, InMemoryAnnouncementRepo, slackActor } from './fakes.js';
-import { webhookBody, world } from './world.js';
+import { AnnouncementService } from '../../src/services/announcements.js';
+import { routedAnnouncements } from './announcement-world.js';
+import { apiActor, idOf, InMemoryAnnouncementRepo, slackActor } from './fakes.js';
+import { webhookBody } from './world.js';
 
 /** AnnouncementService (where announcements live) and AnnouncementRouter (what is posted where, when) over fakes. */
 
@@ -47,23 +48,7 @@ describe('AnnouncementService', () => {
 });
 
 /** A router over the real services of a world, a fake chat and in-memory announcements. */
-function routed(opts: { defaultChannel?: string | null } = {}) {
-  const w = world();
-  const chat = new FakeChat();
-  const store = new AnnouncementService(new InMemoryAnnouncementRepo());
-  const warnings: string[] = [];
-  const router = new AnnouncementRouter({
-    store,
-    incidents: w.services.incidents,
-    executions: w.services.executions,
-    connections: w.services.connections,
-    chat,
-    defaultChannel: opts.defaultChannel === undefined ? 'CDEFAULT' : opts.defaultChannel,
-    pacing: { postIntervalMs: 1, updateIntervalMs: 1 },
-    log: { warn: (_o: object, msg: string) => void warnings.push(msg) },
-  });
-  return { w, chat, store, router, warnings };
-}
+const routed = routedAnnouncements;
 
 describe('AnnouncementRouter.announce', () => {
   it('posts in the first channel that takes the message, skipping empty and repeated ones, and remembers it', async () => {
