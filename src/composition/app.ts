@@ -48,7 +48,7 @@ import { Topic } from './events.js';
 import { slackEdge } from './slack.js';
 import { checkRedis, openSecretBox, outboundAllow } from './startup-checks.js';
 
-export type IncidentChangeKind = 'created' | 'updated' | 'closed';
+import type { IncidentChangeKind } from './events.js';
 
 export { openCore, StartupError, type Core } from './cli.js';
 

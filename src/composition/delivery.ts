@@ -20,7 +20,7 @@ import { createChannelSenders, loadChannelAdapters, type HeraldChannelSenders } 
 import { startDeliveryRuntime, type DeliveryRuntime } from '../delivery/worker.js';
 import type { ChannelSenders, ConnectionTester, IncidentRepo, ReminderNotifier } from '../ports/index.js';
 import type { Incident } from '../domain/incident/incident.js';
-import type { IncidentChangeKind } from './app.js';
+import type { IncidentChangeKind } from './events.js';
 import type { ConnectionService } from '../services/connections.js';
 import { DeliveryService } from '../services/deliveries.js';
 import { ExecutionService } from '../services/executions.js';

@@ -1,5 +1,8 @@
 import type { Logger } from 'pino';
 
+/** What happened to an incident, for those who follow incidents (the Slack announcement). */
+export type IncidentChangeKind = 'created' | 'updated' | 'closed';
+
 /**
  * What one part of Herald tells the others, declared once. The services take plain callbacks;
  * the composition root points them here before anything that listens exists, and the listeners

@@ -1,5 +1,4 @@
 import type { RedisClient as Redis } from './redis-connect.js';
-import type { Incident } from '../domain/incident/incident.js';
 import type { Delivery } from '../domain/execution/execution.js';
 import type { MessageRef } from '../domain/execution/conversation.js';
 import type { ConversationRepo, ThreadRoot, ThreadState } from '../ports/index.js';
@@ -82,13 +81,4 @@ export function advanceThreads(change: Change, keys: Keys, incidentId: string, r
   for (const [connectionId, d] of last) {
     change.expectHashField(key, connectionId, read.get(connectionId)?.raw ?? null).write('HSET', key, connectionId, `${d.sequence ?? 1}|${d.id}`);
   }
-}
-
-/** Keeps the reminder schedule in step with an incident's `next_reminder_at` (in the same commit). */
-export function mirrorReminder(change: Change, keys: Keys, prev: Incident | null, next: Incident): void {
-  const before = prev?.next_reminder_at ?? null;
-  const after = next.next_reminder_at ?? null;
-  if (before === after) return;
-  if (after === null) change.write('ZREM', keys.reminders(), next.id);
-  else change.write('ZADD', keys.reminders(), String(Date.parse(after)), next.id);
 }

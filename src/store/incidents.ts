@@ -1,5 +1,5 @@
 import type { RedisClient as Redis } from './redis-connect.js';
-import { mirrorReminder } from './conversations.js';
+import { mirrorReminder } from './reminders.js';
 import { STATUSES, type Incident } from '../domain/incident/incident.js';
 import { createdEventId, type IncidentEvent } from '../domain/incident/incident-event.js';
 import type { Page, PageRequest } from '../domain/common/pagination.js';

@@ -1,5 +1,7 @@
 import type { RedisClient as Redis } from './redis-connect.js';
+import type { Incident } from '../domain/incident/incident.js';
 import type { ReminderSchedule } from '../ports/index.js';
+import type { Change } from './commit.js';
 import type { Keys } from './keys.js';
 import { luaScript, runScript } from './scripts.js';
 
@@ -50,4 +52,13 @@ export class RedisReminderSchedule implements ReminderSchedule {
   async release(incidentId: string, lease: number, atMs: number | null): Promise<void> {
     await runScript(this.redis, RELEASE_LUA, [this.keys.reminders()], [incidentId, String(lease), atMs === null ? '' : String(atMs)]);
   }
+}
+
+/** Keeps the reminder schedule in step with an incident's `next_reminder_at` (in the same commit). */
+export function mirrorReminder(change: Change, keys: Keys, prev: Incident | null, next: Incident): void {
+  const before = prev?.next_reminder_at ?? null;
+  const after = next.next_reminder_at ?? null;
+  if (before === after) return;
+  if (after === null) change.write('ZREM', keys.reminders(), next.id);
+  else change.write('ZADD', keys.reminders(), String(Date.parse(after)), next.id);
 }

@@ -3,6 +3,7 @@ import type { MessageRef, OutboundMessage } from '../../ports/index.js';
 import type { OutboundHttp, OutboundResponse } from '../../delivery/outbound/http.js';
 import { exchange, fromHttpStatus, hostOf, jsonOf, refused, secondsToMs, stringOf, withQuery, type ChannelResult } from '../common/http-outcome.js';
 import { subjectOf, TEST_MARKER, truncate } from '../common/message-text.js';
+import { byAction } from '../common/actions.js';
 import type { ChannelAdapter } from '../adapter.js';
 
 /**
@@ -121,14 +122,11 @@ export function createDiscordSender(deps: DiscordSenderDeps) {
   const s: Sender = { deps, now, guilds: createGuildCache(deps, now) };
   return {
     send(target: { config: DiscordConfig }, message: OutboundMessage): Promise<ChannelResult> {
-      switch (message.action ?? 'post') {
-        case 'post':
-          return post(s, target.config, message);
-        case 'edit':
-          return edit(s, target.config, message);
-        case 'delete':
-          return remove(s, target.config, message);
-      }
+      return byAction(message, {
+        post: () => post(s, target.config, message),
+        edit: () => edit(s, target.config, message),
+        delete: () => remove(s, target.config, message),
+      });
     },
   };
 }

@@ -3,6 +3,7 @@ import type { MessageRef, OutboundMessage } from '../../ports/index.js';
 import type { OutboundHttp, OutboundResponse } from '../../delivery/outbound/http.js';
 import { exchange, fromHttpStatus, hostOf, jsonOf, parseRetryAfter, permanent, refused, retryable, stringOf, type ChannelResult, type FailureCause } from '../common/http-outcome.js';
 import { joinSubject, splitText, subjectOf, truncate, TRUNCATION_MARKER } from '../common/message-text.js';
+import { byAction } from '../common/actions.js';
 import type { ChannelAdapter } from '../adapter.js';
 
 /**
@@ -101,18 +102,14 @@ export function createSlackSender(deps: SlackSenderDeps) {
   return {
     async send(target: { config: SlackConfig }, message: OutboundMessage): Promise<ChannelResult> {
       const config = target.config;
-      const action = message.action ?? 'post';
       if (config.webhook_url !== undefined) return sendToWebhook(deps, config.webhook_url, config, message, now);
       if (config.bot_token === undefined || config.channel === undefined) return refused('the Slack connection has neither webhook_url nor bot_token with channel');
       const bot: Bot = { deps, token: config.bot_token, channel: config.channel, now };
-      switch (action) {
-        case 'post':
-          return post(bot, config, message);
-        case 'edit':
-          return edit(bot, message);
-        case 'delete':
-          return remove(bot, message);
-      }
+      return byAction(message, {
+        post: () => post(bot, config, message),
+        edit: () => edit(bot, message),
+        delete: () => remove(bot, message),
+      });
     },
   };
 }

@@ -4,6 +4,7 @@ import type { MessageRef, OutboundMessage } from '../../ports/index.js';
 import type { OutboundHttp, OutboundResponse } from '../../delivery/outbound/http.js';
 import { exchange, fromHttpStatus, jsonOf, permanent, refused, retryable, secondsToMs, stringOf, type ChannelResult, type FailureCause } from '../common/http-outcome.js';
 import { joinSubject, subjectOf, TEST_MARKER, truncate } from '../common/message-text.js';
+import { byAction } from '../common/actions.js';
 import type { ChannelAdapter } from '../adapter.js';
 
 /**
@@ -58,14 +59,11 @@ export function createTelegramSender(deps: TelegramSenderDeps) {
   const bot: Bot = { deps, now: deps.now ?? Date.now };
   return {
     send(target: { config: TelegramConfig }, message: OutboundMessage): Promise<ChannelResult> {
-      switch (message.action ?? 'post') {
-        case 'post':
-          return post(bot, target.config, message);
-        case 'edit':
-          return edit(bot, target.config, message);
-        case 'delete':
-          return remove(bot, target.config, message);
-      }
+      return byAction(message, {
+        post: () => post(bot, target.config, message),
+        edit: () => edit(bot, target.config, message),
+        delete: () => remove(bot, target.config, message),
+      });
     },
   };
 }
