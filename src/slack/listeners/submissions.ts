@@ -1,3 +1,4 @@
+import type { ExecuteRequest } from '../../domain/execution/execution.js';
 import type { AckFn, App, ViewResponseAction, ViewSubmitAction } from '@slack/bolt';
 import { isDomainError } from '../../domain/common/errors.js';
 import type { Announcer } from '../announcer.js';
@@ -116,12 +117,6 @@ async function executeAfterAck(deps: SlackDeps, announcer: Announcer, incidentId
     if (!isDomainError(e)) deps.log.error({ err: e, callback_id: CALLBACKS.execute }, 'execute from Slack failed after the ack');
     return messageModal('Not sent', ephemeralMessage(e), 'Close');
   }
-}
-
-/** The execute request a Slack execute modal makes (the fields it has of /v1's). */
-interface ExecuteRequest {
-  variables: Record<string, string>;
-  next_update_in?: string;
 }
 
 // Corrections and retractions run inside the ack, so a refusal lands on its input: unlike an
