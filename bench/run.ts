@@ -25,9 +25,9 @@
  * Every wait has a deadline (polls, no fixed sleeps); every child process and the private Redis
  * are stopped in `finally`, and killed by an exit hook if the harness dies (bench/lib.ts).
  */
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { createHmac, randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
@@ -35,6 +35,19 @@ import { epochMs, fetchWithin, freePort, median, onExit, ROOT, startChild, start
 import type { LoadResult, LoadSpec } from './load.js';
 
 const QUICK = process.argv.includes('--quick');
+/**
+ * `--only=read,deliveries,...` runs only the named rows (read, write, list, memory, fanout,
+ * deliveries, slack, cli): for profiling one thing. `--profile=DIR` starts every Herald with
+ * `--cpu-prof --cpu-prof-dir=DIR` (README "Benchmarks", "Profiling"). Both are for the people
+ * looking for where the time goes; a run with either is not a benchmark result.
+ */
+const ONLY = argValue('--only')?.split(',') ?? null;
+const PROFILE_DIR = argValue('--profile');
+function argValue(flag: string): string | undefined {
+  const a = process.argv.find((x) => x.startsWith(`${flag}=`));
+  return a?.slice(flag.length + 1);
+}
+const wanted = (name: string) => ONLY === null || ONLY.includes(name);
 const ROUNDS = QUICK ? 1 : 3;
 const LOAD_SEC = QUICK ? 3 : 10;
 const WARMUP_SEC = QUICK ? 1 : 2;
@@ -64,6 +77,9 @@ interface Samples {
   fanout: Record<Side, number[]>;
   executeAcceptMs: number[];
   deliveriesPerSec: number[];
+  /** Herald's and Redis' CPU ms per delivery over the deliveries row. */
+  deliveryCpuMs: number[];
+  deliveryRedisCpuMs: number[];
   bytesPerIncident: number[];
   rawIncidentBytes: number[];
   rssMB: number[];
@@ -82,6 +98,8 @@ const samples: Samples = {
   fanout: { herald: [], baseline: [] },
   executeAcceptMs: [],
   deliveriesPerSec: [],
+  deliveryCpuMs: [],
+  deliveryRedisCpuMs: [],
   bytesPerIncident: [],
   rawIncidentBytes: [],
   rssMB: [],
@@ -134,7 +152,8 @@ async function startHerald(name: string, extra: NodeJS.ProcessEnv = {}): Promise
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
   const t0 = performance.now();
-  const child = startChild(name, process.execPath, [join(ROOT, 'dist', 'main.js')], heraldEnv({ PORT: String(port), ...extra }));
+  const profile = PROFILE_DIR === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`];
+  const child = startChild(name, process.execPath, [...profile, join(ROOT, 'dist', 'main.js')], heraldEnv({ PORT: String(port), ...extra }));
   await waitFor(
     `${name} /readyz 200`,
     async () => {
@@ -146,6 +165,25 @@ async function startHerald(name: string, extra: NodeJS.ProcessEnv = {}): Promise
     { timeoutMs: 30_000, intervalMs: 5 },
   );
   return { child, base, readyMs: performance.now() - t0 };
+}
+
+/** With --profile: Herald's own account of its memory (heap spaces, external) and the kernel's (anon, file). */
+async function dumpMemory(h: Herald, token: string): Promise<void> {
+  const r = await fetchWithin(`${h.base}/metrics`, { headers: { authorization: `Bearer ${token}` }, timeoutMs: 10_000 });
+  const lines = (await r.text()).split('\n').filter((l) => /^herald_(nodejs_heap|nodejs_external|process_resident)/.test(l));
+  const rollup = readFileSync(`/proc/${h.child.pid}/smaps_rollup`, 'utf8');
+  writeFileSync(join(PROFILE_DIR ?? '.', 'memory.txt'), `${lines.join('\n')}\n\n${rollup}`);
+}
+
+/** user + system CPU seconds of a process so far (/proc/<pid>/stat, in clock ticks of 1/100 s). */
+function cpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+async function redisCpuSeconds(admin: Redis): Promise<number> {
+  const info = await admin.info('cpu');
+  return Number(/used_cpu_user:([\d.]+)/.exec(info)?.[1] ?? NaN) + Number(/used_cpu_sys:([\d.]+)/.exec(info)?.[1] ?? NaN);
 }
 
 function rssMB(pid: number, field: 'VmRSS' | 'VmHWM' = 'VmRSS'): number {
@@ -357,10 +395,32 @@ function cliRow(): void {
 }
 
 /** Runs `fn`, recording (not rethrowing) a failure: one broken row must not hide the others. */
+/** With --profile: every command the row sent, as Redis' MONITOR saw it (`[0 lua]` = inside a script). */
+function startMonitor(name: string): ReturnType<typeof spawn> {
+  const out = openSync(join(PROFILE_DIR ?? '.', `monitor-${name.replace(/[^a-z0-9]+/gi, '-')}.txt`), 'w');
+  return spawn('redis-cli', ['-u', redisUrl, 'monitor'], { stdio: ['ignore', out, 'ignore'] });
+}
+
+/** With --profile: the private Redis, whose command counts each row writes to the profile folder. */
+let profileRedis: Redis | null = null;
+
 async function row(name: string, fn: () => Promise<void> | void): Promise<void> {
   const t0 = performance.now();
   try {
-    await fn();
+    await profileRedis?.config('RESETSTAT');
+    const monitor = profileRedis !== null && PROFILE_DIR !== undefined ? startMonitor(name) : null;
+    try {
+      await fn();
+    } finally {
+      monitor?.kill();
+    }
+    if (profileRedis !== null && PROFILE_DIR !== undefined) {
+      const stats = await profileRedis.info('commandstats');
+      const lines = [...stats.matchAll(/cmdstat_(\S+):calls=(\d+),usec=(\d+)/g)].map((m) => ({ cmd: m[1], calls: Number(m[2]), usec: Number(m[3]) })).sort((x, y) => y.calls - x.calls);
+      const file = join(PROFILE_DIR, `redis-${name.replace(/[^a-z0-9]+/gi, '-')}.txt`);
+      writeFileSync(file, lines.map((l) => `${String(l.calls).padStart(9)} calls ${String(l.usec).padStart(10)} µs  ${l.cmd}`).join('\n') + '\n');
+      log(`${name}: Redis command counts in ${file}`);
+    }
     log(`${name}: done in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
   } catch (e) {
     const msg = `${name} failed: ${e instanceof Error ? e.message : String(e)}`;
@@ -397,6 +457,7 @@ async function main(): Promise<void> {
     const a = new Redis({ host: '127.0.0.1', port: redisPort, lazyConnect: true, maxRetriesPerRequest: 1, retryStrategy: () => 50 });
     admin = a;
     a.on('error', () => undefined);
+    if (PROFILE_DIR !== undefined) profileRedis = a;
     await waitFor('the private redis-server', async () => {
       if (redis.exit) throw new Error(`redis-server exited: ${redis.stderrTail()}`);
       return (await a.ping()) === 'PONG';
@@ -440,16 +501,17 @@ async function main(): Promise<void> {
         // Herald first in odd rounds, the baseline first in even ones.
         const order: Side[] = round % 2 === 0 ? ['herald', 'baseline'] : ['baseline', 'herald'];
         for (const r of ['read', 'write', 'list'] as const) {
+          if (!wanted(r)) continue;
           await row(`${r} (${order.join(', then ')})`, async () => {
             for (const side of order) samples.api[r][side].push(await runLoad(`${r} ${side}`, apiSpec(r, side, s, h)));
           });
         }
-        await row('Redis bytes per incident', async () => {
+        if (wanted('memory')) await row('Redis bytes per incident', async () => {
           const m = await memoryPerIncident(h, token, a);
           samples.bytesPerIncident.push(m.perIncident);
           samples.rawIncidentBytes.push(m.raw);
         });
-        await row(`execute → ${FANOUT} webhooks (${order.join(', then ')})`, async () => {
+        if (wanted('fanout')) await row(`execute → ${FANOUT} webhooks (${order.join(', then ')})`, async () => {
           const loop = await startFanoutBaseline();
           try {
             for (const side of order) {
@@ -467,9 +529,16 @@ async function main(): Promise<void> {
             await loop.stop('SIGKILL', 2000);
           }
         });
-        await row(`${EXECUTES} executes × ${FANOUT}`, async () => {
+        if (wanted('deliveries')) await row(`${EXECUTES} executes × ${FANOUT}`, async () => {
+          const cpu0 = cpuSeconds(h.child.pid);
+          const redisCpu0 = await redisCpuSeconds(a);
           samples.deliveriesPerSec.push(await deliveries(h, token));
+          // CPU per delivery (Herald's process, and Redis'): steadier than the rate on a busy
+          // machine, so it is what to compare when changing the delivery path.
+          samples.deliveryCpuMs.push(((cpuSeconds(h.child.pid) - cpu0) * 1000) / (EXECUTES * FANOUT));
+          samples.deliveryRedisCpuMs.push((((await redisCpuSeconds(a)) - redisCpu0) * 1000) / (EXECUTES * FANOUT));
         });
+        if (PROFILE_DIR !== undefined) await dumpMemory(h, token);
         samples.rssMB.push(rssMB(h.child.pid));
         samples.peakRssMB.push(rssMB(h.child.pid, 'VmHWM'));
       } finally {
@@ -477,8 +546,8 @@ async function main(): Promise<void> {
         samples.stopMs.push(stop.ms);
         if (stop.code !== 0) problems.push(`herald ${round + 1}: exit status ${stop.code} after SIGTERM${stop.killed ? ' (killed: did not stop in 20 s)' : ''}`);
       }
-      await row('Slack /incident help', () => slackRow(round));
-      await row('CLI keys list', () => cliRow());
+      if (wanted('slack')) await row('Slack /incident help', () => slackRow(round));
+      if (wanted('cli')) await row('CLI keys list', () => cliRow());
     }
 
     const report = buildReport();
@@ -561,6 +630,8 @@ function buildReport(): { figures: Figure[]; table: string } {
   add({ figure: `5. execute → ${FANOUT} webhooks, 202 → last arrival (ratio = baseline/Herald)`, herald: fh, baseline: fb, ratio: fr, unit: 's', target: '≤ 0.25 s, ratio ≥ 0.4', met: fh === null || fr === null ? null : fh <= 0.25 && fr >= 0.4 });
   const d = m(samples.deliveriesPerSec);
   add({ figure: `6. ${EXECUTES} executes × ${FANOUT} = ${EXECUTES * FANOUT} deliveries`, herald: d, baseline: null, ratio: null, unit: 'deliveries/s', target: '≥ 1,500/s', met: d === null ? null : d >= 1500 });
+  // Not targets: where the deliveries' CPU went (compare these between versions on a busy machine).
+  add({ figure: '6a. CPU per delivery: Herald (Redis\'s as baseline)', herald: m(samples.deliveryCpuMs), baseline: m(samples.deliveryRedisCpuMs), ratio: null, unit: 'ms', target: '—', met: null });
   const bh = m(samples.bytesPerIncident);
   const braw = m(samples.rawIncidentBytes);
   add({ figure: '7. Redis bytes per incident (500-char description; baseline = its JSON)', herald: bh, baseline: braw, ratio: div(bh, braw), unit: 'B', target: '≤ 1.2 KiB (1,229 B)', met: bh === null ? null : bh <= 1.2 * 1024 });
@@ -579,7 +650,7 @@ function buildReport(): { figures: Figure[]; table: string } {
       case 'deliveries/s':
         return `${Math.round(v).toLocaleString('en-US')}/s`;
       case 'ms':
-        return `${v.toFixed(1)} ms`;
+        return v < 10 ? `${v.toFixed(3)} ms` : `${v.toFixed(1)} ms`;
       case 's':
         return `${v.toFixed(3)} s`;
       case 'B':

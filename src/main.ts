@@ -2,8 +2,9 @@
  * The entry of `npm start` (README "Quick start"): configuration, Redis (REDIS_URL or the embedded server),
  * the roles, and an orderly stop on SIGTERM/SIGINT.
  */
+// First: heap settings, before any other module allocates (see the module).
+import './runtime/v8-tuning.js';
 import { createServer, type Server } from 'node:http';
-import { setFlagsFromString } from 'node:v8';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { createHerald, StartupError, type Herald } from './composition/app.js';
@@ -12,17 +13,6 @@ import { answerClientErrors } from './http/server.js';
 import { createLogger } from './log.js';
 import { EmbeddedRedisError, openEmbeddedRedis, type EmbeddedRedis } from './runtime/embedded-redis/index.js';
 import { describeRedisTarget, redisTargetFromConfig, type RedisTarget } from './store/redis-connect.js';
-
-/**
- * V8 grows the heap to a multiple of what is alive after each full collection, up to four times
- * under a high allocation rate, and keeps 16 MB semi-spaces for young objects: with ~35 MB alive,
- * 5,000 deliveries left Herald at ~200 MB resident after they were done. Growing by a quarter and
- * 8 MB semi-spaces measured 143 MB (`npm run bench`, README "Benchmarks") for the same work at
- * the same rate, with more frequent but smaller collections. The heap's maximum is unchanged, so
- * a large fan-out still fits.
- */
-setFlagsFromString('--heap-growing-percent=25');
-setFlagsFromString('--max-semi-space-size=8');
 
 async function main(): Promise<void> {
   const config = configOrExit();

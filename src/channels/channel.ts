@@ -18,8 +18,8 @@ import type { ConnectionTypeDefinition } from './common/config-fields.js';
 
 /** How rendered values are written for a channel (README "Delivery semantics"). */
 export interface MessageFormat {
-  /** Escapes one VALUE (an incident field, a variable) for the platform's markup. */
-  escape(value: string): string;
+  /** Escapes one VALUE (an incident field, a variable) for the platform's markup (a plain function, never a method using `this`). */
+  escape: (value: string) => string;
   /** True when the message also gets an HTML alternative (e-mail): values are HTML-escaped there. */
   html: boolean;
 }

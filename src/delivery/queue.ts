@@ -2,13 +2,19 @@ import { DelayedError, Queue, UnrecoverableError, Worker, type Job } from 'bullm
 import type { Cluster, Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import type { DeliveryQueue, ProcessOutcome, QueuedJob } from '../ports/index.js';
+import type { DeliveryHint, DeliveryQueue, ProcessOutcome, QueuedJob } from '../ports/index.js';
 import { isRedisUnavailable, redisErrorLogger } from '../store/redis.js';
 
 export const QUEUE_NAME = 'deliveries';
 
 /** A job's payload, validated when the worker picks it up (STYLE §6: typed jobs). */
-const JobData = z.strictObject({ deliveryId: z.string().regex(/^dlv_[0-9A-Z]{26}$/) });
+const JobData = z.strictObject({
+  deliveryId: z.string().regex(/^dlv_[0-9A-Z]{26}$/),
+  // Optional: jobs queued by an older version carry only the delivery id.
+  incidentId: z.string().regex(/^inc_[0-9A-Z]{26}$/).optional(),
+  connectionId: z.string().regex(/^con_[0-9A-Z]{26}$/).optional(),
+  follows: z.boolean().optional(),
+});
 
 /**
  * BullMQ's own retries: never the delivery policy (that lives in the delivery record, and a retry
@@ -34,7 +40,7 @@ export class BullDeliveryQueue implements DeliveryQueue {
   async enqueue(jobs: QueuedJob[]): Promise<void> {
     if (jobs.length === 0) return;
     // Job ids are stable (delivery id + round), so adding one that already exists is a no-op.
-    await this.queue.addBulk(jobs.map((j) => ({ name: 'deliver', data: { deliveryId: j.deliveryId }, opts: { jobId: j.jobId, delay: j.delayMs } })));
+    await this.queue.addBulk(jobs.map((j) => ({ name: 'deliver', data: { deliveryId: j.deliveryId, ...j.hint }, opts: { jobId: j.jobId, delay: j.delayMs } })));
   }
 
   async remove(jobIds: string[]): Promise<void> {
@@ -56,7 +62,7 @@ export interface WorkerOptions {
   concurrency: number;
   /** How long a job stays claimed without a heartbeat: a killed worker's jobs return after this. */
   lockDurationMs: number;
-  process(deliveryId: string): Promise<ProcessOutcome>;
+  process(deliveryId: string, hint: DeliveryHint | undefined): Promise<ProcessOutcome>;
   log: Logger;
   /** The injected wall clock in ms (when a delayed job is due). */
   now: () => number;
@@ -74,10 +80,11 @@ export function startDeliveryWorker(o: WorkerOptions): Worker {
       const data = JobData.safeParse(job.data);
       // A malformed job can never succeed: fail it for good (it names no delivery to lose).
       if (!data.success) throw new UnrecoverableError('malformed delivery job');
-      const { deliveryId } = data.data;
+      const { deliveryId, incidentId, connectionId, follows } = data.data;
+      const hint = incidentId !== undefined && connectionId !== undefined ? { incidentId, connectionId, follows: follows ?? false } : undefined;
       let outcome: ProcessOutcome;
       try {
-        outcome = await o.process(deliveryId);
+        outcome = await o.process(deliveryId, hint);
       } catch (err) {
         // Redis hiccup or a bug: never let the queue fail a delivery; look at it again shortly.
         o.log.error({ delivery_id: deliveryId, err: (err as Error).message }, 'delivery processing error; retrying');

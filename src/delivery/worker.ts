@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { ProcessOutcome } from '../ports/index.js';
+import type { DeliveryHint, ProcessOutcome } from '../ports/index.js';
 import type { RedisClient } from '../store/redis-connect.js';
 import { isRedisUnavailable } from '../store/redis.js';
 import { startDeliveryWorker } from './queue.js';
@@ -11,7 +11,7 @@ import { startDeliveryWorker } from './queue.js';
 
 /** What the worker runs (the delivery service). */
 export interface DeliveryProcessor {
-  process(deliveryId: string): Promise<ProcessOutcome>;
+  process(deliveryId: string, hint?: DeliveryHint): Promise<ProcessOutcome>;
   /** Re-queues deliveries committed more than `olderThanMs` ago that have no job; their count. */
   sweepOutbox(olderThanMs: number): Promise<number>;
 }
@@ -43,7 +43,7 @@ export function startDeliveryRuntime(o: DeliveryRuntimeOptions): DeliveryRuntime
     prefix: o.prefix,
     concurrency: o.concurrency,
     lockDurationMs: o.lockDurationMs,
-    process: (id) => o.deliveries.process(id),
+    process: (id, hint) => o.deliveries.process(id, hint),
     now: o.now,
     log,
   });

@@ -23,6 +23,21 @@ export interface QueuedJob {
   /** Queue-unique id: the delivery id, plus the redeliver round. */
   jobId: string;
   delayMs?: number;
+  /** What the worker may read beside the delivery itself (see DeliveryHint). */
+  hint?: DeliveryHint;
+}
+
+/**
+ * Where a delivery belongs, carried by its job so the worker reads the delivery, its connection,
+ * its incident and its conversation's first message in one round trip instead of two. Only a
+ * hint: the worker checks it against the delivery record, and reads by the record when they
+ * differ (or a job from an older version carries none).
+ */
+export interface DeliveryHint {
+  incidentId: string;
+  connectionId: string;
+  /** It continues a conversation (sequence > 1, an update): its first message will be read. */
+  follows: boolean;
 }
 
 export interface DeliveryQueue {

@@ -5,11 +5,11 @@ import { decideRetry, pacingFor, type PaceStep, type PacingRule, type RetryDecis
 // A namespace: each status change reads as what it is (transition.recordDelivered(…)).
 import * as transition from '../domain/execution/delivery-state.js';
 import { isTerminal, type Attempt, type Delivery } from '../domain/execution/execution.js';
-import { conversationOf, sendVia } from '../domain/connection/connection.js';
+import { conversationOf, nextHealth, sendVia, type ConnectionHealth } from '../domain/connection/connection.js';
 import type { Incident } from '../domain/incident/incident.js';
 import { incidentUrl } from '../domain/template/render.js';
 import { newEvent, type IncidentEvent } from '../domain/incident/incident-event.js';
-import type { ChannelSenders, Clock, ConversationRepo, ThreadRoot, DeliveryQueue, DeliveryTarget, ExecutionRepo, IdGenerator, MessageAction, MessageRef, OutboundMessage, Pacer, ProcessOutcome, SendResult } from '../ports/index.js';
+import type { ChannelSenders, Clock, ConversationRepo, ThreadRoot, DeliveryHint, DeliveryQueue, DeliveryTarget, QueuedJob, ExecutionRepo, IdGenerator, MessageAction, MessageRef, OutboundMessage, Pacer, ProcessOutcome, SendResult } from '../ports/index.js';
 import { DELIVERY_WRITE_ATTEMPTS, LOST_RACE, retryOnConflict, type Attempt as RaceAttempt } from './retry.js';
 
 export interface DeliveryTargets {
@@ -55,6 +55,26 @@ export interface DeliveryServiceDeps {
 /** The queue id of a delivery's job: its id, plus the redeliver round (queue ids must be unique). */
 export const jobIdOf = (d: Pick<Delivery, 'id' | 'round'>): string => (d.round === 0 ? d.id : `${d.id}-r${d.round}`);
 
+/** Whether sending `d` reads its conversation's first message: an update after the first. */
+const follows = (d: Delivery): boolean => (d.sequence ?? 1) > 1 && d.planned_action === undefined;
+
+/** A delivery's queue job, with the hint that lets the worker read everything in one round trip. */
+export const queuedJobOf = (d: Delivery): QueuedJob => ({
+  deliveryId: d.id,
+  jobId: jobIdOf(d),
+  hint: { incidentId: d.incident_id, connectionId: d.connection_id, follows: follows(d) },
+});
+
+/** What a send reads besides the delivery: started together, each met where it is needed. */
+interface Reads {
+  incidentId: string;
+  connectionId: string;
+  follows: boolean;
+  target: Promise<DeliveryTarget | null>;
+  incident: Promise<Incident | null>;
+  root: Promise<ThreadRoot | null> | null;
+}
+
 /**
  * Sends one delivery: the use case behind every queue job. Idempotent by construction — it reads
  * the delivery first and does nothing for a terminal one, so a job run twice (a worker killed after
@@ -65,27 +85,42 @@ export const jobIdOf = (d: Pick<Delivery, 'id' | 'round'>): string => (d.round =
 export class DeliveryService {
   constructor(private readonly d: DeliveryServiceDeps) {}
 
-  async process(deliveryId: string): Promise<ProcessOutcome> {
+  async process(deliveryId: string, hint?: DeliveryHint): Promise<ProcessOutcome> {
     return untilWritten(
-      () => this.tryProcess(deliveryId),
+      () => this.tryProcess(deliveryId, hint),
       // Something keeps changing the delivery (cancel racing us): look again shortly.
       (): ProcessOutcome => ({ kind: 'delay', ms: STILL_RACING_DELAY_MS, reason: 'retry' }),
     );
   }
 
-  private async tryProcess(deliveryId: string): Promise<RaceAttempt<ProcessOutcome>> {
+  /**
+   * Starts the reads a send needs besides the delivery: its connection, its incident (for the
+   * message) and, for an update, its conversation's first message (whether it is used depends on
+   * the connection). Each answer, or failure, is met only where it is needed, as if read there.
+   */
+  private startReads(where: DeliveryHint): Reads {
+    const reads: Reads = {
+      ...where,
+      target: this.d.targets.get(where.connectionId),
+      incident: this.d.getIncident(where.incidentId),
+      root: where.follows ? this.d.conversations.root(where.incidentId, where.connectionId) : null,
+    };
+    for (const p of [reads.target, reads.incident, reads.root]) p?.catch(() => undefined);
+    return reads;
+  }
+
+  private async tryProcess(deliveryId: string, hint: DeliveryHint | undefined): Promise<RaceAttempt<ProcessOutcome>> {
+    // With the job's hint, everything is read in the delivery's own round trip.
+    const early = hint ? this.startReads(hint) : null;
     let current = await this.d.repo.getDelivery(deliveryId);
     if (!current || isTerminal(current.status)) return { kind: 'done', status: current?.status ?? 'cancelled' };
-
-    // The incident (for the message) is read beside the connection, in the same round trip; its
-    // answer, or its failure, is met only where the message is built, as if read there.
-    const incidentRead = this.d.getIncident(current.incident_id);
-    incidentRead.catch(() => undefined);
-    // So is the conversation's first message, for any message after the first (whether it is
-    // needed depends on the connection, read alongside).
-    const rootRead = (current.sequence ?? 1) > 1 && current.planned_action === undefined ? this.d.conversations.root(current.incident_id, current.connection_id) : null;
-    rootRead?.catch(() => undefined);
-    const target = await this.d.targets.get(current.connection_id);
+    const reads =
+      early && early.incidentId === current.incident_id && early.connectionId === current.connection_id && early.follows === follows(current)
+        ? early
+        : this.startReads({ incidentId: current.incident_id, connectionId: current.connection_id, follows: follows(current) });
+    const incidentRead = reads.incident;
+    const rootRead = reads.root;
+    const target = await reads.target;
     if (!target || !target.enabled) {
       const reason = target ? 'connection disabled' : 'connection deleted';
       return (await this.cancelOne(current, reason)) === 'cancelled' ? { kind: 'done', status: 'cancelled' } : LOST_RACE;
@@ -238,9 +273,14 @@ export class DeliveryService {
     }
     // Bookkeeping about the connection: its failure must not change what happened to the
     // delivery, so it runs beside the record's write (the two share a round trip) and never throws.
-    const health = this.guarded('recording connection health', () =>
-      this.d.targets.recordOutcome(target.id, result.outcome === 'delivered', result.outcome === 'delivered' ? null : result.error),
-    );
+    // A success on a connection that was healthy when this send read it changes nothing, so the
+    // common case costs no read-modify-write of the connection. (Had another delivery failed in
+    // between, that failure stands until the connection's next success: the same order of
+    // events a write here could have met.)
+    const ok = result.outcome === 'delivered';
+    const health = healthChanges(target.health, ok ? { ok: true } : { ok: false, error: result.error })
+      ? this.guarded('recording connection health', () => this.d.targets.recordOutcome(target.id, ok, ok ? null : result.error))
+      : Promise.resolve();
     // The worker holds the job, so only a cancel can race this write; the send already happened,
     // so its record wins over the cancel (retry the write on the latest state). Should it keep
     // losing, or the delivery be gone, the attempt is still reported and the outcome stands.
@@ -355,7 +395,7 @@ export class DeliveryService {
       if (transition.isRefused(next)) continue;
       if (await this.d.repo.updateDelivery(d, next, { outbox: true })) {
         this.d.onDeliveryChanged?.(next);
-        jobs.push({ deliveryId: next.id, jobId: jobIdOf(next) });
+        jobs.push(queuedJobOf(next));
       }
     }
     try {
@@ -376,11 +416,17 @@ export class DeliveryService {
     const ids = await this.d.repo.pendingEnqueue(olderThanMs);
     if (ids.length === 0) return 0;
     const ds = await this.d.repo.getDeliveries(ids);
-    const jobs = ds.filter((d): d is Delivery => d !== null && !isTerminal(d.status)).map((d) => ({ deliveryId: d.id, jobId: jobIdOf(d) }));
+    const jobs = ds.filter((d): d is Delivery => d !== null && !isTerminal(d.status)).map(queuedJobOf);
     await this.d.queue.enqueue(jobs);
     await this.d.repo.markEnqueued(ids);
     return jobs.length;
   }
+}
+
+/** Whether an outcome moves a connection's health as read (the state, the streak or the error). */
+function healthChanges(seen: ConnectionHealth, outcome: { ok: true } | { ok: false; error: string }): boolean {
+  const after = nextHealth(seen, outcome);
+  return after.state !== seen.state || after.consecutive_failures !== seen.consecutive_failures || after.last_error !== seen.last_error;
 }
 
 /** Where a message goes in its conversation (see placeInConversation). */

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { Actor } from '../domain/common/actor.js';
 import type { ChannelType } from '../channels/index.js';
+import type { MessageFormat } from '../channels/channel.js';
 import { formatOf } from '../domain/connection/connection.js';
 import { iso } from '../domain/common/clock.js';
 import { DomainError, notFound, type FieldError } from '../domain/common/errors.js';
@@ -14,11 +15,11 @@ import { sourceForChannel, type Template } from '../domain/template/template.js'
 import { missingVariablesError, resolveVariables, type TemplateVariable } from '../domain/template/variables.js';
 import { parseInput } from '../domain/common/validation.js';
 import { LOST_RACE, retryOnConflict } from './retry.js';
-import type { Clock, ConversationRepo, ExecutionRepo, IdGenerator, IncidentRepo, ThreadState } from '../ports/index.js';
+import type { Clock, ConversationRepo, ExecutionRepo, IdGenerator, IncidentRepo, QueuedJob, ThreadState } from '../ports/index.js';
 import { assertCorrectable, assertCorrectsSomething, CorrectRequestSchema, RetractRequestSchema } from '../domain/execution/conversation.js';
 import { cadenceAfterExecute } from '../domain/incident/update-cadence.js';
 import { planCorrections } from './correction-plan.js';
-import { jobIdOf, type DeliveryService } from './deliveries.js';
+import { queuedJobOf, type DeliveryService } from './deliveries.js';
 
 /** What execute needs to know of a connection (no secrets). */
 export interface ExecuteConnection {
@@ -42,7 +43,7 @@ export interface ExecutionServiceDeps {
   conversations: ConversationRepo;
   /** Every connection (execute fans out to all enabled ones, or a listed subset). */
   listConnections(): Promise<ExecuteConnection[]>;
-  enqueue(jobs: { deliveryId: string; jobId: string }[]): Promise<void>;
+  enqueue(jobs: QueuedJob[]): Promise<void>;
   clock: Clock;
   ids: IdGenerator;
   publicUrl: string | undefined;
@@ -195,7 +196,7 @@ export class ExecutionService {
    */
   private async queueCommitted(deliveries: Delivery[]): Promise<void> {
     const queued = this.d
-      .enqueue(deliveries.map((x) => ({ deliveryId: x.id, jobId: jobIdOf(x) })))
+      .enqueue(deliveries.map(queuedJobOf))
       .then(() => this.d.repo.markEnqueued(deliveries.map((x) => x.id)))
       .then(
         () => true,
@@ -494,10 +495,24 @@ const RENDER_SLICE_MS = 10;
  */
 async function renderYielding(pairs: Pair[], ctx: RenderContext): Promise<(Pair & { content: RenderedContent })[]> {
   const out: (Pair & { content: RenderedContent })[] = [];
+  // One execute renders the same (template, channel, format) for many connections: 200 webhooks
+  // are one rendering, not 200. A format is the same when its escaping is the same function (a
+  // format built from its connection's config, like Telegram's parse mode, is a new closure each
+  // time and simply renders again); the context is the execute's own, so it is part of no key.
+  const rendered = new Map<string, Map<MessageFormat['escape'], RenderedContent>>();
   let sliceStart = performance.now();
   for (const p of pairs) {
-    const source = p.template ? sourceForChannel(p.template, p.connection.type) : defaultMessageSource();
-    out.push({ ...p, content: renderMessage(source, ctx, formatOf(p.connection)) });
+    const format = formatOf(p.connection);
+    const key = `${p.template?.id ?? ''}@${p.template?.version ?? ''}|${p.connection.type}|${format.html ? 'html' : 'text'}`;
+    let byEscape = rendered.get(key);
+    if (!byEscape) rendered.set(key, (byEscape = new Map<MessageFormat['escape'], RenderedContent>()));
+    let content = byEscape.get(format.escape);
+    if (!content) {
+      const source = p.template ? sourceForChannel(p.template, p.connection.type) : defaultMessageSource();
+      content = renderMessage(source, ctx, format);
+      byEscape.set(format.escape, content);
+    }
+    out.push({ ...p, content });
     if (performance.now() - sliceStart >= RENDER_SLICE_MS) {
       await new Promise<void>((resolve) => setImmediate(resolve));
       sliceStart = performance.now();

@@ -57,15 +57,18 @@ type Write = { c: string; k: number; a: (string | number)[] };
 /** Builds one atomic change: record checks and writes, then `commit()`. */
 export class Change {
   private readonly keys: string[] = [];
+  /** Key → its 1-based index: an execute's change names hundreds of keys (indexOf was quadratic). */
+  private readonly index = new Map<string, number>();
   private readonly checks: Check[] = [];
   private readonly writes: Write[] = [];
 
   constructor(private readonly redis: Redis) {}
 
   private idx(key: string): number {
-    const i = this.keys.indexOf(key);
-    if (i >= 0) return i + 1;
+    const known = this.index.get(key);
+    if (known !== undefined) return known;
     this.keys.push(key);
+    this.index.set(key, this.keys.length);
     return this.keys.length;
   }
 

@@ -34,15 +34,29 @@ export function createSecretBox(key: Buffer, previous: readonly Buffer[] = []): 
     }
     throw new Error('sealed secret could not be opened with the current or a previous key');
   };
+  // Every delivery opens its connection's secrets (a webhook's URL and signing secret): the same
+  // few sealed values thousands of times a fan-out. A sealed value never changes meaning (a new
+  // value or a reseal is a new sealed text), so what one opened to is kept, for a bounded number.
+  const opened = new Map<string, string>();
   return {
     seal,
-    open: (sealed) => openWithAny(sealed).plaintext,
+    open(sealed) {
+      const known = opened.get(sealed);
+      if (known !== undefined) return known;
+      const plaintext = openWithAny(sealed).plaintext;
+      if (opened.size >= OPENED_KEPT) opened.clear();
+      opened.set(sealed, plaintext);
+      return plaintext;
+    },
     reseal(sealed) {
       const { plaintext, current } = openWithAny(sealed);
       return current ? null : seal(plaintext);
     },
   };
 }
+
+/** Opened secrets kept per box: a few per connection; past this many, the memory starts over. */
+const OPENED_KEPT = 2000;
 
 function tryOpen(key: Buffer, sealed: string): string | null {
   const [v, iv, tag, ct] = sealed.split('.');

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { RedisClient as Redis } from './redis-connect.js';
 import { isTerminal, type Delivery, type Execution } from '../domain/execution/execution.js';
 import type { Incident } from '../domain/incident/incident.js';
@@ -17,23 +18,28 @@ import { luaScript, runScript } from './scripts.js';
  * delivery_update — updateDelivery's compare-and-set, the delivery engine's hottest write (two or
  * more per delivery). The general commit script (commit.ts) would take the records inside a JSON
  * array of checks and writes — each record escaped again, and decoded again by cjson in Redis — so
- * this one takes them as plain arguments and runs the same steps.
+ * this one takes them as plain arguments and runs the same steps. The record as read is compared
+ * by its SHA-1, computed here and by Redis over the stored text: the whole delivery (its rendered
+ * content, its attempts) would otherwise cross the wire a second time with every write.
  *
  * KEYS[1] the delivery, KEYS[2] its connection's active set, KEYS[3] the outbox, KEYS[4] the
  *         incident's timeline
- * ARGV[1] the record as read, ARGV[2] the new record, ARGV[3] the delivery id,
+ * ARGV[1] SHA-1 (hex) of the record as read, ARGV[2] the new record, ARGV[3] the delivery id,
  * ARGV[4] 1 = terminal (leaves the active set) / 0, ARGV[5] outbox score ('' = not queued again),
  * ARGV[6..] timeline events to append
- * Returns 0 when written, 1 when the stored record is not ARGV[1] (nothing written).
+ * Returns 0 when written, 1 when the stored record is not the one read (nothing written).
  */
 const DELIVERY_UPDATE_LUA = luaScript('delivery_update', `
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 1 end
+local stored = redis.call('GET', KEYS[1])
+if not stored or redis.sha1hex(stored) ~= ARGV[1] then return 1 end
 redis.call('SET', KEYS[1], ARGV[2])
 if ARGV[4] == '1' then redis.call('SREM', KEYS[2], ARGV[3]) else redis.call('SADD', KEYS[2], ARGV[3]) end
 if ARGV[5] ~= '' then redis.call('ZADD', KEYS[3], ARGV[5], ARGV[3]) end
 if #ARGV > 5 then redis.call('RPUSH', KEYS[4], unpack(ARGV, 6)) end
 return 0
 `);
+
+const sha1Hex = (text: string): string => createHash('sha1').update(text).digest('hex');
 
 /**
  * Executions and deliveries: `exe:<id>` and `dlv:<id>` JSON records, `inc:<id>:exes` (newest
@@ -100,7 +106,7 @@ export class RedisExecutionRepo implements ExecutionRepo {
     const k = this.keys;
     const keys = [k.delivery(prev.id), k.connectionActiveDeliveries(next.connection_id), k.deliveryOutbox(), k.incidentEvents(next.incident_id)];
     const nextText = JSON.stringify(next);
-    const args = [storedText(prev, () => JSON.stringify(prev)), nextText, next.id, isTerminal(next.status) ? '1' : '0', opts.outbox ? String(this.nowMs()) : ''];
+    const args = [sha1Hex(storedText(prev, () => JSON.stringify(prev))), nextText, next.id, isTerminal(next.status) ? '1' : '0', opts.outbox ? String(this.nowMs()) : ''];
     // The timeline's `delivery.failed` is written with the failure itself: never one without the other.
     for (const e of opts.events ?? []) args.push(JSON.stringify(e));
     const written = (await runScript(this.redis, DELIVERY_UPDATE_LUA, keys, args)) === 0;

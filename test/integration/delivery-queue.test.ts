@@ -3,7 +3,7 @@ import type { RedisClient as Redis } from '../../src/store/redis-connect.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { BullDeliveryQueue, startDeliveryWorker } from '../../src/delivery/queue.js';
 import { createLogger } from '../../src/log.js';
-import type { ProcessOutcome } from '../../src/ports/index.js';
+import type { DeliveryHint, ProcessOutcome } from '../../src/ports/index.js';
 import { createKeys } from '../../src/store/keys.js';
 import { createRedis, whenReady } from '../../src/store/redis.js';
 import { dropPrefix, testRedisUrl, uniquePrefix } from '../support/redis.js';
@@ -43,7 +43,7 @@ afterAll(async () => {
   await redis.quit();
 });
 
-function worker(process: (id: string) => Promise<ProcessOutcome>): Worker {
+function worker(process: (id: string, hint: DeliveryHint | undefined) => Promise<ProcessOutcome>): Worker {
   const connection = createRedis(testRedisUrl(), { worker: true });
   const w = startDeliveryWorker({ connection, prefix: keys.bullPrefix, concurrency: 2, lockDurationMs: 5_000, process, now: Date.now, log: createLogger('silent') });
   workers.push({ worker: w, connection });
@@ -62,6 +62,22 @@ describe('the delivery queue', () => {
     await queue.enqueue([{ deliveryId: id, jobId: id }]);
     await waitFor(() => seen.length >= 2, { timeoutMs: 15_000, what: 'the job to run again' });
     expect(seen).toEqual([id, id]);
+  });
+
+  it("a job carries its delivery's hint to the worker; a job without one (an older version's) runs without", async () => {
+    const withHint = 'dlv_01J0000000000000000000HNT1';
+    const without = 'dlv_01J0000000000000000000HNT2';
+    const hint = { incidentId: 'inc_01J0000000000000000000HNT1', connectionId: 'con_01J0000000000000000000HNT1', follows: true };
+    const seen = new Map<string, DeliveryHint | undefined>();
+    worker((deliveryId, h) => {
+      seen.set(deliveryId, h);
+      return Promise.resolve({ kind: 'done', status: 'delivered' });
+    });
+    await queue.enqueue([{ deliveryId: withHint, jobId: withHint, hint }]);
+    await queue.queue.add('deliver', { deliveryId: without }, { jobId: without });
+    await waitFor(() => seen.size === 2, { timeoutMs: 15_000, what: 'both jobs ran' });
+    expect(seen.get(withHint)).toEqual(hint);
+    expect(seen.get(without)).toBeUndefined();
   });
 
   it('a delay moves the job to delayed and runs it again after the wait; queueing twice is a no-op', async () => {

@@ -194,9 +194,11 @@ describe('the delivery use case', () => {
   });
 
   it("a failing bookkeeping step (connection health) is reported and never changes the delivery's outcome", async () => {
+    // A connection already degraded: both the failure and the success change its health.
+    const degraded = { ...targetOf('webhook', { url: 'https://hooks.example.com/in', secret: 'whsec_dGVzdHRlc3R0ZXN0dGVzdA==' }), health: { state: 'degraded' as const, consecutive_failures: 1, last_error: 'HTTP 503', disabled_reason: null } };
     const r = await rig({
       targets: {
-        get: () => Promise.resolve(targetOf('webhook', { url: 'https://hooks.example.com/in', secret: 'whsec_dGVzdHRlc3R0ZXN0dGVzdA==' })),
+        get: () => Promise.resolve(degraded),
         disable: () => Promise.reject(new Error('redis down')),
         recordOutcome: () => Promise.reject(new Error('redis down')),
       },
@@ -206,6 +208,86 @@ describe('the delivery use case', () => {
     r.now.ms += 10_000;
     expect(await r.service.process(r.delivery.id)).toEqual({ kind: 'done', status: 'delivered' });
     expect(r.errors).toEqual(['recording connection health', 'recording connection health']);
+  });
+
+  it('records health only when the outcome changes it: a success on a healthy connection writes nothing', async () => {
+    const healthy = targetOf('webhook', { url: 'https://hooks.example.com/in', secret: 'whsec_dGVzdHRlc3R0ZXN0dGVzdA==' });
+    let seen = healthy;
+    const recorded: boolean[] = [];
+    const r = await rig({
+      targets: {
+        get: () => Promise.resolve(seen),
+        disable: () => Promise.resolve(),
+        recordOutcome: (_id, ok) => {
+          recorded.push(ok);
+          return Promise.resolve();
+        },
+      },
+    });
+    r.script = [retryable(10_000), delivered];
+    // The failure moves a healthy connection's streak: recorded.
+    expect(await r.service.process(r.delivery.id)).toEqual({ kind: 'delay', ms: 10_000, reason: 'retry' });
+    expect(recorded).toEqual([false]);
+    // The connection as the next send reads it: degraded, so the success that heals it is recorded.
+    seen = { ...healthy, health: { state: 'degraded', consecutive_failures: 1, last_error: 'HTTP 503', disabled_reason: null } };
+    r.now.ms += 10_000;
+    expect(await r.service.process(r.delivery.id)).toEqual({ kind: 'done', status: 'delivered' });
+    expect(recorded).toEqual([false, true]);
+
+    // A second delivery to the (now healthy) connection: its success is not written at all.
+    seen = healthy;
+    const again = await rig({ targets: { get: () => Promise.resolve(seen), disable: () => Promise.resolve(), recordOutcome: (_id, ok) => (recorded.push(ok), Promise.resolve()) } });
+    again.script = [delivered];
+    expect(await again.service.process(again.delivery.id)).toEqual({ kind: 'done', status: 'delivered' });
+    expect(recorded).toEqual([false, true]);
+  });
+
+  it("with its job's hint, reads the connection and the incident beside the delivery; a wrong hint is not trusted", async () => {
+    const incidents = new RedisIncidentRepo(db.redis, keys);
+    /** A rig that notes the order of its reads, and which connections it asked for. */
+    const tracked = async () => {
+      const order: string[] = [];
+      const asked: string[] = [];
+      const r = await rig({
+        targets: {
+          get: (id) => {
+            order.push('connection?');
+            asked.push(id);
+            return Promise.resolve(targetOf('webhook', { url: 'https://hooks.example.com/in', secret: 'whsec_dGVzdHRlc3R0ZXN0dGVzdA==' }));
+          },
+          disable: () => Promise.resolve(),
+          recordOutcome: () => Promise.resolve(),
+        },
+        getIncident: (id) => {
+          order.push('incident?');
+          return incidents.get(id);
+        },
+      });
+      const getDelivery = r.repo.getDelivery.bind(r.repo);
+      r.repo.getDelivery = async (id) => {
+        order.push('delivery?');
+        const d = await getDelivery(id);
+        order.push('delivery!');
+        return d;
+      };
+      const hint = { incidentId: r.delivery.incident_id, connectionId: r.delivery.connection_id, follows: false };
+      return { r, order, asked, hint };
+    };
+
+    // Everything is asked before the delivery answers: one round trip.
+    const a = await tracked();
+    expect(await a.r.service.process(a.r.delivery.id, a.hint)).toEqual({ kind: 'done', status: 'delivered' });
+    expect(a.order.slice(0, 4)).toEqual(['connection?', 'incident?', 'delivery?', 'delivery!']);
+
+    // Without a hint (a job queued by an older version): the delivery first, then the rest.
+    const b = await tracked();
+    expect(await b.r.service.process(b.r.delivery.id)).toEqual({ kind: 'done', status: 'delivered' });
+    expect(b.order.slice(0, 3)).toEqual(['delivery?', 'delivery!', 'connection?']);
+
+    // A hint naming another connection is checked against the record: the record's is read and used.
+    const c = await tracked();
+    expect(await c.r.service.process(c.r.delivery.id, { ...c.hint, connectionId: a.r.delivery.connection_id })).toEqual({ kind: 'done', status: 'delivered' });
+    expect(c.asked).toEqual([a.r.delivery.connection_id, c.r.delivery.connection_id]);
   });
 
   it('a failure before sending (reading the incident) is not a cut-off attempt', async () => {

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createIdGenerator } from '../../src/domain/common/ids.js';
@@ -47,6 +48,31 @@ async function stored(d: Delivery): Promise<Delivery> {
 }
 
 describe('RedisExecutionRepo.updateDelivery', () => {
+  it('sends the record as read only as its SHA-1, never the whole record again', async () => {
+    // The client as the repository sees it, noting the arguments of every script it runs.
+    const sent: unknown[][] = [];
+    const noting = new Proxy(redis, {
+      get(target, prop, receiver) {
+        const value: unknown = Reflect.get(target, prop, receiver);
+        if (typeof value !== 'function') return value;
+        const fn = value as (...a: unknown[]) => unknown;
+        return (...args: unknown[]) => {
+          if (prop === 'call' || prop === 'delivery_update') sent.push(args);
+          return fn.apply(target, args);
+        };
+      },
+    });
+    const repo = new RedisExecutionRepo(noting, keys, () => now);
+    const d = await stored(aDelivery());
+    const [read] = await repo.getDeliveries([d.id]);
+    const next = { ...read!, rev: read!.rev + 1 };
+    expect(await repo.updateDelivery(read!, next)).toBe(true);
+    const args = sent.find((a) => a.includes(keys.delivery(d.id)))!.map(String);
+    expect(args).toContain(createHash('sha1').update(JSON.stringify(d)).digest('hex'));
+    // One record crosses the wire: the new one.
+    expect(args.filter((a) => a.startsWith('{"'))).toEqual([JSON.stringify(next)]);
+  });
+
   it('writes only over the record as read, keeping the active index in step', async () => {
     const repo = new RedisExecutionRepo(redis, keys, () => now);
     const d = await stored(aDelivery());

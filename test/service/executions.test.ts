@@ -2,6 +2,9 @@ import { describe, expect, it } from 'vitest';
 import type { Delivery } from '../../src/domain/execution/execution.js';
 import { apiActor, fieldsOf, idOf, refusal, slackActor } from './fakes.js';
 import { webhookBody, world, type World } from './world.js';
+import { CONNECTION_BODIES as BODIES } from '../support/connection-bodies.js';
+import { formatOf } from '../../src/domain/connection/connection.js';
+import { incidentView, renderMessage } from '../../src/domain/template/render.js';
 
 /** ExecutionService's rules over in-memory fakes (execute, dry run, precheck, preview, prepare, get, list, redeliver). */
 
@@ -44,6 +47,36 @@ describe('ExecutionService.execute', () => {
     expect(event).toMatchObject({ type: 'incident.executed', actor: slackActor, data: { execution_id: e.id, deliveries: 3, template_versions: { [templates[0]!.id]: 1, [templates[1]!.id]: 2 } } });
     const stored = [...w.repos.executions.deliveries.values()].find((d) => d.template_id === templates[0]!.id)!;
     expect(stored.content.body).toBe('Checkout down: 1h');
+  });
+
+  it('renders each connection in its own format when one template goes to many (Telegram parse modes differ per connection)', async () => {
+    const w = world();
+    const made = [];
+    for (const body of [
+      webhookBody('Hook A'),
+      webhookBody('Hook B'),
+      { ...BODIES.telegram!, name: 'TG html' },
+      { ...BODIES.telegram!, name: 'TG markdown', config: { ...(BODIES.telegram!.config as object), parse_mode: 'MarkdownV2' } },
+      { ...BODIES.telegram!, name: 'TG plain', config: { ...(BODIES.telegram!.config as object), parse_mode: undefined } },
+      BODIES.slack_bot!,
+      BODIES.email!,
+    ]) {
+      made.push((await w.services.connections.create(body)).connection);
+    }
+    const { s, incident, templates } = await setup({ w, connections: [], templates: [{ name: 'All', subject: 'Down: {{what}}', body: 'Cause: {{what}}' }] });
+    const r = await s.executions.execute(incident.id, { variables: { what: '<db1> *primary_1* & co.' } }, apiActor, { dryRun: false });
+    if (r.dryRun) throw new Error('expected a real execute');
+    const ctx = { incident: incidentView({ ...incident, description: '', impact: '', resolution_summary: null }), execution: { id: r.execution.id }, variables: { what: '<db1> *primary_1* & co.' } };
+    const source = { subject: templates[0]!.subject, body: templates[0]!.body };
+    for (const c of made) {
+      const d = r.deliveries.find((x) => x.connection_id === c.id)!;
+      const target = (await s.connections.getForDelivery(c.id))!;
+      const expected = renderMessage(source, ctx, formatOf(target));
+      expect({ name: c.name, ...d.content }).toEqual({ name: c.name, ...expected });
+    }
+    // The three Telegram renderings are three different texts.
+    const tg = made.filter((c) => c.type === 'telegram').map((c) => r.deliveries.find((x) => x.connection_id === c.id)!.content.body);
+    expect(new Set(tg).size).toBe(3);
   });
 
   it('sends the built-in message to every enabled connection when no template is attached', async () => {
@@ -281,7 +314,7 @@ describe('ExecutionService.redeliver', () => {
     const found = await s.executions.redeliver(incident.id, executionId, {}, apiActor);
     expect(found.deliveries.find((d) => d.id === failed.id)!.status).toBe('queued');
     expect(found.deliveries.find((d) => d.id === delivered.id)!.status).toBe('delivered');
-    expect(w.queue.jobs).toEqual([{ deliveryId: failed.id, jobId: `${failed.id}-r1` }]);
+    expect(w.queue.jobs).toEqual([{ deliveryId: failed.id, jobId: `${failed.id}-r1`, hint: { incidentId: incident.id, connectionId: failed.connection_id, follows: false } }]);
     // Nothing failed any more: a second redeliver queues nothing.
     await s.executions.redeliver(incident.id, executionId, undefined, apiActor);
     expect(w.queue.jobs).toHaveLength(1);
