@@ -442,7 +442,7 @@ async function main(): Promise<void> {
   log(`${QUICK ? 'quick' : 'full'} run: ${ROUNDS} round(s), ${LOAD_SEC} s loads after ${WARMUP_SEC} s warm-up`);
 
   // The full run always compiles; the quick one only when src/ changed since the last build
-  // (scripts/ensure-build.mjs, the check `npm start` makes, runs the same tsc -p tsconfig.build.json).
+  // (scripts/ensure-build.mjs, the check `npm start` makes, runs the same build: tsc, then the bundle).
   const build = QUICK
     ? spawnSync(process.execPath, [join(ROOT, 'scripts', 'ensure-build.mjs')], { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit'], timeout: 300_000 })
     : spawnSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit'], timeout: 300_000 });

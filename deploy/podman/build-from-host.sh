@@ -24,7 +24,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# The runtime stage of the Dockerfile: compiled dist/ and production dependencies only.
+# The runtime stage of the Dockerfile: built dist/ (bundled entry points) and production
+# dependencies only.
 (cd "$repo" && npm run --silent build)
 cp "$repo/package.json" "$repo/package-lock.json" "$stage/"
 cp -r "$repo/dist" "$stage/dist"

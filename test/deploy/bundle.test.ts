@@ -1,0 +1,59 @@
+import { build } from 'esbuild';
+import { existsSync, readFileSync } from 'node:fs';
+import { isBuiltin } from 'node:module';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { childEnv, ROOT, runEntry } from '../support/child.js';
+
+/**
+ * `npm run build` ends with scripts/bundle.mjs: dist/main.js and dist/cli/main.js are each ONE
+ * file with the dependencies inside, because loading ~200 files per start was most of the CLI's
+ * run time and of the server's start-up. These checks fail if the build goes back to per-file
+ * entry points (tsc's output) or to bundling only our own code.
+ */
+const ENTRIES = { 'dist/main.js': 'src/main.ts', 'dist/cli/main.js': 'src/cli/main.ts' } as const;
+/** What scripts/bundle.mjs leaves to node_modules at run time (a native addon, optional back ends). */
+const EXTERNAL = ['msgpackr-extract', 'pg', '@valkey/valkey-glide'];
+
+/**
+ * What a bundle would load at run time, read by esbuild's own parser (so specifiers inside
+ * strings or comments do not count): the files it would pull in (relative imports, static or
+ * dynamic, and require calls with a literal path) and the packages it leaves to node_modules.
+ */
+async function loadsOf(file: string): Promise<{ files: string[]; packages: string[] }> {
+  const r = await build({ entryPoints: [join(ROOT, file)], absWorkingDir: ROOT, bundle: true, write: false, metafile: true, platform: 'node', format: 'esm', packages: 'external', logLevel: 'silent' });
+  const inputs = Object.keys(r.metafile.inputs);
+  const packages = Object.values(r.metafile.inputs)
+    .flatMap((i) => i.imports)
+    .filter((i) => i.external && !isBuiltin(i.path))
+    .map((i) => i.path);
+  return { files: inputs.filter((f) => f !== file), packages: [...new Set(packages)].sort() };
+}
+
+describe('the bundled entry points', () => {
+  for (const [file, source] of Object.entries(ENTRIES)) {
+    it(`${file} is one file: it imports no module of ours, and requires only the externals from node_modules`, async () => {
+      expect(existsSync(join(ROOT, file)), `${file}: run npm run build`).toBe(true);
+      const { files, packages } = await loadsOf(file);
+      expect(files).toEqual([]);
+      for (const p of packages) expect(EXTERNAL, `${file} leaves ${p} to node_modules`).toContain(p);
+      // Its linked source map points back at src/, for `node --enable-source-maps`.
+      const text = readFileSync(join(ROOT, file), 'utf8');
+      expect(text.trimEnd().endsWith(`//# sourceMappingURL=${file.split('/').pop()!}.map`)).toBe(true);
+      const map = JSON.parse(readFileSync(join(ROOT, `${file}.map`), 'utf8')) as { sources: string[] };
+      expect(map.sources.map((s) => join(ROOT, file, '..', s))).toContain(join(ROOT, source));
+      // Plain ASCII: V8 keeps a script's source in the heap, as UTF-16 when any character is not
+      // Latin-1 — one arrow in one comment doubled the server bundle's 8 MB (scripts/bundle.mjs).
+      const wide = [...text].findIndex((ch) => ch.charCodeAt(0) > 0x7f);
+      expect(wide, `${file}: a non-ASCII character near ${JSON.stringify(text.slice(Math.max(0, wide - 40), wide + 40))}`).toBe(-1);
+    });
+  }
+
+  it('dist/cli/main.js keeps its #! line and runs: --help exits 0', async () => {
+    expect(readFileSync(join(ROOT, 'dist/cli/main.js'), 'utf8').startsWith('#!/usr/bin/env node\n')).toBe(true);
+    const r = await runEntry('cli', ['--help'], childEnv({}));
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('Usage:');
+  });
+});
