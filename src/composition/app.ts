@@ -227,14 +227,14 @@ function composeServices(w: ServiceParts): { services: Services; delivery: Deliv
   return { services: { apiKeys, incidents, connections, templates, executions: delivery.executions }, delivery };
 }
 
-/** /v1: one router per resource, plus the OpenAPI document. */
+/** /v1: every resource's routes and the OpenAPI document, on one router (see mountRoutes). */
 function v1Routes(edge: EdgeDeps, services: Services): Router {
   const v1 = Router();
-  v1.use(openApiRoutes(edge));
-  v1.use(incidentRoutes({ ...edge, incidents: services.incidents }));
-  v1.use(templateRoutes({ ...edge, templates: services.templates }));
-  v1.use(connectionRoutes({ ...edge, connections: services.connections }));
-  v1.use(executionRoutes({ ...edge, executions: services.executions }));
+  incidentRoutes({ ...edge, incidents: services.incidents }, v1);
+  templateRoutes({ ...edge, templates: services.templates }, v1);
+  connectionRoutes({ ...edge, connections: services.connections }, v1);
+  executionRoutes({ ...edge, executions: services.executions }, v1);
+  openApiRoutes(edge, v1);
   return v1;
 }
 

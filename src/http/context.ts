@@ -5,6 +5,8 @@ import type { ApiKey } from '../domain/common/api-key.js';
 /** Per-request state the middlewares hand to the routes, kept in res.locals with types. */
 export interface RequestLocals {
   requestId: string;
+  /** performance.now() when the request reached the edge: the access log's and metrics' duration. */
+  startedAt: number;
   apiKey?: ApiKey;
 }
 

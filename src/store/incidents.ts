@@ -37,10 +37,11 @@ export class RedisIncidentRepo implements IncidentRepo {
     return one ?? null;
   }
 
-  async getMany(ids: string[]): Promise<(Incident | null)[]> {
+  /** `remember`: see decodeIncident (a list page's records are only shown, never compared-and-set). */
+  async getMany(ids: string[], remember = true): Promise<(Incident | null)[]> {
     if (ids.length === 0) return [];
     const raw = await this.redis.mget(...ids.map((id) => this.keys.incident(id)));
-    return raw.map((r) => (r === null ? null : decodeIncident(r)));
+    return raw.map((r) => (r === null ? null : decodeIncident(r, remember)));
   }
 
   async create(incident: Incident, events: IncidentEvent[]): Promise<boolean> {
@@ -91,7 +92,7 @@ export class RedisIncidentRepo implements IncidentRepo {
       this.redis,
       [...(statuses ?? STATUSES)].map((s) => k.incidentsByStatus(s)),
       page,
-      (ids) => this.getMany(ids),
+      (ids) => this.getMany(ids, false),
       // The status re-check covers an incident that moved between reading the index and the record.
       (i) => (severities === null || severities.has(i.severity)) && (statuses === null || statuses.has(i.status)),
       // Severity has no index: read in batches. Otherwise a page reads its own size (plus one id).

@@ -111,6 +111,59 @@ describe('ApiKeyService.authenticate: the per-process cache', () => {
   });
 });
 
+describe('ApiKeyService.authenticate: one lookup per token at a time', () => {
+  it('requests that miss the cache together share one lookup (one read, one last-use write)', async () => {
+    const w = world();
+    const { key, token } = await w.services.apiKeys.create({ name: 'ci', scopes: ['*'] }, slackActor);
+    let reads = 0;
+    const find = w.repos.apiKeys.findByTokenHash.bind(w.repos.apiKeys);
+    w.repos.apiKeys.findByTokenHash = (hash) => {
+      reads += 1;
+      return find(hash);
+    };
+    const all = await Promise.all(Array.from({ length: 20 }, () => w.services.apiKeys.authenticate(token)));
+    expect(all.map((k) => k.id)).toEqual(Array(20).fill(key.id));
+    expect(reads).toBe(1);
+    expect(w.repos.apiKeys.touched).toHaveLength(1);
+    // Once it expires, the next burst shares the next lookup.
+    w.clock.advance(AUTH_CACHE_MS);
+    await Promise.all(Array.from({ length: 20 }, () => w.services.apiKeys.authenticate(token)));
+    expect(reads).toBe(2);
+    expect(w.repos.apiKeys.touched).toHaveLength(2);
+  });
+
+  it('a failed lookup fails every request waiting for it, and the next request looks up again', async () => {
+    const w = world();
+    const { key, token } = await w.services.apiKeys.create({ name: 'ci', scopes: ['*'] }, slackActor);
+    const find = w.repos.apiKeys.findByTokenHash.bind(w.repos.apiKeys);
+    w.repos.apiKeys.findByTokenHash = () => Promise.reject(new Error('redis away'));
+    const outcomes = await Promise.allSettled(Array.from({ length: 5 }, () => w.services.apiKeys.authenticate(token)));
+    expect(outcomes.map((o) => o.status)).toEqual(Array(5).fill('rejected'));
+    w.repos.apiKeys.findByTokenHash = find;
+    await expect(w.services.apiKeys.authenticate(token)).resolves.toMatchObject({ id: key.id });
+  });
+
+  it('a lookup under way when this process revokes the key caches nothing', async () => {
+    const w = world();
+    const { key, token } = await w.services.apiKeys.create({ name: 'ci', scopes: ['*'] }, slackActor);
+    let release: () => void = () => undefined;
+    const find = w.repos.apiKeys.findByTokenHash.bind(w.repos.apiKeys);
+    w.repos.apiKeys.findByTokenHash = async (hash) => {
+      const found = await find(hash);
+      await new Promise<void>((r) => (release = r));
+      return found;
+    };
+    // Read before the revocation: this request itself still gets the key it read.
+    const early = w.services.apiKeys.authenticate(token);
+    await new Promise((r) => setTimeout(r, 0));
+    w.repos.apiKeys.findByTokenHash = find;
+    await w.services.apiKeys.revoke(key.id);
+    release();
+    await expect(early).resolves.toMatchObject({ id: key.id });
+    expect((await refusal(w.services.apiKeys.authenticate(token))).code).toBe('unauthenticated');
+  });
+});
+
 describe('ApiKeyService.revoke / get / list / requireScope', () => {
   it('revokes once: a second revoke keeps the first time', async () => {
     const w = world();

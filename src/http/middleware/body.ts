@@ -1,4 +1,4 @@
-import express, { type RequestHandler } from 'express';
+import express, { type Request, type Response } from 'express';
 import { createHash } from 'node:crypto';
 import { DomainError } from '../../domain/common/errors.js';
 import { LIMITS } from '../../domain/common/limits.js';
@@ -8,6 +8,15 @@ import { textHygieneErrors } from '../../domain/common/validation.js';
 export interface WithBodyDigest {
   bodyDigest?: string;
 }
+
+/**
+ * Only an Idempotency-Key fingerprint reads the digest, so a request without one is not hashed
+ * (a POST body is up to 256 KiB).
+ */
+const wantsDigest = (req: Request): boolean => req.headers['idempotency-key'] !== undefined;
+
+/** The digest of no body at all (an optional body left out). */
+const EMPTY_DIGEST = createHash('sha256').digest('hex');
 
 const parseJson = express.json({
   limit: LIMITS.bodyBytes,
@@ -24,7 +33,7 @@ const parseJson = express.json({
     } catch {
       throw new DomainError('invalid_json', 'The body is not valid UTF-8.');
     }
-    (req as unknown as WithBodyDigest).bodyDigest = createHash('sha256').update(buf).digest('hex');
+    if (wantsDigest(req as Request)) (req as unknown as WithBodyDigest).bodyDigest = createHash('sha256').update(buf).digest('hex');
   },
 });
 
@@ -50,42 +59,47 @@ function readFailure(err: unknown, contentEncoding: string | undefined): unknown
   return new DomainError('invalid_json', 'The request body could not be read.');
 }
 
-function hasBody(req: Parameters<RequestHandler>[0]): boolean {
-  const len = req.get('Content-Length');
-  return (len !== undefined && len !== '0') || req.get('Transfer-Encoding') !== undefined;
+function hasBody(req: Request): boolean {
+  const h = req.headers;
+  const len = h['content-length'];
+  return (len !== undefined && len !== '0') || h['transfer-encoding'] !== undefined;
 }
 
 /**
- * JSON bodies under README "Conventions worth knowing": `application/json` or 415; malformed → 400; over 256 KiB → 413.
+ * Reads a JSON body under README "Conventions worth knowing": `application/json` or 415; malformed → 400; over 256 KiB → 413.
  * `optional` routes (close, test, redeliver) also take no body at all, without a Content-Type.
+ * Settles once `req.body` is set; a refusal rejects (or throws, when it needs no reading) with
+ * the error to answer. Nothing to read (an optional body left out) returns undefined, not a
+ * promise, so that case costs no tick.
  */
-export function jsonBody(opts: { optional: boolean }): RequestHandler {
-  return (req, res, next) => {
-    if (!hasBody(req)) {
-      if (opts.optional) {
-        req.body = undefined;
-        (req as unknown as WithBodyDigest).bodyDigest = createHash('sha256').digest('hex');
-        next();
-        return;
-      }
-      if (!req.is('application/json')) throw new DomainError('unsupported_media_type', 'Send a JSON body with Content-Type: application/json.');
-      throw new DomainError('invalid_json', 'The request needs a JSON body.');
+export function readJsonBody(req: Request, res: Response, optional: boolean): Promise<void> | undefined {
+  if (!hasBody(req)) {
+    if (optional) {
+      req.body = undefined;
+      if (wantsDigest(req)) (req as unknown as WithBodyDigest).bodyDigest = EMPTY_DIGEST;
+      return undefined;
     }
-    if (!req.is('application/json')) {
-      throw new DomainError('unsupported_media_type', 'Send the body as Content-Type: application/json.');
-    }
+    if (!req.is('application/json')) throw new DomainError('unsupported_media_type', 'Send a JSON body with Content-Type: application/json.');
+    throw new DomainError('invalid_json', 'The request needs a JSON body.');
+  }
+  if (!req.is('application/json')) {
+    throw new DomainError('unsupported_media_type', 'Send the body as Content-Type: application/json.');
+  }
+  return new Promise((resolve, reject) => {
     parseJson(req, res, (err?: unknown) => {
       if (err) {
-        next(readFailure(err, req.get('Content-Encoding')));
+        const failure = readFailure(err, req.headers['content-encoding']);
+        // body-parser only ever fails with Errors; anything else would be a 500 either way.
+        reject(failure instanceof Error ? failure : new Error(String(failure)));
         return;
       }
       // Lone surrogates, NUL and control characters are refused here for every endpoint at once.
       const hostile = textHygieneErrors(req.body);
       if (hostile.length > 0) {
-        next(new DomainError('validation_failed', 'The request has text that no field may hold (control characters or invalid Unicode); see errors.', hostile));
+        reject(new DomainError('validation_failed', 'The request has text that no field may hold (control characters or invalid Unicode); see errors.', hostile));
         return;
       }
-      next();
+      resolve();
     });
-  };
+  });
 }

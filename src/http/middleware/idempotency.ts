@@ -1,4 +1,4 @@
-import type { RequestHandler, Response } from 'express';
+import type { Request, Response } from 'express';
 import { createHash } from 'node:crypto';
 import { DomainError } from '../../domain/common/errors.js';
 import { LIMITS } from '../../domain/common/limits.js';
@@ -23,49 +23,52 @@ const RENEW_EVERY_MS = 1_500;
  * effect) are stored *before* they are sent, so a client that retries the moment it gets an
  * answer already sees the replay. 5xx answers free the key (the client should retry); 429 is
  * never stored.
+ *
+ * Runs `work` (the route) unless the key replays or refuses; without an Idempotency-Key it just
+ * runs it.
  */
-export function idempotency(store: IdempotencyStore): RequestHandler {
-  return async (req, res, next) => {
-    const key = req.get('Idempotency-Key');
-    if (key === undefined) {
-      next();
+export async function idempotent(store: IdempotencyStore, req: Request, res: Response, work: () => void | Promise<void>): Promise<void> {
+  const key = req.headers['idempotency-key'];
+  if (key === undefined) {
+    await work();
+    return;
+  }
+  // Node joins a repeated header with ", " (as req.get did); a list is never what we read.
+  const value = Array.isArray(key) ? key.join(', ') : key;
+  if (value.length < 1 || value.length > LIMITS.idempotencyKeyMax) {
+    throw new DomainError('validation_failed', 'Idempotency-Key must be 1 to 255 characters.', [
+      { field: 'Idempotency-Key', code: 'invalid_length', message: 'Use 1 to 255 characters.' },
+    ]);
+  }
+  const scope = apiKeyOf(res).id;
+  const fingerprint = createHash('sha256')
+    .update(`${req.method}\n${req.originalUrl}\n${(req as unknown as WithBodyDigest).bodyDigest ?? ''}`)
+    .digest('hex');
+  const begun = await store.begin(scope, value, fingerprint);
+  switch (begun.state) {
+    case 'mismatch':
+      throw new DomainError('idempotency_key_reused', 'This Idempotency-Key was used for a different request.');
+    case 'in_flight':
+      throw new DomainError('idempotency_key_in_use', 'A request with this Idempotency-Key is still in progress; retry shortly.', [], { retryAfter: 1 });
+    case 'done':
+      replay(res, begun.response);
+      return;
+    case 'new': {
+      const request: IdempotentRequest = { claim: begun.claim, respond: null, stored: false };
+      (res.locals as IdempotentLocals)[LOCALS] = request;
+      const stopRenewing = keepClaim(store, begun.claim);
+      res.on('close', stopRenewing);
+      captureResponse(res, async (stored) => {
+        stopRenewing();
+        // Written with the effect, in the same step: nothing more to store.
+        if (request.stored) return;
+        if (stored.status >= 500) await store.release(begun.claim);
+        else if (stored.status !== 429) await store.complete(begun.claim, stored);
+      });
+      await store.within(request, work);
       return;
     }
-    if (key.length < 1 || key.length > LIMITS.idempotencyKeyMax) {
-      throw new DomainError('validation_failed', 'Idempotency-Key must be 1 to 255 characters.', [
-        { field: 'Idempotency-Key', code: 'invalid_length', message: 'Use 1 to 255 characters.' },
-      ]);
-    }
-    const scope = apiKeyOf(res).id;
-    const fingerprint = createHash('sha256')
-      .update(`${req.method}\n${req.originalUrl}\n${(req as unknown as WithBodyDigest).bodyDigest ?? ''}`)
-      .digest('hex');
-    const begun = await store.begin(scope, key, fingerprint);
-    switch (begun.state) {
-      case 'mismatch':
-        throw new DomainError('idempotency_key_reused', 'This Idempotency-Key was used for a different request.');
-      case 'in_flight':
-        throw new DomainError('idempotency_key_in_use', 'A request with this Idempotency-Key is still in progress; retry shortly.', [], { retryAfter: 1 });
-      case 'done':
-        replay(res, begun.response);
-        return;
-      case 'new': {
-        const request: IdempotentRequest = { claim: begun.claim, respond: null, stored: false };
-        (res.locals as IdempotentLocals)[LOCALS] = request;
-        const stopRenewing = keepClaim(store, begun.claim);
-        res.on('close', stopRenewing);
-        captureResponse(res, async (stored) => {
-          stopRenewing();
-          // Written with the effect, in the same step: nothing more to store.
-          if (request.stored) return;
-          if (stored.status >= 500) await store.release(begun.claim);
-          else if (stored.status !== 429) await store.complete(begun.claim, stored);
-        });
-        store.within(request, () => next());
-        return;
-      }
-    }
-  };
+  }
 }
 
 const LOCALS = 'heraldIdempotentRequest';

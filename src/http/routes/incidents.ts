@@ -62,4 +62,4 @@ export const incidentRouteTable = defineRoutes<Deps>({ tag: 'Incidents', params:
   }),
 ]);
 
-export const incidentRoutes = (deps: Deps): Router => mountRoutes(deps, incidentRouteTable);
+export const incidentRoutes = (deps: Deps, router?: Router): Router => mountRoutes(deps, incidentRouteTable, router);
