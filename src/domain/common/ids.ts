@@ -22,8 +22,25 @@ export interface IdGenerator {
  * so tests can pin time.
  */
 export function createIdGenerator(now: () => number = Date.now): IdGenerator {
-  const ulid = monotonicFactory();
+  const ulid = monotonicFactory(bufferedRandom());
   return { next: (kind) => `${ID_PREFIX[kind]}_${ulid(now())}` };
+}
+
+/**
+ * ulid's own random source asks the system for fresh bytes once per character (16 calls per id):
+ * 5–6 % of an incident create's CPU. The same cryptographic source, drawn 256 values at a time.
+ * (Ids are not secrets — tokens have their own randomness — so a batch held in memory is fine.)
+ */
+function bufferedRandom(): () => number {
+  const batch = new Uint32Array(256);
+  let next = batch.length;
+  return () => {
+    if (next === batch.length) {
+      crypto.getRandomValues(batch);
+      next = 0;
+    }
+    return batch[next++]! / 2 ** 32;
+  };
 }
 
 const ULID = '[0-9A-HJKMNP-TV-Z]{26}';
