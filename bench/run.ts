@@ -152,10 +152,10 @@ async function startHerald(name: string, extra: NodeJS.ProcessEnv = {}): Promise
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
   const t0 = performance.now();
-  const profile = PROFILE_DIR === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`];
+  const nodeArgs = PROFILE_DIR === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`];
   // `--node-arg=--max-semi-space-size=16` (repeatable): flags for Herald's node, to compare settings.
-  profile.push(...process.argv.filter((a) => a.startsWith('--node-arg=')).map((a) => a.slice('--node-arg='.length)));
-  const child = startChild(name, process.execPath, [...profile, join(ROOT, 'dist', 'main.js')], heraldEnv({ PORT: String(port), ...extra }));
+  nodeArgs.push(...process.argv.filter((a) => a.startsWith('--node-arg=')).map((a) => a.slice('--node-arg='.length)));
+  const child = startChild(name, process.execPath, [...nodeArgs, join(ROOT, 'dist', 'main.js')], heraldEnv({ PORT: String(port), ...extra }));
   await waitFor(
     `${name} /readyz 200`,
     async () => {

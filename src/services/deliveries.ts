@@ -118,8 +118,6 @@ export class DeliveryService {
       early && early.incidentId === current.incident_id && early.connectionId === current.connection_id && early.follows === follows(current)
         ? early
         : this.startReads({ incidentId: current.incident_id, connectionId: current.connection_id, follows: follows(current) });
-    const incidentRead = reads.incident;
-    const rootRead = reads.root;
     const target = await reads.target;
     if (!target || !target.enabled) {
       const reason = target ? 'connection disabled' : 'connection deleted';
@@ -154,8 +152,8 @@ export class DeliveryService {
 
     // Whatever can fail without sending happens before the delivery is marked `sending`, so a
     // crash here is never mistaken for a cut-off send.
-    const place = await this.placeInConversation(current, target, rootRead);
-    const message = this.messageOf(current, await incidentRead, place);
+    const place = await this.placeInConversation(current, target, reads.root);
+    const message = this.messageOf(current, await reads.incident, place);
     const sending: Delivery = { ...must(transition.startSending(current, this.d.clock.now())), action: place.action, reply_to: place.thread };
     if (!(await this.write(current, sending))) return LOST_RACE;
 
