@@ -61,6 +61,11 @@ const EnvSchema = z.object({
   HERALD_WORKER_CONCURRENCY: positiveInt.max(1000).default(50),
   /** How long a worker's claim on a job lasts without a heartbeat: a killed worker's jobs return after it. */
   HERALD_JOB_LOCK_MS: z.coerce.number().int().min(1000).default(30_000),
+  /**
+   * After this long with the event loop idle, Herald gives back the memory a burst made V8 grow
+   * (runtime/memory-trim.ts); 0 turns that off.
+   */
+  HERALD_MEMORY_TRIM_IDLE_MS: z.coerce.number().int().min(0).max(3_600_000).default(1_000),
   /** How often the outbox is swept for deliveries committed but never queued (a crash in between). */
   HERALD_OUTBOX_SWEEP_MS: z.coerce.number().int().min(100).default(5_000),
   /** How often an overdue update is asked for again (`30s`, `15m`, `1h`; 10 s to 24 h). */

@@ -12,6 +12,7 @@ import { ConfigError, loadConfig, type Config } from './config.js';
 import { answerClientErrors } from './http/server.js';
 import { createLogger } from './log.js';
 import { EmbeddedRedisError, openEmbeddedRedis, type EmbeddedRedis } from './runtime/embedded-redis/index.js';
+import { startMemoryTrim, type MemoryTrim } from './runtime/memory-trim.js';
 import { describeRedisTarget, redisTargetFromConfig, type RedisTarget } from './store/redis-connect.js';
 
 async function main(): Promise<void> {
@@ -23,7 +24,8 @@ async function main(): Promise<void> {
   const herald = await startHerald({ config, redisUrl, log }, embedded, refuse);
   const server = config.HERALD_ROLE === 'worker' ? null : await serve(herald, config, log, embedded, refuse);
   logStarted({ config, log, herald, server, embedded, redisUrl });
-  stopOnSignals({ server, herald, embedded, log, budgetMs: config.HERALD_SHUTDOWN_MS });
+  const trim = config.HERALD_MEMORY_TRIM_IDLE_MS > 0 ? await startMemoryTrim({ idleMs: config.HERALD_MEMORY_TRIM_IDLE_MS, log }) : null;
+  stopOnSignals({ server, herald, embedded, log, budgetMs: config.HERALD_SHUTDOWN_MS, trim });
 }
 
 /** Says why Herald will not start, in the log and on stderr, and exits with status 1. */
@@ -137,6 +139,7 @@ function listen(herald: Herald, config: Config, log: Logger): Promise<Server> {
 
 interface ShutdownParts {
   signal: string;
+  trim: MemoryTrim | null;
   server: Server | null;
   herald: Herald;
   embedded: EmbeddedRedis | null;
@@ -159,6 +162,7 @@ async function shutdown(p: ShutdownParts): Promise<void> {
   }, p.budgetMs);
   backstop.unref();
   p.log.info({ signal: p.signal }, 'shutting down: no new connections; draining in-flight requests');
+  p.trim?.stop();
 
   if (p.server) {
     const server = p.server;

@@ -48,9 +48,12 @@ function track(proc: ChildProcess): Child {
   return { proc, stdout: () => out, stderr: () => err, exited };
 }
 
-/** Starts `node dist/<entry> ...args` in the project root: one process, signalled directly. */
-export function spawnEntry(entry: Entry, args: string[], env: NodeJS.ProcessEnv): Child {
-  return track(spawn(process.execPath, [ENTRIES[entry], ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] }));
+/**
+ * Starts `node [nodeArgs] dist/<entry> ...args` in the project root: one process, signalled
+ * directly. `nodeArgs` are node's own flags (some, like V8's heap sizes, NODE_OPTIONS refuses).
+ */
+export function spawnEntry(entry: Entry, args: string[], env: NodeJS.ProcessEnv, nodeArgs: string[] = []): Child {
+  return track(spawn(process.execPath, [...nodeArgs, ENTRIES[entry], ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] }));
 }
 
 /** Starts `npm start` itself (npm, its shell, then node), as an init system or a container would. */
