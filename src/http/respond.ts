@@ -2,15 +2,19 @@ import type { Request, Response } from 'express';
 import type { z } from 'zod';
 import type { Scope } from '../domain/common/api-key.js';
 import { parsePageRequest, type Page, type PageRequest } from '../domain/common/pagination.js';
+import { isShared } from '../domain/common/shared-record.js';
 import { pathParam, type OperationDoc, type Route } from './endpoint.js';
 import { ifMatchRevision, setEtag } from './etag.js';
 import { json, ListQuery, problem } from './operation-docs.js';
-import { presentPage } from './presenters/page.js';
+import { pageJson } from './presenters/page.js';
 
-/** A list answer: `limit`/`cursor` read first (their 4xx come before the list's own), then one presented page. */
+/**
+ * A list answer: `limit`/`cursor` read first (their 4xx come before the list's own), then one
+ * presented page (presenters/page.ts), written around each record's JSON (jsonOf).
+ */
 export async function sendPage<T, W>(req: Request, res: Response, list: (page: PageRequest) => Promise<Page<T>>, present: (item: T) => W): Promise<void> {
   const page = parsePageRequest(req.query.limit, req.query.cursor);
-  res.json(presentPage(await list(page), page, present));
+  sendJsonText(res, pageJson(await list(page), page, (item) => jsonOf(item, present)));
 }
 
 /** A single record with its revision as the ETag, so the client can send it back as If-Match. */
@@ -19,13 +23,37 @@ export function sendVersioned(res: Response, rev: number, body: unknown): void {
   res.json(body);
 }
 
-/** A handler that answers one record (a get, or a write that answers the record) with sendVersioned. */
+/** A handler that answers one record (a get, or a write that answers the record), its revision as the ETag. */
 export const versioned =
   <D, T>(load: (req: Request, res: Response, deps: D) => Promise<T>, revOf: (record: T) => number, present: (record: T) => unknown) =>
   async (req: Request, res: Response, deps: D): Promise<void> => {
     const record = await load(req, res, deps);
-    sendVersioned(res, revOf(record), present(record));
+    setEtag(res, revOf(record));
+    sendJsonText(res, jsonOf(record, present));
   };
+
+/** What res.json sends, from JSON already written: the same Content-Type (Express adds the charset). */
+function sendJsonText(res: Response, text: string): void {
+  if (!res.get('Content-Type')) res.set('Content-Type', 'application/json');
+  res.send(text);
+}
+
+/** Per presenter, the JSON of each shared record it presented (they live as long as the record). */
+const presented = new WeakMap<(record: never) => unknown, WeakMap<object, string>>();
+
+/**
+ * `present(record)` as JSON. A record shared between requests (domain/common/shared-record.ts: an
+ * incident read unchanged again) is presented and serialised once for all of them; any other is
+ * serialised each time (keeping it would cost more than it saves).
+ */
+function jsonOf<T>(record: T, present: (record: T) => unknown): string {
+  if (typeof record !== 'object' || record === null || !isShared(record)) return JSON.stringify(present(record));
+  let texts = presented.get(present);
+  if (texts === undefined) presented.set(present, (texts = new WeakMap()));
+  let text = texts.get(record);
+  if (text === undefined) texts.set(record, (text = JSON.stringify(present(record))));
+  return text;
+}
 
 interface Described {
   path: string;

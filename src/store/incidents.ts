@@ -8,6 +8,7 @@ import { Change } from './commit.js';
 import { decodeIncident, encodeIncident, storedString } from './incident-record.js';
 import { pageFiltered } from './index-page.js';
 import type { Keys } from './keys.js';
+import { DecodedCache } from './decoded-cache.js';
 import { rememberText } from './stored-text.js';
 
 /**
@@ -27,6 +28,9 @@ import { rememberText } from './stored-text.js';
  * Every update compares against the exact string read or written (store/stored-text.ts).
  */
 export class RedisIncidentRepo implements IncidentRepo {
+  /** The same stored text decodes to the same (frozen) record: see DecodedCache. */
+  private readonly decoded = new DecodedCache<Incident>(DECODED_INCIDENTS, (raw) => decodeIncident(raw));
+
   constructor(
     private readonly redis: Redis,
     private readonly keys: Keys,
@@ -37,11 +41,10 @@ export class RedisIncidentRepo implements IncidentRepo {
     return one ?? null;
   }
 
-  /** `remember`: see decodeIncident (a list page's records are only shown, never compared-and-set). */
-  async getMany(ids: string[], remember = true): Promise<(Incident | null)[]> {
+  async getMany(ids: string[]): Promise<(Incident | null)[]> {
     if (ids.length === 0) return [];
     const raw = await this.redis.mget(...ids.map((id) => this.keys.incident(id)));
-    return raw.map((r) => (r === null ? null : decodeIncident(r, remember)));
+    return raw.map((r, i) => (r === null ? null : this.decoded.get(ids[i]!, r)));
   }
 
   async create(incident: Incident, events: IncidentEvent[]): Promise<boolean> {
@@ -92,7 +95,7 @@ export class RedisIncidentRepo implements IncidentRepo {
       this.redis,
       [...(statuses ?? STATUSES)].map((s) => k.incidentsByStatus(s)),
       page,
-      (ids) => this.getMany(ids, false),
+      (ids) => this.getMany(ids),
       // The status re-check covers an incident that moved between reading the index and the record.
       (i) => (severities === null || severities.has(i.severity)) && (statuses === null || statuses.has(i.status)),
       // Severity has no index: read in batches. Otherwise a page reads its own size (plus one id).
@@ -145,3 +148,9 @@ function impliedCreated(incident: Incident, data: string | null): IncidentEvent 
 }
 
 const sameJson = (a: unknown, b: unknown): boolean => JSON.stringify(a) === JSON.stringify(b);
+
+/**
+ * Incidents kept decoded per process: a few MB at most, and more than the open incidents and
+ * first list pages any deployment reads over and over.
+ */
+const DECODED_INCIDENTS = 512;

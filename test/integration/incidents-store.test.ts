@@ -89,6 +89,28 @@ describe('RedisIncidentRepo: the stored form', () => {
     expect(closed).toMatchObject({ status: 'closed', execution_count: 1, resolution_summary: '', rev: 4 });
   });
 
+  it('reads unchanged text as one shared record, and any change at once: its own, or another process\' write', async () => {
+    const i = await svc.create({ title: 'Shared', severity: 'minor' }, actor);
+    const a = (await repo.get(i.id))!;
+    expect(await repo.get(i.id)).toBe(a);
+    const [fromList] = (await repo.getMany([i.id]))!;
+    expect(fromList).toBe(a);
+    expect(Object.isFrozen(a)).toBe(true);
+    const u = await svc.update(i.id, { title: 'Shared, renamed' }, actor);
+    const b = (await repo.get(i.id))!;
+    expect(b).not.toBe(a);
+    expect(b).toEqual(u);
+    // Another process (another Herald, or a restore) writes the key: the next read has it.
+    const other = JSON.stringify({ ...JSON.parse((await redis.get(keys.incident(i.id)))!), title: 'From elsewhere', rev: 9 });
+    await redis.set(keys.incident(i.id), other);
+    const c = (await repo.get(i.id))!;
+    expect(c).toMatchObject({ title: 'From elsewhere', rev: 9 });
+    expect(storedString(c)).toBe(other);
+    // An update from the shared record compares against its exact text and writes a new one.
+    const v = await svc.update(i.id, { severity: 'major' }, actor);
+    expect(v).toMatchObject({ title: 'From elsewhere', severity: 'major', rev: 10 });
+  });
+
   it('reads, updates and closes an incident stored in the old, full form', async () => {
     const { incident, created } = await writeOldFormat();
     expect(await svc.get(incident.id)).toEqual(incident);

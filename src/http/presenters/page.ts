@@ -8,10 +8,17 @@ export const PaginationSchema = z
 /** The list envelope's schema, registered under `id` (IncidentPage, TemplatePage, …). */
 export const pageSchema = (item: z.ZodType, id: string) => z.object({ data: z.array(item), pagination: PaginationSchema }).meta({ id });
 
+const paginationOf = (page: Page<unknown>, req: PageRequest) => ({ next_cursor: page.nextCursor ? encodeCursor(page.nextCursor) : null, limit: req.limit });
+
 /** The list envelope of README "Conventions worth knowing". */
 export function presentPage<T, W>(page: Page<T>, req: PageRequest, present: (item: T) => W) {
-  return {
-    data: page.data.map(present),
-    pagination: { next_cursor: page.nextCursor ? encodeCursor(page.nextCursor) : null, limit: req.limit },
-  };
+  return { data: page.data.map(present), pagination: paginationOf(page, req) };
+}
+
+/**
+ * `JSON.stringify(presentPage(page, req, present))`, written around each item's JSON as given
+ * (`itemJson`), so JSON kept per record is not parsed and written again.
+ */
+export function pageJson<T>(page: Page<T>, req: PageRequest, itemJson: (item: T) => string): string {
+  return `{"data":[${page.data.map(itemJson).join(',')}],"pagination":${JSON.stringify(paginationOf(page, req))}}`;
 }
