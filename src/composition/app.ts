@@ -5,7 +5,7 @@
  * what happened through the topics of ./events.ts.
  */
 import type { Express } from 'express';
-import { Router } from 'express';
+import type { Router } from 'express';
 import type { Logger } from 'pino';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import type { Config } from '../config.js';
@@ -114,7 +114,7 @@ export async function createHerald(opts: HeraldOptions): Promise<Herald> {
       limiter: new RedisRateLimiter(redis, keys, { default: config.HERALD_RATE_LIMIT, execute: config.HERALD_EXECUTE_RATE_LIMIT }),
       idempotency: new RedisIdempotencyStore(redis, keys, box),
     };
-    const { app, finish } = createHttpApp({ log, registry, metricsToken: config.HERALD_METRICS_TOKEN, readiness: readinessOf(redis), v1: v1Routes(edge, services), trustProxy: config.HERALD_TRUST_PROXY });
+    const { app, finish } = createHttpApp({ log, registry, metricsToken: config.HERALD_METRICS_TOKEN, readiness: readinessOf(redis), api: v1Routes(edge, services), trustProxy: config.HERALD_TRUST_PROXY });
     const slack = await slackEdge(config, log, clock, app, {
       services: { ...services, announcements: new AnnouncementService(new RedisAnnouncementRepo(redis, keys)) },
       idempotency: edge.idempotency,
@@ -227,15 +227,15 @@ function composeServices(w: ServiceParts): { services: Services; delivery: Deliv
   return { services: { apiKeys, incidents, connections, templates, executions: delivery.executions }, delivery };
 }
 
-/** /v1: every resource's routes and the OpenAPI document, on one router (see mountRoutes). */
-function v1Routes(edge: EdgeDeps, services: Services): Router {
-  const v1 = Router();
-  incidentRoutes({ ...edge, incidents: services.incidents }, v1);
-  templateRoutes({ ...edge, templates: services.templates }, v1);
-  connectionRoutes({ ...edge, connections: services.connections }, v1);
-  executionRoutes({ ...edge, executions: services.executions }, v1);
-  openApiRoutes(edge, v1);
-  return v1;
+/** /v1: every resource's routes and the OpenAPI document, straight on the app (see mountRoutes). */
+function v1Routes(edge: EdgeDeps, services: Services): (app: Router) => void {
+  return (app) => {
+    incidentRoutes({ ...edge, incidents: services.incidents }, app, '/v1');
+    templateRoutes({ ...edge, templates: services.templates }, app, '/v1');
+    connectionRoutes({ ...edge, connections: services.connections }, app, '/v1');
+    executionRoutes({ ...edge, executions: services.executions }, app, '/v1');
+    openApiRoutes(edge, app, '/v1');
+  };
 }
 
 const READINESS_TIMEOUT_MS = 1500;

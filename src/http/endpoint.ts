@@ -74,15 +74,17 @@ export const openApiPath = (path: string): string => path.replace(/:([A-Za-z]\w*
  * (else 404 at the end of the router) → method allowed (405 + Allow) → 401 → rate limit → 403 →
  * body (400/413/415) → Idempotency-Key (POST) → the route, which does 404/409/422.
  *
- * Onto `router` when given: every table goes on the one /v1 router, since each router nested in
- * another is one more trip through Express's dispatch for every request that passes it. The
- * tables' paths are disjoint, so sharing a router changes no match, 405 or metric label.
+ * Onto `router` when given, each path under `prefix`: every table goes straight onto the app,
+ * under `/v1`, since each router nested in another is one more trip through Express's dispatch
+ * (and its prefix trimming) for every request that passes it. The tables' paths are disjoint, so
+ * sharing a router changes no match, 405 or metric label (`/v1/incidents/:id` either way).
  */
-export function mountRoutes<D extends EdgeDeps>(deps: D, table: RouteTable<D>, router: Router = Router()): Router {
+export function mountRoutes<D extends EdgeDeps>(deps: D, table: RouteTable<D>, router: Router = Router(), prefix = ''): Router {
   const methodsByPath = new Map<string, Method[]>();
   for (const route of table.routes) {
-    router[route.method](route.path, handlerOf(route, deps));
-    methodsByPath.set(route.path, [...(methodsByPath.get(route.path) ?? []), route.method]);
+    const path = `${prefix}${route.path}`;
+    router[route.method](path, handlerOf(route, deps));
+    methodsByPath.set(path, [...(methodsByPath.get(path) ?? []), route.method]);
   }
   // After every method of the path, so only the others reach it.
   for (const [path, methods] of methodsByPath) {

@@ -19,8 +19,11 @@ export interface ServerDeps {
   registry: Registry;
   metricsToken: string | undefined;
   readiness(): Promise<Readiness>;
-  /** The /v1 router (its own express.json lives inside, never in front of Slack's receiver). */
-  v1: Router;
+  /**
+   * Mounts the API (every path under /v1) onto the app, right after the edge middleware. Bodies
+   * are read by each route's handler, never by a parser in front of Slack's receiver.
+   */
+  api: (app: Router) => void;
   trustProxy: boolean;
 }
 
@@ -37,7 +40,7 @@ export function createHttpApp(deps: ServerDeps): { app: Express; finish: () => v
   app.use(edge(deps.log, deps.registry));
   // The API first: its paths and the probes' are disjoint, so the order only spares every API
   // request the probes' path tests.
-  app.use('/v1', deps.v1);
+  deps.api(app);
 
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });

@@ -1,7 +1,7 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
-import { Router } from 'express';
+import type { Router } from 'express';
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { createHttpApp } from '../../src/http/server.js';
@@ -17,16 +17,17 @@ describe('access log', () => {
         done();
       },
     });
-    const v1 = Router();
-    v1.get('/incidents', (_req, res) => {
-      res.json({ ok: true });
-    });
+    const api = (app: Router) => {
+      app.get('/v1/incidents', (_req, res) => {
+        res.json({ ok: true });
+      });
+    };
     const { app, finish } = createHttpApp({
       log: createLogger('info', sink),
       registry: new Registry(),
       metricsToken: undefined,
       readiness: () => Promise.resolve({ redis: 'ok', persistence: 'aof' }),
-      v1,
+      api,
       trustProxy: false,
     });
     finish();

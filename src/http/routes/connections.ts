@@ -74,4 +74,4 @@ export const connectionRouteTable = defineRoutes<Deps>({ tag: 'Connections', par
   },
 ]);
 
-export const connectionRoutes = (deps: Deps, router?: Router): Router => mountRoutes(deps, connectionRouteTable, router);
+export const connectionRoutes = (deps: Deps, router?: Router, prefix = ''): Router => mountRoutes(deps, connectionRouteTable, router, prefix);

@@ -102,4 +102,4 @@ function correctionRoute(verb: 'correct' | 'retract', operationId: string, summa
   };
 }
 
-export const executionRoutes = (deps: Deps, router?: Router): Router => mountRoutes(deps, executionRouteTable, router);
+export const executionRoutes = (deps: Deps, router?: Router, prefix = ''): Router => mountRoutes(deps, executionRouteTable, router, prefix);

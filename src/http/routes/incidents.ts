@@ -62,4 +62,4 @@ export const incidentRouteTable = defineRoutes<Deps>({ tag: 'Incidents', params:
   }),
 ]);
 
-export const incidentRoutes = (deps: Deps, router?: Router): Router => mountRoutes(deps, incidentRouteTable, router);
+export const incidentRoutes = (deps: Deps, router?: Router, prefix = ''): Router => mountRoutes(deps, incidentRouteTable, router, prefix);

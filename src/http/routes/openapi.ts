@@ -6,7 +6,7 @@ import { defineRoutes, mountRoutes, type EdgeDeps } from '../endpoint.js';
  * the route tables on the first request and kept: building it (and loading zod-to-openapi) at
  * start-up cost every process memory and start time for a document few of them are asked for.
  */
-export function openApiRoutes(deps: EdgeDeps, router?: Router): Router {
+export function openApiRoutes(deps: EdgeDeps, router?: Router, prefix = ''): Router {
   let doc: Promise<string> | null = null;
   const document = (): Promise<string> => (doc ??= import('../openapi.js').then((m) => JSON.stringify(m.buildOpenApiDocument())));
   return mountRoutes(
@@ -23,5 +23,6 @@ export function openApiRoutes(deps: EdgeDeps, router?: Router): Router {
       },
     ]),
     router,
+    prefix,
   );
 }

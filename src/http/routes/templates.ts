@@ -126,7 +126,7 @@ export const templateRouteTable = defineRoutes<Deps>({ tag: 'Templates', params:
   },
 ]);
 
-export const templateRoutes = (deps: Deps, router?: Router): Router => mountRoutes(deps, templateRouteTable, router);
+export const templateRoutes = (deps: Deps, router?: Router, prefix = ''): Router => mountRoutes(deps, templateRouteTable, router, prefix);
 
 /** True when a render request asks for a real incident (`incident_id` present and not null). */
 function namesIncident(body: unknown): boolean {
