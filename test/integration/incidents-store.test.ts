@@ -93,7 +93,7 @@ describe('RedisIncidentRepo: the stored form', () => {
     const i = await svc.create({ title: 'Shared', severity: 'minor' }, actor);
     const a = (await repo.get(i.id))!;
     expect(await repo.get(i.id)).toBe(a);
-    const [fromList] = (await repo.getMany([i.id]))!;
+    const [fromList] = (await repo.getMany([i.id]));
     expect(fromList).toBe(a);
     expect(Object.isFrozen(a)).toBe(true);
     const u = await svc.update(i.id, { title: 'Shared, renamed' }, actor);

@@ -44,7 +44,7 @@ describe('DecodedCache (store/decoded-cache.ts)', () => {
     }).toThrow(TypeError);
     expect(() => r.tags.push('b')).toThrow(TypeError);
     expect(() => {
-      (r.by as { name: string }).name = 'y';
+      (r.by).name = 'y';
     }).toThrow(TypeError);
   });
 
