@@ -7,6 +7,7 @@ import type { AccessPolicy } from '../services/access.js';
 import { registerActions } from './listeners/actions.js';
 import { Announcer } from './announcer.js';
 import { registerCommands } from './listeners/commands.js';
+import { slackListeners } from './listeners/dispatch.js';
 import type { SlackDeps, SlackServices, SlackSettings } from './deps.js';
 import { publishHome } from './listeners/home.js';
 import { registerSubmissions } from './listeners/submissions.js';
@@ -100,6 +101,10 @@ export function createSlackEdge(opts: SlackEdgeOptions, expressApp: Express): Sl
     // Bolt adds its router to the same Express app (no second server, no global body parser).
     const receiver = new ExpressReceiver({
       signingSecret: opts.signingSecret,
+      // verifyRequests (above, on the same path, before Bolt's router) has checked the signature
+      // already, and more strictly (future timestamps too); it is the one check. Bolt's second one
+      // compared in a way that drew fresh randomness per request: ~3 % of an ack's CPU.
+      signatureVerification: false,
       app: expressApp,
       endpoints: SLACK_EVENTS_PATH,
       logger: boltLogger(log),
@@ -129,8 +134,9 @@ export function createSlackEdge(opts: SlackEdgeOptions, expressApp: Express): Sl
 
 function registerListeners(app: App, deps: SlackDeps, announcer: Announcer, log: Logger): void {
   registerCommands(app, deps);
-  registerActions(app, deps);
-  registerSubmissions(app, deps, announcer);
+  const listeners = slackListeners(app);
+  registerActions(listeners, deps);
+  registerSubmissions(listeners, deps, announcer);
   registerTemplateOptions(app, deps);
   app.event('app_home_opened', async ({ event }) => {
     if (event.tab !== 'home') return;
@@ -168,9 +174,9 @@ function readRawBody(log: Logger): RequestHandler {
 
 /**
  * Verifies Slack's signature and timestamp (±5 minutes) over the raw bytes before Bolt runs, then
- * the payload's shape (payload-guard.ts). Bolt verifies again with the same raw body, which this
- * hands on as `req.rawBody`; Bolt decodes it as UTF-8 first, which is exact here because a body
- * that is not valid UTF-8 never gets past the guard. Slack sends forms as exactly
+ * the payload's shape (payload-guard.ts): the only signature check (Bolt's own is off). Bolt
+ * parses the same raw body, which this hands on as `req.rawBody`; it decodes it as UTF-8 first,
+ * which is exact here because a body that is not valid UTF-8 never gets past the guard. Slack sends forms as exactly
  * `application/x-www-form-urlencoded`; a charset suffix from a proxy is normalised so Bolt
  * parses the form instead of failing on it as JSON.
  */

@@ -1,4 +1,5 @@
-import type { App, BlockAction, ButtonAction } from '@slack/bolt';
+import type { BlockAction, ButtonAction } from '@slack/bolt';
+import type { SlackListeners } from './dispatch.js';
 import { slackUser, type SlackDeps } from '../deps.js';
 import { publishHome } from './home.js';
 import { isRedisUnavailable } from '../../domain/common/unavailable.js';
@@ -28,7 +29,7 @@ type ButtonClick = BlockAction<ButtonAction>;
  * trigger, so a retried click never opens two. Admin buttons re-check the clicking user every
  * time: hiding them from non-admins is presentation, this is the rule.
  */
-export function registerActions(app: App, deps: SlackDeps): void {
+export function registerActions(app: SlackListeners, deps: SlackDeps): void {
   for (const [actionId, step] of Object.entries(STEP_BY_ACTION)) {
     app.action<ButtonClick>({ type: 'block_actions', action_id: actionId }, async ({ ack, body, action }) => {
       await ack();

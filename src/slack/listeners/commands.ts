@@ -66,9 +66,11 @@ export function registerCommands(app: App, deps: SlackDeps): void {
 async function handleCommand(command: SlashCommand, ack: AckFn<string | RespondArguments>, deps: SlackDeps): Promise<void> {
   const parsed = parseCommand(command.text ?? '');
   switch (parsed.kind) {
-    case 'help':
-      await ack(ephemeral(helpMessage(command.command).text, helpMessage(command.command).blocks));
+    case 'help': {
+      const help = helpMessage(command.command);
+      await ack(ephemeral(help.text, help.blocks));
       return;
+    }
     case 'unknown':
       await ack(ephemeral(`I don't know \`${escapedText(parsed.word, 120)}\`. Try \`${command.command} help\` for what I can do.`));
       return;

@@ -1,5 +1,6 @@
 import type { ExecuteRequest } from '../../domain/execution/execution.js';
-import type { AckFn, App, ViewResponseAction, ViewSubmitAction } from '@slack/bolt';
+import type { AckFn, ViewResponseAction, ViewSubmitAction } from '@slack/bolt';
+import type { SlackListeners } from './dispatch.js';
 import { isDomainError } from '../../domain/common/errors.js';
 import type { Announcer } from '../announcer.js';
 import { slackActor, slackUser, type SlackDeps } from '../deps.js';
@@ -22,7 +23,7 @@ type Submission = { body: ViewSubmitAction; ack: AckFn<ViewResponseAction> };
  * runs after the ack. A submission runs once per view id: Slack's retries and double clicks of
  * "Submit" carry the same view id, and the repeats are acked without doing anything again.
  */
-export function registerSubmissions(app: App, deps: SlackDeps, announcer: Announcer): void {
+export function registerSubmissions(app: SlackListeners, deps: SlackDeps, announcer: Announcer): void {
   registerCreate(app, deps, announcer);
   registerUpdate(app, deps);
   registerResolve(app, deps);
@@ -33,7 +34,7 @@ export function registerSubmissions(app: App, deps: SlackDeps, announcer: Announ
   registerApiKeyGenerate(app, deps);
 }
 
-function registerCreate(app: App, deps: SlackDeps, announcer: Announcer): void {
+function registerCreate(app: SlackListeners, deps: SlackDeps, announcer: Announcer): void {
   submit(app, deps, CALLBACKS.create, async ({ state, body, ctx }) => {
     const incident = await deps.services.incidents.create(
       {
@@ -51,7 +52,7 @@ function registerCreate(app: App, deps: SlackDeps, announcer: Announcer): void {
   });
 }
 
-function registerUpdate(app: App, deps: SlackDeps): void {
+function registerUpdate(app: SlackListeners, deps: SlackDeps): void {
   submit(app, deps, CALLBACKS.update, async ({ state, body, ctx }) => {
     const patch: Record<string, unknown> = {
       status: selectedOf(state, 'status'),
@@ -67,7 +68,7 @@ function registerUpdate(app: App, deps: SlackDeps): void {
   });
 }
 
-function registerResolve(app: App, deps: SlackDeps): void {
+function registerResolve(app: SlackListeners, deps: SlackDeps): void {
   submit(app, deps, CALLBACKS.resolve, async ({ state, body, ctx }) => {
     // A blank summary leaves the stored one alone: a summary too long for a Slack input is not
     // prefilled, and submitting the modal as shown must not erase it.
@@ -77,7 +78,7 @@ function registerResolve(app: App, deps: SlackDeps): void {
   });
 }
 
-function registerClose(app: App, deps: SlackDeps): void {
+function registerClose(app: SlackListeners, deps: SlackDeps): void {
   submit(app, deps, CALLBACKS.close, async ({ state, body, ctx }) => {
     const summary = textOf(state, 'resolution_summary');
     await deps.services.incidents.close(incidentIdOf(ctx), summary.trim() === '' ? {} : { resolution_summary: summary }, slackActor(body.user));
@@ -89,7 +90,7 @@ function registerClose(app: App, deps: SlackDeps): void {
 // Slack wants the ack within 3. So the cheap checks run inside the ack (a refusal lands on the
 // inputs as usual), the modal turns into a "sending" view, and the execute runs after the ack;
 // its outcome (or a late refusal) replaces that view through views.update.
-function registerExecute(app: App, deps: SlackDeps, announcer: Announcer): void {
+function registerExecute(app: SlackListeners, deps: SlackDeps, announcer: Announcer): void {
   submit(app, deps, CALLBACKS.execute, async ({ state, body, ctx }) => {
     const incidentId = incidentIdOf(ctx);
     const next = selectedOf(state, NEXT_UPDATE_FIELD);
@@ -126,7 +127,7 @@ async function executeAfterAck(deps: SlackDeps, announcer: Announcer, incidentId
 // see each message being edited or deleted, with a link to it, more than the old receipts again.
 // Receipts of a correction keep Correct / Retract for the execute it corrected (its messages are
 // still out there); a retraction's have none.
-function registerCorrect(app: App, deps: SlackDeps, announcer: Announcer): void {
+function registerCorrect(app: SlackListeners, deps: SlackDeps, announcer: Announcer): void {
   submit(app, deps, CALLBACKS.correct, async ({ state, body, ctx }) => {
     const variables = changedVariablesOf(state, body.view.blocks);
     const note = textOf(state, 'note');
@@ -136,7 +137,7 @@ function registerCorrect(app: App, deps: SlackDeps, announcer: Announcer): void 
   });
 }
 
-function registerRetract(app: App, deps: SlackDeps, announcer: Announcer): void {
+function registerRetract(app: SlackListeners, deps: SlackDeps, announcer: Announcer): void {
   submit(app, deps, CALLBACKS.retract, async ({ state, body, ctx }) => {
     const incidentId = incidentIdOf(ctx);
     const request = { reason: textOf(state, 'reason') };
@@ -169,7 +170,7 @@ async function followUp(announcer: Announcer, incidentId: string, step: 'correct
   };
 }
 
-function registerApiKeyGenerate(app: App, deps: SlackDeps): void {
+function registerApiKeyGenerate(app: SlackListeners, deps: SlackDeps): void {
   submit(app, deps, CALLBACKS.apiKeyGenerate, async ({ state, body }) => {
     const expires = selectedOf(state, 'expires_in');
     const { key, token } = await deps.services.apiKeys.create(
@@ -199,8 +200,8 @@ interface SubmitOutcome {
   after?: () => Promise<void>;
 }
 
-function submit(app: App, deps: SlackDeps, callbackId: string, handle: (c: SubmitContext) => Promise<SubmitOutcome>): void {
-  app.view<ViewSubmitAction>({ callback_id: callbackId, type: 'view_submission' }, async ({ body, ack }: Submission) => {
+function submit(app: SlackListeners, deps: SlackDeps, callbackId: string, handle: (c: SubmitContext) => Promise<SubmitOutcome>): void {
+  app.view({ callback_id: callbackId, type: 'view_submission' }, async ({ body, ack }: Submission) => {
     const view = body.view;
     const inputs = inputBlockIds(view.blocks);
     // Errors must name an input of this view; a view without inputs gets an explanation instead.
