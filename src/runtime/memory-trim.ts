@@ -10,11 +10,11 @@ import type { Logger } from 'pino';
  * bench`), so a Herald that works in bursts spends most of its life at its peak size. Capping the
  * young generation instead costs throughput in every burst (README "Benchmarks").
  *
- * What: every `checkMs` the event loop's utilization over the interval is read. Once it has stayed
- * under IDLE_UTILIZATION for `idleMs`, and the young generation has grown by `minYoungBytes`
- * since the last trim left it (about 1 MB: "it grew in a burst"), one memory-reducing collection is
- * asked for. That collection runs while nothing else does (a few tens of ms); the next burst
- * grows the young generation again. At most one per `minGapMs`.
+ * What: every TRIM_DEFAULTS.checkMs the event loop's utilization over the interval is read.
+ * Once it has stayed under IDLE_UTILIZATION for `idleMs`, and the young generation has grown by
+ * `minYoungBytes` since the last trim left it (about 1 MB: "it grew in a burst"), one
+ * memory-reducing collection is asked for. That collection runs while nothing else does (a few
+ * tens of ms); the next burst grows the young generation again. At most one per `minGapMs`.
  *
  * How: through an in-process inspector session (`node:inspector` Session, no port is opened),
  * whose HeapProfiler.collectGarbage asks V8 for the full, memory-reducing collection its memory
@@ -40,8 +40,6 @@ export interface TrimParts {
 export interface MemoryTrimOptions {
   /** How long the loop must have been idle (ms). */
   idleMs: number;
-  /** How often utilization is read (ms). */
-  checkMs: number;
   /** Growth of the young generation since the last trim (from 0 before the first) worth giving back. */
   minYoungBytes: number;
   /** The shortest time between two trims (ms). */
@@ -57,6 +55,7 @@ export interface MemoryTrim {
   stop(): void;
 }
 
+/** How often utilization is read, the growth worth giving back, and the shortest gap between trims. */
 export const TRIM_DEFAULTS = { checkMs: 250, minYoungBytes: 8 * 1024 * 1024, minGapMs: 10_000 } as const;
 
 /** The trimmer, without its timer (see startMemoryTrim). */
@@ -132,7 +131,8 @@ export async function startMemoryTrim(o: { idleMs: number; log: Logger }): Promi
   };
   const trim = memoryTrim(parts, {
     idleMs: o.idleMs,
-    ...TRIM_DEFAULTS,
+    minYoungBytes: TRIM_DEFAULTS.minYoungBytes,
+    minGapMs: TRIM_DEFAULTS.minGapMs,
     onTrim: (t) => o.log.debug({ ms: Math.round(t.ms), young_before: t.youngBefore, young_after: t.youngAfter }, 'idle: memory given back'),
     onError: (err) => o.log.warn({ err: err instanceof Error ? err.message : String(err) }, 'memory trim failed'),
   });

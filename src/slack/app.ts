@@ -176,9 +176,9 @@ function readRawBody(log: Logger): RequestHandler {
  * Verifies Slack's signature and timestamp (±5 minutes) over the raw bytes before Bolt runs, then
  * the payload's shape (payload-guard.ts): the only signature check (Bolt's own is off). Bolt
  * parses the same raw body, which this hands on as `req.rawBody`; it decodes it as UTF-8 first,
- * which is exact here because a body that is not valid UTF-8 never gets past the guard. Slack sends forms as exactly
- * `application/x-www-form-urlencoded`; a charset suffix from a proxy is normalised so Bolt
- * parses the form instead of failing on it as JSON.
+ * which is exact here because a body that is not valid UTF-8 never gets past the guard. Slack
+ * sends forms as exactly `application/x-www-form-urlencoded`; a charset suffix from a proxy is
+ * normalised so Bolt parses the form instead of failing on it as JSON.
  */
 function verifyRequests(signingSecret: string, now: () => Date, log: Logger): RequestHandler {
   return (req, res, next) => {

@@ -22,9 +22,9 @@ function fakeParts(young = 32 * MB) {
   return { s, parts };
 }
 
-const opts = { idleMs: 1000, checkMs: 250, minYoungBytes: 8 * MB, minGapMs: 10_000 };
+const opts = { idleMs: 1000, minYoungBytes: 8 * MB, minGapMs: 10_000 };
 
-/** Runs checks every 250 ms of the fake clock up to `untilMs`. */
+/** Runs checks every 250 ms of the fake clock (the timer's TRIM_DEFAULTS.checkMs) up to `untilMs`. */
 async function tick(trim: { check(): Promise<void> }, s: { t: number }, untilMs: number): Promise<void> {
   while (s.t < untilMs) {
     s.t += 250;
