@@ -4,8 +4,8 @@ import type { Logger } from 'pino';
 /**
  * Gives memory back to the system once a burst of work is over (HERALD_MEMORY_TRIM_IDLE_MS).
  *
- * Why: under load V8 grows its young generation for throughput (up to 32 MB on Node 20, 64 MB on
- * Node 24) and keeps it committed afterwards. Its own memory reducer does give it back, but only
+ * Why: under load V8 grows its young generation for throughput (up to 32 MB on Node 20, 128 MB
+ * on Node 24) and keeps it committed afterwards. Its own memory reducer does give it back, but only
  * after tens of seconds of quiet (about 27 s after 5,000 deliveries, measured with `npm run
  * bench`), so a Herald that works in bursts spends most of its life at its peak size. Capping the
  * young generation instead costs throughput in every burst (README "Benchmarks").

@@ -8,7 +8,8 @@
  * with more frequent but smaller collections (README "Benchmarks"). The heap's maximum is
  * unchanged, so a large fan-out still fits.
  *
- * The young generation is left at V8's size (up to 32 MB under load): capping it at 8 MB saved
+ * The young generation is left at V8's size (up to 32 MB under load on Node 20, 128 MB on Node 24;
+ * runtime/memory-trim.ts gives it back once Herald is idle): capping it at 8 MB saved
  * another ~25 MB resident after a fan-out but cost about a tenth of the delivery rate and of the
  * API's throughput in collections, measured the same way. An operator who prefers the memory
  * starts Herald with V8's own flag, read at start-up: `NODE_OPTIONS=--max-semi-space-size=4`.
