@@ -17,13 +17,10 @@ export async function sendPage<T, W>(req: Request, res: Response, list: (page: P
   sendJsonText(res, pageJson(await list(page), page, (item) => jsonOf(item, present)));
 }
 
-/** A single record with its revision as the ETag, so the client can send it back as If-Match. */
-export function sendVersioned(res: Response, rev: number, body: unknown): void {
-  setEtag(res, rev);
-  res.json(body);
-}
-
-/** A handler that answers one record (a get, or a write that answers the record), its revision as the ETag. */
+/**
+ * A handler that answers one record (a get, or a write that answers the record), its revision as
+ * the ETag, so the client can send it back as If-Match.
+ */
 export const versioned =
   <D, T>(load: (req: Request, res: Response, deps: D) => Promise<T>, revOf: (record: T) => number, present: (record: T) => unknown) =>
   async (req: Request, res: Response, deps: D): Promise<void> => {

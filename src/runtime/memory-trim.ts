@@ -1,4 +1,6 @@
 import type * as Inspector from 'node:inspector';
+import { performance } from 'node:perf_hooks';
+import { getHeapSpaceStatistics } from 'node:v8';
 import type { Logger } from 'pino';
 
 /**
@@ -115,8 +117,6 @@ export async function startMemoryTrim(o: { idleMs: number; log: Logger }): Promi
     o.log.info('memory trim off: this Node was built without the inspector');
     return null;
   }
-  const { performance } = await import('node:perf_hooks');
-  const { getHeapSpaceStatistics } = await import('node:v8');
   let last = performance.eventLoopUtilization();
   const parts: TrimParts = {
     utilization() {
