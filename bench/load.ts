@@ -28,6 +28,8 @@ export interface LoadResult {
   p50: number;
   p99: number;
   total: number;
+  /** Requests answered during the warm-up (with `total`: every request the server saw). */
+  warmupTotal: number;
   non2xx: number;
   errors: number;
   timeouts: number;
@@ -49,13 +51,14 @@ function run(spec: LoadSpec, durationSec: number): Promise<autocannon.Result> {
 
 exitWithParent();
 async function measure(spec: LoadSpec): Promise<LoadResult> {
-  if (spec.warmupSec > 0) await run(spec, spec.warmupSec);
+  const warmup = spec.warmupSec > 0 ? await run(spec, spec.warmupSec) : null;
   const r = await run(spec, spec.durationSec);
   return {
     rps: r.requests.average,
     p50: r.latency.p50,
     p99: r.latency.p99,
     total: r.requests.total,
+    warmupTotal: warmup?.requests.total ?? 0,
     non2xx: r.non2xx,
     errors: r.errors,
     timeouts: r.timeouts,

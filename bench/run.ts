@@ -80,6 +80,11 @@ type Side = 'herald' | 'baseline';
 type ApiRow = 'read' | 'write' | 'list';
 interface Samples {
   api: Record<ApiRow, Record<Side, LoadResult[]>>;
+  /**
+   * CPU µs of the serving process (Herald's, or the bare app's) per request answered, over the
+   * warm-up and the measured run: what a request costs, much steadier than req/s on a shared machine.
+   */
+  apiCpuUs: Record<ApiRow, Record<Side, number[]>>;
   slack: LoadResult[];
   fanout: Record<Side, number[]>;
   executeAcceptMs: number[];
@@ -97,6 +102,8 @@ interface Samples {
   rssUnderLoadMB: number[];
   /** VmHWM: the peak RSS of the process over the round. */
   peakRssMB: number[];
+  /** What the RSS was made of, under load and at rest (MB): V8's heap spaces, anonymous memory. */
+  memoryShape: Array<Record<string, number | string>>;
   slackApiCalls: number[];
   slackRssMB: number[];
   readyMs: number[];
@@ -106,6 +113,7 @@ interface Samples {
 }
 const samples: Samples = {
   api: { read: { herald: [], baseline: [] }, write: { herald: [], baseline: [] }, list: { herald: [], baseline: [] } },
+  apiCpuUs: { read: { herald: [], baseline: [] }, write: { herald: [], baseline: [] }, list: { herald: [], baseline: [] } },
   slack: [],
   fanout: { herald: [], baseline: [] },
   executeAcceptMs: [],
@@ -118,6 +126,7 @@ const samples: Samples = {
   rssMB: [],
   rssUnderLoadMB: [],
   peakRssMB: [],
+  memoryShape: [],
   slackApiCalls: [],
   slackRssMB: [],
   readyMs: [],
@@ -183,12 +192,26 @@ async function startHerald(name: string, extra: NodeJS.ProcessEnv = {}): Promise
   return { child, base, readyMs: performance.now() - t0 };
 }
 
-/** With --profile: Herald's own account of its memory (heap spaces, external) and the kernel's (anon, file). */
-async function dumpMemory(h: Herald, token: string): Promise<void> {
+/**
+ * Herald's own account of its memory (V8's heap spaces in MB, `size_total`) and the kernel's
+ * (anonymous and file-backed resident), kept in bench/results.json for every run: what an RSS
+ * figure is made of. With --profile, also every heap and memory line, to `memory-<when>.txt`.
+ */
+async function memoryShape(h: Herald, token: string, when: string): Promise<Record<string, number>> {
   const r = await fetchWithin(`${h.base}/metrics`, { headers: { authorization: `Bearer ${token}` }, timeoutMs: 10_000 });
   const lines = (await r.text()).split('\n').filter((l) => /^herald_(nodejs_heap|nodejs_external|process_resident)/.test(l));
   const rollup = readFileSync(`/proc/${h.child.pid}/smaps_rollup`, 'utf8');
-  writeFileSync(join(PROFILE_DIR ?? '.', 'memory.txt'), `${lines.join('\n')}\n\n${rollup}`);
+  if (PROFILE_DIR !== undefined) writeFileSync(join(PROFILE_DIR, `memory-${when}.txt`), `${lines.join('\n')}\n\n${rollup}`);
+  const shape: Record<string, number> = {};
+  for (const l of lines) {
+    const m = /^herald_nodejs_heap_space_size_total_bytes\{space="(\w+)"\} (\d+)/.exec(l);
+    if (m && Number(m[2]) > 0) shape[`heap_${m[1]}`] = +(Number(m[2]) / 1e6).toFixed(1);
+  }
+  for (const [key, field] of [['anon', 'Anonymous'], ['rss', 'Rss']] as const) {
+    const m = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(rollup);
+    if (m) shape[key] = +((Number(m[1]) * 1024) / 1e6).toFixed(1);
+  }
+  return shape;
 }
 
 /** user + system CPU seconds of a process so far (/proc/<pid>/stat, in clock ticks of 1/100 s). */
@@ -286,6 +309,7 @@ const sinkReached = (n: number, timeoutMs: number) =>
 interface Setup {
   token: string;
   baselineUrl: string;
+  baselinePid: number;
   readId: string;
 }
 
@@ -510,7 +534,7 @@ async function main(): Promise<void> {
             const stored = await must(h.base, token, 'GET', `/v1/incidents/${readId}`);
             await a.multi().set(`baseline:incident:${readId}`, stored.text).zadd('baseline:incidents', Date.now(), readId).exec();
           }
-          setup = { token, baselineUrl, readId };
+          setup = { token, baselineUrl, baselinePid: baseline.pid, readId };
           log(`set up ${FANOUT} webhook connections and 30 incidents on each side`);
         }
         const s = setup;
@@ -519,7 +543,13 @@ async function main(): Promise<void> {
         for (const r of ['read', 'write', 'list'] as const) {
           if (!wanted(r)) continue;
           await row(`${r} (${order.join(', then ')})`, async () => {
-            for (const side of order) samples.api[r][side].push(await runLoad(`${r} ${side}`, apiSpec(r, side, s, h)));
+            for (const side of order) {
+              const pid = side === 'herald' ? h.child.pid : s.baselinePid;
+              const cpu0 = cpuSeconds(pid);
+              const load = await runLoad(`${r} ${side}`, apiSpec(r, side, s, h));
+              samples.api[r][side].push(load);
+              samples.apiCpuUs[r][side].push(((cpuSeconds(pid) - cpu0) * 1e6) / (load.total + load.warmupTotal));
+            }
           });
         }
         if (wanted('memory')) await row('Redis bytes per incident', async () => {
@@ -558,10 +588,11 @@ async function main(): Promise<void> {
           samples.deliveryCpuMs.push(((cpuSeconds(h.child.pid) - cpu0) * 1000) / (EXECUTES * FANOUT));
           samples.deliveryRedisCpuMs.push((((await redisCpuSeconds(a)) - redisCpu0) * 1000) / (EXECUTES * FANOUT));
         });
-        if (PROFILE_DIR !== undefined) await dumpMemory(h, token);
         samples.rssUnderLoadMB.push(rssMB(h.child.pid));
+        samples.memoryShape.push({ when: 'under load', ...(await memoryShape(h, token, 'under-load')) });
         await new Promise((r) => setTimeout(r, REST_MS));
         samples.rssMB.push(rssMB(h.child.pid));
+        samples.memoryShape.push({ when: 'at rest', ...(await memoryShape(h, token, 'at-rest')) });
         samples.peakRssMB.push(rssMB(h.child.pid, 'VmHWM'));
       } finally {
         const stop = await h.child.stop('SIGTERM', 20_000);
@@ -641,6 +672,10 @@ function buildReport(): { figures: Figure[]; table: string } {
     const bp = m(b.map((x) => x.p99));
     const pr = div(hp, bp);
     add({ figure: `${label}, p99`, herald: hp, baseline: bp, ratio: pr, unit: 'ms', target: '≤ 1.5× baseline', met: pr === null ? null : pr <= 1.5 });
+    // Not a target: the CPU a request cost each process (ratio = Herald / baseline).
+    const hc = m(samples.apiCpuUs[key].herald);
+    const bc = m(samples.apiCpuUs[key].baseline);
+    add({ figure: `${label.replace('.', 'a.')}, CPU per request`, herald: hc, baseline: bc, ratio: div(hc, bc), unit: 'µs', target: '—', met: null });
   }
   const sr = m(samples.slack.map((x) => x.rps));
   add({ figure: `4. Slack /incident help, acks/s (${SLACK_CONNECTIONS} conns)`, herald: sr, baseline: null, ratio: null, unit: 'req/s', target: '—', met: null });
@@ -683,6 +718,8 @@ function buildReport(): { figures: Figure[]; table: string } {
         return `${Math.round(v).toLocaleString('en-US')} B`;
       case 'MB':
         return `${v.toFixed(1)} MB`;
+      case 'µs':
+        return `${Math.round(v)} µs`;
       default:
         return String(v);
     }

@@ -29,8 +29,13 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
  * - pg, @valkey/valkey-glide: BullMQ's optional back ends, required only when configured (never
  *   by Herald) and not installed; listed so that the bundle does not depend on esbuild leaving a
  *   require inside a try/catch unresolved.
+ * - express, router: the HTTP path of every request. Bundled, `keepNames` (below) wraps each
+ *   function the router declares inside its per-request dispatch (`next`, the param and route
+ *   loops) in a call that redefines the new closure's `name`: three such calls, and a property
+ *   redefinition each, on every request. Loaded as they ship they run unwrapped; they are two
+ *   packages of a few files each, so start-up barely notices (README "Benchmarks").
  */
-const EXTERNAL = ['msgpackr-extract', 'pg', '@valkey/valkey-glide'];
+const EXTERNAL = ['msgpackr-extract', 'pg', '@valkey/valkey-glide', 'express', 'router'];
 
 /**
  * CommonJS code bundled into an ES module has no `__dirname`/`__filename`: a dependency that

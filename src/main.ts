@@ -2,8 +2,6 @@
  * The entry of `npm start` (README "Quick start"): configuration, Redis (REDIS_URL or the embedded server),
  * the roles, and an orderly stop on SIGTERM/SIGINT.
  */
-// First: heap settings, before any other module allocates (see the module).
-import './runtime/v8-tuning.js';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';

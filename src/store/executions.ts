@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { RedisClient as Redis } from './redis-connect.js';
 import { isTerminal, type Delivery, type Execution } from '../domain/execution/execution.js';
 import type { Incident } from '../domain/incident/incident.js';
@@ -39,7 +39,7 @@ if #ARGV > 5 then redis.call('RPUSH', KEYS[4], unpack(ARGV, 6)) end
 return 0
 `);
 
-const sha1Hex = (text: string): string => createHash('sha1').update(text).digest('hex');
+const sha1Hex = (text: string): string => hash('sha1', text, 'hex');
 
 /**
  * Executions and deliveries: `exe:<id>` and `dlv:<id>` JSON records, `inc:<id>:exes` (newest

@@ -1,6 +1,6 @@
 import type { RedisClient as Redis } from './redis-connect.js';
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { createHash, randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 import { LIMITS } from '../domain/common/limits.js';
 import type { IdempotencyBegin, IdempotencyClaim, IdempotencyStore, IdempotentRequest, SecretBox, StoredResponse } from '../ports/index.js';
 import type { Keys } from './keys.js';
@@ -83,7 +83,7 @@ export class RedisIdempotencyStore implements IdempotencyStore {
   ) {}
 
   private key(scope: string, key: string): string {
-    return this.keys.idempotency(scope, createHash('sha256').update(key).digest('hex'));
+    return this.keys.idempotency(scope, hash('sha256', key, 'hex'));
   }
 
   async begin(scope: string, key: string, fingerprint: string): Promise<IdempotencyBegin> {

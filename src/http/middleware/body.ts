@@ -1,5 +1,5 @@
 import express, { type Request, type Response } from 'express';
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { DomainError } from '../../domain/common/errors.js';
 import { LIMITS } from '../../domain/common/limits.js';
 import { textHygieneErrors } from '../../domain/common/validation.js';
@@ -16,7 +16,7 @@ export interface WithBodyDigest {
 const wantsDigest = (req: Request): boolean => req.headers['idempotency-key'] !== undefined;
 
 /** The digest of no body at all (an optional body left out). */
-const EMPTY_DIGEST = createHash('sha256').digest('hex');
+const EMPTY_DIGEST = hash('sha256', '', 'hex');
 
 const parseJson = express.json({
   limit: LIMITS.bodyBytes,
@@ -33,7 +33,7 @@ const parseJson = express.json({
     } catch {
       throw new DomainError('invalid_json', 'The body is not valid UTF-8.');
     }
-    if (wantsDigest(req as Request)) (req as unknown as WithBodyDigest).bodyDigest = createHash('sha256').update(buf).digest('hex');
+    if (wantsDigest(req as Request)) (req as unknown as WithBodyDigest).bodyDigest = hash('sha256', buf, 'hex');
   },
 });
 

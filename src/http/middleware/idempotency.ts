@@ -1,5 +1,5 @@
 import type { Request, Response } from 'express';
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { DomainError } from '../../domain/common/errors.js';
 import { LIMITS } from '../../domain/common/limits.js';
 import type { CommittedEffect, IdempotencyClaim, IdempotencyStore, IdempotentRequest, StoredResponse } from '../../ports/index.js';
@@ -41,9 +41,7 @@ export async function idempotent(store: IdempotencyStore, req: Request, res: Res
     ]);
   }
   const scope = apiKeyOf(res).id;
-  const fingerprint = createHash('sha256')
-    .update(`${req.method}\n${req.originalUrl}\n${(req as unknown as WithBodyDigest).bodyDigest ?? ''}`)
-    .digest('hex');
+  const fingerprint = hash('sha256', `${req.method}\n${req.originalUrl}\n${(req as unknown as WithBodyDigest).bodyDigest ?? ''}`, 'hex');
   const begun = await store.begin(scope, value, fingerprint);
   switch (begun.state) {
     case 'mismatch':
