@@ -6,9 +6,8 @@
  * Prints {"ready":true}, waits for a line on stdin (the go: the body size in bytes), then prints
  * {"t0": epoch ms at the go, "t1": epoch ms after the last response, "ok": responses with 2xx}.
  */
-import { request } from 'node:http';
 import { createInterface } from 'node:readline';
-import { exitWithParent } from './lib.js';
+import { exitWithParent, postWebhook } from './lib.js';
 
 const [base = '', nArg = '200', cArg = '50'] = process.argv.slice(2);
 const n = Number(nArg);
@@ -16,18 +15,7 @@ const concurrency = Number(cArg);
 let pad = 560;
 const epochMs = (): number => performance.timeOrigin + performance.now();
 
-function post(i: number): Promise<boolean> {
-  const body = Buffer.from(JSON.stringify({ event: 'incident.executed', i, text: 'x'.repeat(pad) }));
-  return new Promise((resolve) => {
-    const req = request(`${base}/h/${i}`, { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': String(body.length) }, timeout: 10_000 }, (res) => {
-      res.resume();
-      res.on('end', () => resolve((res.statusCode ?? 0) < 300));
-    });
-    req.on('timeout', () => req.destroy(new Error('timeout')));
-    req.on('error', () => resolve(false));
-    req.end(body);
-  });
-}
+const post = (i: number): Promise<boolean> => postWebhook(base, i, Buffer.from(JSON.stringify({ event: 'incident.executed', i, text: 'x'.repeat(pad) })));
 
 exitWithParent();
 // Bounded: without a go within two minutes, give up.

@@ -3,6 +3,7 @@
  * that are always killed when this process ends (normally, on an error, or on Ctrl-C).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { request, type Agent } from 'node:http';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 
@@ -216,4 +217,20 @@ export function exitWithParent(): void {
   setInterval(() => {
     if (process.ppid !== parent) process.exit(0);
   }, 500).unref();
+}
+
+/**
+ * One webhook POST of `body` to `<base>/h/<i>` with node:http (`agent`: Node's default when not
+ * given), as the fan-out baselines send them: true when it was answered with a 2xx.
+ */
+export function postWebhook(base: string, i: number, body: Buffer, agent?: Agent): Promise<boolean> {
+  return new Promise((resolve) => {
+    const req = request(`${base}/h/${i}`, { method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': String(body.length) }, timeout: 10_000 }, (res) => {
+      res.resume();
+      res.on('end', () => resolve((res.statusCode ?? 0) < 300));
+    });
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.on('error', () => resolve(false));
+    req.end(body);
+  });
 }

@@ -8,6 +8,8 @@
  * SIGTERM. Each figure is compared with a baseline in its own process where one makes sense:
  *   bench/baseline-app.ts     bare Express 5 + ioredis serving the same API paths;
  *   bench/fanout-baseline.ts  a bare Node loop posting the same webhooks at the same concurrency;
+ *   bench/queue-floor.ts      the same posts as BullMQ jobs at Herald's concurrency, nothing else:
+ *                             how much of the fan-out the queue itself takes (row 5c, no target);
  *   bench/sink.ts             the webhook receiver (and a fake Slack Web API), its own process;
  *   bench/load.ts             the load generator, its own process (never sharing an event loop
  *                             with the server under test or with this harness).
@@ -88,6 +90,10 @@ interface Samples {
   slack: LoadResult[];
   fanout: Record<Side, number[]>;
   executeAcceptMs: number[];
+  /** 202 (Herald) or the go (the bare loop) → the first webhook's arrival, s. */
+  fanoutFirst: Record<Side, number[]>;
+  /** The queue's floor (bench/queue-floor.ts): jobs added → the last arrival, s. */
+  fanoutFloor: number[];
   deliveriesPerSec: number[];
   /** The same work run first, as the warm-up of the figure above (the delivery path still cold). */
   coldDeliveriesPerSec: number[];
@@ -117,6 +123,8 @@ const samples: Samples = {
   slack: [],
   fanout: { herald: [], baseline: [] },
   executeAcceptMs: [],
+  fanoutFirst: { herald: [], baseline: [] },
+  fanoutFloor: [],
   deliveriesPerSec: [],
   coldDeliveriesPerSec: [],
   deliveryCpuMs: [],
@@ -333,7 +341,7 @@ function apiSpec(row: ApiRow, side: Side, s: Setup, herald: Herald): Omit<LoadSp
   }
 }
 
-async function heraldFanout(h: Herald, token: string): Promise<{ seconds: number; acceptMs: number; bodyBytes: number }> {
+async function heraldFanout(h: Herald, token: string): Promise<{ seconds: number; firstSeconds: number; acceptMs: number; bodyBytes: number }> {
   const inc = await must(h.base, token, 'POST', '/v1/incidents', { title: 'Fan-out', severity: 'major' });
   await sinkReset();
   const t0 = epochMs();
@@ -341,7 +349,26 @@ async function heraldFanout(h: Herald, token: string): Promise<{ seconds: number
   const t202 = epochMs();
   if (exe.status !== 202) throw new Error(`execute → ${exe.status} ${exe.text.slice(0, 300)}`);
   const s = await sinkReached(FANOUT, 60_000);
-  return { seconds: (s.last - t202) / 1000, acceptMs: t202 - t0, bodyBytes: s.bodyBytes };
+  return { seconds: (s.last - t202) / 1000, firstSeconds: (s.first - t202) / 1000, acceptMs: t202 - t0, bodyBytes: s.bodyBytes };
+}
+
+/**
+ * The queue's floor (bench/queue-floor.ts), in a fresh process as the bare loop is: BullMQ jobs at
+ * Herald's concurrency that only POST. Started, then timed from its jobs being added.
+ */
+async function queueFloorFanout(bodyBytes: number): Promise<number> {
+  await sinkReset();
+  const child = startTsChild('queue floor', 'queue-floor.ts', [redisUrl, sinkUrl, String(FANOUT), String(WORKER_CONCURRENCY)], baseEnv, { stdin: true });
+  try {
+    await child.json('ready', 30_000);
+    child.proc.stdin?.write(`${bodyBytes}\n`);
+    const out = await child.json<{ t0: number; ok: number }>('t0', 60_000);
+    if (out.ok !== FANOUT) problems.push(`queue floor: ${out.ok} of ${FANOUT} answered 2xx`);
+    const s = await sinkReached(FANOUT, 10_000);
+    return (s.last - out.t0) / 1000;
+  } finally {
+    await child.stop('SIGKILL', 2000);
+  }
 }
 
 /** Started before either side runs (its start-up is not timed); it waits on stdin meanwhile. */
@@ -351,14 +378,14 @@ async function startFanoutBaseline(): Promise<Child> {
   return child;
 }
 
-async function baselineFanout(child: Child, bodyBytes: number): Promise<number> {
+async function baselineFanout(child: Child, bodyBytes: number): Promise<{ seconds: number; firstSeconds: number }> {
   await sinkReset();
   try {
     child.proc.stdin?.write(`${bodyBytes}\n`);
     const out = await child.json<{ t0: number; t1: number; ok: number }>('t0', 60_000);
     if (out.ok !== FANOUT) problems.push(`fan-out baseline: ${out.ok} of ${FANOUT} answered 2xx`);
     const s = await sinkReached(FANOUT, 10_000);
-    return (s.last - out.t0) / 1000;
+    return { seconds: (s.last - out.t0) / 1000, firstSeconds: (s.first - out.t0) / 1000 };
   } finally {
     await child.stop('SIGKILL', 2000);
   }
@@ -566,14 +593,18 @@ async function main(): Promise<void> {
                 // The baseline posts bodies the size of Herald's (the last one seen; 600 B before any).
                 fanoutBodyBytes = f.bodyBytes;
                 samples.fanout.herald.push(f.seconds);
+                samples.fanoutFirst.herald.push(f.firstSeconds);
                 samples.executeAcceptMs.push(f.acceptMs);
               } else {
-                samples.fanout.baseline.push(await baselineFanout(loop, fanoutBodyBytes));
+                const b = await baselineFanout(loop, fanoutBodyBytes);
+                samples.fanout.baseline.push(b.seconds);
+                samples.fanoutFirst.baseline.push(b.firstSeconds);
               }
             }
           } finally {
             await loop.stop('SIGKILL', 2000);
           }
+          samples.fanoutFloor.push(await queueFloorFanout(fanoutBodyBytes));
         });
         if (wanted('deliveries')) await row(`${EXECUTES} executes × ${FANOUT}, twice (warm-up, then measured)`, async () => {
           // A warm-up of the same work, as the API rows have theirs: a worker runs for days, and
@@ -685,6 +716,15 @@ function buildReport(): { figures: Figure[]; table: string } {
   const fb = m(samples.fanout.baseline);
   const fr = div(fb, fh);
   add({ figure: `5. execute → ${FANOUT} webhooks, 202 → last arrival (ratio = baseline/Herald)`, herald: fh, baseline: fb, ratio: fr, unit: 's', target: '≤ 0.25 s, ratio ≥ 0.4', met: fh === null || fr === null ? null : fh <= 0.25 && fr >= 0.4 });
+  // Not a target: how much of row 5 is the wait for the first send, and what the execute took.
+  const ffh = m(samples.fanoutFirst.herald);
+  const ffb = m(samples.fanoutFirst.baseline);
+  add({ figure: '5a. … 202 (baseline: the go) → first arrival', herald: ffh, baseline: ffb, ratio: null, unit: 's', target: '—', met: null });
+  const acc = m(samples.executeAcceptMs);
+  add({ figure: '5b. … the execute request → its 202', herald: acc === null ? null : acc / 1000, baseline: null, ratio: null, unit: 's', target: '—', met: null });
+  // Not a target: the same 200 POSTs as BullMQ jobs with nothing of Herald's around them.
+  const ffl = m(samples.fanoutFloor);
+  add({ figure: '5c. … the queue alone: BullMQ jobs that only POST (ratio = baseline/it)', herald: ffl, baseline: fb, ratio: div(fb, ffl), unit: 's', target: '—', met: null });
   const d = m(samples.deliveriesPerSec);
   add({ figure: `6. ${EXECUTES} executes × ${FANOUT} = ${EXECUTES * FANOUT} deliveries (after a warm-up run of the same)`, herald: d, baseline: null, ratio: null, unit: 'deliveries/s', target: '≥ 1,500/s', met: d === null ? null : d >= 1500 });
   // Not targets: where the deliveries' CPU went (compare these between versions on a busy machine).
