@@ -7,13 +7,12 @@
  * {"t0": epoch ms at the go, "t1": epoch ms after the last response, "ok": responses with 2xx}.
  */
 import { createInterface } from 'node:readline';
-import { exitWithParent, postWebhook } from './lib.js';
+import { epochMs, exitWithParent, postWebhook } from './lib.js';
 
 const [base = '', nArg = '200', cArg = '50'] = process.argv.slice(2);
 const n = Number(nArg);
 const concurrency = Number(cArg);
 let pad = 560;
-const epochMs = (): number => performance.timeOrigin + performance.now();
 
 const post = (i: number): Promise<boolean> => postWebhook(base, i, Buffer.from(JSON.stringify({ event: 'incident.executed', i, text: 'x'.repeat(pad) })));
 

@@ -13,12 +13,11 @@ import { Agent } from 'node:http';
 import { createInterface } from 'node:readline';
 import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
-import { exitWithParent, postWebhook } from './lib.js';
+import { epochMs, exitWithParent, postWebhook } from './lib.js';
 
 const [redisUrl = '', base = '', nArg = '200', cArg = '50'] = process.argv.slice(2);
 const n = Number(nArg);
 const concurrency = Number(cArg);
-const epochMs = (): number => performance.timeOrigin + performance.now();
 const agent = new Agent({ keepAlive: true });
 let body = Buffer.alloc(0);
 

@@ -353,42 +353,40 @@ async function heraldFanout(h: Herald, token: string): Promise<{ seconds: number
 }
 
 /**
- * The queue's floor (bench/queue-floor.ts), in a fresh process as the bare loop is: BullMQ jobs at
- * Herald's concurrency that only POST. Started, then timed from its jobs being added.
+ * Gives a waiting fan-out helper (bench/fanout-baseline.ts, bench/queue-floor.ts) its go — the
+ * body size on stdin — and times it from the moment it reports (`t0`) to the sink's first and
+ * last arrivals. The helper is stopped afterwards: each is good for one fan-out.
  */
-async function queueFloorFanout(bodyBytes: number): Promise<number> {
+async function timedFanout(child: Child, bodyBytes: number): Promise<{ seconds: number; firstSeconds: number }> {
   await sinkReset();
-  const child = startTsChild('queue floor', 'queue-floor.ts', [redisUrl, sinkUrl, String(FANOUT), String(WORKER_CONCURRENCY)], baseEnv, { stdin: true });
   try {
-    await child.json('ready', 30_000);
     child.proc.stdin?.write(`${bodyBytes}\n`);
     const out = await child.json<{ t0: number; ok: number }>('t0', 60_000);
-    if (out.ok !== FANOUT) problems.push(`queue floor: ${out.ok} of ${FANOUT} answered 2xx`);
-    const s = await sinkReached(FANOUT, 10_000);
-    return (s.last - out.t0) / 1000;
-  } finally {
-    await child.stop('SIGKILL', 2000);
-  }
-}
-
-/** Started before either side runs (its start-up is not timed); it waits on stdin meanwhile. */
-async function startFanoutBaseline(): Promise<Child> {
-  const child = startTsChild('fanout baseline', 'fanout-baseline.ts', [sinkUrl, String(FANOUT), String(WORKER_CONCURRENCY)], baseEnv, { stdin: true });
-  await child.json('ready', 30_000);
-  return child;
-}
-
-async function baselineFanout(child: Child, bodyBytes: number): Promise<{ seconds: number; firstSeconds: number }> {
-  await sinkReset();
-  try {
-    child.proc.stdin?.write(`${bodyBytes}\n`);
-    const out = await child.json<{ t0: number; t1: number; ok: number }>('t0', 60_000);
-    if (out.ok !== FANOUT) problems.push(`fan-out baseline: ${out.ok} of ${FANOUT} answered 2xx`);
+    if (out.ok !== FANOUT) problems.push(`${child.name}: ${out.ok} of ${FANOUT} answered 2xx`);
     const s = await sinkReached(FANOUT, 10_000);
     return { seconds: (s.last - out.t0) / 1000, firstSeconds: (s.first - out.t0) / 1000 };
   } finally {
     await child.stop('SIGKILL', 2000);
   }
+}
+
+/** A fan-out helper, started and waiting on stdin (its start-up is not timed). */
+async function startFanoutHelper(name: string, file: string, args: string[]): Promise<Child> {
+  const child = startTsChild(name, file, [...args, String(FANOUT), String(WORKER_CONCURRENCY)], baseEnv, { stdin: true });
+  await child.json('ready', 30_000);
+  return child;
+}
+
+/** Started before either side runs; it waits on stdin meanwhile. */
+const startFanoutBaseline = (): Promise<Child> => startFanoutHelper('fan-out baseline', 'fanout-baseline.ts', [sinkUrl]);
+
+/**
+ * The queue's floor (bench/queue-floor.ts), in a fresh process as the bare loop is: BullMQ jobs at
+ * Herald's concurrency that only POST, timed from its jobs being added.
+ */
+async function queueFloorFanout(bodyBytes: number): Promise<number> {
+  const child = await startFanoutHelper('queue floor', 'queue-floor.ts', [redisUrl, sinkUrl]);
+  return (await timedFanout(child, bodyBytes)).seconds;
 }
 
 async function deliveries(h: Herald, token: string): Promise<number> {
@@ -596,7 +594,7 @@ async function main(): Promise<void> {
                 samples.fanoutFirst.herald.push(f.firstSeconds);
                 samples.executeAcceptMs.push(f.acceptMs);
               } else {
-                const b = await baselineFanout(loop, fanoutBodyBytes);
+                const b = await timedFanout(loop, fanoutBodyBytes);
                 samples.fanout.baseline.push(b.seconds);
                 samples.fanoutFirst.baseline.push(b.firstSeconds);
               }

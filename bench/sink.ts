@@ -7,10 +7,9 @@
  * Env: PORT (0: any). Prints {"listening": port}.
  */
 import { createServer } from 'node:http';
-import { exitWithParent } from './lib.js';
+import { epochMs, exitWithParent } from './lib.js';
 
 exitWithParent();
-const epochMs = (): number => performance.timeOrigin + performance.now();
 let count = 0;
 let first = 0;
 let last = 0;
