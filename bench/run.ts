@@ -8,8 +8,8 @@
  * SIGTERM. Each figure is compared with a baseline in its own process where one makes sense:
  *   bench/baseline-app.ts     bare Express 5 + ioredis serving the same API paths;
  *   bench/fanout-baseline.ts  a bare Node loop posting the same webhooks at the same concurrency;
- *   bench/queue-floor.ts      the same posts as BullMQ jobs at Herald's concurrency, nothing else:
- *                             how much of the fan-out the queue itself takes (row 5c, no target);
+ *   bench/queue-floor.ts      the same posts as BullMQ jobs, one each, at Herald's concurrency,
+ *                             nothing else: a queue job per delivery (row 5c, no target);
  *   bench/sink.ts             the webhook receiver (and a fake Slack Web API), its own process;
  *   bench/load.ts             the load generator, its own process (never sharing an event loop
  *                             with the server under test or with this harness).
@@ -92,7 +92,7 @@ interface Samples {
   executeAcceptMs: number[];
   /** 202 (Herald) or the go (the bare loop) → the first webhook's arrival, s. */
   fanoutFirst: Record<Side, number[]>;
-  /** The queue's floor (bench/queue-floor.ts): jobs added → the last arrival, s. */
+  /** A queue job per delivery (bench/queue-floor.ts): jobs added → the last arrival, s. */
   fanoutFloor: number[];
   deliveriesPerSec: number[];
   /** The same work run first, as the warm-up of the figure above (the delivery path still cold). */
@@ -381,8 +381,8 @@ async function startFanoutHelper(name: string, file: string, args: string[]): Pr
 const startFanoutBaseline = (): Promise<Child> => startFanoutHelper('fan-out baseline', 'fanout-baseline.ts', [sinkUrl]);
 
 /**
- * The queue's floor (bench/queue-floor.ts), in a fresh process as the bare loop is: BullMQ jobs at
- * Herald's concurrency that only POST, timed from its jobs being added.
+ * A queue job per delivery (bench/queue-floor.ts), in a fresh process as the bare loop is: BullMQ
+ * jobs at Herald's concurrency that only POST, timed from its jobs being added.
  */
 async function queueFloorFanout(bodyBytes: number): Promise<number> {
   const child = await startFanoutHelper('queue floor', 'queue-floor.ts', [redisUrl, sinkUrl]);
@@ -722,7 +722,7 @@ function buildReport(): { figures: Figure[]; table: string } {
   add({ figure: '5b. … the execute request → its 202', herald: acc === null ? null : acc / 1000, baseline: null, ratio: null, unit: 's', target: '—', met: null });
   // Not a target: the same 200 POSTs as BullMQ jobs with nothing of Herald's around them.
   const ffl = m(samples.fanoutFloor);
-  add({ figure: '5c. … the queue alone: BullMQ jobs that only POST (ratio = baseline/it)', herald: ffl, baseline: fb, ratio: div(fb, ffl), unit: 's', target: '—', met: null });
+  add({ figure: '5c. … a BullMQ job per delivery, each only POSTing (ratio = baseline/it)', herald: ffl, baseline: fb, ratio: div(fb, ffl), unit: 's', target: '—', met: null });
   const d = m(samples.deliveriesPerSec);
   add({ figure: `6. ${EXECUTES} executes × ${FANOUT} = ${EXECUTES * FANOUT} deliveries (after a warm-up run of the same)`, herald: d, baseline: null, ratio: null, unit: 'deliveries/s', target: '≥ 1,500/s', met: d === null ? null : d >= 1500 });
   // Not targets: where the deliveries' CPU went (compare these between versions on a busy machine).

@@ -57,7 +57,7 @@ const EnvSchema = z.object({
    */
   HERALD_DNS_SERVERS: csv.pipe(z.array(z.string().regex(/^(?:\d{1,3}(?:\.\d{1,3}){3}(?::\d{1,5})?|[0-9A-Fa-f:]+|\[[0-9A-Fa-f:]+\](?::\d{1,5})?)$/, 'each entry must be an IP address, ip:port or [v6]:port'))).default([]),
   HERALD_SHUTDOWN_MS: positiveInt.default(10_000),
-  /** Deliveries one worker process sends at once. */
+  /** Deliveries one worker process sends at once (jobs of one delivery and dispatch jobs alike). */
   HERALD_WORKER_CONCURRENCY: positiveInt.max(1000).default(50),
   /** How long a worker's claim on a job lasts without a heartbeat: a killed worker's jobs return after it. */
   HERALD_JOB_LOCK_MS: z.coerce.number().int().min(1000).default(30_000),

@@ -164,6 +164,7 @@ function composeExecutionService(o: DeliveryParts, repo: RedisExecutionRepo, del
     conversations: new RedisConversationRepo(o.redis, o.keys),
     listConnections: () => o.connections.listAll(),
     enqueue: (jobs) => queue.enqueue(jobs),
+    dispatch: (batches) => queue.dispatch(batches),
     clock: o.clock,
     ids: o.ids,
     publicUrl: o.config.HERALD_PUBLIC_URL,

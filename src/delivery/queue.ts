@@ -2,7 +2,7 @@ import { DelayedError, Queue, UnrecoverableError, Worker, type Job } from 'bullm
 import type { Cluster, Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import type { DeliveryHint, DeliveryQueue, ProcessOutcome, QueuedJob } from '../ports/index.js';
+import type { DeliveryHint, DeliveryQueue, DispatchBatch, ProcessOutcome, QueuedJob } from '../ports/index.js';
 import { isRedisUnavailable, redisErrorLogger } from '../store/redis.js';
 
 export const QUEUE_NAME = 'deliveries';
@@ -15,6 +15,19 @@ const JobData = z.strictObject({
   connectionId: z.string().regex(/^con_[0-9A-Z]{26}$/).optional(),
   follows: z.boolean().optional(),
 });
+
+/** A dispatch job's payload (DispatchBatch without its job id). */
+const DispatchData = z.strictObject({
+  incidentId: z.string().regex(/^inc_[0-9A-Z]{26}$/),
+  claim: z.number().int().nonnegative(),
+  deliveries: z
+    .array(z.strictObject({ deliveryId: z.string().regex(/^dlv_[0-9A-Z]{26}$/), connectionId: z.string().regex(/^con_[0-9A-Z]{26}$/), follows: z.boolean() }))
+    .min(1),
+});
+
+/** The job names: one delivery, or an execute's batch (DispatchBatch). */
+const DELIVER = 'deliver';
+const DISPATCH = 'dispatch';
 
 /**
  * BullMQ's own retries: never the delivery policy (that lives in the delivery record, and a retry
@@ -40,7 +53,12 @@ export class BullDeliveryQueue implements DeliveryQueue {
   async enqueue(jobs: QueuedJob[]): Promise<void> {
     if (jobs.length === 0) return;
     // Job ids are stable (delivery id + round), so adding one that already exists is a no-op.
-    await this.queue.addBulk(jobs.map((j) => ({ name: 'deliver', data: { deliveryId: j.deliveryId, ...j.hint }, opts: { jobId: j.jobId, delay: j.delayMs } })));
+    await this.queue.addBulk(jobs.map((j) => ({ name: DELIVER, data: { deliveryId: j.deliveryId, ...j.hint }, opts: { jobId: j.jobId, delay: j.delayMs } })));
+  }
+
+  async dispatch(batches: DispatchBatch[]): Promise<void> {
+    if (batches.length === 0) return;
+    await this.queue.addBulk(batches.map(({ jobId, ...data }) => ({ name: DISPATCH, data, opts: { jobId } })));
   }
 
   async remove(jobIds: string[]): Promise<void> {
@@ -63,6 +81,10 @@ export interface WorkerOptions {
   /** How long a job stays claimed without a heartbeat: a killed worker's jobs return after this. */
   lockDurationMs: number;
   process(deliveryId: string, hint: DeliveryHint | undefined): Promise<ProcessOutcome>;
+  /** A dispatch job's first step (DeliveryService.claimDispatch). */
+  claimDispatch(batch: DispatchBatch): Promise<{ mine: QueuedJob[]; theirs: QueuedJob[] }>;
+  /** Puts deliveries on the queue, a job each (a dispatch job's hand-offs). */
+  handOff(jobs: QueuedJob[]): Promise<void>;
   log: Logger;
   /** The injected wall clock in ms (when a delayed job is due). */
   now: () => number;
@@ -74,22 +96,33 @@ export interface WorkerOptions {
  * high because a stalled delivery must be retried, never failed by the queue.
  */
 export function startDeliveryWorker(o: WorkerOptions): Worker {
-  const worker = new Worker(
+  const processOne = async (deliveryId: string, hint: DeliveryHint | undefined): Promise<ProcessOutcome> => {
+    try {
+      return await o.process(deliveryId, hint);
+    } catch (err) {
+      // Redis hiccup or a bug: never let the queue fail a delivery; look at it again shortly.
+      o.log.error({ delivery_id: deliveryId, err: (err as Error).message }, 'delivery processing error; retrying');
+      return { kind: 'delay', ms: 2000, reason: 'retry' };
+    }
+  };
+  // At most `concurrency` sends at once, however many of the running jobs are dispatch jobs.
+  const slots = semaphore(o.concurrency);
+  // Declared before the Worker exists; a dispatch job asks only once the worker has started.
+  const closing = (): boolean => worker.closing !== undefined;
+  const worker: Worker = new Worker(
     QUEUE_NAME,
     async (job: Job, token?: string) => {
+      if (job.name === DISPATCH) {
+        const batch = DispatchData.safeParse(job.data);
+        if (!batch.success) throw new UnrecoverableError('malformed dispatch job');
+        return runDispatch({ jobId: job.id ?? '', ...batch.data }, { o, processOne, slots, closing });
+      }
       const data = JobData.safeParse(job.data);
       // A malformed job can never succeed: fail it for good (it names no delivery to lose).
       if (!data.success) throw new UnrecoverableError('malformed delivery job');
       const { deliveryId, incidentId, connectionId, follows } = data.data;
       const hint = incidentId !== undefined && connectionId !== undefined ? { incidentId, connectionId, follows: follows ?? false } : undefined;
-      let outcome: ProcessOutcome;
-      try {
-        outcome = await o.process(deliveryId, hint);
-      } catch (err) {
-        // Redis hiccup or a bug: never let the queue fail a delivery; look at it again shortly.
-        o.log.error({ delivery_id: deliveryId, err: (err as Error).message }, 'delivery processing error; retrying');
-        outcome = { kind: 'delay', ms: 2000, reason: 'retry' };
-      }
+      const outcome = await slots.use(() => processOne(deliveryId, hint));
       if (outcome.kind === 'delay') {
         // Should this move fail (Redis), the error fails the attempt and BullMQ's safety retry
         // (JOB_SAFETY_RETRIES) brings the job back; the delivery's `not_before` keeps its timing.
@@ -119,4 +152,68 @@ export function startDeliveryWorker(o: WorkerOptions): Worker {
     else o.log.error({ err: err.message }, 'delivery worker error');
   });
   return worker;
+}
+
+interface DispatchRun {
+  o: WorkerOptions;
+  processOne(deliveryId: string, hint: DeliveryHint | undefined): Promise<ProcessOutcome>;
+  slots: Semaphore;
+  /** True once the worker is closing: what has not started yet is handed on instead. */
+  closing(): boolean;
+}
+
+/**
+ * One dispatch job (README "Delivery semantics"): takes its deliveries from the outbox, hands on
+ * those it could not take, and sends the rest itself, as many at once as the worker's concurrency
+ * allows across all its dispatch jobs. A delivery that must wait (a retry, a pacing slot) is handed
+ * on with its delay, and so is each one not started when the worker begins to close. Every send
+ * is settled before the job ends: should a hand-off fail (Redis), the job fails after them and
+ * BullMQ runs it again, which takes nothing and hands every delivery not yet final on.
+ */
+async function runDispatch(batch: DispatchBatch, run: DispatchRun): Promise<string> {
+  const { mine, theirs } = await run.o.claimDispatch(batch);
+  const failures: Error[] = [];
+  const handOff = async (jobs: QueuedJob[]): Promise<void> => {
+    if (jobs.length === 0) return;
+    await run.o.handOff(jobs).catch((err: unknown) => {
+      failures.push(err instanceof Error ? err : new Error('handing deliveries on failed'));
+    });
+  };
+  await handOff(theirs);
+  await Promise.all(
+    mine.map((job) =>
+      run.slots.use(async () => {
+        if (run.closing()) return handOff([job]);
+        const outcome = await run.processOne(job.deliveryId, job.hint);
+        if (outcome.kind === 'delay') await handOff([{ ...job, delayMs: outcome.ms }]);
+      }),
+    ),
+  );
+  const [failure] = failures;
+  if (failure) throw failure;
+  return `sent ${mine.length}, handed on ${theirs.length}`;
+}
+
+interface Semaphore {
+  /** Runs `fn` once one of the slots is free; the slot is freed when it settles. */
+  use<T>(fn: () => Promise<T>): Promise<T>;
+}
+
+function semaphore(size: number): Semaphore {
+  let free = size;
+  const waiting: (() => void)[] = [];
+  return {
+    async use(fn) {
+      if (free > 0) free--;
+      else await new Promise<void>((resolve) => waiting.push(resolve));
+      try {
+        return await fn();
+      } finally {
+        // Handing the slot straight to the next waiter keeps `free` exact.
+        const next = waiting.shift();
+        if (next) next();
+        else free++;
+      }
+    },
+  };
 }

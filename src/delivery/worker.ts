@@ -1,17 +1,22 @@
 import type { Logger } from 'pino';
-import type { DeliveryHint, ProcessOutcome } from '../ports/index.js';
+import type { DeliveryHint, DispatchBatch, ProcessOutcome, QueuedJob } from '../ports/index.js';
 import type { RedisClient } from '../store/redis-connect.js';
 import { isRedisUnavailable } from '../store/redis.js';
 import { startDeliveryWorker } from './queue.js';
 
 /**
- * The worker role's running parts: the BullMQ worker that processes deliveries, the outbox sweep
- * that re-queues what was committed but never queued, and the drain on shutdown.
+ * The worker role's running parts: the BullMQ worker that processes deliveries (a job each, or
+ * an execute's in dispatch jobs), the outbox sweep that re-queues what was committed but never
+ * queued, and the drain on shutdown.
  */
 
 /** What the worker runs (the delivery service). */
 export interface DeliveryProcessor {
   process(deliveryId: string, hint?: DeliveryHint): Promise<ProcessOutcome>;
+  /** A dispatch job's first step: which of its deliveries are this worker's to send. */
+  claimDispatch(batch: DispatchBatch): Promise<{ mine: QueuedJob[]; theirs: QueuedJob[] }>;
+  /** Puts deliveries on the queue, a job each. */
+  handOff(jobs: QueuedJob[]): Promise<void>;
   /** Re-queues deliveries committed more than `olderThanMs` ago that have no job; their count. */
   sweepOutbox(olderThanMs: number): Promise<number>;
 }
@@ -44,6 +49,8 @@ export function startDeliveryRuntime(o: DeliveryRuntimeOptions): DeliveryRuntime
     concurrency: o.concurrency,
     lockDurationMs: o.lockDurationMs,
     process: (id, hint) => o.deliveries.process(id, hint),
+    claimDispatch: (batch) => o.deliveries.claimDispatch(batch),
+    handOff: (jobs) => o.deliveries.handOff(jobs),
     now: o.now,
     log,
   });

@@ -40,6 +40,20 @@ export interface DeliveryHint {
   follows: boolean;
 }
 
+/**
+ * One dispatch job: up to DISPATCH_CHUNK new deliveries of one execute, sent by the worker that
+ * takes the job, each after taking it from the outbox (ExecutionRepo.claimOutbox). A delivery the
+ * job could not take, and any that must wait (a retry, a pacing slot), gets a job of its own.
+ */
+export interface DispatchBatch {
+  /** Queue-unique: `dsp-` and the first delivery's id. */
+  jobId: string;
+  incidentId: string;
+  /** The outbox score the deliveries were committed with (their execution's `created_at`, ms). */
+  claim: number;
+  deliveries: { deliveryId: string; connectionId: string; follows: boolean }[];
+}
+
 export interface DeliveryQueue {
   enqueue(jobs: QueuedJob[]): Promise<void>;
   /** Best effort: a job that is running is left alone (the worker re-checks the delivery). */

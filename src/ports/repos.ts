@@ -125,9 +125,25 @@ export interface ExecutionRepo {
   updateDelivery(prev: Delivery, next: Delivery, opts?: { outbox?: boolean; events?: IncidentEvent[] }): Promise<boolean>;
   /** Deliveries of a connection that are not terminal yet. */
   activeForConnection(connectionId: string): Promise<string[]>;
-  /** Outbox: deliveries committed but maybe not enqueued (older than `olderThanMs`). */
-  pendingEnqueue(olderThanMs: number): Promise<string[]>;
+  /**
+   * Outbox: deliveries committed but maybe not enqueued (older than `olderThanMs`), taken by the
+   * sweep: each is stamped with the time it was taken, so a dispatch job can no longer claim it
+   * (claimOutbox) and the next sweep looks at it again only if it is still there then.
+   */
+  takeOutbox(olderThanMs: number): Promise<string[]>;
   markEnqueued(ids: string[]): Promise<void>;
+  /**
+   * An execute's deliveries are on the queue as dispatch jobs: the sweep leaves them alone until
+   * DISPATCH_LEASE_MS has passed (a worker takes them long before), where it would otherwise take
+   * them after its own period whenever the queue has a backlog. Only entries still scored `claim`.
+   */
+  markDispatched(ids: string[], claim: number): Promise<void>;
+  /**
+   * A dispatch job takes its deliveries from the outbox: those still there with the score they
+   * were committed with (or that markDispatched gave them) are removed and returned, and are the
+   * caller's alone to send. One the sweep took, or an earlier run of the same job, is not.
+   */
+  claimOutbox(ids: string[], claim: number): Promise<string[]>;
 }
 
 // ── conversations and the update cadence ───────────────────────────────────────────────────

@@ -9,7 +9,7 @@ import { conversationOf, nextHealth, sendVia, type ConnectionHealth } from '../d
 import type { Incident } from '../domain/incident/incident.js';
 import { incidentUrl } from '../domain/template/render.js';
 import { newEvent, type IncidentEvent } from '../domain/incident/incident-event.js';
-import type { ChannelSenders, Clock, ConversationRepo, ThreadRoot, DeliveryHint, DeliveryQueue, DeliveryTarget, QueuedJob, ExecutionRepo, IdGenerator, MessageAction, MessageRef, OutboundMessage, Pacer, ProcessOutcome, SendResult } from '../ports/index.js';
+import type { ChannelSenders, Clock, ConversationRepo, ThreadRoot, DeliveryHint, DeliveryQueue, DeliveryTarget, DispatchBatch, QueuedJob, ExecutionRepo, IdGenerator, MessageAction, MessageRef, OutboundMessage, Pacer, ProcessOutcome, SendResult } from '../ports/index.js';
 import { DELIVERY_WRITE_ATTEMPTS, LOST_RACE, retryOnConflict, type Attempt as RaceAttempt } from './retry.js';
 
 export interface DeliveryTargets {
@@ -56,7 +56,7 @@ export interface DeliveryServiceDeps {
 export const jobIdOf = (d: Pick<Delivery, 'id' | 'round'>): string => (d.round === 0 ? d.id : `${d.id}-r${d.round}`);
 
 /** Whether sending `d` reads its conversation's first message: an update after the first. */
-const follows = (d: Delivery): boolean => (d.sequence ?? 1) > 1 && d.planned_action === undefined;
+export const follows = (d: Delivery): boolean => (d.sequence ?? 1) > 1 && d.planned_action === undefined;
 
 /** A delivery's queue job, with the hint that lets the worker read everything in one round trip. */
 export const queuedJobOf = (d: Delivery): QueuedJob => ({
@@ -410,8 +410,34 @@ export class DeliveryService {
    * Enqueues deliveries left in the outbox (committed, never confirmed on the queue: the process
    * died between the two). Job ids are stable, so re-adding a job that did make it is a no-op.
    */
+  /**
+   * A dispatch job's first step (README "Delivery semantics"): takes its deliveries from the
+   * outbox. Those it takes no job, sweep or other worker can be sending, so the worker may send
+   * them as if it held each one's own job; the rest are given jobs of their own (`handOff`), as
+   * the outbox sweep gives any delivery it finds: job ids are stable, so one queued already is
+   * not queued twice. A worker that died half-way through a batch leaves the job to be run again
+   * after its lock expires: the run takes nothing and hands every delivery not yet final on.
+   */
+  async claimDispatch(batch: DispatchBatch): Promise<DispatchClaim> {
+    const taken = new Set(await this.d.repo.claimOutbox(batch.deliveries.map((x) => x.deliveryId), batch.claim));
+    const mine: QueuedJob[] = [];
+    const rest: string[] = [];
+    for (const x of batch.deliveries) {
+      // A new delivery's job id is its own id (round 0, see jobIdOf).
+      if (taken.has(x.deliveryId)) mine.push({ deliveryId: x.deliveryId, jobId: x.deliveryId, hint: { incidentId: batch.incidentId, connectionId: x.connectionId, follows: x.follows } });
+      else rest.push(x.deliveryId);
+    }
+    const theirs = (await this.d.repo.getDeliveries(rest)).filter((d): d is Delivery => d !== null && !isTerminal(d.status)).map(queuedJobOf);
+    return { mine, theirs };
+  }
+
+  /** Puts deliveries on the queue, a job each (a dispatch job's hand-offs). */
+  handOff(jobs: QueuedJob[]): Promise<void> {
+    return this.d.queue.enqueue(jobs);
+  }
+
   async sweepOutbox(olderThanMs: number): Promise<number> {
-    const ids = await this.d.repo.pendingEnqueue(olderThanMs);
+    const ids = await this.d.repo.takeOutbox(olderThanMs);
     if (ids.length === 0) return 0;
     const ds = await this.d.repo.getDeliveries(ids);
     const jobs = ds.filter((d): d is Delivery => d !== null && !isTerminal(d.status)).map(queuedJobOf);
@@ -419,6 +445,14 @@ export class DeliveryService {
     await this.d.repo.markEnqueued(ids);
     return jobs.length;
   }
+}
+
+/** What a dispatch job sends itself, and what it puts on the queue as a job per delivery. */
+export interface DispatchClaim {
+  /** Taken from the outbox: this worker's alone to send (with `process`), in this order. */
+  mine: QueuedJob[];
+  /** Not taken (the sweep took them, or an earlier run of the same job did) and not final yet. */
+  theirs: QueuedJob[];
 }
 
 /** Whether an outcome moves a connection's health as read (the state, the streak or the error). */

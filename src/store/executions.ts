@@ -42,6 +42,65 @@ return 0
 const sha1Hex = (text: string): string => hash('sha1', text, 'hex');
 
 /**
+ * How long the outbox sweep leaves an execute's deliveries to their dispatch jobs (markDispatched).
+ * A backlog in the queue shorter than this does not turn them into a job each; a dispatch job
+ * that a worker of an older version failed (it knows only jobs of one delivery) is made good by
+ * the sweep after this, so it is a minute, not longer.
+ */
+export const DISPATCH_LEASE_MS = 60_000;
+
+/**
+ * The outbox's scores. An execute's deliveries enter it at their execution's `created_at` (a whole
+ * ms, the claim a dispatch job carries); markDispatched moves them to the claim plus the lease plus
+ * half a ms; the sweep stamps what it takes with its own time plus a quarter. The fractions keep
+ * the three apart: what the sweep took can never be claimed by a dispatch job.
+ */
+const dispatchedScore = (claim: number): number => claim + DISPATCH_LEASE_MS + 0.5;
+const SWEPT_FRACTION = 0.25;
+
+/**
+ * outbox_claim — a dispatch job takes its deliveries (ExecutionRepo.claimOutbox).
+ * KEYS[1] the outbox; ARGV[1] the committed score, ARGV[2] the dispatched one, ARGV[3..] ids.
+ * Returns the ids it removed: those still scored ARGV[1] or ARGV[2].
+ */
+const OUTBOX_CLAIM_LUA = luaScript('outbox_claim', `
+local claimed = {}
+for i = 3, #ARGV do
+  local s = redis.call('ZSCORE', KEYS[1], ARGV[i])
+  if s and (tonumber(s) == tonumber(ARGV[1]) or tonumber(s) == tonumber(ARGV[2])) then
+    redis.call('ZREM', KEYS[1], ARGV[i])
+    claimed[#claimed + 1] = ARGV[i]
+  end
+end
+return claimed
+`);
+
+/**
+ * outbox_dispatched — ExecutionRepo.markDispatched. KEYS[1] the outbox; ARGV[1] the committed
+ * score, ARGV[2] the dispatched one, ARGV[3..] ids. Only an entry still at ARGV[1] moves.
+ */
+const OUTBOX_DISPATCHED_LUA = luaScript('outbox_dispatched', `
+for i = 3, #ARGV do
+  local s = redis.call('ZSCORE', KEYS[1], ARGV[i])
+  if s and tonumber(s) == tonumber(ARGV[1]) then redis.call('ZADD', KEYS[1], 'XX', ARGV[2], ARGV[i]) end
+end
+return 0
+`);
+
+/**
+ * outbox_take — the sweep's ExecutionRepo.takeOutbox. KEYS[1] the outbox; ARGV[1] the cut-off
+ * score, ARGV[2] the stamp, ARGV[3] how many at most. Returns the ids taken.
+ */
+const OUTBOX_TAKE_LUA = luaScript('outbox_take', `
+local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[3]))
+for _, id in ipairs(ids) do redis.call('ZADD', KEYS[1], 'XX', ARGV[2], id) end
+return ids
+`);
+
+/** The most deliveries one sweep takes (the next takes the rest). */
+const SWEEP_BATCH = 1000;
+
+/**
  * Executions and deliveries: `exe:<id>` and `dlv:<id>` JSON records, `inc:<id>:exes` (newest
  * first), `con:<id>:active` (non-terminal deliveries per connection) and the enqueue outbox.
  */
@@ -65,7 +124,10 @@ export class RedisExecutionRepo implements ExecutionRepo {
       .write('SET', k.incident(incidentNext.id), nextText)
       .write('SET', k.execution(execution.id), JSON.stringify(execution))
       .write('ZADD', k.incidentExecutions(execution.incident_id), '0', execution.id);
-    const now = String(this.nowMs());
+    // The execution's own time: the claim its dispatch jobs carry (claimOutbox). A record without
+    // one (none is made so) is still swept, after the sweep's period.
+    const created = Date.parse(execution.created_at);
+    const now = String(Number.isFinite(created) ? created : this.nowMs());
     for (let i = 0; i < deliveries.length; i++) {
       const d = deliveries[i]!;
       change
@@ -122,8 +184,20 @@ export class RedisExecutionRepo implements ExecutionRepo {
     return this.redis.smembers(this.keys.connectionActiveDeliveries(connectionId));
   }
 
-  pendingEnqueue(olderThanMs: number): Promise<string[]> {
-    return this.redis.zrangebyscore(this.keys.deliveryOutbox(), '-inf', String(this.nowMs() - olderThanMs), 'LIMIT', 0, 1000);
+  async takeOutbox(olderThanMs: number): Promise<string[]> {
+    const now = this.nowMs();
+    const args = [String(now - olderThanMs), String(now + SWEPT_FRACTION), String(SWEEP_BATCH)];
+    return (await runScript(this.redis, OUTBOX_TAKE_LUA, [this.keys.deliveryOutbox()], args)) as string[];
+  }
+
+  async markDispatched(ids: string[], claim: number): Promise<void> {
+    if (ids.length === 0) return;
+    await runScript(this.redis, OUTBOX_DISPATCHED_LUA, [this.keys.deliveryOutbox()], [String(claim), String(dispatchedScore(claim)), ...ids]);
+  }
+
+  async claimOutbox(ids: string[], claim: number): Promise<string[]> {
+    if (ids.length === 0) return [];
+    return (await runScript(this.redis, OUTBOX_CLAIM_LUA, [this.keys.deliveryOutbox()], [String(claim), String(dispatchedScore(claim)), ...ids])) as string[];
   }
 
   async markEnqueued(ids: string[]): Promise<void> {

@@ -100,6 +100,8 @@ describe('Redis Cluster', () => {
       lockDurationMs: 5000,
       now: Date.now,
       log,
+      claimDispatch: () => Promise.reject(new Error('this test queues no dispatch jobs')),
+      handOff: () => Promise.resolve(),
       async process(id) {
         // A slow-ish sink, so the failover lands in the middle of the fan-out.
         await new Promise((r) => setTimeout(r, 20));

@@ -47,6 +47,6 @@ describe('execute with a hanging queue', () => {
     expect(ms).toBeGreaterThanOrEqual(900);
     expect(errors).toEqual(['queueing an execution took too long (the outbox sweep will)']);
     expect(await repo.get(r.execution.id)).not.toBeNull();
-    expect(await repo.pendingEnqueue(-60_000)).toEqual(r.deliveries.map((d) => d.id));
+    expect(await repo.takeOutbox(-60_000)).toEqual(r.deliveries.map((d) => d.id));
   });
 });

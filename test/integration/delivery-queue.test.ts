@@ -1,9 +1,9 @@
 import { Job, type Worker } from 'bullmq';
 import type { RedisClient as Redis } from '../../src/store/redis-connect.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { BullDeliveryQueue, startDeliveryWorker } from '../../src/delivery/queue.js';
+import { BullDeliveryQueue, startDeliveryWorker, type WorkerOptions } from '../../src/delivery/queue.js';
 import { createLogger } from '../../src/log.js';
-import type { DeliveryHint, ProcessOutcome } from '../../src/ports/index.js';
+import type { DeliveryHint, DispatchBatch, ProcessOutcome, QueuedJob } from '../../src/ports/index.js';
 import { createKeys } from '../../src/store/keys.js';
 import { createRedis, whenReady } from '../../src/store/redis.js';
 import { dropPrefix, testRedisUrl, uniquePrefix } from '../support/redis.js';
@@ -43,11 +43,39 @@ afterAll(async () => {
   await redis.quit();
 });
 
-function worker(process: (id: string, hint: DeliveryHint | undefined) => Promise<ProcessOutcome>): Worker {
+/** What a worker does with a dispatch job's claim and hand-offs; by default, every delivery is its own and hand-offs go on the queue. */
+interface DispatchParts {
+  claimDispatch?: WorkerOptions['claimDispatch'];
+  handOff?: WorkerOptions['handOff'];
+  concurrency?: number;
+}
+
+function worker(process: (id: string, hint: DeliveryHint | undefined) => Promise<ProcessOutcome>, parts: DispatchParts = {}): Worker {
   const connection = createRedis(testRedisUrl(), { worker: true });
-  const w = startDeliveryWorker({ connection, prefix: keys.bullPrefix, concurrency: 2, lockDurationMs: 5_000, process, now: Date.now, log: createLogger('silent') });
+  const w = startDeliveryWorker({
+    connection,
+    prefix: keys.bullPrefix,
+    concurrency: parts.concurrency ?? 2,
+    lockDurationMs: 5_000,
+    process,
+    claimDispatch: parts.claimDispatch ?? ((b) => Promise.resolve({ mine: b.deliveries.map(jobOf(b)), theirs: [] })),
+    handOff: parts.handOff ?? ((jobs) => queue.enqueue(jobs)),
+    now: Date.now,
+    log: createLogger('silent'),
+  });
   workers.push({ worker: w, connection });
   return w;
+}
+
+/** A dispatch item as the job a delivery gets of its own (its id is its job id). */
+const jobOf =
+  (b: DispatchBatch) =>
+  (x: DispatchBatch['deliveries'][number]): QueuedJob => ({ deliveryId: x.deliveryId, jobId: x.deliveryId, hint: { incidentId: b.incidentId, connectionId: x.connectionId, follows: x.follows } });
+
+/** A dispatch batch of `n` deliveries (ids end in `tag` and a number). */
+function batchOf(tag: string, n: number): DispatchBatch {
+  const deliveries = Array.from({ length: n }, (_, i) => ({ deliveryId: `dlv_01J0000000000000000000${tag}${String(i).padStart(2, '0')}`, connectionId: `con_01J0000000000000000000${tag}${String(i).padStart(2, '0')}`, follows: false }));
+  return { jobId: `dsp-${deliveries[0]!.deliveryId}`, incidentId: 'inc_01J0000000000000000000DSP1', claim: 1, deliveries };
 }
 
 describe('the delivery queue', () => {
@@ -93,5 +121,97 @@ describe('the delivery queue', () => {
     await waitFor(() => runs.length >= 2, { timeoutMs: 10_000, what: 'the delayed run' });
     expect(runs[1]! - runs[0]!).toBeGreaterThanOrEqual(400);
     expect(runs).toHaveLength(2);
+  });
+
+  it('a dispatch job sends what it took itself, hands on what it did not, and a delivery that must wait gets a delayed job of its own', async () => {
+    const batch = batchOf('DA', 4);
+    const [a, b, c, d] = batch.deliveries.map(jobOf(batch));
+    const runs = new Map<string, number>();
+    const hints = new Map<string, DeliveryHint | undefined>();
+    worker(
+      (deliveryId, hint) => {
+        runs.set(deliveryId, (runs.get(deliveryId) ?? 0) + 1);
+        hints.set(deliveryId, hint);
+        // `c` must wait once (a retry's backoff): the second run is its own job's.
+        return Promise.resolve(deliveryId === c!.deliveryId && runs.get(deliveryId) === 1 ? { kind: 'delay', ms: 300, reason: 'retry' } : { kind: 'done', status: 'delivered' });
+      },
+      { claimDispatch: () => Promise.resolve({ mine: [a!, b!, c!], theirs: [d!] }) },
+    );
+    await queue.dispatch([batch]);
+    await waitFor(() => runs.size === 4 && runs.get(c!.deliveryId) === 2, { timeoutMs: 15_000, what: 'every delivery to be sent' });
+    expect(Object.fromEntries(runs)).toEqual({ [a!.deliveryId]: 1, [b!.deliveryId]: 1, [c!.deliveryId]: 2, [d!.deliveryId]: 1 });
+    expect(hints.get(a!.deliveryId)).toEqual(a!.hint);
+    // The hand-off and the delayed one ran as jobs of their own, under their delivery ids.
+    await waitFor(async () => (await queue.queue.getJobCounts('active', 'waiting', 'delayed')).active === 0, { timeoutMs: 10_000, what: 'the queue to drain' });
+    expect(await queue.queue.getJob(batch.jobId)).toBeUndefined();
+  });
+
+  it('the worker sends at most its concurrency at once, whether its jobs are dispatch jobs or a delivery each', async () => {
+    const batches = [batchOf('DB', 6), batchOf('DC', 6)];
+    let running = 0;
+    let most = 0;
+    let done = 0;
+    worker(
+      async () => {
+        running++;
+        most = Math.max(most, running);
+        await new Promise((r) => setTimeout(r, 30));
+        running--;
+        done++;
+        return { kind: 'done', status: 'delivered' };
+      },
+      { concurrency: 3 },
+    );
+    const singles = batchOf('DF', 4);
+    await queue.dispatch(batches);
+    await queue.enqueue(singles.deliveries.map(jobOf(singles)));
+    await waitFor(() => done === 16, { timeoutMs: 15_000, what: 'all sixteen sends' });
+    expect(most).toBe(3);
+  });
+
+  it('a hand-off that fails fails the job after its sends settle, and the job runs again', async () => {
+    const batch = batchOf('DD', 2);
+    const [a, b] = batch.deliveries.map(jobOf(batch));
+    let claims = 0;
+    const sent: string[] = [];
+    worker(
+      (deliveryId) => {
+        sent.push(deliveryId);
+        // `a` must wait once; its hand-off fails, and the job's second run hands it on again.
+        const first = sent.filter((x) => x === deliveryId).length === 1;
+        return Promise.resolve(deliveryId === a!.deliveryId && first ? { kind: 'delay', ms: 50, reason: 'pacing' } : { kind: 'done', status: 'delivered' });
+      },
+      {
+        // The first run takes both; the second (the retry) takes nothing and hands `a` on.
+        claimDispatch: () => Promise.resolve(++claims === 1 ? { mine: [a!, b!], theirs: [] } : { mine: [], theirs: [a!] }),
+        handOff: vi.fn<WorkerOptions['handOff']>().mockRejectedValueOnce(new Error('Connection is closed.')).mockImplementation((jobs) => queue.enqueue(jobs)),
+      },
+    );
+    await queue.dispatch([batch]);
+    await waitFor(() => claims === 2 && sent.filter((x) => x === a!.deliveryId).length === 2, { timeoutMs: 20_000, what: 'the job to run again and hand a on' });
+    expect(sent.filter((x) => x === b!.deliveryId)).toHaveLength(1);
+  });
+
+  it('a worker that is closing hands on what a dispatch job has not started', async () => {
+    const batch = batchOf('DE', 5);
+    const started: string[] = [];
+    const handedOn: string[] = [];
+    let release = (): void => undefined;
+    const gate = new Promise<void>((r) => (release = r));
+    const w = worker(
+      async (deliveryId) => {
+        started.push(deliveryId);
+        await gate;
+        return { kind: 'done', status: 'delivered' };
+      },
+      { concurrency: 2, handOff: (jobs) => Promise.resolve(void handedOn.push(...jobs.map((j) => j.deliveryId))) },
+    );
+    await queue.dispatch([batch]);
+    await waitFor(() => started.length === 2, { timeoutMs: 15_000, what: 'the first two sends to start' });
+    const closed = w.close();
+    release();
+    await closed;
+    expect(started).toEqual(batch.deliveries.slice(0, 2).map((x) => x.deliveryId));
+    expect(handedOn).toEqual(batch.deliveries.slice(2).map((x) => x.deliveryId));
   });
 });

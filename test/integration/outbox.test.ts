@@ -3,11 +3,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createIdGenerator, type IdGenerator } from '../../src/domain/common/ids.js';
 import { newDelivery, type Execution } from '../../src/domain/execution/execution.js';
 import { newIncident } from '../../src/domain/incident/incident.js';
-import type { QueuedJob } from '../../src/ports/index.js';
+import type { DispatchBatch, QueuedJob } from '../../src/ports/index.js';
 import { DeliveryService } from '../../src/services/deliveries.js';
-import { ExecutionService } from '../../src/services/executions.js';
+import { DISPATCH_CHUNK, ExecutionService } from '../../src/services/executions.js';
 import { RedisConversationRepo } from '../../src/store/conversations.js';
-import { RedisExecutionRepo } from '../../src/store/executions.js';
+import { DISPATCH_LEASE_MS, RedisExecutionRepo } from '../../src/store/executions.js';
 import { RedisIncidentRepo } from '../../src/store/incidents.js';
 import { createKeys } from '../../src/store/keys.js';
 import { connectTestRedis, dropPrefix, uniquePrefix } from '../support/redis.js';
@@ -47,11 +47,40 @@ function sweepOnlyService(repo: RedisExecutionRepo, ids: IdGenerator, queued: Qu
   });
 }
 
+/** An ExecutionService over the real repos, fanning out to `connections` webhooks. */
+function executionService(o: {
+  ids: IdGenerator;
+  incidents: RedisIncidentRepo;
+  repo: RedisExecutionRepo;
+  deliveries: DeliveryService;
+  connections: number;
+  enqueue?: (jobs: QueuedJob[]) => Promise<void>;
+  dispatch?: (batches: DispatchBatch[]) => Promise<void>;
+  onError?: (what: string) => void;
+}): ExecutionService {
+  const connections = Array.from({ length: o.connections }, () => ({ id: o.ids.next('connection'), type: 'webhook' as const, enabled: true, config: {} }));
+  return new ExecutionService({
+    incidents: o.incidents,
+    repo: o.repo,
+    deliveries: o.deliveries,
+    getTemplates: () => Promise.resolve([]),
+    getTemplateVersion: () => Promise.resolve(null),
+    conversations: new RedisConversationRepo(redis, keys),
+    listConnections: () => Promise.resolve(connections),
+    enqueue: o.enqueue ?? (() => Promise.resolve()),
+    ...(o.dispatch ? { dispatch: o.dispatch } : {}),
+    clock: { now: () => new Date(now) },
+    ids: o.ids,
+    publicUrl: undefined,
+    ...(o.onError ? { onError: o.onError } : {}),
+  });
+}
+
 /** Repos over the test prefix and one stored incident to execute. */
-async function withStoredIncident() {
+async function withStoredIncident(k = keys) {
   const ids = createIdGenerator();
-  const incidents = new RedisIncidentRepo(redis, keys);
-  const repo = new RedisExecutionRepo(redis, keys, () => now);
+  const incidents = new RedisIncidentRepo(redis, k);
+  const repo = new RedisExecutionRepo(redis, k, () => now);
   const actor = { type: 'system' as const, id: 't', name: 't' };
   const incident = newIncident(ids.next('incident'), { title: 't', severity: 'low', description: '', impact: '', template_ids: [] }, actor, new Date(now).toISOString());
   expect(await incidents.create(incident, [])).toBe(true);
@@ -61,7 +90,7 @@ async function withStoredIncident() {
 describe('the enqueue outbox', () => {
   it('re-queues deliveries committed but never queued, once they are older than the sweep age', async () => {
     const { ids, repo, incident } = await withStoredIncident();
-    const execution: Execution = { id: ids.next('execution'), incident_id: incident.id, variables: {}, created_at: '', template_versions: {}, delivery_ids: [] };
+    const execution: Execution = { id: ids.next('execution'), incident_id: incident.id, variables: {}, created_at: new Date(now).toISOString(), template_versions: {}, delivery_ids: [] };
     const deliveries = [1, 2, 3].map(() =>
       newDelivery({ id: ids.next('delivery'), executionId: execution.id, incidentId: incident.id, connectionId: 'con_x', connectionType: 'webhook', templateId: null, templateVersion: null, content: { subject: 's', body: 'b' } }),
     );
@@ -78,7 +107,7 @@ describe('the enqueue outbox', () => {
     now += 6000;
     expect(await service.sweepOutbox(5000)).toBe(3);
     expect(queued.map((j) => j.jobId).sort()).toEqual(deliveries.map((d) => d.id).sort());
-    expect(await repo.pendingEnqueue(0)).toEqual([]);
+    expect(await repo.takeOutbox(0)).toEqual([]);
   });
 
   it('an execute whose enqueue fails still answers with the execution: the outbox holds it for the sweep', async () => {
@@ -86,20 +115,7 @@ describe('the enqueue outbox', () => {
     const queued: QueuedJob[] = [];
     const deliveries = sweepOnlyService(repo, ids, queued);
     const errors: string[] = [];
-    const executions = new ExecutionService({
-      incidents,
-      repo,
-      deliveries,
-      getTemplates: () => Promise.resolve([]),
-      getTemplateVersion: () => Promise.resolve(null),
-      conversations: new RedisConversationRepo(redis, keys),
-      listConnections: () => Promise.resolve([{ id: ids.next('connection'), type: 'webhook', enabled: true, config: {} }]),
-      enqueue: () => Promise.reject(new Error('queue connection lost')),
-      clock: { now: () => new Date(now) },
-      ids,
-      publicUrl: undefined,
-      onError: (what) => errors.push(what),
-    });
+    const executions = executionService({ ids, incidents, repo, deliveries, connections: 1, enqueue: () => Promise.reject(new Error('queue connection lost')), onError: (what) => errors.push(what) });
     // A 5xx here would invite a client retry that sends everything twice; the commit stands.
     const r = await executions.execute(incident.id, {}, actor, { dryRun: false });
     if (r.dryRun) throw new Error('expected an execution');
@@ -108,5 +124,100 @@ describe('the enqueue outbox', () => {
     now += 6000;
     expect(await deliveries.sweepOutbox(5000)).toBe(1);
     expect(queued.map((j) => j.deliveryId)).toEqual([r.deliveries[0]!.id]);
+  });
+});
+
+/**
+ * Dispatch jobs (README "Delivery semantics"): an execute's deliveries go on the queue in jobs of
+ * DISPATCH_CHUNK, and the worker that runs one sends only what it takes from the outbox. What the
+ * sweep took, or an earlier run of the same job, is handed on as a job per delivery: no delivery
+ * is ever sent by two at once, and none is left behind.
+ */
+describe('dispatch jobs and the outbox', () => {
+  let outboxes = 0;
+  afterAll(async () => {
+    for (let i = 1; i <= outboxes; i++) await dropPrefix(redis, `${prefix}-${i}`);
+  });
+  /** An execute of `n` webhooks with dispatch on; its batches and what the plain queue got. */
+  async function dispatchedExecute(n: number) {
+    // An outbox of its own: the sweep takes whatever is old enough.
+    const k = createKeys(`${prefix}-${++outboxes}`);
+    const { ids, incidents, repo, incident, actor } = await withStoredIncident(k);
+    const queued: QueuedJob[] = [];
+    const batches: DispatchBatch[] = [];
+    const deliveries = sweepOnlyService(repo, ids, queued);
+    const executions = executionService({ ids, incidents, repo, deliveries, connections: n, dispatch: (b) => Promise.resolve(void batches.push(...b)) });
+    const r = await executions.execute(incident.id, {}, actor, { dryRun: false });
+    if (r.dryRun) throw new Error('expected an execution');
+    return { repo, deliveries, queued, batches, r, k };
+  }
+
+  it('an execute is queued as dispatch jobs of at most DISPATCH_CHUNK, each with its claim', async () => {
+    const { batches, queued, r } = await dispatchedExecute(DISPATCH_CHUNK * 2 + 3);
+    expect(queued).toEqual([]);
+    expect(batches.map((b) => b.deliveries.length)).toEqual([DISPATCH_CHUNK, DISPATCH_CHUNK, 3]);
+    expect(batches.flatMap((b) => b.deliveries.map((x) => x.deliveryId))).toEqual(r.deliveries.map((d) => d.id));
+    for (const b of batches) {
+      expect(b.claim).toBe(Date.parse(r.execution.created_at));
+      expect(b.jobId).toBe(`dsp-${b.deliveries[0]!.deliveryId}`);
+      expect(b.jobId).not.toContain(':');
+      expect(b.incidentId).toBe(r.execution.incident_id);
+    }
+  });
+
+  it('the worker takes every delivery of its job; a second run of the job takes none and hands on what is not final', async () => {
+    const { repo, deliveries, batches, r } = await dispatchedExecute(3);
+    const first = await deliveries.claimDispatch(batches[0]!);
+    expect(first.mine.map((j) => j.deliveryId)).toEqual(r.deliveries.map((d) => d.id));
+    expect(first.mine[0]!.hint).toEqual({ incidentId: r.execution.incident_id, connectionId: r.deliveries[0]!.connection_id, follows: false });
+    expect(first.theirs).toEqual([]);
+    // Taken: the sweep no longer sees them, however late it runs.
+    now += DISPATCH_LEASE_MS * 2;
+    expect(await repo.takeOutbox(0)).toEqual([]);
+    // The worker died after sending the first: the job runs again and hands the other two on.
+    const [sent, ...rest] = r.deliveries;
+    expect(await repo.updateDelivery(sent!, { ...sent!, status: 'delivered' })).toBe(true);
+    const again = await deliveries.claimDispatch(batches[0]!);
+    expect(again.mine).toEqual([]);
+    expect(again.theirs.map((j) => j.jobId)).toEqual(rest.map((d) => d.id));
+  });
+
+  it('what the sweep took first is handed on, not sent by the dispatch job as well', async () => {
+    const { repo, deliveries, queued, batches, r, k } = await dispatchedExecute(3);
+    // The process died before marking them dispatched, and the job waited past the sweep's age.
+    for (const d of r.deliveries) await redis.zadd(k.deliveryOutbox(), String(Date.parse(r.execution.created_at)), d.id);
+    now += 6000;
+    expect(await deliveries.sweepOutbox(5000)).toBe(3);
+    expect(queued.map((j) => j.jobId).sort()).toEqual(r.deliveries.map((d) => d.id).sort());
+    const late = await deliveries.claimDispatch(batches[0]!);
+    expect(late.mine).toEqual([]);
+    expect(late.theirs.map((j) => j.jobId)).toEqual(r.deliveries.map((d) => d.id));
+    // Swept and queued: nothing is left in the outbox.
+    expect(await repo.takeOutbox(-DISPATCH_LEASE_MS * 2)).toEqual([]);
+  });
+
+  it('marked dispatched, the deliveries are left to their jobs for the lease, then swept', async () => {
+    const { deliveries, queued, batches, r } = await dispatchedExecute(2);
+    now += 6000;
+    // A backlog in the queue: the sweep's age has passed, the lease has not.
+    expect(await deliveries.sweepOutbox(5000)).toBe(0);
+    now += DISPATCH_LEASE_MS;
+    expect(await deliveries.sweepOutbox(5000)).toBe(2);
+    expect(queued.map((j) => j.jobId).sort()).toEqual(r.deliveries.map((d) => d.id).sort());
+    // The dispatch job that finally runs takes nothing: the sweep's jobs have them.
+    expect((await deliveries.claimDispatch(batches[0]!)).mine).toEqual([]);
+  });
+
+  it('a sweep that took deliveries and died before queueing them leaves them for the next sweep, never to the dispatch job', async () => {
+    const { repo, deliveries, queued, batches, r } = await dispatchedExecute(2);
+    now += DISPATCH_LEASE_MS + 6000;
+    expect((await repo.takeOutbox(5000)).sort()).toEqual(r.deliveries.map((d) => d.id).sort());
+    // …the sweeping worker dies here. The dispatch job cannot take them…
+    expect((await deliveries.claimDispatch(batches[0]!)).mine).toEqual([]);
+    // …and the next sweep, one period later, queues them.
+    expect(await deliveries.sweepOutbox(5000)).toBe(0);
+    now += 6000;
+    expect(await deliveries.sweepOutbox(5000)).toBe(2);
+    expect(queued).toHaveLength(2);
   });
 });

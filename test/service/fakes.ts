@@ -390,8 +390,15 @@ export class InMemoryExecutionRepo implements ExecutionRepo {
   activeForConnection(connectionId: string): Promise<string[]> {
     return Promise.resolve([...this.deliveries.values()].filter((d) => d.connection_id === connectionId && !['delivered', 'failed', 'cancelled'].includes(d.status)).map((d) => d.id));
   }
-  pendingEnqueue(): Promise<string[]> {
+  takeOutbox(): Promise<string[]> {
     return Promise.resolve([...this.outbox]);
+  }
+  markDispatched(): Promise<void> {
+    return Promise.resolve();
+  }
+  claimOutbox(ids: string[]): Promise<string[]> {
+    const taken = ids.filter((id) => this.outbox.delete(id));
+    return Promise.resolve(taken);
   }
   markEnqueued(ids: string[]): Promise<void> {
     for (const id of ids) this.outbox.delete(id);
