@@ -1,5 +1,5 @@
 # Herald: a multi-stage image. The build stage runs `npm run build` (tsc, then esbuild bundles
-# dist/main.js and dist/cli/main.js), so it installs the dev dependencies; the runtime stage holds
+# dist/main.js and dist/cli/herald.js), so it installs the dev dependencies; the runtime stage holds
 # only production dependencies and dist/ (the bundles need neither tool), runs as a non-root
 # user, and lets node be PID 1 (Herald handles SIGTERM/SIGINT itself and drains within
 # HERALD_SHUTDOWN_MS).

@@ -140,3 +140,31 @@ describe('a worker stopped with SIGTERM mid-fan-out', () => {
     expect(ours()).toHaveLength(CONNECTIONS);
   });
 });
+
+describe('two workers sharing an execute', () => {
+  it("send each delivery exactly once: a dispatch job's deliveries are its worker's alone", { timeout: 180_000 }, async () => {
+    // Only these two run: the previous test's worker is stopped first.
+    for (let w = workers.pop(); w; w = workers.pop()) await stopChild(w);
+    const { body: inc } = await h.api('POST', '/v1/incidents', { body: { title: 'Two workers', severity: 'major' } });
+    const exe = await h.api('POST', `/v1/incidents/${inc.id}/execute`, { body: {} });
+    expect(exe.status).toBe(202);
+    const ids = new Set<string>(exe.body.deliveries.map((d: { id: string }) => d.id));
+    const ours = () => sink.requests.filter((r) => ids.has(String(r.headers['webhook-id'])));
+    startWorker();
+    startWorker();
+    const done = await waitFor(
+      async () => {
+        const e = (await h.api('GET', `/v1/incidents/${inc.id}/executions/${exe.body.id}`)).body;
+        return e.status === 'delivered' ? e : undefined;
+      },
+      { timeoutMs: 90_000, intervalMs: 250, what: 'every delivery delivered by the two workers' },
+    );
+    // 300 deliveries are six dispatch jobs of 50; whichever worker took one, each delivery went once.
+    expect(ours()).toHaveLength(CONNECTIONS);
+    expect(new Set(ours().map((r) => r.headers['webhook-id'])).size).toBe(CONNECTIONS);
+    for (const d of done.deliveries) {
+      expect(d.attempts.map((a: { outcome: string }) => a.outcome)).toEqual(['delivered']);
+      expect(d.possible_duplicate).toBe(false);
+    }
+  });
+});
