@@ -55,6 +55,17 @@ async function startedWorker(sent: () => number, n: number, underWayMs = 30_000)
   return w;
 }
 
+/** Waits until every delivery of the execution is delivered; answers the execution. */
+async function allDelivered(incidentId: string, executionId: string, what: string, timeoutMs = 60_000) {
+  return waitFor(
+    async () => {
+      const e = (await h.api('GET', `/v1/incidents/${incidentId}/executions/${executionId}`)).body;
+      return e.status === 'delivered' ? e : undefined;
+    },
+    { timeoutMs, intervalMs: 250, what },
+  );
+}
+
 beforeAll(async () => {
   // Every answer takes 150 ms: the fan-out is still running when the worker is killed.
   sink = await startHttpSink({ respond: () => ({ status: 200, delayMs: 150 }) });
@@ -84,13 +95,7 @@ describe('a worker killed with SIGKILL mid-fan-out', () => {
     expect(receivedBeforeKill).toBeLessThan(CONNECTIONS);
 
     const second = startWorker();
-    const done = await waitFor(
-      async () => {
-        const e = (await h.api('GET', `/v1/incidents/${inc.id}/executions/${exe.body.id}`)).body;
-        return e.status === 'delivered' ? e : undefined;
-      },
-      { timeoutMs: 60_000, intervalMs: 250, what: 'every delivery delivered after the restart' },
-    );
+    const done = await allDelivered(inc.id, exe.body.id, 'every delivery delivered after the restart', 60_000);
     await stopChild(second);
     expect(done.deliveries).toHaveLength(CONNECTIONS);
     expect(done.deliveries.every((d: { status: string }) => d.status === 'delivered')).toBe(true);
@@ -125,13 +130,7 @@ describe('a worker stopped with SIGTERM mid-fan-out', () => {
     expect(ours().length).toBeLessThan(CONNECTIONS);
 
     startWorker();
-    const done = await waitFor(
-      async () => {
-        const e = (await h.api('GET', `/v1/incidents/${inc.id}/executions/${exe.body.id}`)).body;
-        return e.status === 'delivered' ? e : undefined;
-      },
-      { timeoutMs: 60_000, intervalMs: 250, what: 'every delivery delivered by the next worker' },
-    );
+    const done = await allDelivered(inc.id, exe.body.id, 'every delivery delivered by the next worker', 60_000);
     // A graceful stop cuts nothing off: one attempt each, no duplicates, nothing flagged.
     for (const d of done.deliveries) {
       expect(d.attempts.map((a: { outcome: string }) => a.outcome)).toEqual(['delivered']);
@@ -152,13 +151,7 @@ describe('two workers sharing an execute', () => {
     const ours = () => sink.requests.filter((r) => ids.has(String(r.headers['webhook-id'])));
     startWorker();
     startWorker();
-    const done = await waitFor(
-      async () => {
-        const e = (await h.api('GET', `/v1/incidents/${inc.id}/executions/${exe.body.id}`)).body;
-        return e.status === 'delivered' ? e : undefined;
-      },
-      { timeoutMs: 90_000, intervalMs: 250, what: 'every delivery delivered by the two workers' },
-    );
+    const done = await allDelivered(inc.id, exe.body.id, 'every delivery delivered by the two workers', 90_000);
     // 300 deliveries are six dispatch jobs of 50; whichever worker took one, each delivery went once.
     expect(ours()).toHaveLength(CONNECTIONS);
     expect(new Set(ours().map((r) => r.headers['webhook-id'])).size).toBe(CONNECTIONS);
