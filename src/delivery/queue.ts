@@ -109,13 +109,22 @@ export function startDeliveryWorker(o: WorkerOptions): Worker {
   const slots = semaphore(o.concurrency);
   // Declared before the Worker exists; a dispatch job asks only once the worker has started.
   const closing = (): boolean => worker.closing !== undefined;
+  // Dispatch jobs whose lock could not be renewed (this process stalled past the lock): the
+  // stalled-job check gives the job to another run, which hands on whatever is not final, so
+  // this one starts no more sends of it.
+  const lost = new Set<string>();
   const worker: Worker = new Worker(
     QUEUE_NAME,
     async (job: Job, token?: string) => {
       if (job.name === DISPATCH) {
         const batch = DispatchData.safeParse(job.data);
         if (!batch.success) throw new UnrecoverableError('malformed dispatch job');
-        return runDispatch({ jobId: job.id ?? '', ...batch.data }, { o, processOne, slots, closing });
+        const jobId = job.id ?? '';
+        try {
+          return await runDispatch({ jobId, ...batch.data }, { o, processOne, slots, closing, lost: () => lost.has(jobId) });
+        } finally {
+          lost.delete(jobId);
+        }
       }
       const data = JobData.safeParse(job.data);
       // A malformed job can never succeed: fail it for good (it names no delivery to lose).
@@ -141,6 +150,9 @@ export function startDeliveryWorker(o: WorkerOptions): Worker {
       autorun: true,
     },
   );
+  worker.on('lockRenewalFailed', (jobIds) => {
+    for (const id of jobIds) lost.add(id);
+  });
   worker.on('failed', (job, err) => {
     o.log.error({ job_id: job?.id, err: err.message }, 'delivery job attempt failed unexpectedly; BullMQ retries it');
   });
@@ -160,21 +172,26 @@ interface DispatchRun {
   slots: Semaphore;
   /** True once the worker is closing: what has not started yet is handed on instead. */
   closing(): boolean;
+  /** True once this job's lock was lost: what has not started yet is left to the job's next run. */
+  lost(): boolean;
 }
 
 /**
  * One dispatch job (README "Delivery semantics"): takes its deliveries from the outbox, hands on
  * those it could not take, and sends the rest itself, as many at once as the worker's concurrency
  * allows across all its dispatch jobs. A delivery that must wait (a retry, a pacing slot) is handed
- * on with its delay, and so is each one not started when the worker begins to close. Every send
+ * on with its delay, and so is each one not started when the worker begins to close; once the
+ * job's lock is lost, nothing more is started (the job's next run hands the rest on). Every send
  * is settled before the job ends: should a hand-off fail (Redis), the job fails after them and
  * BullMQ runs it again, which takes nothing and hands every delivery not yet final on.
  */
 async function runDispatch(batch: DispatchBatch, run: DispatchRun): Promise<string> {
   const { mine, theirs } = await run.o.claimDispatch(batch);
   const failures: Error[] = [];
+  let handedOn = 0;
   const handOff = async (jobs: QueuedJob[]): Promise<void> => {
     if (jobs.length === 0) return;
+    handedOn += jobs.length;
     await run.o.handOff(jobs).catch((err: unknown) => {
       failures.push(err instanceof Error ? err : new Error('handing deliveries on failed'));
     });
@@ -183,6 +200,7 @@ async function runDispatch(batch: DispatchBatch, run: DispatchRun): Promise<stri
   await Promise.all(
     mine.map((job) =>
       run.slots.use(async () => {
+        if (run.lost()) return;
         if (run.closing()) return handOff([job]);
         const outcome = await run.processOne(job.deliveryId, job.hint);
         if (outcome.kind === 'delay') await handOff([{ ...job, delayMs: outcome.ms }]);
@@ -191,7 +209,8 @@ async function runDispatch(batch: DispatchBatch, run: DispatchRun): Promise<stri
   );
   const [failure] = failures;
   if (failure) throw failure;
-  return `sent ${mine.length}, handed on ${theirs.length}`;
+  // The job's return value (BullMQ keeps it only until the job is removed on completion).
+  return `took ${mine.length}, handed on ${handedOn}`;
 }
 
 interface Semaphore {

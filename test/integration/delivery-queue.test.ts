@@ -214,4 +214,28 @@ describe('the delivery queue', () => {
     expect(started).toEqual(batch.deliveries.slice(0, 2).map((x) => x.deliveryId));
     expect(handedOn).toEqual(batch.deliveries.slice(2).map((x) => x.deliveryId));
   });
+
+  it('a dispatch job whose lock was lost (its process stalled) starts no more sends and hands nothing on: its next run does', async () => {
+    const batch = batchOf('DG', 4);
+    const started: string[] = [];
+    const handedOn: string[] = [];
+    let release = (): void => undefined;
+    const gate = new Promise<void>((r) => (release = r));
+    const w = worker(
+      async (deliveryId) => {
+        started.push(deliveryId);
+        await gate;
+        return { kind: 'done', status: 'delivered' };
+      },
+      { concurrency: 1, handOff: (jobs) => Promise.resolve(void handedOn.push(...jobs.map((j) => j.deliveryId))) },
+    );
+    await queue.dispatch([batch]);
+    await waitFor(() => started.length === 1, { timeoutMs: 15_000, what: 'the first send to start' });
+    // What BullMQ's lock manager tells when it could not extend the job's lock.
+    w.emit('lockRenewalFailed', [batch.jobId]);
+    release();
+    await waitFor(async () => (await queue.queue.getJob(batch.jobId)) === undefined, { timeoutMs: 15_000, what: 'the job to end' });
+    expect(started).toEqual([batch.deliveries[0]!.deliveryId]);
+    expect(handedOn).toEqual([]);
+  });
 });
