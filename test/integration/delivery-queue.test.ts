@@ -78,6 +78,26 @@ function batchOf(tag: string, n: number): DispatchBatch {
   return { jobId: `dsp-${deliveries[0]!.deliveryId}`, incidentId: 'inc_01J0000000000000000000DSP1', claim: 1, deliveries };
 }
 
+/**
+ * A worker whose sends all wait for one gate (`release`), recording the deliveries it started and
+ * those it handed on (hand-offs are recorded, not queued).
+ */
+function gatedWorker(concurrency: number) {
+  const started: string[] = [];
+  const handedOn: string[] = [];
+  let release = (): void => undefined;
+  const gate = new Promise<void>((r) => (release = r));
+  const w = worker(
+    async (deliveryId) => {
+      started.push(deliveryId);
+      await gate;
+      return { kind: 'done', status: 'delivered' };
+    },
+    { concurrency, handOff: (jobs) => Promise.resolve(void handedOn.push(...jobs.map((j) => j.deliveryId))) },
+  );
+  return { w, started, handedOn, release: () => release() };
+}
+
 describe('the delivery queue', () => {
   it('a job whose move to delayed fails (a Redis hiccup) comes back instead of ending failed', async () => {
     const id = 'dlv_01J0000000000000000000QUE1';
@@ -194,18 +214,7 @@ describe('the delivery queue', () => {
 
   it('a worker that is closing hands on what a dispatch job has not started', async () => {
     const batch = batchOf('DE', 5);
-    const started: string[] = [];
-    const handedOn: string[] = [];
-    let release = (): void => undefined;
-    const gate = new Promise<void>((r) => (release = r));
-    const w = worker(
-      async (deliveryId) => {
-        started.push(deliveryId);
-        await gate;
-        return { kind: 'done', status: 'delivered' };
-      },
-      { concurrency: 2, handOff: (jobs) => Promise.resolve(void handedOn.push(...jobs.map((j) => j.deliveryId))) },
-    );
+    const { w, started, handedOn, release } = gatedWorker(2);
     await queue.dispatch([batch]);
     await waitFor(() => started.length === 2, { timeoutMs: 15_000, what: 'the first two sends to start' });
     const closed = w.close();
@@ -217,18 +226,7 @@ describe('the delivery queue', () => {
 
   it('a dispatch job whose lock was lost (its process stalled) starts no more sends and hands nothing on: its next run does', async () => {
     const batch = batchOf('DG', 4);
-    const started: string[] = [];
-    const handedOn: string[] = [];
-    let release = (): void => undefined;
-    const gate = new Promise<void>((r) => (release = r));
-    const w = worker(
-      async (deliveryId) => {
-        started.push(deliveryId);
-        await gate;
-        return { kind: 'done', status: 'delivered' };
-      },
-      { concurrency: 1, handOff: (jobs) => Promise.resolve(void handedOn.push(...jobs.map((j) => j.deliveryId))) },
-    );
+    const { w, started, handedOn, release } = gatedWorker(1);
     await queue.dispatch([batch]);
     await waitFor(() => started.length === 1, { timeoutMs: 15_000, what: 'the first send to start' });
     // What BullMQ's lock manager tells when it could not extend the job's lock.
