@@ -1,8 +1,9 @@
 // Builds dist/ when it is missing or older than any source file, so that `npm ci` (the `prepare`
 // script) and `npm start` (`prestart`) always run current JavaScript with plain node. The build
 // is `npm run build`'s: tsc (type-check, per-file output) then scripts/bundle.mjs (dist/main.js
-// and dist/cli/herald.js as single-file bundles, and the CLI's stub dist/cli/main.js). Without TypeScript installed (a production
-// install) it only checks that dist/ exists: the bundles need neither tool at run time.
+// and dist/cli/herald.js as single-file bundles, and the CLI's stub dist/cli/main.js). Without
+// TypeScript installed (a production install) it only checks that dist/ exists: the bundles
+// need neither tool at run time.
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, statSync, utimesSync } from 'node:fs';
 import { createRequire } from 'node:module';

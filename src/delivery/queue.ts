@@ -2,7 +2,7 @@ import { DelayedError, Queue, UnrecoverableError, Worker, type Job } from 'bullm
 import type { Cluster, Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import type { DeliveryHint, DeliveryQueue, DispatchBatch, ProcessOutcome, QueuedJob } from '../ports/index.js';
+import type { DeliveryHint, DeliveryQueue, DispatchBatch, DispatchClaim, ProcessOutcome, QueuedJob } from '../ports/index.js';
 import { isRedisUnavailable, redisErrorLogger } from '../store/redis.js';
 
 export const QUEUE_NAME = 'deliveries';
@@ -82,7 +82,7 @@ export interface WorkerOptions {
   lockDurationMs: number;
   process(deliveryId: string, hint: DeliveryHint | undefined): Promise<ProcessOutcome>;
   /** A dispatch job's first step (DeliveryService.claimDispatch). */
-  claimDispatch(batch: DispatchBatch): Promise<{ mine: QueuedJob[]; theirs: QueuedJob[] }>;
+  claimDispatch(batch: DispatchBatch): Promise<DispatchClaim>;
   /** Puts deliveries on the queue, a job each (a dispatch job's hand-offs). */
   handOff(jobs: QueuedJob[]): Promise<void>;
   log: Logger;

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { DeliveryHint, DispatchBatch, ProcessOutcome, QueuedJob } from '../ports/index.js';
+import type { DeliveryHint, DispatchBatch, DispatchClaim, ProcessOutcome, QueuedJob } from '../ports/index.js';
 import type { RedisClient } from '../store/redis-connect.js';
 import { isRedisUnavailable } from '../store/redis.js';
 import { startDeliveryWorker } from './queue.js';
@@ -14,7 +14,7 @@ import { startDeliveryWorker } from './queue.js';
 export interface DeliveryProcessor {
   process(deliveryId: string, hint?: DeliveryHint): Promise<ProcessOutcome>;
   /** A dispatch job's first step: which of its deliveries are this worker's to send. */
-  claimDispatch(batch: DispatchBatch): Promise<{ mine: QueuedJob[]; theirs: QueuedJob[] }>;
+  claimDispatch(batch: DispatchBatch): Promise<DispatchClaim>;
   /** Puts deliveries on the queue, a job each. */
   handOff(jobs: QueuedJob[]): Promise<void>;
   /** Re-queues deliveries committed more than `olderThanMs` ago that have no job; their count. */

@@ -54,6 +54,14 @@ export interface DispatchBatch {
   deliveries: { deliveryId: string; connectionId: string; follows: boolean }[];
 }
 
+/** What a dispatch job sends itself, and what it puts on the queue as a job per delivery. */
+export interface DispatchClaim {
+  /** Taken from the outbox: this worker's alone to send (with `process`), in this order. */
+  mine: QueuedJob[];
+  /** Not taken (the sweep took them, or an earlier run of the same job did) and not final yet. */
+  theirs: QueuedJob[];
+}
+
 export interface DeliveryQueue {
   enqueue(jobs: QueuedJob[]): Promise<void>;
   /** Best effort: a job that is running is left alone (the worker re-checks the delivery). */

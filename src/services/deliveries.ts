@@ -9,7 +9,7 @@ import { conversationOf, nextHealth, sendVia, type ConnectionHealth } from '../d
 import type { Incident } from '../domain/incident/incident.js';
 import { incidentUrl } from '../domain/template/render.js';
 import { newEvent, type IncidentEvent } from '../domain/incident/incident-event.js';
-import type { ChannelSenders, Clock, ConversationRepo, ThreadRoot, DeliveryHint, DeliveryQueue, DeliveryTarget, DispatchBatch, QueuedJob, ExecutionRepo, IdGenerator, MessageAction, MessageRef, OutboundMessage, Pacer, ProcessOutcome, SendResult } from '../ports/index.js';
+import type { ChannelSenders, Clock, ConversationRepo, ThreadRoot, DeliveryHint, DeliveryQueue, DeliveryTarget, DispatchBatch, DispatchClaim, QueuedJob, ExecutionRepo, IdGenerator, MessageAction, MessageRef, OutboundMessage, Pacer, ProcessOutcome, SendResult } from '../ports/index.js';
 import { DELIVERY_WRITE_ATTEMPTS, LOST_RACE, retryOnConflict, type Attempt as RaceAttempt } from './retry.js';
 
 export interface DeliveryTargets {
@@ -64,6 +64,9 @@ export const queuedJobOf = (d: Delivery): QueuedJob => ({
   jobId: jobIdOf(d),
   hint: { incidentId: d.incident_id, connectionId: d.connection_id, follows: follows(d) },
 });
+
+/** The queue jobs of those deliveries that exist and are not final yet (what a sweep or hand-off queues). */
+const jobsOfUnfinished = (ds: (Delivery | null)[]): QueuedJob[] => ds.filter((d): d is Delivery => d !== null && !isTerminal(d.status)).map(queuedJobOf);
 
 /** What a send reads besides the delivery: started together, each met where it is needed. */
 interface Reads {
@@ -407,10 +410,6 @@ export class DeliveryService {
   }
 
   /**
-   * Enqueues deliveries left in the outbox (committed, never confirmed on the queue: the process
-   * died between the two). Job ids are stable, so re-adding a job that did make it is a no-op.
-   */
-  /**
    * A dispatch job's first step (README "Delivery semantics"): takes its deliveries from the
    * outbox. Those it takes no job, sweep or other worker can be sending, so the worker may send
    * them as if it held each one's own job; the rest are given jobs of their own (`handOff`), as
@@ -427,7 +426,7 @@ export class DeliveryService {
       if (taken.has(x.deliveryId)) mine.push({ deliveryId: x.deliveryId, jobId: x.deliveryId, hint: { incidentId: batch.incidentId, connectionId: x.connectionId, follows: x.follows } });
       else rest.push(x.deliveryId);
     }
-    const theirs = (await this.d.repo.getDeliveries(rest)).filter((d): d is Delivery => d !== null && !isTerminal(d.status)).map(queuedJobOf);
+    const theirs = jobsOfUnfinished(await this.d.repo.getDeliveries(rest));
     return { mine, theirs };
   }
 
@@ -436,23 +435,19 @@ export class DeliveryService {
     return this.d.queue.enqueue(jobs);
   }
 
+  /**
+   * Enqueues deliveries left in the outbox (committed, never confirmed on the queue: the process
+   * died between the two). Job ids are stable, so re-adding a job that did make it is a no-op.
+   */
   async sweepOutbox(olderThanMs: number): Promise<number> {
     const ids = await this.d.repo.takeOutbox(olderThanMs);
     if (ids.length === 0) return 0;
     const ds = await this.d.repo.getDeliveries(ids);
-    const jobs = ds.filter((d): d is Delivery => d !== null && !isTerminal(d.status)).map(queuedJobOf);
+    const jobs = jobsOfUnfinished(ds);
     await this.d.queue.enqueue(jobs);
     await this.d.repo.markEnqueued(ids);
     return jobs.length;
   }
-}
-
-/** What a dispatch job sends itself, and what it puts on the queue as a job per delivery. */
-export interface DispatchClaim {
-  /** Taken from the outbox: this worker's alone to send (with `process`), in this order. */
-  mine: QueuedJob[];
-  /** Not taken (the sweep took them, or an earlier run of the same job did) and not final yet. */
-  theirs: QueuedJob[];
 }
 
 /** Whether an outcome moves a connection's health as read (the state, the streak or the error). */

@@ -130,13 +130,15 @@ export type ExecuteResult = { dryRun: true; deliveries: PlannedDelivery[] } | ({
  */
 export const DISPATCH_CHUNK = 50;
 
-/** An execute's new deliveries as dispatch jobs (see DispatchBatch), DISPATCH_CHUNK at most in each. */
-export function dispatchBatches(execution: Pick<Execution, 'created_at' | 'incident_id'>, deliveries: Delivery[]): DispatchBatch[] {
-  const claim = Date.parse(execution.created_at);
+/**
+ * An execute's new deliveries as dispatch jobs (see DispatchBatch), DISPATCH_CHUNK at most in
+ * each. `claim` is the outbox score they were committed with: their execution's `created_at`.
+ */
+function dispatchBatches(incidentId: string, claim: number, deliveries: Delivery[]): DispatchBatch[] {
   const batches: DispatchBatch[] = [];
   for (let i = 0; i < deliveries.length; i += DISPATCH_CHUNK) {
     const chunk = deliveries.slice(i, i + DISPATCH_CHUNK).map((d) => ({ deliveryId: d.id, connectionId: d.connection_id, follows: follows(d) }));
-    batches.push({ jobId: `dsp-${chunk[0]?.deliveryId ?? ''}`, incidentId: execution.incident_id, claim, deliveries: chunk });
+    batches.push({ jobId: `dsp-${chunk[0]?.deliveryId ?? ''}`, incidentId, claim, deliveries: chunk });
   }
   return batches;
 }
@@ -219,18 +221,18 @@ export class ExecutionService {
    */
   private async queueCommitted(execution: Execution, deliveries: Delivery[]): Promise<void> {
     const ids = deliveries.map((x) => x.id);
+    const claim = Date.parse(execution.created_at);
     const dispatch = this.d.dispatch?.bind(this.d);
-    const queued = (
-      dispatch
-        ? dispatch(dispatchBatches(execution, deliveries)).then(() => this.d.repo.markDispatched(ids, Date.parse(execution.created_at)))
-        : this.d.enqueue(deliveries.map(queuedJobOf)).then(() => this.d.repo.markEnqueued(ids))
-    ).then(
-        () => true,
-        (err: unknown) => {
-          this.d.onError?.('queueing an execution (the outbox sweep will)', err);
-          return true;
-        },
-      );
+    const sent = dispatch
+      ? dispatch(dispatchBatches(execution.incident_id, claim, deliveries)).then(() => this.d.repo.markDispatched(ids, claim))
+      : this.d.enqueue(deliveries.map(queuedJobOf)).then(() => this.d.repo.markEnqueued(ids));
+    const queued = sent.then(
+      () => true,
+      (err: unknown) => {
+        this.d.onError?.('queueing an execution (the outbox sweep will)', err);
+        return true;
+      },
+    );
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<false>((resolve) => {
       timer = setTimeout(() => resolve(false), ENQUEUE_WAIT_MS);
