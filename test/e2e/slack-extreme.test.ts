@@ -60,7 +60,10 @@ describe('a fan-out of 1,000 long deliveries, 200 connections, 300 open incident
     // (every other test file's) is not held up by it.
     redis = await startPrivateRedis([]);
     slack = await startSlack();
-    receiver = await startWebhookReceiver({ acceptUnverified: true });
+    // Each answer takes 250 ms, so the 1,000 deliveries take at least 5 s (50 at a time) however
+    // fast the machine: long enough for the announcement's receipts (paced at one update per 2 s)
+    // to be refreshed at least twice while they run.
+    receiver = await startWebhookReceiver({ acceptUnverified: true, delayMs: 250 });
     // The fan-out's incident is announced here, so its receipts are kept current while it runs.
     h = await startHerald({ SLACK_SIGNING_SECRET: SECRET, SLACK_BOT_TOKEN: 'xoxb-test', SLACK_API_URL: slack.apiUrl, HERALD_SLACK_CHANNEL: 'CEXTREME' }, { redisUrl: redis.url });
     client = slackClient(h.url, SECRET, CAROL);

@@ -38,6 +38,8 @@ export interface WebhookReceiverOptions {
   toleranceSeconds?: number;
   /** Answer unverified requests like verified ones instead of 401. */
   acceptUnverified?: boolean;
+  /** Answer each request only after this long (a receiver slower than loopback). */
+  delayMs?: number;
 }
 
 const keyOf = (secret: string): Buffer => Buffer.from(secret.startsWith('whsec_') ? secret.slice('whsec_'.length) : secret, 'base64');
@@ -83,7 +85,7 @@ export async function startWebhookReceiver(opts: WebhookReceiverOptions = {}): P
 
   const sink = await startHttpSink<WebhookVerdict>({
     annotate: verify,
-    respond: (req) => (req.verified || opts.acceptUnverified ? { status: 200, body: { received: true } } : { status: 401, body: { error: req.verifyError } }),
+    respond: (req) => ({ ...(req.verified || opts.acceptUnverified ? { status: 200, body: { received: true } } : { status: 401, body: { error: req.verifyError } }), delayMs: opts.delayMs }),
   });
   return {
     url: sink.url,
