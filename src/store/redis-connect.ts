@@ -1,5 +1,6 @@
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
 import type { Config } from '../config.js';
+import { releaseSettledPipelines } from './pipeline-release.js';
 import { redisLocation } from './redis-location.js';
 import { defineScripts } from './scripts.js';
 
@@ -86,6 +87,7 @@ function baseOptions(o: ConnectOptions): RedisOptions {
 export function connectRedis(target: RedisTarget, o: ConnectOptions): RedisClient {
   const client = newClient(target, o);
   defineScripts(client);
+  releaseSettledPipelines(client);
   return client;
 }
 
