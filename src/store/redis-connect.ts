@@ -71,6 +71,9 @@ function baseOptions(o: ConnectOptions): RedisOptions {
     maxRetriesPerRequest: o.use === 'request' ? 3 : null,
     // Commands issued in the same tick go out in one write: with dozens of requests in flight,
     // that is one syscall and one Redis read per batch instead of per command.
+    // Each batch is a pipeline object; connectRedis has it let go of what it carried once it
+    // settles (pipeline-release.ts), or finished batches keep later ones alive through V8's
+    // young-generation collections.
     enableAutoPipelining: o.use === 'request',
     enableReadyCheck: true,
     lazyConnect: false,
