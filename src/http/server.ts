@@ -8,6 +8,7 @@ import { DomainError } from '../domain/common/errors.js';
 import { requestIdOf } from './context.js';
 import { edge, fullPath } from './middleware/edge.js';
 import { problemHandler, toProblem } from './middleware/problem.js';
+import { sendLongStringsAsStrings } from './string-send.js';
 
 export interface Readiness {
   redis: 'ok' | 'unreachable';
@@ -35,6 +36,8 @@ export function createHttpApp(deps: ServerDeps): { app: Express; finish: () => v
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
+  // Long answers (a list page, /metrics) are written as the strings they are (string-send.ts).
+  sendLongStringsAsStrings(app);
   app.set('trust proxy', deps.trustProxy);
   // Request id, access log, metrics and the malformed-path 400, in one layer (middleware/edge.ts).
   app.use(edge(deps.log, deps.registry));
