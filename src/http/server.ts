@@ -36,7 +36,7 @@ export function createHttpApp(deps: ServerDeps): { app: Express; finish: () => v
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
-  // Long answers (a list page, /metrics) are written as the strings they are (string-send.ts).
+  // Long answers (a list page, most records) are written as the strings they are (string-send.ts).
   sendLongStringsAsStrings(app);
   app.set('trust proxy', deps.trustProxy);
   // Request id, access log, metrics and the malformed-path 400, in one layer (middleware/edge.ts).

@@ -34,6 +34,10 @@ function app(withStringSend: boolean): Express {
   a.get('/no-content', (_req, res) => {
     res.status(204).type('application/json').send(LONG);
   });
+  a.get('/parameters', (_req, res) => {
+    // Prometheus' type: a parameter besides the charset, left to Express.
+    res.set('Content-Type', 'text/plain; version=0.0.4; charset=utf-8').send(LONG);
+  });
   a.get('/problem', (_req, res) => {
     res.status(404).type('application/problem+json').send(LONG);
   });
@@ -86,7 +90,7 @@ describe('long string bodies written as strings', () => {
   });
 
   const cases: [string, string, Record<string, string>][] = [];
-  for (const path of ['/json', '/typed', '/short', '/untyped', '/upper', '/versioned', '/no-content', '/problem', '/captured']) {
+  for (const path of ['/json', '/typed', '/short', '/untyped', '/upper', '/versioned', '/no-content', '/parameters', '/problem', '/captured']) {
     for (const method of ['GET', 'HEAD']) cases.push([method, path, {}]);
   }
   cases.push(['GET', '/versioned', { 'if-none-match': '"r7"' }], ['HEAD', '/versioned', { 'if-none-match': '"r7"' }], ['GET', '/versioned', { 'if-none-match': '"r6"' }]);
