@@ -1,15 +1,15 @@
 import type { ChainableCommander } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connectRedis, type RedisClient } from '../../src/store/redis-connect.js';
-import { dropPrefix, testRedisUrl, uniquePrefix } from '../support/redis.js';
+import { describe, expect, it } from 'vitest';
+import { connectRedis } from '../../src/store/redis-connect.js';
+import { testRedisUrl, useTestRedis } from '../support/redis.js';
 
 /**
  * A settled pipeline lets go of its commands, replies and promise (src/store/pipeline-release.ts):
  * otherwise a promoted one keeps later batches alive through young-generation collections, which
  * cost the API its p99 on Node 24. And nothing a caller sees changes.
  */
-let redis: RedisClient;
-const prefix = uniquePrefix('pipeline-release');
+const t = useTestRedis('pipeline-release', () => connectRedis({ kind: 'standalone', url: testRedisUrl() }, { use: 'request', name: 'herald-test-pipeline-release' }));
+const { prefix } = t;
 const k = (s: string) => `{${prefix}}:${s}`;
 
 interface Internals {
@@ -21,8 +21,8 @@ interface Internals {
 /** Records every pipeline the client makes (auto-pipelining's included) while `run` runs. */
 async function pipelinesDuring<T>(run: () => Promise<T>): Promise<{ value: T; made: ChainableCommander[] }> {
   const made: ChainableCommander[] = [];
-  const create = redis.pipeline.bind(redis);
-  redis.pipeline = (commands?: unknown[][]) => {
+  const create = t.redis.pipeline.bind(t.redis);
+  t.redis.pipeline = (commands?: unknown[][]) => {
     const p = create(commands);
     made.push(p);
     return p;
@@ -30,22 +30,14 @@ async function pipelinesDuring<T>(run: () => Promise<T>): Promise<{ value: T; ma
   try {
     return { value: await run(), made };
   } finally {
-    redis.pipeline = create;
+    t.redis.pipeline = create;
   }
 }
 
-beforeAll(() => {
-  redis = connectRedis({ kind: 'standalone', url: testRedisUrl() }, { use: 'request', name: 'herald-test-pipeline-release' });
-});
-afterAll(async () => {
-  await dropPrefix(redis, prefix);
-  await redis.quit();
-});
-
 describe('settled pipelines', () => {
   it('an auto-pipelined batch answers every command, then its pipeline holds none of them', async () => {
-    await redis.mset(k('a'), 'A', k('b'), 'B');
-    const { value, made } = await pipelinesDuring(() => Promise.all(Array.from({ length: 64 }, (_, i) => redis.mget(k(i % 2 ? 'a' : 'b'), k('none')))));
+    await t.redis.mset(k('a'), 'A', k('b'), 'B');
+    const { value, made } = await pipelinesDuring(() => Promise.all(Array.from({ length: 64 }, (_, i) => t.redis.mget(k(i % 2 ? 'a' : 'b'), k('none')))));
     expect(value).toHaveLength(64);
     value.forEach((v, i) => expect(v).toEqual([i % 2 ? 'A' : 'B', null]));
     // The batch went out as (at least) one auto-pipeline, and each has let go once settled.
@@ -62,7 +54,7 @@ describe('settled pipelines', () => {
   });
 
   it('an explicit pipeline still resolves with every reply and error, in order', async () => {
-    const p = redis.pipeline().set(k('c'), '1').incr(k('c')).hset(k('c'), 'f', 'v').get(k('c'));
+    const p = t.redis.pipeline().set(k('c'), '1').incr(k('c')).hset(k('c'), 'f', 'v').get(k('c'));
     const results = await p.exec();
     expect(results?.map(([err]) => err?.message.slice(0, 9) ?? null)).toEqual([null, null, 'WRONGTYPE', null]);
     expect(results?.map(([, v]) => v)).toEqual(['OK', 2, undefined, '2']);
@@ -71,12 +63,12 @@ describe('settled pipelines', () => {
   });
 
   it('a MULTI still returns its results, and a failed exec still reaches its caller', async () => {
-    expect(await redis.multi().set(k('d'), 'x').get(k('d')).exec()).toEqual([
+    expect(await t.redis.multi().set(k('d'), 'x').get(k('d')).exec()).toEqual([
       [null, 'OK'],
       [null, 'x'],
     ]);
     // A command Redis refuses inside MULTI aborts the transaction: exec rejects, as ever.
-    await expect(redis.multi().set(k('e'), '1').call('set', k('e')).exec()).rejects.toThrow(/EXECABORT/);
-    expect(await redis.exists(k('e'))).toBe(0);
+    await expect(t.redis.multi().set(k('e'), '1').call('set', k('e')).exec()).rejects.toThrow(/EXECABORT/);
+    expect(await t.redis.exists(k('e'))).toBe(0);
   });
 });

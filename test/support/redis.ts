@@ -52,9 +52,9 @@ export function connectTestRedis(): Redis {
 }
 
 /** A test file's own corner of the test Redis: see useTestRedis. */
-export interface TestRedis {
+export interface TestRedis<C extends Redis | Cluster = Redis> {
   /** Connected in beforeAll (reading it earlier throws). */
-  readonly redis: Redis;
+  readonly redis: C;
   readonly prefix: string;
   readonly keys: Keys;
 }
@@ -62,12 +62,15 @@ export interface TestRedis {
 /**
  * A connection to the test Redis for the calling file's tests, under a prefix of its own: the
  * connection opens before the file's tests, and after them its keys are dropped and it quits.
+ * `connect` opens another kind (Herald's own, from connectRedis) in place of a plain client.
  */
-export function useTestRedis(label: string): TestRedis {
+export function useTestRedis(label: string): TestRedis;
+export function useTestRedis<C extends Redis | Cluster>(label: string, connect: () => C): TestRedis<C>;
+export function useTestRedis(label: string, connect: () => Redis | Cluster = connectTestRedis): TestRedis<Redis | Cluster> {
   const prefix = uniquePrefix(label);
-  let client: Redis | undefined;
+  let client: Redis | Cluster | undefined;
   beforeAll(() => {
-    client = connectTestRedis();
+    client = connect();
   });
   afterAll(async () => {
     if (!client) return;
