@@ -2,6 +2,7 @@ import type * as Inspector from 'node:inspector';
 import { performance } from 'node:perf_hooks';
 import { getHeapSpaceStatistics } from 'node:v8';
 import type { Logger } from 'pino';
+import { loadCHeapRelease, type CHeapRelease } from './c-heap.js';
 
 /**
  * Gives memory back to the system once a burst of work is over (HERALD_MEMORY_TRIM_IDLE_MS).
@@ -17,6 +18,9 @@ import type { Logger } from 'pino';
  * `minYoungBytes` since the last trim left it (about 1 MB: "it grew in a burst"), one
  * memory-reducing collection is asked for. That collection runs while nothing else does (a few
  * tens of ms); the next burst grows the young generation again. At most one per `minGapMs`.
+ * On the next look after it, if the loop is still idle, the C library is asked to give back what
+ * is free in its heaps (runtime/c-heap.ts): the collection has just freed the Buffers' memory
+ * there, and V8 frees their backing stores on its own threads just after it returns.
  *
  * How: through an in-process inspector session (`node:inspector` Session, no port is opened),
  * whose HeapProfiler.collectGarbage asks V8 for the full, memory-reducing collection its memory
@@ -35,6 +39,8 @@ export interface TrimParts {
   youngBytes(): number;
   /** One memory-reducing collection; resolves when it is done. */
   collect(): Promise<void>;
+  /** Gives the C library's free memory back to the system, when this process can (c-heap.ts). */
+  releaseFreed?(): Promise<void>;
   /** A monotonic clock in ms. */
   now(): number;
 }
@@ -48,6 +54,8 @@ export interface MemoryTrimOptions {
   minGapMs: number;
   /** Told after each trim (how long it took, and the young generation's size before and after). */
   onTrim?: (t: { ms: number; youngBefore: number; youngAfter: number }) => void;
+  /** Told after the C library's free memory was given back (how long that took). */
+  onRelease?: (t: { ms: number }) => void;
   onError?: (err: unknown) => void;
 }
 
@@ -68,6 +76,8 @@ export function memoryTrim(parts: TrimParts, o: MemoryTrimOptions): MemoryTrim {
   let floor = 0;
   let running = false;
   let stopped = false;
+  /** A collection has run; the C library's free memory is given back at the next idle look. */
+  let releasePending = false;
   return {
     async check() {
       if (stopped || running) return;
@@ -77,6 +87,21 @@ export function memoryTrim(parts: TrimParts, o: MemoryTrimOptions): MemoryTrim {
         return;
       }
       quietSince ??= now;
+      if (releasePending && parts.releaseFreed) {
+        releasePending = false;
+        running = true;
+        try {
+          await parts.releaseFreed();
+          o.onRelease?.({ ms: parts.now() - now });
+        } catch (err) {
+          o.onError?.(err);
+        } finally {
+          running = false;
+          // Its own few ms are not load.
+          parts.utilization();
+        }
+        return;
+      }
       if (now - quietSince < o.idleMs || now - lastTrim < o.minGapMs) return;
       const youngBefore = parts.youngBytes();
       if (youngBefore < floor + o.minYoungBytes) return;
@@ -88,6 +113,7 @@ export function memoryTrim(parts: TrimParts, o: MemoryTrimOptions): MemoryTrim {
         // A young generation held large by the operator (--min-semi-space-size) does not shrink:
         // it is not trimmed again until it grows by minYoungBytes beyond that.
         floor = youngAfter;
+        releasePending = true;
         o.onTrim?.({ ms: parts.now() - now, youngBefore, youngAfter });
       } catch (err) {
         o.onError?.(err);
@@ -106,8 +132,9 @@ export function memoryTrim(parts: TrimParts, o: MemoryTrimOptions): MemoryTrim {
 
 /**
  * Starts the trimmer on Node's own measurements (performance.eventLoopUtilization, the heap's
- * space statistics, the inspector). Resolves to null when this Node has no inspector (built
- * without it): nothing is trimmed then, and Herald runs as before.
+ * space statistics, the inspector), with glibc's malloc_trim after each collection (c-heap.ts).
+ * Resolves to null when this Node has no inspector (built without it): nothing is trimmed then,
+ * and Herald runs as before.
  */
 export async function startMemoryTrim(o: { idleMs: number; log: Logger }): Promise<MemoryTrim | null> {
   let inspector: typeof Inspector;
@@ -118,6 +145,8 @@ export async function startMemoryTrim(o: { idleMs: number; log: Logger }): Promi
     return null;
   }
   let last = performance.eventLoopUtilization();
+  /** Loaded at the first release (runtime/c-heap.ts), so a process that never bursts never loads it. */
+  let cHeap: Promise<CHeapRelease> | null = null;
   const parts: TrimParts = {
     utilization() {
       const now = performance.eventLoopUtilization();
@@ -127,6 +156,14 @@ export async function startMemoryTrim(o: { idleMs: number; log: Logger }): Promi
     },
     youngBytes: () => getHeapSpaceStatistics().find((s) => s.space_name === 'new_space')?.space_size ?? 0,
     collect: () => collectViaInspector(inspector),
+    releaseFreed: async () => {
+      cHeap ??= loadCHeapRelease().then((c) => {
+        if ('unavailable' in c) o.log.info({ reason: c.unavailable }, "memory trim: the C library's free memory stays with it");
+        return c;
+      });
+      const c = await cHeap;
+      if ('release' in c) c.release();
+    },
     now: () => performance.now(),
   };
   const trim = memoryTrim(parts, {
@@ -134,6 +171,7 @@ export async function startMemoryTrim(o: { idleMs: number; log: Logger }): Promi
     minYoungBytes: TRIM_DEFAULTS.minYoungBytes,
     minGapMs: TRIM_DEFAULTS.minGapMs,
     onTrim: (t) => o.log.debug({ ms: Math.round(t.ms), young_before: t.youngBefore, young_after: t.youngAfter }, 'idle: memory given back'),
+    onRelease: (t) => o.log.debug({ ms: Math.round(t.ms), rss_mb: Math.round(process.memoryUsage.rss() / 1048576) }, "idle: the C library's free memory given back"),
     onError: (err) => o.log.warn({ err: err instanceof Error ? err.message : String(err) }, 'memory trim failed'),
   });
   const timer = setInterval(() => void trim.check(), TRIM_DEFAULTS.checkMs);

@@ -130,3 +130,72 @@ describe('memory trim (runtime/memory-trim.ts)', () => {
     expect(young()).toBeLessThan(8 * MB);
   });
 });
+
+describe("memory trim: the C library's free memory (releaseFreed)", () => {
+  /** Fake parts that also count releases, and the order of what happened. */
+  function withRelease(young = 32 * MB) {
+    const { s, parts: base } = fakeParts(young);
+    const events: string[] = [];
+    const r = { fail: false };
+    const parts: TrimParts = {
+      ...base,
+      collect: async () => {
+        events.push(`collect@${s.t}`);
+        await base.collect();
+      },
+      releaseFreed: () => {
+        events.push(`release@${s.t}`);
+        return r.fail ? Promise.reject(new Error('no malloc_trim')) : Promise.resolve();
+      },
+    };
+    const f = { s, parts };
+    return { ...f, events, r };
+  }
+
+  it('gives it back at the idle look after each collection, never before one', async () => {
+    const { s, parts, events } = withRelease();
+    const released: number[] = [];
+    const trim = memoryTrim(parts, { ...opts, onRelease: (t) => released.push(t.ms) });
+    await tick(trim, s, 1_000);
+    expect(events).toEqual([]); // nothing collected yet: nothing to give back
+    await tick(trim, s, 5_000);
+    expect(events).toEqual(['collect@1250', 'release@1500']);
+    expect(released).toEqual([0]);
+    s.young = 32 * MB; // the next burst
+    await tick(trim, s, 15_000);
+    expect(events).toEqual(['collect@1250', 'release@1500', 'collect@11250', 'release@11500']);
+  });
+
+  it('waits while the loop is busy, and gives nothing back after a failed collection', async () => {
+    const { s, parts, events } = withRelease();
+    const errors: unknown[] = [];
+    const trim = memoryTrim(parts, { ...opts, onError: (e) => errors.push(e) });
+    await tick(trim, s, 1_250);
+    expect(events).toEqual(['collect@1250']);
+    s.busy = 0.5; // a burst starts right after the collection
+    await tick(trim, s, 3_000);
+    expect(events).toEqual(['collect@1250']);
+    s.busy = 0;
+    await tick(trim, s, 3_250);
+    expect(events).toEqual(['collect@1250', 'release@3250']);
+
+    s.young = 32 * MB;
+    s.fail = true;
+    await tick(trim, s, 20_000);
+    expect(errors).toHaveLength(1);
+    expect(events.filter((e) => e.startsWith('release'))).toHaveLength(1);
+  });
+
+  it('reports a failed release and goes on trimming', async () => {
+    const { s, parts, events, r } = withRelease();
+    const errors: unknown[] = [];
+    const trim = memoryTrim(parts, { ...opts, onError: (e) => errors.push(e) });
+    r.fail = true;
+    await tick(trim, s, 2_000);
+    expect(errors).toEqual([new Error('no malloc_trim')]);
+    r.fail = false;
+    s.young = 32 * MB;
+    await tick(trim, s, 12_000);
+    expect(events).toEqual(['collect@1250', 'release@1500', 'collect@11250', 'release@11500']);
+  });
+});
