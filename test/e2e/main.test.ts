@@ -195,7 +195,9 @@ describe('npm start on the embedded Redis', () => {
     for (const r of results) expect(r.code, r.stderr).toBe(0);
     const list = await cli('keys', 'list', '--json');
     expect(JSON.parse(list.stdout).map((k: { name: string }) => k.name).sort()).toEqual(['a', 'b', 'ops']);
-    await waitFor(() => !existsSync(join(dataDir, 'redis', 'redis.sock')), { timeoutMs: 5000, what: 'the last command to stop the server' });
+    // What the commands logged says which of them decided to leave the server running, and why.
+    const logged = [...results, list].map((r, i) => `command ${i + 1}: ${r.stderr.trim() || '(nothing)'}`).join('\n');
+    await waitFor(() => !existsSync(join(dataDir, 'redis', 'redis.sock')), { timeoutMs: 5000, what: `the last command to stop the server; the commands' stderr:\n${logged}` });
     const pid = redisPid();
     expect(pid === null || !alive(pid)).toBe(true);
   });
