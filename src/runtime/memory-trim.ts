@@ -78,6 +78,19 @@ export function memoryTrim(parts: TrimParts, o: MemoryTrimOptions): MemoryTrim {
   let stopped = false;
   /** A collection has run; the C library's free memory is given back at the next idle look. */
   let releasePending = false;
+  /** Runs one step (a collection or a release) alone; a failure is reported, never thrown. */
+  const alone = async (step: () => Promise<void>): Promise<void> => {
+    running = true;
+    try {
+      await step();
+    } catch (err) {
+      o.onError?.(err);
+    } finally {
+      running = false;
+      // The step itself kept the loop busy: that is not load.
+      parts.utilization();
+    }
+  };
   return {
     async check() {
       if (stopped || running) return;
@@ -89,25 +102,17 @@ export function memoryTrim(parts: TrimParts, o: MemoryTrimOptions): MemoryTrim {
       quietSince ??= now;
       if (releasePending && parts.releaseFreed) {
         releasePending = false;
-        running = true;
-        try {
-          await parts.releaseFreed();
+        await alone(async () => {
+          await parts.releaseFreed?.();
           o.onRelease?.({ ms: parts.now() - now });
-        } catch (err) {
-          o.onError?.(err);
-        } finally {
-          running = false;
-          // Its own few ms are not load.
-          parts.utilization();
-        }
+        });
         return;
       }
       if (now - quietSince < o.idleMs || now - lastTrim < o.minGapMs) return;
       const youngBefore = parts.youngBytes();
       if (youngBefore < floor + o.minYoungBytes) return;
-      running = true;
       lastTrim = now;
-      try {
+      await alone(async () => {
         await parts.collect();
         const youngAfter = parts.youngBytes();
         // A young generation held large by the operator (--min-semi-space-size) does not shrink:
@@ -115,14 +120,9 @@ export function memoryTrim(parts: TrimParts, o: MemoryTrimOptions): MemoryTrim {
         floor = youngAfter;
         releasePending = true;
         o.onTrim?.({ ms: parts.now() - now, youngBefore, youngAfter });
-      } catch (err) {
-        o.onError?.(err);
-      } finally {
-        running = false;
-        // The collection itself kept the loop busy: quiet starts again from here.
-        parts.utilization();
-        quietSince = null;
-      }
+      });
+      // Quiet starts again after a collection.
+      quietSince = null;
     },
     stop() {
       stopped = true;
