@@ -27,6 +27,13 @@ export interface DeliveryTargets {
  */
 export interface SendPacer extends Pacer {
   paceSend?(connectionId: string, rule: PacingRule, reserveFirst: boolean): Promise<PaceStep>;
+  /**
+   * paceSend and, when the delivery may send now, its `sending` record written over `prev` by
+   * compare-and-set (as ExecutionRepo.updateDelivery), as one atomic step: the last one before a
+   * send in one round trip. Null when the stored record is not `prev`: then no slot or token is
+   * taken either. Without it the service paces, then writes.
+   */
+  paceAndStart?(prev: Delivery, sending: Delivery, rule: PacingRule, reserveFirst: boolean): Promise<PaceStep | null>;
 }
 
 export interface DeliveryServiceDeps {
@@ -86,6 +93,9 @@ interface Reads {
  * pacing slot) is kept on the record as `not_before`, so a job that runs early only waits again.
  */
 export class DeliveryService {
+  /** Incident reads in flight, by id: the deliveries of one execute start together and share one. */
+  private readonly incidentReads = new Map<string, Promise<Incident | null>>();
+
   constructor(private readonly d: DeliveryServiceDeps) {}
 
   async process(deliveryId: string, hint?: DeliveryHint): Promise<ProcessOutcome> {
@@ -105,11 +115,25 @@ export class DeliveryService {
     const reads: Reads = {
       ...where,
       target: this.d.targets.get(where.connectionId),
-      incident: this.d.getIncident(where.incidentId),
+      incident: this.readIncident(where.incidentId),
       root: where.follows ? this.d.conversations.root(where.incidentId, where.connectionId) : null,
     };
     for (const p of [reads.target, reads.incident, reads.root]) p?.catch(() => undefined);
     return reads;
+  }
+
+  /**
+   * The incident, read once for every delivery that asks while a read of it is under way: an
+   * execute's deliveries start together (as many as the worker's concurrency), and each would
+   * otherwise read the same record. A delivery may get the answer of a read sent a moment before
+   * it asked: what it would have got had the reads gone out in one batch, as they do anyway.
+   */
+  private readIncident(id: string): Promise<Incident | null> {
+    const running = this.incidentReads.get(id);
+    if (running) return running;
+    const read = this.d.getIncident(id).finally(() => this.incidentReads.delete(id));
+    this.incidentReads.set(id, read);
+    return read;
   }
 
   private async tryProcess(deliveryId: string, hint: DeliveryHint | undefined): Promise<RaceAttempt<ProcessOutcome>> {
@@ -139,10 +163,17 @@ export class DeliveryService {
       const wait = Date.parse(current.not_before) - nowMs;
       if (wait > 0) return { kind: 'delay', ms: wait, reason: current.paced ? 'pacing' : 'retry' };
     }
+    // Whatever can fail without sending happens before the delivery is marked `sending`, so a
+    // crash here is never mistaken for a cut-off send.
+    const place = await this.placeInConversation(current, target, reads.root);
+    const message = this.messageOf(current, await reads.incident, place);
+    const sending: Delivery = { ...must(transition.startSending(current, this.d.clock.now())), action: place.action, reply_to: place.thread };
     // Pacing delays, never drops, and is no attempt. A delivery reserves its slot once and sleeps
     // until it; then, like any other, it takes a send token, waiting briefly if several slots fell
-    // due together (workers woke late), so actual sends never outrun the rate.
-    const pace = await this.pace(target.id, pacingFor(target.type, target.rateLimitPerMinute), !current.paced);
+    // due together (workers woke late), so actual sends never outrun the rate. Only with a token
+    // is it marked `sending`.
+    const pace = await this.paceAndStart(current, sending, target);
+    if (pace === LOST_RACE) return LOST_RACE;
     if (pace.step !== 'send') {
       // Its slot is reserved already (just now, or before): remember that, so it is not reserved
       // twice. Nothing a reader sees changed, so no listener is told.
@@ -152,13 +183,6 @@ export class DeliveryService {
       }
       return { kind: 'delay', ms: pace.waitMs, reason: 'pacing' };
     }
-
-    // Whatever can fail without sending happens before the delivery is marked `sending`, so a
-    // crash here is never mistaken for a cut-off send.
-    const place = await this.placeInConversation(current, target, reads.root);
-    const message = this.messageOf(current, await reads.incident, place);
-    const sending: Delivery = { ...must(transition.startSending(current, this.d.clock.now())), action: place.action, reply_to: place.thread };
-    if (!(await this.write(current, sending))) return LOST_RACE;
 
     let result: SendResult;
     try {
@@ -212,7 +236,25 @@ export class DeliveryService {
     return cut;
   }
 
-  /** `reserve` (when it holds no slot yet) then, if that slot is now, `take` (see Pacer). */
+  /**
+   * Paces the send and, when it may go now, marks the delivery `sending`: one atomic step where
+   * the pacer offers it (SendPacer.paceAndStart, one round trip), otherwise `reserve`
+   * (when it holds no slot yet) then, if that slot is now, `take` (see Pacer), then the write.
+   */
+  private async paceAndStart(current: Delivery, sending: Delivery, target: DeliveryTarget): Promise<PaceStep | typeof LOST_RACE> {
+    const rule = pacingFor(target.type, target.rateLimitPerMinute);
+    const reserveFirst = !current.paced;
+    if (this.d.pacer.paceAndStart) {
+      const step = await this.d.pacer.paceAndStart(current, sending, rule, reserveFirst);
+      if (step === null) return LOST_RACE;
+      if (step.step === 'send') this.d.onDeliveryChanged?.(sending);
+      return step;
+    }
+    const step = await this.pace(target.id, rule, reserveFirst);
+    if (step.step !== 'send') return step;
+    return (await this.write(current, sending)) ? step : LOST_RACE;
+  }
+
   private async pace(connectionId: string, rule: PacingRule, reserveFirst: boolean): Promise<PaceStep> {
     if (this.d.pacer.paceSend) return this.d.pacer.paceSend(connectionId, rule, reserveFirst);
     if (reserveFirst) {
@@ -282,6 +324,10 @@ export class DeliveryService {
     const health = healthChanges(target.health, ok ? { ok: true } : { ok: false, error: result.error })
       ? this.guarded('recording connection health', () => this.d.targets.recordOutcome(target.id, ok, ok ? null : result.error))
       : Promise.resolve();
+    // A delivered message's place in the conversation is what was sent, whatever the record's
+    // write meets: it is written beside that write too (the same round trip), not after it.
+    const delivered = next;
+    const conversation = result.outcome === 'delivered' ? this.guarded('recording the conversation', () => this.advanceConversation(delivered, place)) : Promise.resolve();
     // The worker holds the job, so only a cancel can race this write; the send already happened,
     // so its record wins over the cancel (retry the write on the latest state). Should it keep
     // losing, or the delivery be gone, the attempt is still reported and the outcome stands.
@@ -300,7 +346,7 @@ export class DeliveryService {
     );
     this.d.onAttempt?.(next, attempt);
     await health;
-    if (result.outcome === 'delivered') await this.guarded('recording the conversation', () => this.advanceConversation(next, place));
+    await conversation;
     if (result.outcome === 'permanent' && result.disable) {
       const reason = result.disable;
       await this.guarded('disabling a dead connection', () => this.d.targets.disable(target.id, reason));

@@ -97,15 +97,20 @@ export function createSlackEdge(opts: SlackEdgeOptions, expressApp: Express): Sl
     app = new App({ ...common, receiver });
   } else if (opts.signingSecret !== undefined) {
     mode = 'http';
-    expressApp.post(SLACK_EVENTS_PATH, readRawBody(log), verifyRequests(opts.signingSecret, now, log));
-    // Bolt adds its router to the same Express app (no second server, no global body parser).
+    // Bolt's router answers on the same Express app (no second server, no global body parser), as
+    // the last handler of the one Slack route, after the body and the signature are checked: not
+    // mounted on the app itself, where every API request would pass through it (the receiver
+    // mounts it on an app of its own, never served).
+    const boltRouter = express.Router();
+    expressApp.post(SLACK_EVENTS_PATH, readRawBody(log), verifyRequests(opts.signingSecret, now, log), boltRouter);
     const receiver = new ExpressReceiver({
       signingSecret: opts.signingSecret,
       // verifyRequests (above, on the same path, before Bolt's router) has checked the signature
       // already, and more strictly (future timestamps too); it is the one check. Bolt's second one
       // compared in a way that drew fresh randomness per request: ~3 % of an ack's CPU.
       signatureVerification: false,
-      app: expressApp,
+      app: express(),
+      router: boltRouter,
       endpoints: SLACK_EVENTS_PATH,
       logger: boltLogger(log),
       processBeforeResponse: false,

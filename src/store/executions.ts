@@ -1,9 +1,8 @@
-import { hash } from 'node:crypto';
 import type { RedisClient as Redis } from './redis-connect.js';
 import { isTerminal, type Delivery, type Execution } from '../domain/execution/execution.js';
 import type { Incident } from '../domain/incident/incident.js';
 import { encodeIncident, storedString } from './incident-record.js';
-import { rememberText, storedText } from './stored-text.js';
+import { rememberText, storedTextSha1 } from './stored-text.js';
 import type { IncidentEvent } from '../domain/incident/incident-event.js';
 import type { Page, PageRequest } from '../domain/common/pagination.js';
 import type { ExecutionRepo, ThreadState } from '../ports/index.js';
@@ -38,8 +37,6 @@ if ARGV[5] ~= '' then redis.call('ZADD', KEYS[3], ARGV[5], ARGV[3]) end
 if #ARGV > 5 then redis.call('RPUSH', KEYS[4], unpack(ARGV, 6)) end
 return 0
 `);
-
-const sha1Hex = (text: string): string => hash('sha1', text, 'hex');
 
 /**
  * How long the outbox sweep leaves an execute's deliveries to their dispatch jobs (markDispatched).
@@ -172,7 +169,7 @@ export class RedisExecutionRepo implements ExecutionRepo {
     const k = this.keys;
     const keys = [k.delivery(prev.id), k.connectionActiveDeliveries(next.connection_id), k.deliveryOutbox(), k.incidentEvents(next.incident_id)];
     const nextText = JSON.stringify(next);
-    const args = [sha1Hex(storedText(prev, () => JSON.stringify(prev))), nextText, next.id, isTerminal(next.status) ? '1' : '0', opts.outbox ? String(this.nowMs()) : ''];
+    const args = [storedTextSha1(prev), nextText, next.id, isTerminal(next.status) ? '1' : '0', opts.outbox ? String(this.nowMs()) : ''];
     // The timeline's `delivery.failed` is written with the failure itself: never one without the other.
     for (const e of opts.events ?? []) args.push(JSON.stringify(e));
     const written = (await runScript(this.redis, DELIVERY_UPDATE_LUA, keys, args)) === 0;

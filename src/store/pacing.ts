@@ -1,8 +1,10 @@
 import type { RedisClient as Redis } from './redis-connect.js';
 import type { PaceStep, PacingRule } from '../domain/execution/delivery-policy.js';
+import type { Delivery } from '../domain/execution/execution.js';
 import type { Pacer } from '../ports/index.js';
 import type { Keys } from './keys.js';
 import { luaScript, runScript } from './scripts.js';
+import { rememberText, storedTextSha1 } from './stored-text.js';
 
 /**
  * pace — a token bucket as GCRA (one timestamp per key: the "theoretical arrival time" of the
@@ -47,19 +49,53 @@ return pace(KEYS[1], now, interval, tolerance, ARGV[3] == '1')
  * pace_send — what a delivery does right before sending, in one round trip instead of two: when
  * it holds no slot yet (ARGV[3] = 1) it reserves one on the schedule, and only when that slot is
  * now does it take a token of the send bucket — exactly `reserve` then `take` (same keys, same
- * rule), run as one step.
+ * rule), run as one step. A Lua function, so the delivery engine's last step before a send
+ * (delivery_start, below) runs the very same code with its record's check and write.
  *
- * KEYS[1] the schedule's key, KEYS[2] the send bucket's key
  * ARGV[1] emission interval, ms; ARGV[2] burst; ARGV[3] 1 = reserve first, 0 = it holds a slot
- * Returns {step, ms}: step 0 = send now, 1 = its reserved slot is ms away, 2 = no send token for ms.
+ * pace_send(schedule key, send bucket key) returns step, ms: step 0 = send now, 1 = its reserved
+ * slot is ms away, 2 = no send token for ms.
  */
-const PACE_SEND_LUA = luaScript('pace_send', `${GCRA_STEP}
-if ARGV[3] == '1' then
-  local wait = pace(KEYS[1], now, interval, tolerance, true)
-  if wait > 0 then return {1, wait} end
+const PACE_SEND_FUNCTION = `${GCRA_STEP}
+local function pace_send(schedule, bucket)
+  if ARGV[3] == '1' then
+    local wait = pace(schedule, now, interval, tolerance, true)
+    if wait > 0 then return 1, wait end
+  end
+  local wait = pace(bucket, now, interval, tolerance, false)
+  if wait > 0 then return 2, wait end
+  return 0, 0
 end
-local wait = pace(KEYS[2], now, interval, tolerance, false)
-if wait > 0 then return {2, wait} end
+`;
+
+/** pace_send as a script: KEYS[1] the schedule's key, KEYS[2] the send bucket's key; returns {step, ms}. */
+const PACE_SEND_LUA = luaScript('pace_send', `${PACE_SEND_FUNCTION}
+local step, wait = pace_send(KEYS[1], KEYS[2])
+return {step, wait}
+`);
+
+/**
+ * delivery_start — a delivery's last step before its send, one round trip where it was two:
+ * pace_send, and only when it may send now, the compare-and-set of the delivery's record to its
+ * `sending` one (the same steps as delivery_update in executions.ts). The record is checked
+ * first, so a delivery that lost a race takes neither a slot nor a token; one that must wait is
+ * not written (the engine records its reserved slot itself).
+ *
+ * KEYS[1] the schedule, KEYS[2] the send bucket, KEYS[3] the delivery, KEYS[4] its connection's
+ *         active set
+ * ARGV[1..3] pace_send's, ARGV[4] SHA-1 (hex) of the record as read, ARGV[5] the `sending`
+ * record, ARGV[6] the delivery id
+ * Returns {step, ms}: pace_send's answer (0 = written: send now), or {3, 0} when the stored record
+ * is not the one read (nothing taken, nothing written).
+ */
+const DELIVERY_START_LUA = luaScript('delivery_start', `
+local stored = redis.call('GET', KEYS[3])
+if not stored or redis.sha1hex(stored) ~= ARGV[4] then return {3, 0} end
+${PACE_SEND_FUNCTION}
+local step, wait = pace_send(KEYS[1], KEYS[2])
+if step ~= 0 then return {step, wait} end
+redis.call('SET', KEYS[3], ARGV[5])
+redis.call('SADD', KEYS[4], ARGV[6])
 return {0, 0}
 `);
 
@@ -87,15 +123,39 @@ export class RedisPacer implements Pacer {
    */
   async paceSend(connectionId: string, rule: PacingRule, reserveFirst: boolean): Promise<PaceStep> {
     const keys = [this.keys.pacingSchedule(connectionId), this.keys.pacing(connectionId)];
-    const [step, wait] = (await runScript(this.redis, PACE_SEND_LUA, keys, [...ruleArgs(rule), reserveFirst ? '1' : '0'])) as [number, number];
-    if (step === 0) return { step: 'send' };
-    return { step: step === 1 ? 'reserved' : 'take', waitMs: Number(wait) };
+    return paceStepOf((await runScript(this.redis, PACE_SEND_LUA, keys, paceSendArgs(rule, reserveFirst))) as [number, number]);
+  }
+
+  /**
+   * paceSend, and when the delivery may go now, its `sending` record written over `prev` by
+   * compare-and-set, in one script (delivery_start). Null when the stored record is not `prev`.
+   */
+  async paceAndStart(prev: Delivery, sending: Delivery, rule: PacingRule, reserveFirst: boolean): Promise<PaceStep | null> {
+    const k = this.keys;
+    const connectionId = sending.connection_id;
+    const keys = [k.pacingSchedule(connectionId), k.pacing(connectionId), k.delivery(prev.id), k.connectionActiveDeliveries(connectionId)];
+    const text = JSON.stringify(sending);
+    const answer = (await runScript(this.redis, DELIVERY_START_LUA, keys, [...paceSendArgs(rule, reserveFirst), storedTextSha1(prev), text, sending.id])) as [number, number];
+    if (answer[0] === 3) return null;
+    // Written: the next compare-and-set of this delivery expects exactly this text.
+    if (answer[0] === 0) rememberText(sending, text);
+    return paceStepOf(answer);
   }
 
   private async run(key: string, rule: PacingRule, reserve: boolean): Promise<number> {
     const wait = await runScript(this.redis, PACE_LUA, [key], [...ruleArgs(rule), reserve ? '1' : '0']);
     return Number(wait);
   }
+}
+
+/** ARGV[1..3] of pace_send. */
+function paceSendArgs(rule: PacingRule, reserveFirst: boolean): [string, string, string] {
+  return [...ruleArgs(rule), reserveFirst ? '1' : '0'];
+}
+
+/** pace_send's answer as a PaceStep. */
+function paceStepOf([step, wait]: [number, number]): PaceStep {
+  return step === 0 ? { step: 'send' } : { step: step === 1 ? 'reserved' : 'take', waitMs: Number(wait) };
 }
 
 function ruleArgs(rule: PacingRule): [string, string] {

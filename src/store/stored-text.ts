@@ -1,3 +1,5 @@
+import { hash } from 'node:crypto';
+
 /**
  * The exact text each record object was read from or written as. Every update is a
  * compare-and-set against the stored text (commit.ts and the delivery script), so sending back
@@ -17,4 +19,13 @@ export function rememberText<T extends object>(record: T, text: string): T {
 /** What a compare-and-set against `record` expects: its remembered text, else `encode()`. */
 export function storedText(record: object, encode: () => string): string {
   return texts.get(record) ?? encode();
+}
+
+/**
+ * The SHA-1 (hex) of what a compare-and-set against `record` expects (storedText, or its JSON):
+ * the delivery scripts compare it with Redis' own SHA-1 of the stored text, so the record as read
+ * never crosses the wire again.
+ */
+export function storedTextSha1(record: object): string {
+  return hash('sha1', storedText(record, () => JSON.stringify(record)), 'hex');
 }

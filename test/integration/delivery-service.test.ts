@@ -10,6 +10,7 @@ import { DeliveryService, type DeliveryServiceDeps } from '../../src/services/de
 import { RedisConversationRepo } from '../../src/store/conversations.js';
 import { RedisExecutionRepo } from '../../src/store/executions.js';
 import { RedisIncidentRepo } from '../../src/store/incidents.js';
+import { RedisPacer } from '../../src/store/pacing.js';
 import { targetOf } from '../support/delivery-targets.js';
 import { useTestRedis } from '../support/redis.js';
 
@@ -157,6 +158,50 @@ describe('the delivery use case', () => {
     expect(await r.service.process(r.delivery.id)).toEqual({ kind: 'done', status: 'delivered' });
     expect(r.reserves).toHaveLength(1);
     expect(r.takes).toBe(2);
+  });
+
+  it("with Redis' pacer, pacing and the `sending` mark are one step: a cancel that won meanwhile sends nothing and takes no slot", async () => {
+    const redisPacer = new RedisPacer(db.redis, keys);
+    let cancelled = 0;
+    const r = await rig({
+      pacer: {
+        reserve: (id, rule) => redisPacer.reserve(id, rule),
+        take: (id, rule) => redisPacer.take(id, rule),
+        reset: (id) => redisPacer.reset(id),
+        // A cancel lands between the engine's read and its last step before the send.
+        paceAndStart: async (prev, sending, rule, reserveFirst) => {
+          if (cancelled++ === 0) await db.redis.set(keys.delivery(prev.id), JSON.stringify({ ...prev, status: 'cancelled', rev: prev.rev + 1 }));
+          return redisPacer.paceAndStart(prev, sending, rule, reserveFirst);
+        },
+      },
+    });
+    expect(await r.service.process(r.delivery.id)).toEqual({ kind: 'done', status: 'cancelled' });
+    expect(r.sends).toEqual([]);
+    expect((await r.get()).status).toBe('cancelled');
+    // The connection's first slot and token are still free.
+    expect(await redisPacer.paceSend(r.delivery.connection_id, { perSecond: 1, burst: 1 }, true)).toEqual({ step: 'send' });
+  });
+
+  it("with Redis' pacer, a delivery that may go is stored as `sending` by that step before it is sent", async () => {
+    const repo = new RedisExecutionRepo(db.redis, keys);
+    const atSend: string[] = [];
+    const changes: string[] = [];
+    const r = await rig({
+      pacer: new RedisPacer(db.redis, keys),
+      senders: {
+        webhook: {
+          send: async (_t: DeliveryTarget, m: OutboundMessage) => {
+            atSend.push((await repo.getDelivery(m.deliveryId))!.status);
+            return delivered;
+          },
+        },
+      } as unknown as ChannelSenders,
+      onDeliveryChanged: (d) => changes.push(d.status),
+    });
+    expect(await r.service.process(r.delivery.id)).toEqual({ kind: 'done', status: 'delivered' });
+    expect(atSend).toEqual(['sending']);
+    expect(changes).toEqual(['sending', 'delivered']);
+    expect((await r.get()).attempts.map((a) => a.outcome)).toEqual(['delivered']);
   });
 
   it(`gives up after ${MAX_ATTEMPTS} attempts with one delivery.failed event; redeliver gets a fresh budget`, async () => {

@@ -1,16 +1,21 @@
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createIdGenerator } from '../../src/domain/common/ids.js';
+import { startSending } from '../../src/domain/execution/delivery-state.js';
+import { newDelivery, type Delivery } from '../../src/domain/execution/execution.js';
+import { RedisExecutionRepo } from '../../src/store/executions.js';
 import { createKeys } from '../../src/store/keys.js';
 import { RedisPacer } from '../../src/store/pacing.js';
 import { connectTestRedis, dropPrefix, uniquePrefix } from '../support/redis.js';
 
 let redis: Redis;
 const prefix = uniquePrefix('pace');
+const keys = createKeys(prefix);
 let pacer: RedisPacer;
 
 beforeAll(() => {
   redis = connectTestRedis();
-  pacer = new RedisPacer(redis, createKeys(prefix));
+  pacer = new RedisPacer(redis, keys);
 });
 afterAll(async () => {
   await dropPrefix(redis, prefix);
@@ -93,5 +98,57 @@ describe('RedisPacer (GCRA token bucket with reservations)', () => {
     // The same keys as reserve and take: the schedule is a slot further out for the next caller.
     expect(await pacer.reserve('con_both', rule)).toBeGreaterThan(1900);
   });
-});
 
+  describe('paceAndStart: pacing and the `sending` mark in one step', () => {
+    const ids = createIdGenerator();
+    /** A queued delivery stored as the engine reads it, and the `sending` record it would write. */
+    async function queued(connectionId = ids.next('connection')): Promise<{ read: Delivery; sending: Delivery }> {
+      const d = newDelivery({ id: ids.next('delivery'), executionId: ids.next('execution'), incidentId: ids.next('incident'), connectionId, connectionType: 'webhook', templateId: null, templateVersion: null, content: { subject: 'S', body: 'B' } });
+      await redis.set(keys.delivery(d.id), JSON.stringify(d));
+      const [read] = await new RedisExecutionRepo(redis, keys).getDeliveries([d.id]);
+      return { read: read!, sending: startSending(read!, new Date()) as Delivery };
+    }
+    const stored = async (d: Delivery): Promise<Delivery> => JSON.parse((await redis.get(keys.delivery(d.id)))!) as Delivery;
+
+    it('with a slot and a token now, writes the `sending` record over the one read and keeps the active index', async () => {
+      const { read, sending } = await queued();
+      expect(await pacer.paceAndStart(read, sending, { perSecond: 1, burst: 1 }, true)).toEqual({ step: 'send' });
+      expect(await stored(read)).toEqual(sending);
+      expect(await redis.sismember(keys.connectionActiveDeliveries(read.connection_id), read.id)).toBe(1);
+      // The text written is what the next compare-and-set expects.
+      const delivered: Delivery = { ...sending, status: 'delivered', rev: sending.rev + 1 };
+      expect(await new RedisExecutionRepo(redis, keys).updateDelivery(sending, delivered)).toBe(true);
+    });
+
+    it('when it must wait, writes nothing and says how long: its reserved slot, or a send token', async () => {
+      const rule = { perSecond: 1, burst: 1 };
+      const first = await queued();
+      expect(await pacer.paceAndStart(first.read, first.sending, rule, true)).toEqual({ step: 'send' });
+      // Another delivery to the same connection: its slot is a second out, and reserved now.
+      const { read, sending } = await queued(first.read.connection_id);
+      const reserved = await pacer.paceAndStart(read, sending, rule, true);
+      expect(reserved?.step).toBe('reserved');
+      expect(reserved !== null && reserved.step !== 'send' ? reserved.waitMs : 0).toBeGreaterThan(900);
+      expect(await stored(read)).toEqual(read);
+      // Holding that slot, it asks only for a token, and none is free yet: still nothing written.
+      const token = await pacer.paceAndStart(read, sending, rule, false);
+      expect(token?.step).toBe('take');
+      expect(await stored(read)).toEqual(read);
+      expect(await redis.sismember(keys.connectionActiveDeliveries(read.connection_id), read.id)).toBe(0);
+    });
+
+    it('a delivery changed since it was read (a cancel won) takes no slot or token and is not written', async () => {
+      const rule = { perSecond: 1, burst: 1 };
+      const { read, sending } = await queued();
+      const cancelled = { ...read, status: 'cancelled' as const, rev: read.rev + 1 };
+      await redis.set(keys.delivery(read.id), JSON.stringify(cancelled));
+      expect(await pacer.paceAndStart(read, sending, rule, true)).toBeNull();
+      expect(await stored(read)).toEqual(cancelled);
+      // Gone altogether: the same.
+      await redis.del(keys.delivery(read.id));
+      expect(await pacer.paceAndStart(read, sending, rule, true)).toBeNull();
+      // Neither call took anything: the connection's first slot and first token are still free.
+      expect(await pacer.paceSend(read.connection_id, rule, true)).toEqual({ step: 'send' });
+    });
+  });
+});

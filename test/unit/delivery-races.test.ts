@@ -3,6 +3,7 @@ import { InMemoryConversationRepo } from '../service/fakes.js';
 import { createIdGenerator } from '../../src/domain/common/ids.js';
 import { newDelivery, type Attempt, type Delivery } from '../../src/domain/execution/execution.js';
 import type { ChannelSenders, DeliveryTarget, ExecutionRepo, OutboundMessage, SendResult } from '../../src/ports/index.js';
+import type { Incident } from '../../src/domain/incident/incident.js';
 import { DeliveryService } from '../../src/services/deliveries.js';
 import { DELIVERY_WRITE_ATTEMPTS } from '../../src/services/retry.js';
 import { targetOf } from '../support/delivery-targets.js';
@@ -45,7 +46,7 @@ class MemoryRepo {
   }
 }
 
-function rig() {
+function rig(getIncident: (id: string) => Promise<Incident | null> = () => Promise.resolve(null)) {
   const ids = createIdGenerator(() => NOW);
   const target = targetOf('webhook', { url: 'https://hooks.example.com/in', secret: 'whsec_dGVzdHRlc3R0ZXN0dGVzdA==' }) as DeliveryTarget;
   const repo = new MemoryRepo();
@@ -78,7 +79,7 @@ function rig() {
     clock: { now: () => new Date(NOW) },
     ids,
     random: () => 1,
-    getIncident: () => Promise.resolve(null),
+    getIncident,
     conversations: new InMemoryConversationRepo(),
     publicUrl: null,
     onAttempt: (_d, a) => attempts.push(a),
@@ -165,5 +166,27 @@ describe('the delivery service under racing writes', () => {
     expect(r2.repo.writes).toBe(DELIVERY_WRITE_ATTEMPTS);
     expect(r2.repo.rows.get(busy.id)!.status).toBe('queued');
     expect(r2.removed).toEqual([]);
+  });
+
+  it('deliveries of one incident that start together share one read of it; a later one reads it anew', async () => {
+    const asked: string[] = [];
+    const r = rig((id) => {
+      asked.push(id);
+      return Promise.resolve(null);
+    });
+    const together = [r.add(), r.add(), r.add()];
+    const outcomes = await Promise.all(together.map((d) => r.service.process(d.id)));
+    expect(outcomes.map((o) => o.kind)).toEqual(['done', 'done', 'done']);
+    expect(asked).toEqual(['inc_1']);
+    expect(await r.service.process(r.add().id)).toEqual({ kind: 'done', status: 'delivered' });
+    expect(asked).toEqual(['inc_1', 'inc_1']);
+    // A failed read is shared by those that asked together, and not kept for the next one.
+    let fail = true;
+    const r2 = rig(() => (fail ? Promise.reject(new Error('Redis away')) : Promise.resolve(null)));
+    const failing = await Promise.allSettled([r2.add(), r2.add()].map((d) => r2.service.process(d.id)));
+    expect(failing.map((f) => f.status)).toEqual(['rejected', 'rejected']);
+    expect(r2.sends).toHaveLength(0);
+    fail = false;
+    expect(await r2.service.process(r2.add().id)).toEqual({ kind: 'done', status: 'delivered' });
   });
 });
