@@ -166,7 +166,7 @@ export class DeliveryService {
     // Whatever can fail without sending happens before the delivery is marked `sending`, so a
     // crash here is never mistaken for a cut-off send.
     const place = await this.placeInConversation(current, target, reads.root);
-    const message = this.messageOf(current, await reads.incident, place);
+    const incident = await reads.incident;
     const sending: Delivery = { ...must(transition.startSending(current, this.d.clock.now())), action: place.action, reply_to: place.thread };
     // Pacing delays, never drops, and is no attempt. A delivery reserves its slot once and sleeps
     // until it; then, like any other, it takes a send token, waiting briefly if several slots fell
@@ -184,6 +184,8 @@ export class DeliveryService {
       return { kind: 'delay', ms: pace.waitMs, reason: 'pacing' };
     }
 
+    // Built only for a send: a delivery that must wait for pacing does not need it yet.
+    const message = this.messageOf(current, incident, place);
     let result: SendResult;
     try {
       result = await sendVia(this.d.senders, target, message);
