@@ -330,6 +330,14 @@ export class DeliveryService {
     // write meets: it is written beside that write too (the same round trip), not after it.
     const delivered = next;
     const conversation = result.outcome === 'delivered' ? this.guarded('recording the conversation', () => this.advanceConversation(delivered, place)) : Promise.resolve();
+    // A connection found dead is disabled before the failure is written, so whoever sees the
+    // delivery failed (an execution's status, a poller) also sees the connection disabled; its
+    // health is written first, so the disabled state is the one that stays.
+    const disable = result.outcome === 'permanent' ? result.disable : undefined;
+    if (disable) {
+      await health;
+      await this.guarded('disabling a dead connection', () => this.d.targets.disable(target.id, disable));
+    }
     // The worker holds the job, so only a cancel can race this write; the send already happened,
     // so its record wins over the cancel (retry the write on the latest state). Should it keep
     // losing, or the delivery be gone, the attempt is still reported and the outcome stands.
@@ -349,11 +357,7 @@ export class DeliveryService {
     this.d.onAttempt?.(next, attempt);
     await health;
     await conversation;
-    if (result.outcome === 'permanent' && result.disable) {
-      const reason = result.disable;
-      await this.guarded('disabling a dead connection', () => this.d.targets.disable(target.id, reason));
-      await this.guarded("cancelling a disabled connection's deliveries", () => this.cancelForConnection(target.id, 'connection disabled'));
-    }
+    if (disable) await this.guarded("cancelling a disabled connection's deliveries", () => this.cancelForConnection(target.id, 'connection disabled'));
     return outcome;
   }
 

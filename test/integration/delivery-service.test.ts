@@ -287,6 +287,27 @@ describe('the delivery use case', () => {
     expect(recorded).toEqual([false, true]);
   });
 
+  it('a connection found dead is disabled before the failure is written: whoever sees the delivery failed sees it disabled', async () => {
+    const steps: string[] = [];
+    let readStatus: () => Promise<string> = () => Promise.resolve('');
+    const r = await rig({
+      targets: {
+        get: () => Promise.resolve(targetOf('webhook', { url: 'https://hooks.example.com/in', secret: 'whsec_dGVzdHRlc3R0ZXN0dGVzdA==' })),
+        recordOutcome: async () => {
+          steps.push(`health (delivery ${await readStatus()})`);
+        },
+        disable: async (_id, reason) => {
+          steps.push(`disable: ${reason} (delivery ${await readStatus()})`);
+        },
+      },
+    });
+    readStatus = async () => (await r.get()).status;
+    r.script = [{ outcome: 'permanent', httpStatus: 404, providerCode: null, latencyMs: 1, error: 'HTTP 404', disable: 'HTTP 404 from the webhook URL' }];
+    expect(await r.service.process(r.delivery.id)).toEqual({ kind: 'done', status: 'failed' });
+    expect(steps).toEqual(['health (delivery sending)', 'disable: HTTP 404 from the webhook URL (delivery sending)']);
+    expect((await r.get()).status).toBe('failed');
+  });
+
   it("with its job's hint, reads the connection and the incident beside the delivery; a wrong hint is not trusted", async () => {
     const incidents = new RedisIncidentRepo(db.redis, keys);
     /** A rig that notes the order of its reads, and which connections it asked for. */
