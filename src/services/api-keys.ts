@@ -16,6 +16,7 @@ import type { Page, PageRequest } from '../domain/common/pagination.js';
 import { parseInput } from '../domain/common/validation.js';
 import type { ApiKeyRepo, Clock, IdGenerator, TokenCrypto } from '../ports/index.js';
 import { LOST_RACE, retryOnConflict } from './retry.js';
+import { SingleFlight } from './single-flight.js';
 
 export interface ApiKeyServiceDeps {
   repo: ApiKeyRepo;
@@ -50,7 +51,7 @@ export class ApiKeyService {
    * in-flight requests at once (64 of them in the benchmark): they wait for one lookup instead of
    * each making its own four round trips and last-use write.
    */
-  private readonly lookups = new Map<string, Promise<ApiKey | null>>();
+  private readonly lookups = new SingleFlight<string, ApiKey | null>();
   /** Bumped by every revocation here: a lookup that began before one must not cache what it read. */
   private generation = 0;
 
@@ -119,18 +120,7 @@ export class ApiKeyService {
     }
     if (!isWellFormedToken(token)) throw unauthenticated('invalid');
     this.cache.delete(hash);
-    let lookup = this.lookups.get(hash);
-    if (lookup === undefined) {
-      const started = this.lookUp(hash, now);
-      const done = () => {
-        if (this.lookups.get(hash) === started) this.lookups.delete(hash);
-      };
-      // Its failure (Redis away) is every waiter's, each of which awaits it: handled there.
-      started.then(done, done);
-      this.lookups.set(hash, started);
-      lookup = started;
-    }
-    const key = await lookup;
+    const key = await this.lookups.run(hash, () => this.lookUp(hash, now));
     if (!key || keyState(key, now) !== 'active') throw unauthenticated('invalid');
     return key;
   }

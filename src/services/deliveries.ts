@@ -11,6 +11,7 @@ import { incidentUrl } from '../domain/template/render.js';
 import { newEvent, type IncidentEvent } from '../domain/incident/incident-event.js';
 import type { ChannelSenders, Clock, ConversationRepo, ThreadRoot, DeliveryHint, DeliveryQueue, DeliveryTarget, DispatchBatch, DispatchClaim, QueuedJob, ExecutionRepo, IdGenerator, MessageAction, MessageRef, OutboundMessage, Pacer, ProcessOutcome, SendResult } from '../ports/index.js';
 import { DELIVERY_WRITE_ATTEMPTS, LOST_RACE, retryOnConflict, type Attempt as RaceAttempt } from './retry.js';
+import { SingleFlight } from './single-flight.js';
 
 export interface DeliveryTargets {
   /** The connection with decrypted secrets, or null when it no longer exists. */
@@ -94,7 +95,7 @@ interface Reads {
  */
 export class DeliveryService {
   /** Incident reads in flight, by id: the deliveries of one execute start together and share one. */
-  private readonly incidentReads = new Map<string, Promise<Incident | null>>();
+  private readonly incidentReads = new SingleFlight<string, Incident | null>();
 
   constructor(private readonly d: DeliveryServiceDeps) {}
 
@@ -129,11 +130,7 @@ export class DeliveryService {
    * it asked: what it would have got had the reads gone out in one batch, as they do anyway.
    */
   private readIncident(id: string): Promise<Incident | null> {
-    const running = this.incidentReads.get(id);
-    if (running) return running;
-    const read = this.d.getIncident(id).finally(() => this.incidentReads.delete(id));
-    this.incidentReads.set(id, read);
-    return read;
+    return this.incidentReads.run(id, () => this.d.getIncident(id));
   }
 
   private async tryProcess(deliveryId: string, hint: DeliveryHint | undefined): Promise<RaceAttempt<ProcessOutcome>> {
