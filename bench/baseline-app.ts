@@ -53,7 +53,11 @@ app.post('/v1/incidents', express.json({ limit: '256kb' }), async (req, res) => 
     closed_at: null,
     revision: 1,
   };
-  await redis.multi().set(incidentKey(incident.id), JSON.stringify(incident)).zadd(indexKey, Date.now(), incident.id).exec();
+  await redis
+    .multi()
+    .set(incidentKey(incident.id), JSON.stringify(incident))
+    .zadd(indexKey, Date.now(), incident.id)
+    .exec();
   res.status(201).location(`/v1/incidents/${incident.id}`).json(incident);
 });
 

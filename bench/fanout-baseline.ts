@@ -14,7 +14,8 @@ const n = Number(nArg);
 const concurrency = Number(cArg);
 let pad = 560;
 
-const post = (i: number): Promise<boolean> => postWebhook(base, i, Buffer.from(JSON.stringify({ event: 'incident.executed', i, text: 'x'.repeat(pad) })));
+const post = (i: number): Promise<boolean> =>
+  postWebhook(base, i, Buffer.from(JSON.stringify({ event: 'incident.executed', i, text: 'x'.repeat(pad) })));
 
 exitWithParent();
 // Bounded: without a go within two minutes, give up.

@@ -28,7 +28,10 @@ export async function waitFor<T>(
       lastError = e;
     }
     if (Date.now() >= deadline) {
-      const why = lastError === null ? '' : ` (last error: ${lastError instanceof Error ? lastError.message : String(lastError)})`;
+      const why =
+        lastError === null
+          ? ''
+          : ` (last error: ${lastError instanceof Error ? lastError.message : String(lastError)})`;
       throw new Error(`timed out after ${opts.timeoutMs} ms waiting for ${what}${why}`);
     }
     await new Promise((r) => setTimeout(r, opts.intervalMs ?? 20));
@@ -148,7 +151,8 @@ export class Child {
           const v = match(l);
           if (v !== undefined) return v;
         }
-        if (this.exit) throw new Error(`${this.name} exited (${JSON.stringify(this.exit)}): ${this.stderrTail() || 'no stderr'}`);
+        if (this.exit)
+          throw new Error(`${this.name} exited (${JSON.stringify(this.exit)}): ${this.stderrTail() || 'no stderr'}`);
         return undefined;
       },
       { timeoutMs, intervalMs: 5 },
@@ -157,19 +161,26 @@ export class Child {
 
   /** The first stdout line that parses as a JSON object carrying `key`. */
   json<T extends Record<string, unknown>>(key: string, timeoutMs: number): Promise<T> {
-    return this.line(`a JSON line with "${key}"`, (l) => {
-      if (!l.startsWith('{')) return undefined;
-      try {
-        const v = JSON.parse(l) as Record<string, unknown>;
-        return key in v ? (v as T) : undefined;
-      } catch {
-        return undefined;
-      }
-    }, timeoutMs);
+    return this.line(
+      `a JSON line with "${key}"`,
+      (l) => {
+        if (!l.startsWith('{')) return undefined;
+        try {
+          const v = JSON.parse(l) as Record<string, unknown>;
+          return key in v ? (v as T) : undefined;
+        } catch {
+          return undefined;
+        }
+      },
+      timeoutMs,
+    );
   }
 
   /** Sends `signal`, waits up to `timeoutMs` for the exit, then SIGKILLs. Returns how long it took. */
-  async stop(signal: NodeJS.Signals = 'SIGTERM', timeoutMs = 15_000): Promise<{ ms: number; code: number | null; killed: boolean }> {
+  async stop(
+    signal: NodeJS.Signals = 'SIGTERM',
+    timeoutMs = 15_000,
+  ): Promise<{ ms: number; code: number | null; killed: boolean }> {
     const t0 = performance.now();
     if (this.exit) return { ms: 0, code: this.exit.code, killed: false };
     this.proc.kill(signal);
@@ -190,7 +201,13 @@ export class Child {
   }
 }
 
-export function startChild(name: string, command: string, args: string[], env: NodeJS.ProcessEnv, opts: { stdin?: boolean } = {}): Child {
+export function startChild(
+  name: string,
+  command: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  opts: { stdin?: boolean } = {},
+): Child {
   hookExit();
   const proc = spawn(command, args, { cwd: ROOT, env, stdio: [opts.stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'] });
   const child = new Child(name, proc);
@@ -199,7 +216,13 @@ export function startChild(name: string, command: string, args: string[], env: N
 }
 
 /** Runs one of bench/*.ts in its own node process (tsx's loader; plain node once loaded). */
-export function startTsChild(name: string, file: string, args: string[], env: NodeJS.ProcessEnv = process.env, opts: { stdin?: boolean } = {}): Child {
+export function startTsChild(
+  name: string,
+  file: string,
+  args: string[],
+  env: NodeJS.ProcessEnv = process.env,
+  opts: { stdin?: boolean } = {},
+): Child {
   return startChild(name, process.execPath, ['--import', 'tsx', join(ROOT, 'bench', file), ...args], env, opts);
 }
 
@@ -225,10 +248,19 @@ export function exitWithParent(): void {
  */
 export function postWebhook(base: string, i: number, body: Buffer, agent?: Agent): Promise<boolean> {
   return new Promise((resolve) => {
-    const req = request(`${base}/h/${i}`, { method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': String(body.length) }, timeout: 10_000 }, (res) => {
-      res.resume();
-      res.on('end', () => resolve((res.statusCode ?? 0) < 300));
-    });
+    const req = request(
+      `${base}/h/${i}`,
+      {
+        method: 'POST',
+        agent,
+        headers: { 'content-type': 'application/json', 'content-length': String(body.length) },
+        timeout: 10_000,
+      },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve((res.statusCode ?? 0) < 300));
+      },
+    );
     req.on('timeout', () => req.destroy(new Error('timeout')));
     req.on('error', () => resolve(false));
     req.end(body);

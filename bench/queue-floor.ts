@@ -27,7 +27,11 @@ setTimeout(() => process.exit(2), 120_000).unref();
 // A prefix of its own (a hash tag, as Herald's): nothing it writes meets Herald's keys.
 const prefix = `{bench-floor-${process.pid}}`;
 const connection = new Redis(redisUrl, { maxRetriesPerRequest: null });
-const queue = new Queue<{ i: number }>('deliveries', { connection, prefix, defaultJobOptions: { removeOnComplete: true, removeOnFail: 1000 } });
+const queue = new Queue<{ i: number }>('deliveries', {
+  connection,
+  prefix,
+  defaultJobOptions: { removeOnComplete: true, removeOnFail: 1000 },
+});
 let ok = 0;
 let finished = 0;
 let allDone: () => void = () => undefined;
@@ -48,7 +52,9 @@ rl.once('line', (line) => {
   body = Buffer.from(JSON.stringify({ event: 'incident.executed', text: 'x'.repeat(Math.max(0, size - 40)) }));
   void (async () => {
     const done = new Promise<void>((resolve) => (allDone = resolve));
-    await queue.addBulk(Array.from({ length: n }, (_, i) => ({ name: 'deliver', data: { i }, opts: { jobId: `floor-${i}` } })));
+    await queue.addBulk(
+      Array.from({ length: n }, (_, i) => ({ name: 'deliver', data: { i }, opts: { jobId: `floor-${i}` } })),
+    );
     const t0 = epochMs();
     await done;
     process.stdout.write(`${JSON.stringify({ t0, ok })}\n`);

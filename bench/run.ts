@@ -33,7 +33,19 @@ import { mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync }
 import os from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { epochMs, fetchWithin, freePort, median, onExit, ROOT, startChild, startTsChild, stopAll, waitFor, type Child } from './lib.js';
+import {
+  epochMs,
+  fetchWithin,
+  freePort,
+  median,
+  onExit,
+  ROOT,
+  startChild,
+  startTsChild,
+  stopAll,
+  waitFor,
+  type Child,
+} from './lib.js';
 import type { LoadResult, LoadSpec } from './load.js';
 
 const QUICK = process.argv.includes('--quick');
@@ -72,7 +84,8 @@ const DESCRIPTION = 'x'.repeat(500);
 /** The whole run, as a backstop: the exit hook then kills every child. */
 const RUN_DEADLINE_MS = QUICK ? 170_000 : 25 * 60_000;
 
-const log = (msg: string) => process.stderr.write(`[bench ${((performance.now() - started) / 1000).toFixed(1).padStart(5)} s] ${msg}\n`);
+const log = (msg: string) =>
+  process.stderr.write(`[bench ${((performance.now() - started) / 1000).toFixed(1).padStart(5)} s] ${msg}\n`);
 const started = performance.now();
 
 // ---------------------------------------------------------------------------------------------
@@ -119,7 +132,11 @@ interface Samples {
 }
 const samples: Samples = {
   api: { read: { herald: [], baseline: [] }, write: { herald: [], baseline: [] }, list: { herald: [], baseline: [] } },
-  apiCpuUs: { read: { herald: [], baseline: [] }, write: { herald: [], baseline: [] }, list: { herald: [], baseline: [] } },
+  apiCpuUs: {
+    read: { herald: [], baseline: [] },
+    write: { herald: [], baseline: [] },
+    list: { herald: [], baseline: [] },
+  },
   slack: [],
   fanout: { herald: [], baseline: [] },
   executeAcceptMs: [],
@@ -186,7 +203,12 @@ async function startHerald(name: string, extra: NodeJS.ProcessEnv = {}): Promise
   const nodeArgs = PROFILE_DIR === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`];
   // `--node-arg=--max-semi-space-size=16` (repeatable): flags for Herald's node, to compare settings.
   nodeArgs.push(...process.argv.filter((a) => a.startsWith('--node-arg=')).map((a) => a.slice('--node-arg='.length)));
-  const child = startChild(name, process.execPath, [...nodeArgs, join(ROOT, 'dist', 'main.js')], heraldEnv({ PORT: String(port), ...extra }));
+  const child = startChild(
+    name,
+    process.execPath,
+    [...nodeArgs, join(ROOT, 'dist', 'main.js')],
+    heraldEnv({ PORT: String(port), ...extra }),
+  );
   await waitFor(
     `${name} /readyz 200`,
     async () => {
@@ -206,16 +228,25 @@ async function startHerald(name: string, extra: NodeJS.ProcessEnv = {}): Promise
  * figure is made of. With --profile, also every heap and memory line, to `memory-<when>.txt`.
  */
 async function memoryShape(h: Herald, token: string, when: string): Promise<Record<string, number>> {
-  const r = await fetchWithin(`${h.base}/metrics`, { headers: { authorization: `Bearer ${token}` }, timeoutMs: 10_000 });
-  const lines = (await r.text()).split('\n').filter((l) => /^herald_(nodejs_heap|nodejs_external|process_resident)/.test(l));
+  const r = await fetchWithin(`${h.base}/metrics`, {
+    headers: { authorization: `Bearer ${token}` },
+    timeoutMs: 10_000,
+  });
+  const lines = (await r.text())
+    .split('\n')
+    .filter((l) => /^herald_(nodejs_heap|nodejs_external|process_resident)/.test(l));
   const rollup = readFileSync(`/proc/${h.child.pid}/smaps_rollup`, 'utf8');
-  if (PROFILE_DIR !== undefined) writeFileSync(join(PROFILE_DIR, `memory-${when}.txt`), `${lines.join('\n')}\n\n${rollup}`);
+  if (PROFILE_DIR !== undefined)
+    writeFileSync(join(PROFILE_DIR, `memory-${when}.txt`), `${lines.join('\n')}\n\n${rollup}`);
   const shape: Record<string, number> = {};
   for (const l of lines) {
     const m = /^herald_nodejs_heap_space_size_total_bytes\{space="(\w+)"\} (\d+)/.exec(l);
     if (m && Number(m[2]) > 0) shape[`heap_${m[1]}`] = +(Number(m[2]) / 1e6).toFixed(1);
   }
-  for (const [key, field] of [['anon', 'Anonymous'], ['rss', 'Rss']] as const) {
+  for (const [key, field] of [
+    ['anon', 'Anonymous'],
+    ['rss', 'Rss'],
+  ] as const) {
     const m = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(rollup);
     if (m) shape[key] = +((Number(m[1]) * 1024) / 1e6).toFixed(1);
   }
@@ -230,7 +261,9 @@ function cpuSeconds(pid: number): number {
 
 async function redisCpuSeconds(admin: Redis): Promise<number> {
   const info = await admin.info('cpu');
-  return Number(/used_cpu_user:([\d.]+)/.exec(info)?.[1] ?? NaN) + Number(/used_cpu_sys:([\d.]+)/.exec(info)?.[1] ?? NaN);
+  return (
+    Number(/used_cpu_user:([\d.]+)/.exec(info)?.[1] ?? NaN) + Number(/used_cpu_sys:([\d.]+)/.exec(info)?.[1] ?? NaN)
+  );
 }
 
 function rssMB(pid: number, field: 'VmRSS' | 'VmHWM' = 'VmRSS'): number {
@@ -249,10 +282,14 @@ async function runLoad(name: string, spec: Omit<LoadSpec, 'id'>): Promise<LoadRe
   }
   const id = ++loadSeq;
   loader.proc.stdin?.write(`${JSON.stringify({ ...spec, id })}\n`);
-  const answer = await loader.line(`the result of load run ${id} (${name})`, (l) => {
-    if (!l.startsWith(`{"id":${id},`)) return undefined;
-    return JSON.parse(l) as { load?: LoadResult; error?: string };
-  }, (spec.warmupSec + spec.durationSec) * 1000 + 30_000);
+  const answer = await loader.line(
+    `the result of load run ${id} (${name})`,
+    (l) => {
+      if (!l.startsWith(`{"id":${id},`)) return undefined;
+      return JSON.parse(l) as { load?: LoadResult; error?: string };
+    },
+    (spec.warmupSec + spec.durationSec) * 1000 + 30_000,
+  );
   if (answer.load === undefined) throw new Error(`load generator: ${answer.error ?? 'no result'}`);
   const load = answer.load;
   const bad = load.non2xx + load.errors;
@@ -263,11 +300,22 @@ async function runLoad(name: string, spec: Omit<LoadSpec, 'id'>): Promise<LoadRe
 // ---------------------------------------------------------------------------------------------
 // HTTP helpers.
 
-async function call(base: string, token: string | null, method: string, path: string, body?: unknown): Promise<{ status: number; text: string; json: Record<string, unknown> }> {
+async function call(
+  base: string,
+  token: string | null,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<{ status: number; text: string; json: Record<string, unknown> }> {
   const headers: Record<string, string> = {};
   if (token !== null) headers.authorization = `Bearer ${token}`;
   if (body !== undefined) headers['content-type'] = 'application/json';
-  const r = await fetchWithin(`${base}${path}`, { method, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }), timeoutMs: 15_000 });
+  const r = await fetchWithin(`${base}${path}`, {
+    method,
+    headers,
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    timeoutMs: 15_000,
+  });
   const text = await r.text();
   let json: Record<string, unknown> = {};
   try {
@@ -278,7 +326,13 @@ async function call(base: string, token: string | null, method: string, path: st
   return { status: r.status, text, json };
 }
 
-async function must(base: string, token: string | null, method: string, path: string, body?: unknown): Promise<{ text: string; json: Record<string, unknown> }> {
+async function must(
+  base: string,
+  token: string | null,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<{ text: string; json: Record<string, unknown> }> {
   const r = await call(base, token, method, path, body);
   if (r.status >= 300) throw new Error(`${method} ${path} → ${r.status} ${r.text.slice(0, 300)}`);
   return r;
@@ -301,15 +355,20 @@ interface SinkStats {
   bodyBytes: number;
   slackApiCalls: number;
 }
-const sinkStats = async (): Promise<SinkStats> => (await (await fetchWithin(`${sinkUrl}/__stats`, { timeoutMs: 5000 })).json()) as SinkStats;
+const sinkStats = async (): Promise<SinkStats> =>
+  (await (await fetchWithin(`${sinkUrl}/__stats`, { timeoutMs: 5000 })).json()) as SinkStats;
 const sinkReset = async (): Promise<void> => {
   await (await fetchWithin(`${sinkUrl}/__reset`, { method: 'POST', timeoutMs: 5000 })).body?.cancel();
 };
 const sinkReached = (n: number, timeoutMs: number) =>
-  waitFor(`the sink to receive ${n} deliveries`, async () => {
-    const s = await sinkStats();
-    return s.count >= n ? s : undefined;
-  }, { timeoutMs, intervalMs: 10 });
+  waitFor(
+    `the sink to receive ${n} deliveries`,
+    async () => {
+      const s = await sinkStats();
+      return s.count >= n ? s : undefined;
+    },
+    { timeoutMs, intervalMs: 10 },
+  );
 
 // ---------------------------------------------------------------------------------------------
 // The rows.
@@ -341,7 +400,10 @@ function apiSpec(row: ApiRow, side: Side, s: Setup, herald: Herald): Omit<LoadSp
   }
 }
 
-async function heraldFanout(h: Herald, token: string): Promise<{ seconds: number; firstSeconds: number; acceptMs: number; bodyBytes: number }> {
+async function heraldFanout(
+  h: Herald,
+  token: string,
+): Promise<{ seconds: number; firstSeconds: number; acceptMs: number; bodyBytes: number }> {
   const inc = await must(h.base, token, 'POST', '/v1/incidents', { title: 'Fan-out', severity: 'major' });
   await sinkReset();
   const t0 = epochMs();
@@ -349,7 +411,12 @@ async function heraldFanout(h: Herald, token: string): Promise<{ seconds: number
   const t202 = epochMs();
   if (exe.status !== 202) throw new Error(`execute → ${exe.status} ${exe.text.slice(0, 300)}`);
   const s = await sinkReached(FANOUT, 60_000);
-  return { seconds: (s.last - t202) / 1000, firstSeconds: (s.first - t202) / 1000, acceptMs: t202 - t0, bodyBytes: s.bodyBytes };
+  return {
+    seconds: (s.last - t202) / 1000,
+    firstSeconds: (s.first - t202) / 1000,
+    acceptMs: t202 - t0,
+    bodyBytes: s.bodyBytes,
+  };
 }
 
 /**
@@ -372,13 +439,16 @@ async function timedFanout(child: Child, bodyBytes: number): Promise<{ seconds: 
 
 /** A fan-out helper, started and waiting on stdin (its start-up is not timed). */
 async function startFanoutHelper(name: string, file: string, args: string[]): Promise<Child> {
-  const child = startTsChild(name, file, [...args, String(FANOUT), String(WORKER_CONCURRENCY)], baseEnv, { stdin: true });
+  const child = startTsChild(name, file, [...args, String(FANOUT), String(WORKER_CONCURRENCY)], baseEnv, {
+    stdin: true,
+  });
   await child.json('ready', 30_000);
   return child;
 }
 
 /** Started before either side runs; it waits on stdin meanwhile. */
-const startFanoutBaseline = (): Promise<Child> => startFanoutHelper('fan-out baseline', 'fanout-baseline.ts', [sinkUrl]);
+const startFanoutBaseline = (): Promise<Child> =>
+  startFanoutHelper('fan-out baseline', 'fanout-baseline.ts', [sinkUrl]);
 
 /**
  * A queue job per delivery (bench/queue-floor.ts), in a fresh process as the bare loop is: BullMQ
@@ -394,19 +464,29 @@ async function deliveries(h: Herald, token: string): Promise<number> {
   await sinkReset();
   const t0 = epochMs();
   for (let i = 0; i < EXECUTES; i++) {
-    const r = await call(h.base, token, 'POST', `/v1/incidents/${String(inc.json.id)}/execute`, { variables: { round: String(i) } });
+    const r = await call(h.base, token, 'POST', `/v1/incidents/${String(inc.json.id)}/execute`, {
+      variables: { round: String(i) },
+    });
     if (r.status !== 202) throw new Error(`execute ${i} → ${r.status} ${r.text.slice(0, 300)}`);
   }
   const s = await sinkReached(EXECUTES * FANOUT, 180_000);
   return (EXECUTES * FANOUT) / ((s.last - t0) / 1000);
 }
 
-async function memoryPerIncident(h: Herald, token: string, admin: Redis): Promise<{ perIncident: number; raw: number }> {
+async function memoryPerIncident(
+  h: Herald,
+  token: string,
+  admin: Redis,
+): Promise<{ perIncident: number; raw: number }> {
   const used = async () => Number(/used_memory:(\d+)/.exec(await admin.info('memory'))?.[1] ?? NaN);
   const m0 = await used();
   let lastId = '';
   await pool(MEMORY_INCIDENTS, 4, async (i) => {
-    const r = await must(h.base, token, 'POST', '/v1/incidents', { title: `Incident ${i}`, severity: 'major', description: DESCRIPTION });
+    const r = await must(h.base, token, 'POST', '/v1/incidents', {
+      title: `Incident ${i}`,
+      severity: 'major',
+      description: DESCRIPTION,
+    });
     lastId = String(r.json.id);
   });
   const m1 = await used();
@@ -415,11 +495,25 @@ async function memoryPerIncident(h: Herald, token: string, admin: Redis): Promis
 }
 
 async function slackRow(round: number): Promise<void> {
-  const h = await startHerald(`herald+slack ${round + 1}`, { SLACK_BOT_TOKEN: 'xoxb-bench', SLACK_SIGNING_SECRET: slackSigningSecret, SLACK_API_URL: `${sinkUrl}/slack-api/` });
+  const h = await startHerald(`herald+slack ${round + 1}`, {
+    SLACK_BOT_TOKEN: 'xoxb-bench',
+    SLACK_SIGNING_SECRET: slackSigningSecret,
+    SLACK_API_URL: `${sinkUrl}/slack-api/`,
+  });
   try {
     const body = new URLSearchParams({
-      token: 'unused', team_id: 'T0BENCH', team_domain: 'bench', channel_id: 'C0BENCH', channel_name: 'incidents', user_id: 'U0BENCH', user_name: 'bench',
-      command: '/incident', text: 'help', api_app_id: 'A0BENCH', response_url: 'https://hooks.slack.com/commands/T0BENCH/1/x', trigger_id: '1.2.3',
+      token: 'unused',
+      team_id: 'T0BENCH',
+      team_domain: 'bench',
+      channel_id: 'C0BENCH',
+      channel_name: 'incidents',
+      user_id: 'U0BENCH',
+      user_name: 'bench',
+      command: '/incident',
+      text: 'help',
+      api_app_id: 'A0BENCH',
+      response_url: 'https://hooks.slack.com/commands/T0BENCH/1/x',
+      trigger_id: '1.2.3',
     }).toString();
     // One timestamp for the run: Slack's window is ±5 minutes, and a replayed signed body is valid within it.
     const ts = Math.floor(Date.now() / 1000);
@@ -430,8 +524,19 @@ async function slackRow(round: number): Promise<void> {
     };
     const probe = await fetchWithin(`${h.base}/slack/events`, { method: 'POST', headers, body, timeoutMs: 10_000 });
     const text = await probe.text();
-    if (probe.status !== 200 || !text.includes('ephemeral')) throw new Error(`/incident help → ${probe.status} ${text.slice(0, 200)}`);
-    samples.slack.push(await runLoad('slack', { url: `${h.base}/slack/events`, method: 'POST', headers, body, connections: SLACK_CONNECTIONS, durationSec: LOAD_SEC, warmupSec: WARMUP_SEC }));
+    if (probe.status !== 200 || !text.includes('ephemeral'))
+      throw new Error(`/incident help → ${probe.status} ${text.slice(0, 200)}`);
+    samples.slack.push(
+      await runLoad('slack', {
+        url: `${h.base}/slack/events`,
+        method: 'POST',
+        headers,
+        body,
+        connections: SLACK_CONNECTIONS,
+        durationSec: LOAD_SEC,
+        warmupSec: WARMUP_SEC,
+      }),
+    );
     samples.slackRssMB.push(rssMB(h.child.pid));
     // `help` is answered in the ack: the fake Web API should see no call at all.
     samples.slackApiCalls.push((await sinkStats()).slackApiCalls);
@@ -444,7 +549,10 @@ function timeNode(args: string[], env: NodeJS.ProcessEnv): number {
   const t0 = performance.now();
   const r = spawnSync(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'ignore', 'pipe'], timeout: 30_000 });
   const ms = performance.now() - t0;
-  if (r.status !== 0) throw new Error(`node ${args.join(' ')} → status ${r.status} ${r.signal ?? ''} ${r.stderr.toString().slice(0, 300)}`);
+  if (r.status !== 0)
+    throw new Error(
+      `node ${args.join(' ')} → status ${r.status} ${r.signal ?? ''} ${r.stderr.toString().slice(0, 300)}`,
+    );
   return ms;
 }
 
@@ -481,9 +589,16 @@ async function row(name: string, fn: () => Promise<void> | void): Promise<void> 
     }
     if (profileRedis !== null && PROFILE_DIR !== undefined) {
       const stats = await profileRedis.info('commandstats');
-      const lines = [...stats.matchAll(/cmdstat_(\S+):calls=(\d+),usec=(\d+)/g)].map((m) => ({ cmd: m[1], calls: Number(m[2]), usec: Number(m[3]) })).sort((x, y) => y.calls - x.calls);
+      const lines = [...stats.matchAll(/cmdstat_(\S+):calls=(\d+),usec=(\d+)/g)]
+        .map((m) => ({ cmd: m[1], calls: Number(m[2]), usec: Number(m[3]) }))
+        .sort((x, y) => y.calls - x.calls);
       const file = join(PROFILE_DIR, `redis-${name.replace(/[^a-z0-9]+/gi, '-')}.txt`);
-      writeFileSync(file, lines.map((l) => `${String(l.calls).padStart(9)} calls ${String(l.usec).padStart(10)} µs  ${l.cmd}`).join('\n') + '\n');
+      writeFileSync(
+        file,
+        lines
+          .map((l) => `${String(l.calls).padStart(9)} calls ${String(l.usec).padStart(10)} µs  ${l.cmd}`)
+          .join('\n') + '\n',
+      );
       log(`${name}: Redis command counts in ${file}`);
     }
     log(`${name}: done in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
@@ -509,35 +624,81 @@ async function main(): Promise<void> {
   // The full run always compiles; the quick one only when src/ changed since the last build
   // (scripts/ensure-build.mjs, the check `npm start` makes, runs the same build: tsc, then the bundle).
   const build = QUICK
-    ? spawnSync(process.execPath, [join(ROOT, 'scripts', 'ensure-build.mjs')], { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit'], timeout: 300_000 })
-    : spawnSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit'], timeout: 300_000 });
+    ? spawnSync(process.execPath, [join(ROOT, 'scripts', 'ensure-build.mjs')], {
+        cwd: ROOT,
+        stdio: ['ignore', 'inherit', 'inherit'],
+        timeout: 300_000,
+      })
+    : spawnSync('npm', ['run', '--silent', 'build'], {
+        cwd: ROOT,
+        stdio: ['ignore', 'inherit', 'inherit'],
+        timeout: 300_000,
+      });
   if (build.status !== 0) throw new Error(`the build failed (status ${build.status})`);
   log(QUICK ? 'dist/ is current (scripts/ensure-build.mjs)' : 'npm run build: done');
 
   let admin: Redis | null = null;
   try {
     const redisPort = await freePort();
-    const redis = startChild('redis-server', 'redis-server', ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--maxmemory-policy', 'noeviction', '--dir', dir], baseEnv);
+    const redis = startChild(
+      'redis-server',
+      'redis-server',
+      [
+        '--port',
+        String(redisPort),
+        '--bind',
+        '127.0.0.1',
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        '--maxmemory-policy',
+        'noeviction',
+        '--dir',
+        dir,
+      ],
+      baseEnv,
+    );
     redisUrl = `redis://127.0.0.1:${redisPort}`;
-    const a = new Redis({ host: '127.0.0.1', port: redisPort, lazyConnect: true, maxRetriesPerRequest: 1, retryStrategy: () => 50 });
+    const a = new Redis({
+      host: '127.0.0.1',
+      port: redisPort,
+      lazyConnect: true,
+      maxRetriesPerRequest: 1,
+      retryStrategy: () => 50,
+    });
     admin = a;
     a.on('error', () => undefined);
     if (PROFILE_DIR !== undefined) profileRedis = a;
-    await waitFor('the private redis-server', async () => {
-      if (redis.exit) throw new Error(`redis-server exited: ${redis.stderrTail()}`);
-      return (await a.ping()) === 'PONG';
-    }, { timeoutMs: 15_000, intervalMs: 20 });
+    await waitFor(
+      'the private redis-server',
+      async () => {
+        if (redis.exit) throw new Error(`redis-server exited: ${redis.stderrTail()}`);
+        return (await a.ping()) === 'PONG';
+      },
+      { timeoutMs: 15_000, intervalMs: 20 },
+    );
     const redisVersion = /redis_version:(\S+)/.exec(await a.info('server'))?.[1] ?? '?';
 
     const sink = startTsChild('sink', 'sink.ts', [], baseEnv);
     sinkUrl = `http://127.0.0.1:${(await sink.json<{ listening: number }>('listening', 20_000)).listening}`;
-    const baseline = startTsChild('baseline-app', 'baseline-app.ts', [], { ...baseEnv, REDIS_URL: redisUrl, BASELINE_PREFIX: 'baseline' });
+    const baseline = startTsChild('baseline-app', 'baseline-app.ts', [], {
+      ...baseEnv,
+      REDIS_URL: redisUrl,
+      BASELINE_PREFIX: 'baseline',
+    });
     const baselineUrl = `http://127.0.0.1:${(await baseline.json<{ listening: number }>('listening', 20_000)).listening}`;
 
-    const created = spawnSync(process.execPath, [join(ROOT, 'dist', 'cli', 'main.js'), 'keys', 'create', '--name', 'bench', '--scopes', '*', '--json'], { cwd: ROOT, env: heraldEnv(), timeout: 30_000 });
+    const created = spawnSync(
+      process.execPath,
+      [join(ROOT, 'dist', 'cli', 'main.js'), 'keys', 'create', '--name', 'bench', '--scopes', '*', '--json'],
+      { cwd: ROOT, env: heraldEnv(), timeout: 30_000 },
+    );
     if (created.status !== 0) throw new Error(`keys create → ${created.status}: ${created.stderr.toString()}`);
     const token = String((JSON.parse(created.stdout.toString()) as { token: string }).token);
-    log(`private Redis ${redisVersion} on ${redisPort}; sink ${sinkUrl}; baseline ${baselineUrl}; API key from the CLI`);
+    log(
+      `private Redis ${redisVersion} on ${redisPort}; sink ${sinkUrl}; baseline ${baselineUrl}; API key from the CLI`,
+    );
 
     let setup: Setup | null = null;
     let fanoutBodyBytes = 600;
@@ -549,15 +710,27 @@ async function main(): Promise<void> {
       try {
         if (setup === null) {
           await pool(FANOUT, 8, async (i) => {
-            await must(h.base, token, 'POST', '/v1/connections', { name: `sink ${i}`, type: 'webhook', config: { url: `${sinkUrl}/h/${i}` } });
+            await must(h.base, token, 'POST', '/v1/connections', {
+              name: `sink ${i}`,
+              type: 'webhook',
+              config: { url: `${sinkUrl}/h/${i}` },
+            });
           });
           // The same incidents on both sides: the read row serves identical bytes.
           let readId = '';
           for (let i = 0; i < 30; i++) {
-            const r = await must(h.base, token, 'POST', '/v1/incidents', { title: `Seed ${i}`, severity: 'major', description: DESCRIPTION });
+            const r = await must(h.base, token, 'POST', '/v1/incidents', {
+              title: `Seed ${i}`,
+              severity: 'major',
+              description: DESCRIPTION,
+            });
             readId = String(r.json.id);
             const stored = await must(h.base, token, 'GET', `/v1/incidents/${readId}`);
-            await a.multi().set(`baseline:incident:${readId}`, stored.text).zadd('baseline:incidents', Date.now(), readId).exec();
+            await a
+              .multi()
+              .set(`baseline:incident:${readId}`, stored.text)
+              .zadd('baseline:incidents', Date.now(), readId)
+              .exec();
           }
           setup = { token, baselineUrl, baselinePid: baseline.pid, readId };
           log(`set up ${FANOUT} webhook connections and 30 incidents on each side`);
@@ -577,46 +750,49 @@ async function main(): Promise<void> {
             }
           });
         }
-        if (wanted('memory')) await row('Redis bytes per incident', async () => {
-          const m = await memoryPerIncident(h, token, a);
-          samples.bytesPerIncident.push(m.perIncident);
-          samples.rawIncidentBytes.push(m.raw);
-        });
-        if (wanted('fanout')) await row(`execute → ${FANOUT} webhooks (${order.join(', then ')})`, async () => {
-          const loop = await startFanoutBaseline();
-          try {
-            for (const side of order) {
-              if (side === 'herald') {
-                const f = await heraldFanout(h, token);
-                // The baseline posts bodies the size of Herald's (the last one seen; 600 B before any).
-                fanoutBodyBytes = f.bodyBytes;
-                samples.fanout.herald.push(f.seconds);
-                samples.fanoutFirst.herald.push(f.firstSeconds);
-                samples.executeAcceptMs.push(f.acceptMs);
-              } else {
-                const b = await timedFanout(loop, fanoutBodyBytes);
-                samples.fanout.baseline.push(b.seconds);
-                samples.fanoutFirst.baseline.push(b.firstSeconds);
+        if (wanted('memory'))
+          await row('Redis bytes per incident', async () => {
+            const m = await memoryPerIncident(h, token, a);
+            samples.bytesPerIncident.push(m.perIncident);
+            samples.rawIncidentBytes.push(m.raw);
+          });
+        if (wanted('fanout'))
+          await row(`execute → ${FANOUT} webhooks (${order.join(', then ')})`, async () => {
+            const loop = await startFanoutBaseline();
+            try {
+              for (const side of order) {
+                if (side === 'herald') {
+                  const f = await heraldFanout(h, token);
+                  // The baseline posts bodies the size of Herald's (the last one seen; 600 B before any).
+                  fanoutBodyBytes = f.bodyBytes;
+                  samples.fanout.herald.push(f.seconds);
+                  samples.fanoutFirst.herald.push(f.firstSeconds);
+                  samples.executeAcceptMs.push(f.acceptMs);
+                } else {
+                  const b = await timedFanout(loop, fanoutBodyBytes);
+                  samples.fanout.baseline.push(b.seconds);
+                  samples.fanoutFirst.baseline.push(b.firstSeconds);
+                }
               }
+            } finally {
+              await loop.stop('SIGKILL', 2000);
             }
-          } finally {
-            await loop.stop('SIGKILL', 2000);
-          }
-          samples.fanoutFloor.push(await queueFloorFanout(fanoutBodyBytes));
-        });
-        if (wanted('deliveries')) await row(`${EXECUTES} executes × ${FANOUT}, twice (warm-up, then measured)`, async () => {
-          // A warm-up of the same work, as the API rows have theirs: a worker runs for days, and
-          // the first thousands of deliveries after start run partly before V8 has optimized the
-          // delivery path (about a quarter more CPU per delivery). Its rate is reported too.
-          samples.coldDeliveriesPerSec.push(await deliveries(h, token));
-          const cpu0 = cpuSeconds(h.child.pid);
-          const redisCpu0 = await redisCpuSeconds(a);
-          samples.deliveriesPerSec.push(await deliveries(h, token));
-          // CPU per delivery (Herald's process, and Redis'): steadier than the rate on a busy
-          // machine, so it is what to compare when changing the delivery path.
-          samples.deliveryCpuMs.push(((cpuSeconds(h.child.pid) - cpu0) * 1000) / (EXECUTES * FANOUT));
-          samples.deliveryRedisCpuMs.push((((await redisCpuSeconds(a)) - redisCpu0) * 1000) / (EXECUTES * FANOUT));
-        });
+            samples.fanoutFloor.push(await queueFloorFanout(fanoutBodyBytes));
+          });
+        if (wanted('deliveries'))
+          await row(`${EXECUTES} executes × ${FANOUT}, twice (warm-up, then measured)`, async () => {
+            // A warm-up of the same work, as the API rows have theirs: a worker runs for days, and
+            // the first thousands of deliveries after start run partly before V8 has optimized the
+            // delivery path (about a quarter more CPU per delivery). Its rate is reported too.
+            samples.coldDeliveriesPerSec.push(await deliveries(h, token));
+            const cpu0 = cpuSeconds(h.child.pid);
+            const redisCpu0 = await redisCpuSeconds(a);
+            samples.deliveriesPerSec.push(await deliveries(h, token));
+            // CPU per delivery (Herald's process, and Redis'): steadier than the rate on a busy
+            // machine, so it is what to compare when changing the delivery path.
+            samples.deliveryCpuMs.push(((cpuSeconds(h.child.pid) - cpu0) * 1000) / (EXECUTES * FANOUT));
+            samples.deliveryRedisCpuMs.push((((await redisCpuSeconds(a)) - redisCpu0) * 1000) / (EXECUTES * FANOUT));
+          });
         samples.rssUnderLoadMB.push(rssMB(h.child.pid));
         samples.memoryShape.push({ when: 'under load', ...(await memoryShape(h, token, 'under-load')) });
         await new Promise((r) => setTimeout(r, REST_MS));
@@ -626,7 +802,10 @@ async function main(): Promise<void> {
       } finally {
         const stop = await h.child.stop('SIGTERM', 20_000);
         samples.stopMs.push(stop.ms);
-        if (stop.code !== 0) problems.push(`herald ${round + 1}: exit status ${stop.code} after SIGTERM${stop.killed ? ' (killed: did not stop in 20 s)' : ''}`);
+        if (stop.code !== 0)
+          problems.push(
+            `herald ${round + 1}: exit status ${stop.code} after SIGTERM${stop.killed ? ' (killed: did not stop in 20 s)' : ''}`,
+          );
       }
       if (wanted('slack')) await row('Slack /incident help', () => slackRow(round));
       if (wanted('cli')) await row('CLI keys list', () => cliRow());
@@ -648,14 +827,27 @@ async function main(): Promise<void> {
       timestamp: new Date().toISOString(),
       mode: QUICK ? 'quick' : 'full',
       machine,
-      settings: { rounds: ROUNDS, load_sec: LOAD_SEC, warmup_sec: WARMUP_SEC, api_connections: API_CONNECTIONS, slack_connections: SLACK_CONNECTIONS, fanout: FANOUT, executes: EXECUTES, worker_concurrency: WORKER_CONCURRENCY, memory_incidents: MEMORY_INCIDENTS, cli_runs: CLI_RUNS },
+      settings: {
+        rounds: ROUNDS,
+        load_sec: LOAD_SEC,
+        warmup_sec: WARMUP_SEC,
+        api_connections: API_CONNECTIONS,
+        slack_connections: SLACK_CONNECTIONS,
+        fanout: FANOUT,
+        executes: EXECUTES,
+        worker_concurrency: WORKER_CONCURRENCY,
+        memory_incidents: MEMORY_INCIDENTS,
+        cli_runs: CLI_RUNS,
+      },
       figures: report.figures,
       samples,
       problems,
       duration_sec: +((performance.now() - started) / 1000).toFixed(1),
     };
     writeFileSync(join(ROOT, 'bench', 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
-    process.stdout.write(`\nHerald benchmark (${results.mode}, ${ROUNDS} round${ROUNDS > 1 ? 's' : ''}, medians) — ${machine.nproc} × ${machine.cpu_model}, ${machine.total_mem_gib} GiB, Node ${machine.node}, Redis ${machine.redis}, load average ${machine.loadavg_start.join(' ')} at the start, ${machine.loadavg_end.join(' ')} at the end\n\n`);
+    process.stdout.write(
+      `\nHerald benchmark (${results.mode}, ${ROUNDS} round${ROUNDS > 1 ? 's' : ''}, medians) — ${machine.nproc} × ${machine.cpu_model}, ${machine.total_mem_gib} GiB, Node ${machine.node}, Redis ${machine.redis}, load average ${machine.loadavg_start.join(' ')} at the start, ${machine.loadavg_end.join(' ')} at the end\n\n`,
+    );
     process.stdout.write(`${report.table}\n`);
     if (problems.length > 0) process.stdout.write(`\nProblems:\n${problems.map((p) => `- ${p}`).join('\n')}\n`);
     process.stdout.write(`\nEvery figure: bench/results.json (${results.duration_sec} s)\n`);
@@ -696,51 +888,195 @@ function buildReport(): { figures: Figure[]; table: string } {
     const hr = m(h.map((x) => x.rps));
     const br = m(b.map((x) => x.rps));
     const rr = div(hr, br);
-    add({ figure: `${label}, req/s (${API_CONNECTIONS} conns)`, herald: hr, baseline: br, ratio: rr, unit: 'req/s', target: `≥ ${min}× baseline`, met: rr === null ? null : rr >= min });
+    add({
+      figure: `${label}, req/s (${API_CONNECTIONS} conns)`,
+      herald: hr,
+      baseline: br,
+      ratio: rr,
+      unit: 'req/s',
+      target: `≥ ${min}× baseline`,
+      met: rr === null ? null : rr >= min,
+    });
     const hp = m(h.map((x) => x.p99));
     const bp = m(b.map((x) => x.p99));
     const pr = div(hp, bp);
-    add({ figure: `${label}, p99`, herald: hp, baseline: bp, ratio: pr, unit: 'ms', target: '≤ 1.5× baseline', met: pr === null ? null : pr <= 1.5 });
+    add({
+      figure: `${label}, p99`,
+      herald: hp,
+      baseline: bp,
+      ratio: pr,
+      unit: 'ms',
+      target: '≤ 1.5× baseline',
+      met: pr === null ? null : pr <= 1.5,
+    });
     // Not a target: the CPU a request cost each process (ratio = Herald / baseline).
     const hc = m(samples.apiCpuUs[key].herald);
     const bc = m(samples.apiCpuUs[key].baseline);
-    add({ figure: `${label.replace('.', 'a.')}, CPU per request`, herald: hc, baseline: bc, ratio: div(hc, bc), unit: 'µs', target: '—', met: null });
+    add({
+      figure: `${label.replace('.', 'a.')}, CPU per request`,
+      herald: hc,
+      baseline: bc,
+      ratio: div(hc, bc),
+      unit: 'µs',
+      target: '—',
+      met: null,
+    });
   }
   const sr = m(samples.slack.map((x) => x.rps));
-  add({ figure: `4. Slack /incident help, acks/s (${SLACK_CONNECTIONS} conns)`, herald: sr, baseline: null, ratio: null, unit: 'req/s', target: '—', met: null });
+  add({
+    figure: `4. Slack /incident help, acks/s (${SLACK_CONNECTIONS} conns)`,
+    herald: sr,
+    baseline: null,
+    ratio: null,
+    unit: 'req/s',
+    target: '—',
+    met: null,
+  });
   const sp = m(samples.slack.map((x) => x.p99));
-  add({ figure: '4. Slack /incident help, ack p99', herald: sp, baseline: null, ratio: null, unit: 'ms', target: '≤ 30 ms', met: sp === null ? null : sp <= 30 });
+  add({
+    figure: '4. Slack /incident help, ack p99',
+    herald: sp,
+    baseline: null,
+    ratio: null,
+    unit: 'ms',
+    target: '≤ 30 ms',
+    met: sp === null ? null : sp <= 30,
+  });
   const fh = m(samples.fanout.herald);
   const fb = m(samples.fanout.baseline);
   const fr = div(fb, fh);
-  add({ figure: `5. execute → ${FANOUT} webhooks, 202 → last arrival (ratio = baseline/Herald)`, herald: fh, baseline: fb, ratio: fr, unit: 's', target: '≤ 0.25 s, ratio ≥ 0.4', met: fh === null || fr === null ? null : fh <= 0.25 && fr >= 0.4 });
+  add({
+    figure: `5. execute → ${FANOUT} webhooks, 202 → last arrival (ratio = baseline/Herald)`,
+    herald: fh,
+    baseline: fb,
+    ratio: fr,
+    unit: 's',
+    target: '≤ 0.25 s, ratio ≥ 0.4',
+    met: fh === null || fr === null ? null : fh <= 0.25 && fr >= 0.4,
+  });
   // Not a target: how much of row 5 is the wait for the first send, and what the execute took.
   const ffh = m(samples.fanoutFirst.herald);
   const ffb = m(samples.fanoutFirst.baseline);
-  add({ figure: '5a. … 202 (baseline: the go) → first arrival', herald: ffh, baseline: ffb, ratio: null, unit: 's', target: '—', met: null });
+  add({
+    figure: '5a. … 202 (baseline: the go) → first arrival',
+    herald: ffh,
+    baseline: ffb,
+    ratio: null,
+    unit: 's',
+    target: '—',
+    met: null,
+  });
   const acc = m(samples.executeAcceptMs);
-  add({ figure: '5b. … the execute request → its 202', herald: acc === null ? null : acc / 1000, baseline: null, ratio: null, unit: 's', target: '—', met: null });
+  add({
+    figure: '5b. … the execute request → its 202',
+    herald: acc === null ? null : acc / 1000,
+    baseline: null,
+    ratio: null,
+    unit: 's',
+    target: '—',
+    met: null,
+  });
   // Not a target: the same 200 POSTs as BullMQ jobs with nothing of Herald's around them.
   const ffl = m(samples.fanoutFloor);
-  add({ figure: '5c. … a BullMQ job per delivery, each only POSTing (ratio = baseline/it)', herald: ffl, baseline: fb, ratio: div(fb, ffl), unit: 's', target: '—', met: null });
+  add({
+    figure: '5c. … a BullMQ job per delivery, each only POSTing (ratio = baseline/it)',
+    herald: ffl,
+    baseline: fb,
+    ratio: div(fb, ffl),
+    unit: 's',
+    target: '—',
+    met: null,
+  });
   const d = m(samples.deliveriesPerSec);
-  add({ figure: `6. ${EXECUTES} executes × ${FANOUT} = ${EXECUTES * FANOUT} deliveries (after a warm-up run of the same)`, herald: d, baseline: null, ratio: null, unit: 'deliveries/s', target: '≥ 1,500/s', met: d === null ? null : d >= 1500 });
+  add({
+    figure: `6. ${EXECUTES} executes × ${FANOUT} = ${EXECUTES * FANOUT} deliveries (after a warm-up run of the same)`,
+    herald: d,
+    baseline: null,
+    ratio: null,
+    unit: 'deliveries/s',
+    target: '≥ 1,500/s',
+    met: d === null ? null : d >= 1500,
+  });
   // Not targets: where the deliveries' CPU went (compare these between versions on a busy machine).
-  add({ figure: '6a. CPU per delivery: Herald (Redis\'s as baseline)', herald: m(samples.deliveryCpuMs), baseline: m(samples.deliveryRedisCpuMs), ratio: null, unit: 'ms', target: '—', met: null });
-  add({ figure: '6b. the warm-up run (delivery path not yet optimized by V8)', herald: m(samples.coldDeliveriesPerSec), baseline: null, ratio: null, unit: 'deliveries/s', target: '—', met: null });
+  add({
+    figure: "6a. CPU per delivery: Herald (Redis's as baseline)",
+    herald: m(samples.deliveryCpuMs),
+    baseline: m(samples.deliveryRedisCpuMs),
+    ratio: null,
+    unit: 'ms',
+    target: '—',
+    met: null,
+  });
+  add({
+    figure: '6b. the warm-up run (delivery path not yet optimized by V8)',
+    herald: m(samples.coldDeliveriesPerSec),
+    baseline: null,
+    ratio: null,
+    unit: 'deliveries/s',
+    target: '—',
+    met: null,
+  });
   const bh = m(samples.bytesPerIncident);
   const braw = m(samples.rawIncidentBytes);
-  add({ figure: '7. Redis bytes per incident (500-char description; baseline = its JSON)', herald: bh, baseline: braw, ratio: div(bh, braw), unit: 'B', target: '≤ 1.2 KiB (1,229 B)', met: bh === null ? null : bh <= 1.2 * 1024 });
+  add({
+    figure: '7. Redis bytes per incident (500-char description; baseline = its JSON)',
+    herald: bh,
+    baseline: braw,
+    ratio: div(bh, braw),
+    unit: 'B',
+    target: '≤ 1.2 KiB (1,229 B)',
+    met: bh === null ? null : bh <= 1.2 * 1024,
+  });
   const last = (xs: number[]) => (xs.length === 0 ? null : (xs[xs.length - 1] ?? null));
   const rss = last(samples.rssMB);
-  add({ figure: `8. Herald RSS after the run (at rest, ${REST_MS / 1000} s after the last delivery)`, herald: rss, baseline: null, ratio: null, unit: 'MB', target: '≤ 120 MB', met: rss === null ? null : rss <= 120 });
-  add({ figure: '8a. Herald RSS at the last delivery (under load)', herald: last(samples.rssUnderLoadMB), baseline: null, ratio: null, unit: 'MB', target: '—', met: null });
-  add({ figure: '8b. Herald peak RSS over the run (VmHWM)', herald: last(samples.peakRssMB), baseline: null, ratio: null, unit: 'MB', target: '—', met: null });
+  add({
+    figure: `8. Herald RSS after the run (at rest, ${REST_MS / 1000} s after the last delivery)`,
+    herald: rss,
+    baseline: null,
+    ratio: null,
+    unit: 'MB',
+    target: '≤ 120 MB',
+    met: rss === null ? null : rss <= 120,
+  });
+  add({
+    figure: '8a. Herald RSS at the last delivery (under load)',
+    herald: last(samples.rssUnderLoadMB),
+    baseline: null,
+    ratio: null,
+    unit: 'MB',
+    target: '—',
+    met: null,
+  });
+  add({
+    figure: '8b. Herald peak RSS over the run (VmHWM)',
+    herald: last(samples.peakRssMB),
+    baseline: null,
+    ratio: null,
+    unit: 'MB',
+    target: '—',
+    met: null,
+  });
   const ready = m(samples.readyMs);
-  add({ figure: '9. spawn → first 200 from /readyz (external Redis)', herald: ready === null ? null : ready / 1000, baseline: null, ratio: null, unit: 's', target: '≤ 1.5 s', met: ready === null ? null : ready <= 1500 });
+  add({
+    figure: '9. spawn → first 200 from /readyz (external Redis)',
+    herald: ready === null ? null : ready / 1000,
+    baseline: null,
+    ratio: null,
+    unit: 's',
+    target: '≤ 1.5 s',
+    met: ready === null ? null : ready <= 1500,
+  });
   const cli = m(samples.cliMs);
   const bare = m(samples.nodeMs);
-  add({ figure: `10. CLI keys list (baseline: node -e '', medians of ${CLI_RUNS})`, herald: cli, baseline: bare, ratio: div(cli, bare), unit: 'ms', target: '≤ 300 ms', met: cli === null ? null : cli <= 300 });
+  add({
+    figure: `10. CLI keys list (baseline: node -e '', medians of ${CLI_RUNS})`,
+    herald: cli,
+    baseline: bare,
+    ratio: div(cli, bare),
+    unit: 'ms',
+    target: '≤ 300 ms',
+    met: cli === null ? null : cli <= 300,
+  });
 
   const fmt = (v: number | null, unit: string): string => {
     if (v === null || !Number.isFinite(v)) return '—';
@@ -766,7 +1102,9 @@ function buildReport(): { figures: Figure[]; table: string } {
   for (const f of figures) {
     const ratio = f.ratio === null || !Number.isFinite(f.ratio) ? '—' : `${f.ratio.toFixed(2)}×`;
     const met = f.met === null ? (f.target === '—' ? '—' : 'n/a') : f.met ? 'yes' : 'NO';
-    lines.push(`| ${f.figure} | ${fmt(f.herald, f.unit)} | ${fmt(f.baseline, f.unit)} | ${ratio} | ${f.target} | ${met} |`);
+    lines.push(
+      `| ${f.figure} | ${fmt(f.herald, f.unit)} | ${fmt(f.baseline, f.unit)} | ${ratio} | ${f.target} | ${met} |`,
+    );
   }
   return { figures, table: lines.join('\n') };
 }

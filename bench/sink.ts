@@ -39,7 +39,9 @@ const server = createServer((req, res) => {
       last = 0;
       res.writeHead(204).end();
     } else if (url === '/__stats') {
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ count, first, last, bodyBytes, slackApiCalls }));
+      res
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ count, first, last, bodyBytes, slackApiCalls }));
     } else {
       res.writeHead(404).end();
     }

@@ -92,7 +92,9 @@ const result = await build({
   external: EXTERNAL,
   // CommonJS dependencies call require() for node built-ins and the externals above; an ES
   // module has no require of its own. (The entry's `#!/usr/bin/env node` stays the first line.)
-  banner: { js: "import { createRequire as __heraldCreateRequire } from 'node:module';\nconst require = __heraldCreateRequire(import.meta.url);" },
+  banner: {
+    js: "import { createRequire as __heraldCreateRequire } from 'node:module';\nconst require = __heraldCreateRequire(import.meta.url);",
+  },
   // dist/main.js.map and dist/cli/herald.js.map: `node --enable-source-maps` maps stack traces
   // back to src/ and node_modules/.
   sourcemap: 'linked',
@@ -120,7 +122,8 @@ for (const [output, { inputs }] of Object.entries(result.metafile.outputs)) {
   if (!output.endsWith('.js')) continue;
   for (const input of Object.keys(inputs)) {
     if (!input.startsWith('node_modules/') || DIRNAME_ALLOWED.has(input)) continue;
-    if (/\b__(?:dirname|filename)\b/.test(readFileSync(join(root, input), 'utf8'))) unexpected.push(`${output}: ${input}`);
+    if (/\b__(?:dirname|filename)\b/.test(readFileSync(join(root, input), 'utf8')))
+      unexpected.push(`${output}: ${input}`);
   }
 }
 if (unexpected.length > 0) {

@@ -24,9 +24,14 @@ function newestSource(dir) {
 }
 
 // The bundle also depends on its own script and on the installed dependencies (package-lock).
-const configs = ['tsconfig.json', 'tsconfig.build.json', 'package-lock.json', 'scripts/bundle.mjs'].map((f) => join(root, f));
+const configs = ['tsconfig.json', 'tsconfig.build.json', 'package-lock.json', 'scripts/bundle.mjs'].map((f) =>
+  join(root, f),
+);
 const built = existsSync(entry) && existsSync(stamp) ? statSync(stamp).mtimeMs : 0;
-const sources = Math.max(newestSource(join(root, 'src')), ...configs.filter(existsSync).map((f) => statSync(f).mtimeMs));
+const sources = Math.max(
+  newestSource(join(root, 'src')),
+  ...configs.filter(existsSync).map((f) => statSync(f).mtimeMs),
+);
 if (built >= sources) process.exit(0);
 
 const resolve = createRequire(join(root, 'package.json')).resolve;
@@ -35,7 +40,9 @@ try {
   tsc = resolve('typescript/bin/tsc');
 } catch {
   if (existsSync(entry)) process.exit(0);
-  process.stderr.write('herald: dist/ is missing and TypeScript is not installed: run `npm ci` (with dev dependencies) and `npm run build`.\n');
+  process.stderr.write(
+    'herald: dist/ is missing and TypeScript is not installed: run `npm ci` (with dev dependencies) and `npm run build`.\n',
+  );
   process.exit(1);
 }
 try {

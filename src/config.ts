@@ -4,8 +4,15 @@ import { z } from 'zod';
  * The environment, parsed once by zod. A bad variable stops start-up with a message naming it;
  * nothing else in the code reads process.env.
  */
-const bool = z.enum(['true', 'false', '1', '0', 'yes', 'no']).transform((v) => v === 'true' || v === '1' || v === 'yes');
-const csv = z.string().transform((s) => s.split(',').map((x) => x.trim()).filter((x) => x.length > 0));
+const bool = z
+  .enum(['true', 'false', '1', '0', 'yes', 'no'])
+  .transform((v) => v === 'true' || v === '1' || v === 'yes');
+const csv = z.string().transform((s) =>
+  s
+    .split(',')
+    .map((x) => x.trim())
+    .filter((x) => x.length > 0),
+);
 const port = z.coerce.number().int().min(0).max(65535);
 const positiveInt = z.coerce.number().int().min(1);
 const secretKey = z
@@ -22,77 +29,100 @@ const hostPort = z
   .refine((h) => h.port >= 1 && h.port <= 65535, 'port must be 1..65535');
 const url = z.url({ protocol: /^(redis|rediss|unix|http|https)$/ });
 
-const EnvSchema = z.object({
-  PORT: port.default(3000),
-  HOST: z.string().min(1).default('0.0.0.0'),
-  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-  HERALD_ROLE: z.enum(['api', 'worker', 'all']).default('all'),
-  /** Redis to use; without it Herald runs its own redis-server under HERALD_DATA_DIR. */
-  REDIS_URL: z.string().regex(/^(rediss?:\/\/|\/)/, 'must be redis://, rediss:// or a unix socket path').optional(),
-  /** Seed nodes of a Redis Cluster, `host:port,host:port,…` (instead of REDIS_URL). */
-  REDIS_CLUSTER_NODES: csv.pipe(z.array(hostPort).min(1, 'must list at least one host:port')).optional(),
-  /** Sentinels watching the primary, `host:port,…`; needs REDIS_SENTINEL_NAME (instead of REDIS_URL). */
-  REDIS_SENTINELS: csv.pipe(z.array(hostPort).min(1, 'must list at least one host:port')).optional(),
-  /** The primary's name as the Sentinels know it (`sentinel monitor <name> …`). */
-  REDIS_SENTINEL_NAME: z.string().min(1).optional(),
-  /** Credentials for cluster nodes or the Sentinel-managed primary (REDIS_URL carries its own). */
-  REDIS_USERNAME: z.string().min(1).optional(),
-  REDIS_PASSWORD: z.string().min(1).optional(),
-  HERALD_DATA_DIR: z.string().min(1).default('./data'),
-  /** Prefix of every Redis key (inside the hash tag): several Heralds can share one Redis. */
-  HERALD_KEY_PREFIX: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/).default('herald'),
-  HERALD_SECRET_KEY: secretKey.optional(),
-  /** The key before a rotation: read what it sealed until `herald secrets reseal` has run. */
-  HERALD_SECRET_KEY_PREVIOUS: secretKey.optional(),
-  HERALD_RATE_LIMIT: positiveInt.default(600),
-  HERALD_EXECUTE_RATE_LIMIT: positiveInt.default(60),
-  HERALD_METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
-  /** Base URL of this Herald, for {{incident.url}} and links in messages. */
-  HERALD_PUBLIC_URL: url.optional(),
-  HERALD_OUTBOUND_ALLOW: csv.default([]),
-  /**
-   * DNS servers for user-supplied destinations (webhooks, SMTP hosts): `ip`, `ip:port` or
-   * `[v6]:port`, comma-separated. Unset: the system's servers (/etc/resolv.conf). Resolution is
-   * c-ares with a deadline, never getaddrinfo, so /etc/hosts is not read (except `localhost`).
-   */
-  HERALD_DNS_SERVERS: csv.pipe(z.array(z.string().regex(/^(?:\d{1,3}(?:\.\d{1,3}){3}(?::\d{1,5})?|[0-9A-Fa-f:]+|\[[0-9A-Fa-f:]+\](?::\d{1,5})?)$/, 'each entry must be an IP address, ip:port or [v6]:port'))).default([]),
-  HERALD_SHUTDOWN_MS: positiveInt.default(10_000),
-  /** Deliveries one worker process sends at once (jobs of one delivery and dispatch jobs alike). */
-  HERALD_WORKER_CONCURRENCY: positiveInt.max(1000).default(50),
-  /** How long a worker's claim on a job lasts without a heartbeat: a killed worker's jobs return after it. */
-  HERALD_JOB_LOCK_MS: z.coerce.number().int().min(1000).default(30_000),
-  /**
-   * After this long with the event loop idle, Herald gives back the memory a burst made V8 grow
-   * (runtime/memory-trim.ts); 0 turns that off.
-   */
-  HERALD_MEMORY_TRIM_IDLE_MS: z.coerce.number().int().min(0).max(3_600_000).default(1_000),
-  /** How often the outbox is swept for deliveries committed but never queued (a crash in between). */
-  HERALD_OUTBOX_SWEEP_MS: z.coerce.number().int().min(100).default(5_000),
-  /** How often an overdue update is asked for again (`30s`, `15m`, `1h`; 10 s to 24 h). */
-  HERALD_REMINDER_REPEAT: z
-    .string()
-    .regex(/^[1-9]\d{0,5}(s|m|h)$/, 'must be a duration like 30s, 15m or 1h')
-    .transform((v) => Number(v.slice(0, -1)) * ({ s: 1000, m: 60_000, h: 3_600_000 } as const)[v.slice(-1) as 's' | 'm' | 'h'])
-    .refine((ms) => ms >= 10_000 && ms <= 86_400_000, 'must be between 10s and 24h')
-    .default(900_000),
-  SLACK_SIGNING_SECRET: z.string().min(1).optional(),
-  SLACK_BOT_TOKEN: z.string().min(1).optional(),
-  SLACK_APP_TOKEN: z.string().min(1).optional(),
-  SLACK_API_URL: url.default('https://slack.com/api/'),
-  TELEGRAM_API_URL: url.default('https://api.telegram.org'),
-  HERALD_SLACK_CHANNEL: z.string().min(1).optional(),
-  HERALD_SLACK_ADMINS: csv.default([]),
-  HERALD_TRUST_PROXY: bool.default(false),
-}).superRefine((env, ctx) => {
-  // One way to reach Redis: two would leave it ambiguous which one holds the data.
-  const given = (['REDIS_URL', 'REDIS_CLUSTER_NODES', 'REDIS_SENTINELS'] as const).filter((k) => env[k] !== undefined);
-  if (given.length > 1) {
-    ctx.addIssue({ code: 'custom', path: [given[1] ?? ''], message: `set only one of ${given.join(' and ')}` });
-  }
-  if (env.REDIS_SENTINELS !== undefined && env.REDIS_SENTINEL_NAME === undefined) {
-    ctx.addIssue({ code: 'custom', path: ['REDIS_SENTINEL_NAME'], message: 'is required with REDIS_SENTINELS' });
-  }
-});
+const EnvSchema = z
+  .object({
+    PORT: port.default(3000),
+    HOST: z.string().min(1).default('0.0.0.0'),
+    LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    HERALD_ROLE: z.enum(['api', 'worker', 'all']).default('all'),
+    /** Redis to use; without it Herald runs its own redis-server under HERALD_DATA_DIR. */
+    REDIS_URL: z
+      .string()
+      .regex(/^(rediss?:\/\/|\/)/, 'must be redis://, rediss:// or a unix socket path')
+      .optional(),
+    /** Seed nodes of a Redis Cluster, `host:port,host:port,…` (instead of REDIS_URL). */
+    REDIS_CLUSTER_NODES: csv.pipe(z.array(hostPort).min(1, 'must list at least one host:port')).optional(),
+    /** Sentinels watching the primary, `host:port,…`; needs REDIS_SENTINEL_NAME (instead of REDIS_URL). */
+    REDIS_SENTINELS: csv.pipe(z.array(hostPort).min(1, 'must list at least one host:port')).optional(),
+    /** The primary's name as the Sentinels know it (`sentinel monitor <name> …`). */
+    REDIS_SENTINEL_NAME: z.string().min(1).optional(),
+    /** Credentials for cluster nodes or the Sentinel-managed primary (REDIS_URL carries its own). */
+    REDIS_USERNAME: z.string().min(1).optional(),
+    REDIS_PASSWORD: z.string().min(1).optional(),
+    HERALD_DATA_DIR: z.string().min(1).default('./data'),
+    /** Prefix of every Redis key (inside the hash tag): several Heralds can share one Redis. */
+    HERALD_KEY_PREFIX: z
+      .string()
+      .regex(/^[A-Za-z0-9_.-]{1,64}$/)
+      .default('herald'),
+    HERALD_SECRET_KEY: secretKey.optional(),
+    /** The key before a rotation: read what it sealed until `herald secrets reseal` has run. */
+    HERALD_SECRET_KEY_PREVIOUS: secretKey.optional(),
+    HERALD_RATE_LIMIT: positiveInt.default(600),
+    HERALD_EXECUTE_RATE_LIMIT: positiveInt.default(60),
+    HERALD_METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+    /** Base URL of this Herald, for {{incident.url}} and links in messages. */
+    HERALD_PUBLIC_URL: url.optional(),
+    HERALD_OUTBOUND_ALLOW: csv.default([]),
+    /**
+     * DNS servers for user-supplied destinations (webhooks, SMTP hosts): `ip`, `ip:port` or
+     * `[v6]:port`, comma-separated. Unset: the system's servers (/etc/resolv.conf). Resolution is
+     * c-ares with a deadline, never getaddrinfo, so /etc/hosts is not read (except `localhost`).
+     */
+    HERALD_DNS_SERVERS: csv
+      .pipe(
+        z.array(
+          z
+            .string()
+            .regex(
+              /^(?:\d{1,3}(?:\.\d{1,3}){3}(?::\d{1,5})?|[0-9A-Fa-f:]+|\[[0-9A-Fa-f:]+\](?::\d{1,5})?)$/,
+              'each entry must be an IP address, ip:port or [v6]:port',
+            ),
+        ),
+      )
+      .default([]),
+    HERALD_SHUTDOWN_MS: positiveInt.default(10_000),
+    /** Deliveries one worker process sends at once (jobs of one delivery and dispatch jobs alike). */
+    HERALD_WORKER_CONCURRENCY: positiveInt.max(1000).default(50),
+    /** How long a worker's claim on a job lasts without a heartbeat: a killed worker's jobs return after it. */
+    HERALD_JOB_LOCK_MS: z.coerce.number().int().min(1000).default(30_000),
+    /**
+     * After this long with the event loop idle, Herald gives back the memory a burst made V8 grow
+     * (runtime/memory-trim.ts); 0 turns that off.
+     */
+    HERALD_MEMORY_TRIM_IDLE_MS: z.coerce.number().int().min(0).max(3_600_000).default(1_000),
+    /** How often the outbox is swept for deliveries committed but never queued (a crash in between). */
+    HERALD_OUTBOX_SWEEP_MS: z.coerce.number().int().min(100).default(5_000),
+    /** How often an overdue update is asked for again (`30s`, `15m`, `1h`; 10 s to 24 h). */
+    HERALD_REMINDER_REPEAT: z
+      .string()
+      .regex(/^[1-9]\d{0,5}(s|m|h)$/, 'must be a duration like 30s, 15m or 1h')
+      .transform(
+        (v) => Number(v.slice(0, -1)) * ({ s: 1000, m: 60_000, h: 3_600_000 } as const)[v.slice(-1) as 's' | 'm' | 'h'],
+      )
+      .refine((ms) => ms >= 10_000 && ms <= 86_400_000, 'must be between 10s and 24h')
+      .default(900_000),
+    SLACK_SIGNING_SECRET: z.string().min(1).optional(),
+    SLACK_BOT_TOKEN: z.string().min(1).optional(),
+    SLACK_APP_TOKEN: z.string().min(1).optional(),
+    SLACK_API_URL: url.default('https://slack.com/api/'),
+    TELEGRAM_API_URL: url.default('https://api.telegram.org'),
+    HERALD_SLACK_CHANNEL: z.string().min(1).optional(),
+    HERALD_SLACK_ADMINS: csv.default([]),
+    HERALD_TRUST_PROXY: bool.default(false),
+  })
+  .superRefine((env, ctx) => {
+    // One way to reach Redis: two would leave it ambiguous which one holds the data.
+    const given = (['REDIS_URL', 'REDIS_CLUSTER_NODES', 'REDIS_SENTINELS'] as const).filter(
+      (k) => env[k] !== undefined,
+    );
+    if (given.length > 1) {
+      ctx.addIssue({ code: 'custom', path: [given[1] ?? ''], message: `set only one of ${given.join(' and ')}` });
+    }
+    if (env.REDIS_SENTINELS !== undefined && env.REDIS_SENTINEL_NAME === undefined) {
+      ctx.addIssue({ code: 'custom', path: ['REDIS_SENTINEL_NAME'], message: 'is required with REDIS_SENTINELS' });
+    }
+  });
 
 export type Config = z.infer<typeof EnvSchema>;
 

@@ -4,7 +4,19 @@ import { pino, type Logger } from 'pino';
  * JSON logs (pino). Anything that may hold a secret is redacted by path, wherever it appears in a
  * logged object: headers, tokens, passwords, connection secrets, URLs (webhook URLs are secrets).
  */
-const SENSITIVE = ['authorization', 'token', 'bot_token', 'app_token', 'password', 'secret', 'secrets', 'webhook_url', 'url', 'signing_secret', 'headers'];
+const SENSITIVE = [
+  'authorization',
+  'token',
+  'bot_token',
+  'app_token',
+  'password',
+  'secret',
+  'secrets',
+  'webhook_url',
+  'url',
+  'signing_secret',
+  'headers',
+];
 
 /** Each sensitive key at the top level and up to three objects deep (pino wildcards match one level). */
 export const REDACT_PATHS = SENSITIVE.flatMap((k) => [k, `*.${k}`, `*.*.${k}`, `*.*.*.${k}`]);

@@ -22,7 +22,10 @@ async function main(): Promise<void> {
   const herald = await startHerald({ config, redisUrl, log }, embedded, refuse);
   const server = config.HERALD_ROLE === 'worker' ? null : await serve(herald, config, log, embedded, refuse);
   logStarted({ config, log, herald, server, embedded, redisUrl });
-  const trim = config.HERALD_MEMORY_TRIM_IDLE_MS > 0 ? await startMemoryTrim({ idleMs: config.HERALD_MEMORY_TRIM_IDLE_MS, log }) : null;
+  const trim =
+    config.HERALD_MEMORY_TRIM_IDLE_MS > 0
+      ? await startMemoryTrim({ idleMs: config.HERALD_MEMORY_TRIM_IDLE_MS, log })
+      : null;
   stopOnSignals({ server, herald, embedded, log, budgetMs: config.HERALD_SHUTDOWN_MS, trim });
 }
 
@@ -49,8 +52,17 @@ function refuser(log: Logger): Refuse {
 }
 
 /** The embedded server only when no Redis of any kind is configured. */
-async function embeddedRedisIfNoneConfigured(config: Config, log: Logger, refuse: Refuse): Promise<EmbeddedRedis | null> {
-  if (config.REDIS_URL !== undefined || config.REDIS_CLUSTER_NODES !== undefined || config.REDIS_SENTINELS !== undefined) return null;
+async function embeddedRedisIfNoneConfigured(
+  config: Config,
+  log: Logger,
+  refuse: Refuse,
+): Promise<EmbeddedRedis | null> {
+  if (
+    config.REDIS_URL !== undefined ||
+    config.REDIS_CLUSTER_NODES !== undefined ||
+    config.REDIS_SENTINELS !== undefined
+  )
+    return null;
   try {
     return await openEmbeddedRedis({ dataDir: config.HERALD_DATA_DIR, log });
   } catch (e) {
@@ -59,19 +71,31 @@ async function embeddedRedisIfNoneConfigured(config: Config, log: Logger, refuse
   }
 }
 
-async function startHerald(opts: { config: Config; redisUrl: RedisTarget; log: Logger }, embedded: EmbeddedRedis | null, refuse: Refuse): Promise<Herald> {
+async function startHerald(
+  opts: { config: Config; redisUrl: RedisTarget; log: Logger },
+  embedded: EmbeddedRedis | null,
+  refuse: Refuse,
+): Promise<Herald> {
   try {
     return await createHerald(opts);
   } catch (e) {
     await embedded?.stop();
     if (e instanceof StartupError) refuse(e.message);
     // Anything else here is Redis refusing us (unreachable, WRONGPASS, ...): say which Redis.
-    refuse(`could not set up over Redis at ${describeRedisTarget(opts.redisUrl)}: ${e instanceof Error ? e.message : String(e)}`);
+    refuse(
+      `could not set up over Redis at ${describeRedisTarget(opts.redisUrl)}: ${e instanceof Error ? e.message : String(e)}`,
+    );
   }
 }
 
 /** Listens on HOST:PORT; a port that cannot be had stops Herald and the embedded Redis first. */
-function serve(herald: Herald, config: Config, log: Logger, embedded: EmbeddedRedis | null, refuse: Refuse): Promise<Server> {
+function serve(
+  herald: Herald,
+  config: Config,
+  log: Logger,
+  embedded: EmbeddedRedis | null,
+  refuse: Refuse,
+): Promise<Server> {
   return listen(herald, config, log).catch(async (e: Error) => {
     await herald.close();
     await embedded?.stop();
@@ -79,7 +103,14 @@ function serve(herald: Herald, config: Config, log: Logger, embedded: EmbeddedRe
   });
 }
 
-function logStarted(s: { config: Config; log: Logger; herald: Herald; server: Server | null; embedded: EmbeddedRedis | null; redisUrl: RedisTarget }): void {
+function logStarted(s: {
+  config: Config;
+  log: Logger;
+  herald: Herald;
+  server: Server | null;
+  embedded: EmbeddedRedis | null;
+  redisUrl: RedisTarget;
+}): void {
   const { config, herald, server, embedded } = s;
   const role = config.HERALD_ROLE;
   const port = server ? (server.address() as AddressInfo).port : null;
@@ -91,11 +122,15 @@ function logStarted(s: { config: Config; log: Logger; herald: Herald; server: Se
       role,
       // createHerald runs the delivery worker for roles worker and all.
       delivery_worker: role !== 'api',
-      redis: embedded ? `embedded (${embedded.started ? 'started' : 'reused'}, ${embedded.socketPath})` : `external (${describeRedisTarget(s.redisUrl)})`,
+      redis: embedded
+        ? `embedded (${embedded.started ? 'started' : 'reused'}, ${embedded.socketPath})`
+        : `external (${describeRedisTarget(s.redisUrl)})`,
       persistence,
       slack: herald.slack ? `${herald.slack.mode} mode` : 'Slack not configured: API only',
     },
-    server ? `Herald listening on http://${config.HOST}:${port} (role ${role})` : `Herald running (role ${role}, no HTTP)`,
+    server
+      ? `Herald listening on http://${config.HOST}:${port} (role ${role})`
+      : `Herald running (role ${role}, no HTTP)`,
   );
 }
 
@@ -126,7 +161,13 @@ function listen(herald: Herald, config: Config, log: Logger): Promise<Server> {
   answerClientErrors(server);
   return new Promise((resolve, reject) => {
     server.once('error', (e: NodeJS.ErrnoException) => {
-      reject(new Error(e.code === 'EADDRINUSE' ? `${config.HOST}:${config.PORT} is already in use; set PORT to a free port.` : `Cannot listen on ${config.HOST}:${config.PORT}: ${e.message}`));
+      reject(
+        new Error(
+          e.code === 'EADDRINUSE'
+            ? `${config.HOST}:${config.PORT} is already in use; set PORT to a free port.`
+            : `Cannot listen on ${config.HOST}:${config.PORT}: ${e.message}`,
+        ),
+      );
     });
     server.listen(config.PORT, config.HOST, () => {
       server.on('error', (err) => log.error({ err }, 'http server error'));

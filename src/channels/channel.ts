@@ -39,7 +39,11 @@ export interface ConversationSupport {
 
 export const NO_CONVERSATION: ConversationSupport = { thread: false, edit: false, delete: false };
 
-export interface ChannelModule<T extends string = string, S extends z.ZodType = z.ZodType, C extends z.ZodType = S> extends ConnectionTypeDefinition<S, C> {
+export interface ChannelModule<
+  T extends string = string,
+  S extends z.ZodType = z.ZodType,
+  C extends z.ZodType = S,
+> extends ConnectionTypeDefinition<S, C> {
   type: T;
   /** How the platform is named to people ("Google Chat"). */
   label: string;
@@ -54,7 +58,9 @@ export interface ChannelModule<T extends string = string, S extends z.ZodType = 
 }
 
 /** Identity helper that keeps each module's literal type and config type. */
-export function defineChannel<T extends string, S extends z.ZodType, C extends z.ZodType = S>(m: ChannelModule<T, S, C>): ChannelModule<T, S, C> {
+export function defineChannel<T extends string, S extends z.ZodType, C extends z.ZodType = S>(
+  m: ChannelModule<T, S, C>,
+): ChannelModule<T, S, C> {
   return m;
 }
 

@@ -13,7 +13,16 @@ import { webhookChannel } from './webhook/index.js';
  * The registry of channel types (README "Adding a channel type"): one line per platform, in the
  * order the README and the OpenAPI list them. Everything else about a type is in its folder.
  */
-const MODULES = [slackChannel, teamsChannel, discordChannel, emailChannel, mattermostChannel, googleChatChannel, telegramChannel, webhookChannel] as const;
+const MODULES = [
+  slackChannel,
+  teamsChannel,
+  discordChannel,
+  emailChannel,
+  mattermostChannel,
+  googleChatChannel,
+  telegramChannel,
+  webhookChannel,
+] as const;
 
 type Modules = typeof MODULES;
 export type ChannelType = Modules[number]['type'];
@@ -27,10 +36,13 @@ type TypesOf<M extends readonly { type: string }[]> = { readonly [K in keyof M]:
 export const ChannelTypeSchema = z.enum(CHANNEL_TYPES).meta({ id: 'ChannelType' });
 
 /** Channel type → its module. */
-export const CHANNELS = Object.fromEntries(MODULES.map((m) => [m.type, m])) as { readonly [M in Modules[number] as M['type']]: M };
+export const CHANNELS = Object.fromEntries(MODULES.map((m) => [m.type, m])) as {
+  readonly [M in Modules[number] as M['type']]: M;
+};
 
 /** The full config (secrets included) of one type, as validated and as the delivery code sees it. */
-export type ConfigOf<T extends ChannelType> = (typeof CHANNELS)[T] extends ChannelModule<T, infer S, infer _C> ? z.output<S> : never;
+export type ConfigOf<T extends ChannelType> =
+  (typeof CHANNELS)[T] extends ChannelModule<T, infer S, infer _C> ? z.output<S> : never;
 
 /** The module of a type, seen through the common interface (for code that handles every type). */
 export function channelOf(type: ChannelType): ChannelModule<ChannelType> {

@@ -4,7 +4,15 @@
  * live in the service and the domain; this file only translates.
  */
 import type { Actor } from '../domain/common/actor.js';
-import { ApiKeyCreateSchema, SCOPES, ScopeSchema, keyState, parseExpiresIn, type ApiKey, type ApiKeyCreate } from '../domain/common/api-key.js';
+import {
+  ApiKeyCreateSchema,
+  SCOPES,
+  ScopeSchema,
+  keyState,
+  parseExpiresIn,
+  type ApiKey,
+  type ApiKeyCreate,
+} from '../domain/common/api-key.js';
 import { isDomainError } from '../domain/common/errors.js';
 import type { Cursor } from '../domain/common/pagination.js';
 import { parseInput } from '../domain/common/validation.js';
@@ -36,14 +44,24 @@ const SCOPE_LIST = `${SCOPES.join(', ')}, * (all)`;
  * The service validates again; this only makes the command-line errors read well.
  */
 export function parseCreateFlags(flags: { name?: string; scopes?: string; 'expires-in'?: string }): ApiKeyCreate {
-  if (flags.name === undefined) throw new UsageError('--name is required (a label for the key, e.g. --name "deploy bot").');
+  if (flags.name === undefined)
+    throw new UsageError('--name is required (a label for the key, e.g. --name "deploy bot").');
   if (flags.scopes === undefined) throw new UsageError(`--scopes is required, comma-separated, from: ${SCOPE_LIST}.`);
-  const scopes = flags.scopes.split(',').map((s) => s.trim()).filter((s) => s !== '');
+  const scopes = flags.scopes
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
   const unknown = scopes.filter((s) => !ScopeSchema.safeParse(s).success);
   if (unknown.length > 0) {
-    throw new UsageError(`--scopes: unknown scope${unknown.length > 1 ? 's' : ''} ${unknown.map((s) => `"${s}"`).join(', ')}; use ${SCOPE_LIST}.`);
+    throw new UsageError(
+      `--scopes: unknown scope${unknown.length > 1 ? 's' : ''} ${unknown.map((s) => `"${s}"`).join(', ')}; use ${SCOPE_LIST}.`,
+    );
   }
-  const body = { name: flags.name, scopes, ...(flags['expires-in'] === undefined ? {} : { expires_in: flags['expires-in'] }) };
+  const body = {
+    name: flags.name,
+    scopes,
+    ...(flags['expires-in'] === undefined ? {} : { expires_in: flags['expires-in'] }),
+  };
   try {
     const parsed = parseInput(ApiKeyCreateSchema, body);
     if (parsed.expires_in !== undefined) parseExpiresIn(parsed.expires_in);
@@ -70,7 +88,9 @@ export function asUsageError(e: unknown): UsageError | null {
 export async function createKey(keys: ApiKeyService, input: ApiKeyCreate, json: boolean, io: Output): Promise<void> {
   const { key, token } = await keys.create(input, CLI_ACTOR);
   if (json) {
-    io.out(`${JSON.stringify({ id: key.id, name: key.name, scopes: key.scopes, token, created_at: key.created_at, expires_at: key.expires_at })}\n`);
+    io.out(
+      `${JSON.stringify({ id: key.id, name: key.name, scopes: key.scopes, token, created_at: key.created_at, expires_at: key.expires_at })}\n`,
+    );
     return;
   }
   io.out(
@@ -131,7 +151,11 @@ export function formatKeyTable(keys: ApiKey[], now: Date): string {
     k.revoked_at === null ? '-' : shortTime(k.revoked_at),
   ]);
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  const line = (cells: string[]) => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i] ?? 0))).join('  ').trimEnd();
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i] ?? 0)))
+      .join('  ')
+      .trimEnd();
   return `${[head, ...rows].map(line).join('\n')}\n`;
 }
 

@@ -55,7 +55,8 @@ function parseCommand(argv: string[]): Parsed {
   if (group === 'secrets') return parseSecretsCommand(sub, rest);
   if (group !== 'keys') throw new UsageError(`Unknown command "${group}".`);
   if (sub === undefined || sub === '--help' || sub === '-h') return { kind: 'help' };
-  if (!(sub in COMMANDS)) throw new UsageError(`Unknown command "keys ${sub}"; use keys create, keys list or keys revoke.`);
+  if (!(sub in COMMANDS))
+    throw new UsageError(`Unknown command "keys ${sub}"; use keys create, keys list or keys revoke.`);
 
   switch (sub as keyof typeof COMMANDS) {
     case 'create': {
@@ -75,7 +76,8 @@ function parseCommand(argv: string[]): Parsed {
       const { values, positionals } = parse(rest, COMMANDS.revoke);
       if (values.help) return { kind: 'help' };
       const [id, ...extra] = positionals;
-      if (id === undefined) throw new UsageError('keys revoke needs the key id (see keys list), e.g. keys revoke key_01J...');
+      if (id === undefined)
+        throw new UsageError('keys revoke needs the key id (see keys list), e.g. keys revoke key_01J...');
       noPositionals(extra);
       return { kind: 'run', run: (core, io) => revokeKey(core.services.apiKeys, id, values.json ?? false, io) };
     }
@@ -96,7 +98,8 @@ function parse<O extends NonNullable<ParseArgsConfig['options']>>(args: string[]
     return parseArgs({ args, options, allowPositionals: true, strict: true });
   } catch (e) {
     // node:util reports unknown options and missing values with ERR_PARSE_ARGS_* codes.
-    if (String((e as NodeJS.ErrnoException).code).startsWith('ERR_PARSE_ARGS')) throw new UsageError((e as Error).message);
+    if (String((e as NodeJS.ErrnoException).code).startsWith('ERR_PARSE_ARGS'))
+      throw new UsageError((e as Error).message);
     throw e;
   }
 }

@@ -7,6 +7,8 @@ export async function resealSecrets(core: Pick<Core, 'resealSecrets'>, json: boo
   if (json) io.out(`${JSON.stringify(report)}\n`);
   else io.out(`Checked ${report.checked} sealed records; resealed ${report.resealed} with the current key.\n`);
   if (report.unreadable.length > 0) {
-    throw new Error(`${report.unreadable.length} records could not be opened with HERALD_SECRET_KEY or HERALD_SECRET_KEY_PREVIOUS: ${report.unreadable.join(', ')}`);
+    throw new Error(
+      `${report.unreadable.length} records could not be opened with HERALD_SECRET_KEY or HERALD_SECRET_KEY_PREVIOUS: ${report.unreadable.join(', ')}`,
+    );
   }
 }

@@ -87,7 +87,6 @@ export interface Herald {
   close(): Promise<void>;
 }
 
-
 /** Connects, checks Redis, and wires everything. Throws StartupError on a refusal to start. */
 export async function createHerald(opts: HeraldOptions): Promise<Herald> {
   const { config, log } = opts;
@@ -108,13 +107,33 @@ export async function createHerald(opts: HeraldOptions): Promise<Herald> {
     const channels = await composeChannels(config, allow, clock);
     const registry = new Registry();
     collectDefaultMetrics({ register: registry, prefix: 'herald_' });
-    const { services, delivery } = composeServices({ opts, redis, keys, box, clock, allow, events, channels, registry });
+    const { services, delivery } = composeServices({
+      opts,
+      redis,
+      keys,
+      box,
+      clock,
+      allow,
+      events,
+      channels,
+      registry,
+    });
     const edge: EdgeDeps = {
       keys: services.apiKeys,
-      limiter: new RedisRateLimiter(redis, keys, { default: config.HERALD_RATE_LIMIT, execute: config.HERALD_EXECUTE_RATE_LIMIT }),
+      limiter: new RedisRateLimiter(redis, keys, {
+        default: config.HERALD_RATE_LIMIT,
+        execute: config.HERALD_EXECUTE_RATE_LIMIT,
+      }),
       idempotency: new RedisIdempotencyStore(redis, keys, box),
     };
-    const { app, finish } = createHttpApp({ log, registry, metricsToken: config.HERALD_METRICS_TOKEN, readiness: readinessOf(redis), api: v1Routes(edge, services), trustProxy: config.HERALD_TRUST_PROXY });
+    const { app, finish } = createHttpApp({
+      log,
+      registry,
+      metricsToken: config.HERALD_METRICS_TOKEN,
+      readiness: readinessOf(redis),
+      api: v1Routes(edge, services),
+      trustProxy: config.HERALD_TRUST_PROXY,
+    });
     const slack = await slackEdge(config, log, clock, app, {
       services: { ...services, announcements: new AnnouncementService(new RedisAnnouncementRepo(redis, keys)) },
       idempotency: edge.idempotency,
@@ -183,7 +202,8 @@ function composeServices(w: ServiceParts): { services: Services; delivery: Deliv
   const incidents = new IncidentService({
     incidents: incidentStore,
     templatesExist: exist(keys.template),
-    templateVariables: (tids) => Promise.all(tids.map(async (t) => (await templateStore.get(t))?.variables.map((v) => v.name) ?? null)),
+    templateVariables: (tids) =>
+      Promise.all(tids.map(async (t) => (await templateStore.get(t))?.variables.map((v) => v.name) ?? null)),
     clock,
     ids,
     onChange: (incident, kind) => void events.incidentChanged.emit(incident, kind),

@@ -48,7 +48,11 @@ export interface Core {
 export async function openCore(opts: { config: Config; log: Logger; clock?: Clock }): Promise<Core> {
   const { config, log } = opts;
   let embedded: EmbeddedRedis | null = null;
-  if (config.REDIS_URL === undefined && config.REDIS_CLUSTER_NODES === undefined && config.REDIS_SENTINELS === undefined) {
+  if (
+    config.REDIS_URL === undefined &&
+    config.REDIS_CLUSTER_NODES === undefined &&
+    config.REDIS_SENTINELS === undefined
+  ) {
     try {
       embedded = await openEmbeddedRedis({ dataDir: config.HERALD_DATA_DIR, log });
     } catch (e) {
@@ -69,18 +73,27 @@ export async function openCore(opts: { config: Config; log: Logger; clock?: Cloc
   } catch {
     redis.disconnect();
     await embedded?.stop();
-    throw new StartupError(`Cannot reach Redis at ${describeRedisTarget(target)}; check REDIS_URL (or REDIS_CLUSTER_NODES / REDIS_SENTINELS) and that Redis is running.`);
+    throw new StartupError(
+      `Cannot reach Redis at ${describeRedisTarget(target)}; check REDIS_URL (or REDIS_CLUSTER_NODES / REDIS_SENTINELS) and that Redis is running.`,
+    );
   }
   const clock = opts.clock ?? systemClock;
   const ids = createIdGenerator(() => clock.now().getTime());
-  const apiKeys = new ApiKeyService({ repo: new RedisApiKeyRepo(redis, createKeys(config.HERALD_KEY_PREFIX)), clock, ids, crypto: nodeTokenCrypto });
+  const apiKeys = new ApiKeyService({
+    repo: new RedisApiKeyRepo(redis, createKeys(config.HERALD_KEY_PREFIX)),
+    clock,
+    ids,
+    crypto: nodeTokenCrypto,
+  });
   const resealSecrets = async (): Promise<ResealReport> => {
     const keys = createKeys(config.HERALD_KEY_PREFIX);
-    const box = createSecretBox(loadOrCreateSecretKey(config.HERALD_SECRET_KEY, config.HERALD_DATA_DIR).key, previousSecretKeys(config));
+    const box = createSecretBox(
+      loadOrCreateSecretKey(config.HERALD_SECRET_KEY, config.HERALD_DATA_DIR).key,
+      previousSecretKeys(config),
+    );
     // The check value first: with a key that opens nothing, stop before touching anything.
     await verifySecretKey(redis, keys, box);
     return resealAll(redis, keys, box);
   };
   return { services: { apiKeys }, resealSecrets, close };
 }
-

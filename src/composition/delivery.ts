@@ -42,9 +42,22 @@ import type { Topic } from './events.js';
  * resolved by bounded c-ares), SMTP through the same guard, every channel's sender and the
  * connection tester.
  */
-export async function composeChannels(config: Config, allow: OutboundAllow, clock: Clock): Promise<{ senders: HeraldChannelSenders; tester: ConnectionTester }> {
-  const http = createOutboundHttp(allow, { trustedBaseUrls: [config.SLACK_API_URL, config.TELEGRAM_API_URL], resolver: createBoundedResolver({ servers: config.HERALD_DNS_SERVERS }) });
-  const deps = { http, slackApiUrl: config.SLACK_API_URL, telegramApiUrl: config.TELEGRAM_API_URL, now: () => clock.now().getTime(), smtp: createSmtpClient({ guard: http.guard }) };
+export async function composeChannels(
+  config: Config,
+  allow: OutboundAllow,
+  clock: Clock,
+): Promise<{ senders: HeraldChannelSenders; tester: ConnectionTester }> {
+  const http = createOutboundHttp(allow, {
+    trustedBaseUrls: [config.SLACK_API_URL, config.TELEGRAM_API_URL],
+    resolver: createBoundedResolver({ servers: config.HERALD_DNS_SERVERS }),
+  });
+  const deps = {
+    http,
+    slackApiUrl: config.SLACK_API_URL,
+    telegramApiUrl: config.TELEGRAM_API_URL,
+    now: () => clock.now().getTime(),
+    smtp: createSmtpClient({ guard: http.guard }),
+  };
   const adapters = await loadChannelAdapters();
   const senders = createChannelSenders(adapters, deps);
   return { senders, tester: createConnectionTester({ ...deps, adapters, senders, clock }) };
@@ -82,7 +95,11 @@ export interface DeliveryParts {
 
 export function composeDelivery(o: DeliveryParts): DeliveryWiring {
   const { queue, queueConnection } = composeQueue(o);
-  const bulkConnection = createRedis(o.redisUrl, { name: 'herald-bulk', log: o.log, commandTimeoutMs: BULK_COMMAND_TIMEOUT_MS });
+  const bulkConnection = createRedis(o.redisUrl, {
+    name: 'herald-bulk',
+    log: o.log,
+    commandTimeoutMs: BULK_COMMAND_TIMEOUT_MS,
+  });
   const repo = new RedisExecutionRepo(o.redis, o.keys, () => o.clock.now().getTime(), bulkConnection);
   const metrics = deliveryMetrics(o.registry);
   o.deliveryChanged.on(metrics.changed);
@@ -123,11 +140,18 @@ function composeQueue(o: DeliveryParts): { queue: BullDeliveryQueue; queueConnec
   // BullMQ re-emits its connections' errors on the queue: logged once per outage, like the clients.
   const queueTrouble = redisErrorLogger(log, 'herald-queue (BullMQ)');
   queueConnection.on('ready', queueTrouble.ready);
-  const queue = new BullDeliveryQueue(queueConnection, o.keys.bullPrefix, (err) => (isRedisUnavailable(err) ? queueTrouble.error(err) : log.warn({ err: err.message }, 'delivery queue error')));
+  const queue = new BullDeliveryQueue(queueConnection, o.keys.bullPrefix, (err) =>
+    isRedisUnavailable(err) ? queueTrouble.error(err) : log.warn({ err: err.message }, 'delivery queue error'),
+  );
   return { queue, queueConnection };
 }
 
-function composeDeliveryService(o: DeliveryParts, repo: RedisExecutionRepo, queue: BullDeliveryQueue, onAttempt: DeliveryMetrics['attempt']): DeliveryService {
+function composeDeliveryService(
+  o: DeliveryParts,
+  repo: RedisExecutionRepo,
+  queue: BullDeliveryQueue,
+  onAttempt: DeliveryMetrics['attempt'],
+): DeliveryService {
   return new DeliveryService({
     repo,
     targets: {
@@ -149,12 +173,18 @@ function composeDeliveryService(o: DeliveryParts, repo: RedisExecutionRepo, queu
     conversations: new RedisConversationRepo(o.redis, o.keys),
     publicUrl: o.config.HERALD_PUBLIC_URL ?? null,
     onAttempt,
-    onError: (what, err) => o.log.warn({ err: err instanceof Error ? err.message : String(err) }, `delivery bookkeeping failed: ${what}`),
+    onError: (what, err) =>
+      o.log.warn({ err: err instanceof Error ? err.message : String(err) }, `delivery bookkeeping failed: ${what}`),
     onDeliveryChanged: (d) => void o.deliveryChanged.emit(d),
   });
 }
 
-function composeExecutionService(o: DeliveryParts, repo: RedisExecutionRepo, deliveries: DeliveryService, queue: BullDeliveryQueue): ExecutionService {
+function composeExecutionService(
+  o: DeliveryParts,
+  repo: RedisExecutionRepo,
+  deliveries: DeliveryService,
+  queue: BullDeliveryQueue,
+): ExecutionService {
   return new ExecutionService({
     incidents: o.incidents,
     repo,
@@ -187,7 +217,8 @@ function composeReminders(o: DeliveryParts, notifier: ReminderNotifier | null): 
     repeatMs: o.config.HERALD_REMINDER_REPEAT,
     leaseMs: REMINDER_LEASE_MS,
     onReminded: (incident) => void o.incidentChanged?.emit(incident, 'updated'),
-    onError: (what, err) => o.log.warn({ err: err instanceof Error ? err.message : String(err) }, `update reminder failed: ${what}`),
+    onError: (what, err) =>
+      o.log.warn({ err: err instanceof Error ? err.message : String(err) }, `update reminder failed: ${what}`),
   });
 }
 

@@ -32,14 +32,33 @@ export async function slackEdge(
     );
     return null;
   }
-  if (botToken === undefined) throw new StartupError('Slack is half configured: SLACK_BOT_TOKEN (xoxb-…) is missing. Set it, or unset SLACK_SIGNING_SECRET and SLACK_APP_TOKEN to run the API alone.');
+  if (botToken === undefined)
+    throw new StartupError(
+      'Slack is half configured: SLACK_BOT_TOKEN (xoxb-…) is missing. Set it, or unset SLACK_SIGNING_SECRET and SLACK_APP_TOKEN to run the API alone.',
+    );
   if (!worker && signingSecret === undefined && appToken === undefined) {
-    throw new StartupError('Slack is half configured: set SLACK_SIGNING_SECRET (HTTP mode, /slack/events) or SLACK_APP_TOKEN (Socket Mode), or unset SLACK_BOT_TOKEN to run the API alone.');
+    throw new StartupError(
+      'Slack is half configured: set SLACK_SIGNING_SECRET (HTTP mode, /slack/events) or SLACK_APP_TOKEN (Socket Mode), or unset SLACK_BOT_TOKEN to run the API alone.',
+    );
   }
   const { createSlackEdge } = await import('../slack/app.js');
   if (worker) {
-    const edge = createSlackEdge({ botToken, apiUrl: config.SLACK_API_URL, settings: { admins: [], defaultChannel: config.HERALD_SLACK_CHANNEL ?? null }, access: new AccessPolicy({ slackAdmins: [] }), log, now: () => clock.now(), ...wiring }, app);
-    log.info({ mode: edge.mode }, 'Slack: this worker keeps announcements current (delivery receipts); it receives no Slack requests');
+    const edge = createSlackEdge(
+      {
+        botToken,
+        apiUrl: config.SLACK_API_URL,
+        settings: { admins: [], defaultChannel: config.HERALD_SLACK_CHANNEL ?? null },
+        access: new AccessPolicy({ slackAdmins: [] }),
+        log,
+        now: () => clock.now(),
+        ...wiring,
+      },
+      app,
+    );
+    log.info(
+      { mode: edge.mode },
+      'Slack: this worker keeps announcements current (delivery receipts); it receives no Slack requests',
+    );
     return edge;
   }
   const edge = createSlackEdge(
@@ -56,7 +75,9 @@ export async function slackEdge(
     },
     app,
   );
-  log.info({ mode: edge.mode, admins: config.HERALD_SLACK_ADMINS.length, channel: config.HERALD_SLACK_CHANNEL ?? null }, edge.mode === 'http' ? 'Slack app on /slack/events (HTTP mode)' : 'Slack app over Socket Mode');
+  log.info(
+    { mode: edge.mode, admins: config.HERALD_SLACK_ADMINS.length, channel: config.HERALD_SLACK_CHANNEL ?? null },
+    edge.mode === 'http' ? 'Slack app on /slack/events (HTTP mode)' : 'Slack app over Socket Mode',
+  );
   return edge;
 }
-

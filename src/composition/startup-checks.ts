@@ -25,7 +25,9 @@ export async function checkRedis(redis: RedisClient, log: Logger): Promise<Redis
     );
   }
   if (facts.persistence === 'none') {
-    log.warn('REDIS KEEPS NOTHING ON DISK (appendonly no, no save points): a Redis restart loses every incident, key and queued delivery. Enable AOF: appendonly yes, appendfsync everysec.');
+    log.warn(
+      'REDIS KEEPS NOTHING ON DISK (appendonly no, no save points): a Redis restart loses every incident, key and queued delivery. Enable AOF: appendonly yes, appendfsync everysec.',
+    );
   }
   return facts;
 }
@@ -34,12 +36,17 @@ export async function checkRedis(redis: RedisClient, log: Logger): Promise<Redis
 export async function openSecretBox(config: Config, redis: RedisClient, keys: Keys, log: Logger): Promise<SecretBox> {
   const secret = loadOrCreateSecretKey(config.HERALD_SECRET_KEY, config.HERALD_DATA_DIR);
   if (secret.generated) {
-    log.warn({ path: secret.path }, 'HERALD_SECRET_KEY is not set: using a generated key from the data directory. Every instance sharing this Redis must be given the same key.');
+    log.warn(
+      { path: secret.path },
+      'HERALD_SECRET_KEY is not set: using a generated key from the data directory. Every instance sharing this Redis must be given the same key.',
+    );
   }
   const box = createSecretBox(secret.key, previousSecretKeys(config));
   try {
     if ((await verifySecretKey(redis, keys, box)) === 'previous') {
-      log.warn('Secrets in this Redis are still sealed with HERALD_SECRET_KEY_PREVIOUS: run `herald secrets reseal`, then remove HERALD_SECRET_KEY_PREVIOUS.');
+      log.warn(
+        'Secrets in this Redis are still sealed with HERALD_SECRET_KEY_PREVIOUS: run `herald secrets reseal`, then remove HERALD_SECRET_KEY_PREVIOUS.',
+      );
     }
   } catch (e) {
     throw new StartupError((e as Error).message);

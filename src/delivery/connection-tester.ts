@@ -1,6 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { iso } from '../domain/common/clock.js';
-import { formatOf, readOnlyCheckOf, sendVia, type ConnectionTestResult, type DeliveryConnection, type TestStatus } from '../domain/connection/connection.js';
+import {
+  formatOf,
+  readOnlyCheckOf,
+  sendVia,
+  type ConnectionTestResult,
+  type DeliveryConnection,
+  type TestStatus,
+} from '../domain/connection/connection.js';
 import type { ChannelAdapter } from '../channels/adapter.js';
 import { channelOf, type ChannelType } from '../channels/index.js';
 import { escapeHtml } from '../channels/common/escape.js';
@@ -65,7 +72,14 @@ export function createConnectionTester(deps: ConnectionTesterDeps): ConnectionTe
     // Teams Workflows answer 202 before the flow runs: accepted, not yet posted.
     const unverified = result.outcome === 'delivered' && (conn.type === 'teams' || result.httpStatus === 202);
     if (unverified) {
-      return { ok: true, status: 'accepted_unverified', http_status: result.httpStatus, provider_code: result.providerCode, latency_ms: round(result.latencyMs), detail: 'The platform accepted the test message; it does not confirm that it was posted (check the channel).' };
+      return {
+        ok: true,
+        status: 'accepted_unverified',
+        http_status: result.httpStatus,
+        provider_code: result.providerCode,
+        latency_ms: round(result.latencyMs),
+        detail: 'The platform accepted the test message; it does not confirm that it was posted (check the channel).',
+      };
     }
     return fromResult(result, 'The test message was delivered.');
   }
@@ -75,7 +89,12 @@ export function createConnectionTester(deps: ConnectionTesterDeps): ConnectionTe
   /** The test itself, without the deadline: the method tried and its outcome. */
   async function run(conn: DeliveryConnection, sendMessage: boolean): Promise<Attempt> {
     const refusal = await checkDestinations(deps.http, conn);
-    if (refusal) return { method: sendMessage ? 'send_message' : readOnlyCheckOf(conn.type, conn.config), outcome: refusal, contacted: false };
+    if (refusal)
+      return {
+        method: sendMessage ? 'send_message' : readOnlyCheckOf(conn.type, conn.config),
+        outcome: refusal,
+        contacted: false,
+      };
     if (sendMessage) return { method: 'send_message', outcome: await sendTestMessage(conn), contacted: true };
     const r = await readOnlyCheck(conn);
     return { ...r, contacted: true };
@@ -86,9 +105,13 @@ export function createConnectionTester(deps: ConnectionTesterDeps): ConnectionTe
       const checkedAt = iso(deps.clock.now());
       const started = monotonic();
       const secrets = Object.values(conn.secrets);
-      const { method, outcome, contacted } = await withinDeadline(conn, sendMessage, deadlineMs, () => run(conn, sendMessage));
+      const { method, outcome, contacted } = await withinDeadline(conn, sendMessage, deadlineMs, () =>
+        run(conn, sendMessage),
+      );
       // The check's own latency when it has one; else the time taken, if anyone was contacted.
-      const latency = outcome.latency_ms ?? (contacted && outcome.status !== 'needs_send_message' ? Math.round(monotonic() - started) : null);
+      const latency =
+        outcome.latency_ms ??
+        (contacted && outcome.status !== 'needs_send_message' ? Math.round(monotonic() - started) : null);
       return {
         ...outcome,
         latency_ms: latency,
@@ -114,8 +137,17 @@ interface Attempt {
  * pending (a resolver, a TLS handshake, an SMTP server that greets slowly); what runs on is bounded
  * by its own time-outs and is ignored.
  */
-async function withinDeadline(conn: DeliveryConnection, sendMessage: boolean, deadlineMs: number, run: () => Promise<Attempt>): Promise<Attempt> {
-  const unfinished = (outcome: Outcome): Attempt => ({ method: sendMessage ? 'send_message' : null, outcome, contacted: true });
+async function withinDeadline(
+  conn: DeliveryConnection,
+  sendMessage: boolean,
+  deadlineMs: number,
+  run: () => Promise<Attempt>,
+): Promise<Attempt> {
+  const unfinished = (outcome: Outcome): Attempt => ({
+    method: sendMessage ? 'send_message' : null,
+    outcome,
+    contacted: true,
+  });
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<'deadline'>((resolve) => {
     timer = setTimeout(() => resolve('deadline'), deadlineMs);
@@ -125,15 +157,31 @@ async function withinDeadline(conn: DeliveryConnection, sendMessage: boolean, de
     return r === 'deadline' ? unfinished(pastDeadline(conn, deadlineMs)) : r;
   } catch (e) {
     // A bug must not turn a test into a 500: report it as data, without internals.
-    return unfinished({ ok: false, status: 'unreachable', http_status: null, provider_code: null, latency_ms: null, detail: `the test could not run: ${(e as Error).message}` });
+    return unfinished({
+      ok: false,
+      status: 'unreachable',
+      http_status: null,
+      provider_code: null,
+      latency_ms: null,
+      detail: `the test could not run: ${(e as Error).message}`,
+    });
   } finally {
     clearTimeout(timer);
   }
 }
 
 function pastDeadline(conn: DeliveryConnection, deadlineMs: number): Outcome {
-  const hosts = channelOf(conn.type).destinations(conn.config).map((d) => d.host);
-  return { ok: false, status: 'unreachable', http_status: null, provider_code: null, latency_ms: null, detail: `the test did not finish within ${deadlineMs >= 1000 ? `${Math.round(deadlineMs / 1000)} s` : `${deadlineMs} ms`} (${hosts.join(', ') || 'the destination'} did not answer in time)` };
+  const hosts = channelOf(conn.type)
+    .destinations(conn.config)
+    .map((d) => d.host);
+  return {
+    ok: false,
+    status: 'unreachable',
+    http_status: null,
+    provider_code: null,
+    latency_ms: null,
+    detail: `the test did not finish within ${deadlineMs >= 1000 ? `${Math.round(deadlineMs / 1000)} s` : `${deadlineMs} ms`} (${hosts.join(', ') || 'the destination'} did not answer in time)`,
+  };
 }
 
 /** The read-only check of a type, seen through the common config type (the union widens safely). */
@@ -153,8 +201,20 @@ async function checkDestinations(http: OutboundHttp, conn: DeliveryConnection): 
       await http.guard.resolve(d.host);
     } catch (e) {
       if (!(e instanceof OutboundError)) throw e;
-      const status: TestStatus = e.kind === 'blocked_by_policy' || e.kind === 'https_required' ? 'blocked_by_policy' : e.kind === 'invalid_url' ? 'invalid_config' : 'unreachable';
-      return { ok: false, status, http_status: null, provider_code: null, latency_ms: null, detail: `${d.field}: ${e.message}` };
+      const status: TestStatus =
+        e.kind === 'blocked_by_policy' || e.kind === 'https_required'
+          ? 'blocked_by_policy'
+          : e.kind === 'invalid_url'
+            ? 'invalid_config'
+            : 'unreachable';
+      return {
+        ok: false,
+        status,
+        http_status: null,
+        provider_code: null,
+        latency_ms: null,
+        detail: `${d.field}: ${e.message}`,
+      };
     }
   }
   return null;
@@ -162,7 +222,11 @@ async function checkDestinations(http: OutboundHttp, conn: DeliveryConnection): 
 
 /** A send or check result as a test outcome. */
 function fromResult(result: ChannelResult, okDetail: string): Outcome {
-  const base = { http_status: result.httpStatus, provider_code: result.providerCode, latency_ms: round(result.latencyMs) };
+  const base = {
+    http_status: result.httpStatus,
+    provider_code: result.providerCode,
+    latency_ms: round(result.latencyMs),
+  };
   if (result.outcome === 'delivered') return { ...base, ok: true, status: 'ok', detail: okDetail };
   let status: TestStatus;
   switch (result.cause) {
@@ -187,7 +251,14 @@ function fromResult(result: ChannelResult, okDetail: string): Outcome {
 }
 
 function needsSendMessage(conn: DeliveryConnection): Outcome {
-  return { ok: false, status: 'needs_send_message', http_status: null, provider_code: null, latency_ms: null, detail: `A ${conn.type} connection has no read-only check; send {"send_message": true} to deliver a marked test message.` };
+  return {
+    ok: false,
+    status: 'needs_send_message',
+    http_status: null,
+    provider_code: null,
+    latency_ms: null,
+    detail: `A ${conn.type} connection has no read-only check; send {"send_message": true} to deliver a marked test message.`,
+  };
 }
 
 const round = (ms: number | null): number | null => (ms === null ? null : Math.max(0, Math.round(ms)));

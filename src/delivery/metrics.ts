@@ -25,7 +25,8 @@ export function deliveryMetrics(registry: Registry): DeliveryMetrics {
   return {
     attempt: (d, a) => attempts.inc({ type: d.connection_type, outcome: a.outcome }),
     changed: (d) => {
-      if (d.status === 'delivered' || d.status === 'failed' || d.status === 'cancelled') finished.inc({ type: d.connection_type, status: d.status });
+      if (d.status === 'delivered' || d.status === 'failed' || d.status === 'cancelled')
+        finished.inc({ type: d.connection_type, status: d.status });
     },
   };
 }

@@ -2,17 +2,30 @@ import { DelayedError, Queue, UnrecoverableError, Worker, type Job } from 'bullm
 import type { Cluster, Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import type { DeliveryHint, DeliveryQueue, DispatchBatch, DispatchClaim, ProcessOutcome, QueuedJob } from '../ports/index.js';
+import type {
+  DeliveryHint,
+  DeliveryQueue,
+  DispatchBatch,
+  DispatchClaim,
+  ProcessOutcome,
+  QueuedJob,
+} from '../ports/index.js';
 import { isRedisUnavailable, redisErrorLogger } from '../store/redis.js';
 
 export const QUEUE_NAME = 'deliveries';
 
-/** A job's payload, validated when the worker picks it up (STYLE §6: typed jobs). */
+/** A job's payload, validated when the worker picks it up (typed jobs: a malformed payload fails loudly, never half-runs). */
 const JobData = z.strictObject({
   deliveryId: z.string().regex(/^dlv_[0-9A-Z]{26}$/),
   // Optional: jobs queued by an older version carry only the delivery id.
-  incidentId: z.string().regex(/^inc_[0-9A-Z]{26}$/).optional(),
-  connectionId: z.string().regex(/^con_[0-9A-Z]{26}$/).optional(),
+  incidentId: z
+    .string()
+    .regex(/^inc_[0-9A-Z]{26}$/)
+    .optional(),
+  connectionId: z
+    .string()
+    .regex(/^con_[0-9A-Z]{26}$/)
+    .optional(),
   follows: z.boolean().optional(),
 });
 
@@ -21,7 +34,13 @@ const DispatchData = z.strictObject({
   incidentId: z.string().regex(/^inc_[0-9A-Z]{26}$/),
   claim: z.number().int().nonnegative(),
   deliveries: z
-    .array(z.strictObject({ deliveryId: z.string().regex(/^dlv_[0-9A-Z]{26}$/), connectionId: z.string().regex(/^con_[0-9A-Z]{26}$/), follows: z.boolean() }))
+    .array(
+      z.strictObject({
+        deliveryId: z.string().regex(/^dlv_[0-9A-Z]{26}$/),
+        connectionId: z.string().regex(/^con_[0-9A-Z]{26}$/),
+        follows: z.boolean(),
+      }),
+    )
     .min(1),
 });
 
@@ -45,7 +64,11 @@ export class BullDeliveryQueue implements DeliveryQueue {
   readonly queue: Queue;
 
   constructor(connection: Redis | Cluster, prefix: string, onError: (err: Error) => void) {
-    this.queue = new Queue(QUEUE_NAME, { connection, prefix, defaultJobOptions: { ...JOB_SAFETY_RETRIES, removeOnComplete: true, removeOnFail: 1000 } });
+    this.queue = new Queue(QUEUE_NAME, {
+      connection,
+      prefix,
+      defaultJobOptions: { ...JOB_SAFETY_RETRIES, removeOnComplete: true, removeOnFail: 1000 },
+    });
     // Without a listener BullMQ prints every connection error's stack to the console.
     this.queue.on('error', onError);
   }
@@ -53,7 +76,13 @@ export class BullDeliveryQueue implements DeliveryQueue {
   async enqueue(jobs: QueuedJob[]): Promise<void> {
     if (jobs.length === 0) return;
     // Job ids are stable (delivery id + round), so adding one that already exists is a no-op.
-    await this.queue.addBulk(jobs.map((j) => ({ name: DELIVER, data: { deliveryId: j.deliveryId, ...j.hint }, opts: { jobId: j.jobId, delay: j.delayMs } })));
+    await this.queue.addBulk(
+      jobs.map((j) => ({
+        name: DELIVER,
+        data: { deliveryId: j.deliveryId, ...j.hint },
+        opts: { jobId: j.jobId, delay: j.delayMs },
+      })),
+    );
   }
 
   async dispatch(batches: DispatchBatch[]): Promise<void> {
@@ -121,7 +150,10 @@ export function startDeliveryWorker(o: WorkerOptions): Worker {
         if (!batch.success) throw new UnrecoverableError('malformed dispatch job');
         const jobId = job.id ?? '';
         try {
-          return await runDispatch({ jobId, ...batch.data }, { o, processOne, slots, closing, lost: () => lost.has(jobId) });
+          return await runDispatch(
+            { jobId, ...batch.data },
+            { o, processOne, slots, closing, lost: () => lost.has(jobId) },
+          );
         } finally {
           lost.delete(jobId);
         }
@@ -130,7 +162,10 @@ export function startDeliveryWorker(o: WorkerOptions): Worker {
       // A malformed job can never succeed: fail it for good (it names no delivery to lose).
       if (!data.success) throw new UnrecoverableError('malformed delivery job');
       const { deliveryId, incidentId, connectionId, follows } = data.data;
-      const hint = incidentId !== undefined && connectionId !== undefined ? { incidentId, connectionId, follows: follows ?? false } : undefined;
+      const hint =
+        incidentId !== undefined && connectionId !== undefined
+          ? { incidentId, connectionId, follows: follows ?? false }
+          : undefined;
       const outcome = await slots.use(() => processOne(deliveryId, hint));
       if (outcome.kind === 'delay') {
         // Should this move fail (Redis), the error fails the attempt and BullMQ's safety retry

@@ -52,11 +52,12 @@ export function createChannelSenders(adapters: ChannelAdapters, deps: ChannelSen
   const build = <T extends ChannelType>(t: T): HeraldChannelSender<T> => {
     // Each adapter is typed with its own config; here they are handled alike (the map pairs them).
     const sender = adapters[t].createSender(shared) as ChannelSender<unknown>;
-    return { send: async (target, message) => scrubbed(bounded(sender.send(target, message), deadline), target.secrets) };
+    return {
+      send: async (target, message) => scrubbed(bounded(sender.send(target, message), deadline), target.secrets),
+    };
   };
   return Object.fromEntries(CHANNEL_TYPES.map((t) => [t, build(t)])) as unknown as HeraldChannelSenders;
 }
-
 
 async function scrubbed(result: Promise<ChannelResult>, secrets: Record<string, string>): Promise<ChannelResult> {
   return scrubResult(await result, Object.values(secrets));
@@ -71,7 +72,15 @@ async function bounded(attempt: Promise<ChannelResult>, deadlineMs: number): Pro
   let timer: NodeJS.Timeout | undefined;
   const expired = new Promise<ChannelResult>((resolve) => {
     timer = setTimeout(() => {
-      resolve({ outcome: 'retryable', httpStatus: null, providerCode: null, latencyMs: deadlineMs, retryAfterMs: null, error: `the attempt did not finish within ${deadlineMs >= 1000 ? `${Math.round(deadlineMs / 1000)} s` : `${deadlineMs} ms`}`, ambiguous: true });
+      resolve({
+        outcome: 'retryable',
+        httpStatus: null,
+        providerCode: null,
+        latencyMs: deadlineMs,
+        retryAfterMs: null,
+        error: `the attempt did not finish within ${deadlineMs >= 1000 ? `${Math.round(deadlineMs / 1000)} s` : `${deadlineMs} ms`}`,
+        ambiguous: true,
+      });
     }, deadlineMs);
   });
   try {

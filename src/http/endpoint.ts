@@ -61,7 +61,10 @@ export interface RouteTable<D> {
   routes: readonly Route<D>[];
 }
 
-export const defineRoutes = <D>(about: Omit<RouteTable<D>, 'routes'>, routes: readonly Route<D>[]): RouteTable<D> => ({ ...about, routes });
+export const defineRoutes = <D>(about: Omit<RouteTable<D>, 'routes'>, routes: readonly Route<D>[]): RouteTable<D> => ({
+  ...about,
+  routes,
+});
 
 export const bodyModeOf = (route: Pick<Route<unknown>, 'method' | 'body'>): BodyMode =>
   route.body ?? (route.method === 'post' || route.method === 'patch' ? 'required' : 'none');
@@ -79,7 +82,12 @@ export const openApiPath = (path: string): string => path.replace(/:([A-Za-z]\w*
  * (and its prefix trimming) for every request that passes it. The tables' paths are disjoint, so
  * sharing a router changes no match, 405 or metric label (`/v1/incidents/:id` either way).
  */
-export function mountRoutes<D extends EdgeDeps>(deps: D, table: RouteTable<D>, router: Router = Router(), prefix = ''): Router {
+export function mountRoutes<D extends EdgeDeps>(
+  deps: D,
+  table: RouteTable<D>,
+  router: Router = Router(),
+  prefix = '',
+): Router {
   const methodsByPath = new Map<string, Method[]>();
   for (const route of table.routes) {
     const path = `${prefix}${route.path}`;

@@ -1,4 +1,9 @@
-import { OpenAPIRegistry, OpenApiGeneratorV31, type ResponseConfig, type RouteConfig } from '@asteasolutions/zod-to-openapi';
+import {
+  OpenAPIRegistry,
+  OpenApiGeneratorV31,
+  type ResponseConfig,
+  type RouteConfig,
+} from '@asteasolutions/zod-to-openapi';
 import { z } from 'zod';
 import { bodyModeOf, openApiPath, type OperationDoc, type Route, type RouteTable } from './endpoint.js';
 import { problem } from './operation-docs.js';
@@ -9,18 +14,25 @@ import { templateRouteTable } from './routes/templates.js';
 
 /**
  * The OpenAPI 3.1 document, generated from the route tables that mount the API and the same zod
- * schemas that validate requests (STYLE §2), so a route cannot exist without its operation.
+ * schemas that validate requests, so a route cannot exist without its operation.
  * `npm run openapi` writes it to manifest/openapi.json; a test fails when that file is stale.
  */
 
 /** In the document's order. */
-const TABLES: readonly RouteTable<never>[] = [incidentRouteTable, executionRouteTable, templateRouteTable, connectionRouteTable];
+const TABLES: readonly RouteTable<never>[] = [
+  incidentRouteTable,
+  executionRouteTable,
+  templateRouteTable,
+  connectionRouteTable,
+];
 
 const common = {
   401: problem('Missing, malformed, unknown, expired or revoked API key (WWW-Authenticate says which).'),
   403: problem('The key lacks the scope this endpoint needs (WWW-Authenticate names it).'),
   429: problem('Per-key rate limit reached; Retry-After says when to retry.'),
-  503: problem("service_unavailable: Herald can't reach its database (Redis down, paused or unreachable). Retry after Retry-After; a POST with the same Idempotency-Key never takes effect twice."),
+  503: problem(
+    "service_unavailable: Herald can't reach its database (Redis down, paused or unreachable). Retry after Retry-After; a POST with the same Idempotency-Key never takes effect twice.",
+  ),
 };
 
 /** One documented route, as the document sees it. */
@@ -36,10 +48,12 @@ export function buildOpenApiDocument(): object {
   registry.registerComponent('securitySchemes', 'bearer', {
     type: 'http',
     scheme: 'bearer',
-    description: 'An API key: `hld_` + 49 base62 characters, made with `npm run herald -- keys create` or the Slack App Home.',
+    description:
+      'An API key: `hld_` + 49 base62 characters, made with `npm run herald -- keys create` or the Slack App Home.',
   });
   registerHeaders(registry);
-  for (const table of TABLES) for (const route of table.routes) if (route.doc) registry.registerPath(operationOf(table, route, route.doc));
+  for (const table of TABLES)
+    for (const route of table.routes) if (route.doc) registry.registerPath(operationOf(table, route, route.doc));
   registerWebhooks(registry);
 
   const generator = new OpenApiGeneratorV31(registry.definitions);
@@ -68,7 +82,9 @@ function operationOf(table: RouteTable<never>, route: Route<never>, doc: Operati
   const request: NonNullable<RouteConfig['request']> = {
     ...paramsOf(table, route.path),
     ...(doc.query ? { query: doc.query } : {}),
-    ...(doc.body ? { body: { required: bodyModeOf(route) === 'required', content: { 'application/json': { schema: doc.body } } } } : {}),
+    ...(doc.body
+      ? { body: { required: bodyModeOf(route) === 'required', content: { 'application/json': { schema: doc.body } } } }
+      : {}),
     ...(Object.keys(headers).length > 0 ? { headers: z.object(headers) } : {}),
   };
   return {
@@ -110,24 +126,46 @@ const IdempotencyKeyHeader = z
       'another body → 422 idempotency_key_reused; while the first is still running → 409 idempotency_key_in_use (retry after Retry-After).',
     example: 'deploy-4711-execute',
   });
-const IfMatchHeader = z
-  .string()
-  .optional()
-  .meta({ description: 'The ETag last read (`"r3"`): the write applies only if the record is still at that revision, else 412 precondition_failed.', example: '"r3"' });
+const IfMatchHeader = z.string().optional().meta({
+  description:
+    'The ETag last read (`"r3"`): the write applies only if the record is still at that revision, else 412 precondition_failed.',
+  example: '"r3"',
+});
 
 const header = (name: string) => ({ $ref: `#/components/headers/${name}` });
 
 function registerHeaders(registry: OpenAPIRegistry): void {
   const str = { type: 'string' } as const;
   const headers: Record<string, { description: string; schema: object; required?: boolean }> = {
-    'X-Request-Id': { description: 'The request id, also in problem bodies and logs; a valid incoming X-Request-Id is reused.', schema: str },
+    'X-Request-Id': {
+      description: 'The request id, also in problem bodies and logs; a valid incoming X-Request-Id is reused.',
+      schema: str,
+    },
     Location: { description: 'The created resource (or the execution an execute queued).', schema: str },
     ETag: { description: 'The revision of the resource (`"r3"`); send it back as If-Match.', schema: str },
-    RateLimit: { description: 'Remaining requests per policy (IETF RateLimit fields): `"default";r=599;t=60`.', schema: str },
-    'RateLimit-Policy': { description: 'Each policy applied: `"default";q=600;w=60` (and `"execute"` on execute).', schema: str },
-    'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer', minimum: 0 }, required: true },
-    'Idempotent-Replayed': { description: '`true` when this is the stored answer of an earlier request with the same Idempotency-Key.', schema: { type: 'string', enum: ['true'] } },
-    'WWW-Authenticate': { description: 'Bearer challenge: `error="invalid_token"`, or `error="insufficient_scope", scope="…"` naming the missing scope.', schema: str, required: true },
+    RateLimit: {
+      description: 'Remaining requests per policy (IETF RateLimit fields): `"default";r=599;t=60`.',
+      schema: str,
+    },
+    'RateLimit-Policy': {
+      description: 'Each policy applied: `"default";q=600;w=60` (and `"execute"` on execute).',
+      schema: str,
+    },
+    'Retry-After': {
+      description: 'Seconds to wait before retrying.',
+      schema: { type: 'integer', minimum: 0 },
+      required: true,
+    },
+    'Idempotent-Replayed': {
+      description: '`true` when this is the stored answer of an earlier request with the same Idempotency-Key.',
+      schema: { type: 'string', enum: ['true'] },
+    },
+    'WWW-Authenticate': {
+      description:
+        'Bearer challenge: `error="invalid_token"`, or `error="insufficient_scope", scope="…"` naming the missing scope.',
+      schema: str,
+      required: true,
+    },
   };
   for (const [name, h] of Object.entries(headers)) registry.registerComponent('headers', name, h);
 }
@@ -142,10 +180,12 @@ function completeResponses(op: Op): Record<number, ResponseConfig> {
     extra[400] += ' invalid_json: the body is not JSON, not UTF-8, or its Content-Encoding does not decode.';
     extra[413] = 'payload_too_large: the body is over 256 KiB.';
     extra[415] = 'unsupported_media_type: the body must be application/json (UTF-8), identity, gzip, deflate or br.';
-    extra[422] = 'validation_failed: a field is invalid (errors[].field names it), including control characters and lone surrogates in text.';
+    extra[422] =
+      'validation_failed: a field is invalid (errors[].field names it), including control characters and lone surrogates in text.';
   }
   if (op.method === 'post') {
-    extra[409] = 'idempotency_key_in_use: a request with this Idempotency-Key is still running; retry after Retry-After.';
+    extra[409] =
+      'idempotency_key_in_use: a request with this Idempotency-Key is still running; retry after Retry-After.';
     extra[422] = `${extra[422] ?? ''} idempotency_key_reused: this Idempotency-Key was used with another body.`.trim();
   }
   if (op.path.includes('{')) extra[404] = 'not_found: no such resource (also for a malformed id).';
@@ -156,16 +196,20 @@ function completeResponses(op: Op): Record<number, ResponseConfig> {
     const code = Number(status);
     const existing = all[code];
     const description = existing?.description ?? '';
-    all[code] = existing ? { ...existing, description: description.includes(text) ? description : `${description} ${text}` } : problem(text);
+    all[code] = existing
+      ? { ...existing, description: description.includes(text) ? description : `${description} ${text}` }
+      : problem(text);
   }
   const out: Record<number, ResponseConfig> = {};
   for (const [status, response] of Object.entries(all)) {
     const code = Number(status);
     const headers: Record<string, unknown> = { 'X-Request-Id': header('X-Request-Id') };
-    if (code !== 401) Object.assign(headers, { RateLimit: header('RateLimit'), 'RateLimit-Policy': header('RateLimit-Policy') });
+    if (code !== 401)
+      Object.assign(headers, { RateLimit: header('RateLimit'), 'RateLimit-Policy': header('RateLimit-Policy') });
     if (code === 201 || code === 202) headers.Location = header('Location');
     if ((code === 200 || code === 201) && op.doc.etag) headers.ETag = header('ETag');
-    if (op.method === 'post' && code >= 200 && code < 300) headers['Idempotent-Replayed'] = header('Idempotent-Replayed');
+    if (op.method === 'post' && code >= 200 && code < 300)
+      headers['Idempotent-Replayed'] = header('Idempotent-Replayed');
     if (code === 429 || code === 503) headers['Retry-After'] = header('Retry-After');
     if (code === 409 && op.method === 'post') headers['Retry-After'] = { ...header('Retry-After') };
     if (code === 401 || code === 403) headers['WWW-Authenticate'] = header('WWW-Authenticate');
@@ -179,19 +223,43 @@ function registerWebhooks(registry: OpenAPIRegistry): void {
   const payload = z
     .object({
       type: z.enum(['incident.executed', 'execution.corrected', 'execution.retracted', 'connection.test']).meta({
-        description: '`incident.executed` for an execute; `execution.corrected` / `execution.retracted` for a correction or retraction of an earlier delivery (`target_delivery_id`); `connection.test` for a connection test with send_message (then `test` is true).',
+        description:
+          '`incident.executed` for an execute; `execution.corrected` / `execution.retracted` for a correction or retraction of an earlier delivery (`target_delivery_id`); `connection.test` for a connection test with send_message (then `test` is true).',
       }),
       test: z.boolean(),
-      delivery_id: z.string().meta({ description: 'The delivery: the same on every retry of it (also webhook-id).', example: 'dlv_01JH3ZK6X2B8V4N0Q7R5T9W1YC' }),
+      delivery_id: z.string().meta({
+        description: 'The delivery: the same on every retry of it (also webhook-id).',
+        example: 'dlv_01JH3ZK6X2B8V4N0Q7R5T9W1YC',
+      }),
       execution_id: z.string().meta({ example: 'exe_01JH3ZK6X2B8V4N0Q7R5T9W1YC' }),
-      incident: z.object({ id: z.string(), title: z.string(), severity: z.string(), status: z.string(), url: z.string().nullable().meta({ description: 'HERALD_PUBLIC_URL + the incident path; null when unset.' }) }),
-      incident_id: z.string().meta({ description: 'The incident: every message of one incident carries it, so a receiver can keep one conversation per incident.' }),
-      sequence: z.number().int().nullable().meta({ description: "The message's place in this incident's conversation with this connection: 1, 2, 3, … (null for a connection test)." }),
-      previous_delivery_id: z.string().nullable().meta({ description: 'The delivery before it in the same conversation; null for the first (and for a test).' }),
-      target_delivery_id: z.string().nullable().meta({ description: 'For a correction or retraction: the delivery it corrects or retracts (whose message the receiver should replace or withdraw); null otherwise.' }),
+      incident: z.object({
+        id: z.string(),
+        title: z.string(),
+        severity: z.string(),
+        status: z.string(),
+        url: z.string().nullable().meta({ description: 'HERALD_PUBLIC_URL + the incident path; null when unset.' }),
+      }),
+      incident_id: z.string().meta({
+        description:
+          'The incident: every message of one incident carries it, so a receiver can keep one conversation per incident.',
+      }),
+      sequence: z.number().int().nullable().meta({
+        description:
+          "The message's place in this incident's conversation with this connection: 1, 2, 3, … (null for a connection test).",
+      }),
+      previous_delivery_id: z
+        .string()
+        .nullable()
+        .meta({ description: 'The delivery before it in the same conversation; null for the first (and for a test).' }),
+      target_delivery_id: z.string().nullable().meta({
+        description:
+          'For a correction or retraction: the delivery it corrects or retracts (whose message the receiver should replace or withdraw); null otherwise.',
+      }),
       subject: z.string(),
       body: z.string(),
-      timestamp: z.string().meta({ description: 'When this attempt was made (ISO 8601).', example: '2026-11-22T10:00:00.000Z' }),
+      timestamp: z
+        .string()
+        .meta({ description: 'When this attempt was made (ISO 8601).', example: '2026-11-22T10:00:00.000Z' }),
     })
     .meta({ id: 'WebhookPayload' });
   registry.registerWebhook({
@@ -201,7 +269,7 @@ function registerWebhooks(registry: OpenAPIRegistry): void {
     summary: 'What a webhook connection receives on each delivery attempt',
     description:
       'Signed per Standard Webhooks (standardwebhooks.com): verify `webhook-signature` = `v1,` + base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>`, ' +
-      'keyed with the base64-decoded part of the connection\'s `whsec_…` secret, and drop a repeated webhook-id (a retry). ' +
+      "keyed with the base64-decoded part of the connection's `whsec_…` secret, and drop a repeated webhook-id (a retry). " +
       "The connection's own configured headers are sent too. Answer 2xx to accept; 408, 429 (with Retry-After) and 5xx are retried, other statuses fail the delivery.",
     tags: ['Webhooks'],
     // Herald signs the request (webhook-signature); the receiver needs no credentials from it.
@@ -214,7 +282,10 @@ function registerWebhooks(registry: OpenAPIRegistry): void {
       }),
       body: { required: true, content: { 'application/json': { schema: payload } } },
     },
-    responses: { 200: { description: 'Accepted (any 2xx).' }, 500: { description: 'Any 5xx, 408 or 429: retried with backoff.' } },
+    responses: {
+      200: { description: 'Accepted (any 2xx).' },
+      500: { description: 'Any 5xx, 408 or 429: retried with backoff.' },
+    },
   });
 }
 
@@ -224,7 +295,10 @@ function registerWebhooks(registry: OpenAPIRegistry): void {
  * would refuse the README's own minimal bodies. Responses keep every field required as sent.
  */
 function describeRequestDefaults<T extends object>(doc: T): T {
-  const d = doc as { paths?: Record<string, Record<string, { requestBody?: unknown }>>; components?: { schemas?: Record<string, unknown> } };
+  const d = doc as {
+    paths?: Record<string, Record<string, { requestBody?: unknown }>>;
+    components?: { schemas?: Record<string, unknown> };
+  };
   const schemas = d.components?.schemas ?? {};
   const seen = new Set<string>();
   // `properties` maps names to schemas: a property may itself be called "default".

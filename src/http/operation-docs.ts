@@ -16,18 +16,36 @@ export const ProblemSchema = z
     detail: z.string(),
     code: z.enum(ERROR_CODES),
     request_id: z.string(),
-    errors: z.array(z.object({ field: z.string().meta({ example: 'variables.eta' }), code: z.string(), message: z.string() })),
+    errors: z.array(
+      z.object({ field: z.string().meta({ example: 'variables.eta' }), code: z.string(), message: z.string() }),
+    ),
   })
-  .meta({ id: 'Problem', description: 'RFC 9457 problem details. `code` is stable; `errors[].field` is a dotted path into the request.' });
+  .meta({
+    id: 'Problem',
+    description: 'RFC 9457 problem details. `code` is stable; `errors[].field` is a dotted path into the request.',
+  });
 
-export const problem = (description: string): ResponseConfig => ({ description, content: { 'application/problem+json': { schema: ProblemSchema } } });
-export const json = (schema: z.ZodType, description: string): ResponseConfig => ({ description, content: { 'application/json': { schema } } });
+export const problem = (description: string): ResponseConfig => ({
+  description,
+  content: { 'application/problem+json': { schema: ProblemSchema } },
+});
+export const json = (schema: z.ZodType, description: string): ResponseConfig => ({
+  description,
+  content: { 'application/json': { schema } },
+});
 
 /** A path parameter holding an id of the given prefix (`inc`, `tpl`, …), for its example. */
-export const idParam = (name: string, prefix: string) => z.string().meta({ param: { name, in: 'path' }, example: `${prefix}_01JH3ZK6X2B8V4N0Q7R5T9W1YC` });
+export const idParam = (name: string, prefix: string) =>
+  z.string().meta({ param: { name, in: 'path' }, example: `${prefix}_01JH3ZK6X2B8V4N0Q7R5T9W1YC` });
 
 /** `limit` and `cursor` as parsePageRequest reads them. */
 export const ListQuery = z.object({
-  limit: z.number().int().min(1).max(LIMITS.pageMax).optional().meta({ description: `1..${LIMITS.pageMax}, default ${LIMITS.pageDefault}` }),
+  limit: z
+    .number()
+    .int()
+    .min(1)
+    .max(LIMITS.pageMax)
+    .optional()
+    .meta({ description: `1..${LIMITS.pageMax}, default ${LIMITS.pageDefault}` }),
   cursor: z.string().optional().meta({ description: 'Opaque cursor from pagination.next_cursor.' }),
 });

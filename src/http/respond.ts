@@ -12,9 +12,17 @@ import { pageJson } from './presenters/page.js';
  * A list answer: `limit`/`cursor` read first (their 4xx come before the list's own), then one
  * presented page (presenters/page.ts), written around each record's JSON (jsonOf).
  */
-export async function sendPage<T, W>(req: Request, res: Response, list: (page: PageRequest) => Promise<Page<T>>, present: (item: T) => W): Promise<void> {
+export async function sendPage<T, W>(
+  req: Request,
+  res: Response,
+  list: (page: PageRequest) => Promise<Page<T>>,
+  present: (item: T) => W,
+): Promise<void> {
   const page = parsePageRequest(req.query.limit, req.query.cursor);
-  sendJsonText(res, pageJson(await list(page), page, (item) => jsonOf(item, present)));
+  sendJsonText(
+    res,
+    pageJson(await list(page), page, (item) => jsonOf(item, present)),
+  );
 }
 
 /**
@@ -22,7 +30,11 @@ export async function sendPage<T, W>(req: Request, res: Response, list: (page: P
  * the ETag, so the client can send it back as If-Match.
  */
 export const versioned =
-  <D, T>(load: (req: Request, res: Response, deps: D) => Promise<T>, revOf: (record: T) => number, present: (record: T) => unknown) =>
+  <D, T>(
+    load: (req: Request, res: Response, deps: D) => Promise<T>,
+    revOf: (record: T) => number,
+    present: (record: T) => unknown,
+  ) =>
   async (req: Request, res: Response, deps: D): Promise<void> => {
     const record = await load(req, res, deps);
     setEtag(res, revOf(record));
@@ -60,7 +72,14 @@ interface Described {
 }
 
 /** GET of a page of records: `limit` and `cursor` (plus `query`, when the list takes more) → the list envelope. */
-export function listRoute<D, T>(o: Described & Pick<OperationDoc, 'responses'> & { query?: z.ZodObject; list: (req: Request, deps: D, page: PageRequest) => Promise<Page<T>>; present: (item: T) => unknown }): Route<D> {
+export function listRoute<D, T>(
+  o: Described &
+    Pick<OperationDoc, 'responses'> & {
+      query?: z.ZodObject;
+      list: (req: Request, deps: D, page: PageRequest) => Promise<Page<T>>;
+      present: (item: T) => unknown;
+    },
+): Route<D> {
   return {
     method: 'get',
     path: o.path,
@@ -71,12 +90,25 @@ export function listRoute<D, T>(o: Described & Pick<OperationDoc, 'responses'> &
 }
 
 /** GET of one record by `:id` (404 when there is none), its revision as the ETag. */
-export function getRoute<D, T>(o: Described & { noun: string; schema: z.ZodType; load: (id: string, deps: D) => Promise<T>; revOf: (record: T) => number; present: (record: T) => unknown }): Route<D> {
+export function getRoute<D, T>(
+  o: Described & {
+    noun: string;
+    schema: z.ZodType;
+    load: (id: string, deps: D) => Promise<T>;
+    revOf: (record: T) => number;
+    present: (record: T) => unknown;
+  },
+): Route<D> {
   return {
     method: 'get',
     path: o.path,
     scope: o.scope,
-    doc: { operationId: o.operationId, summary: o.summary, etag: true, responses: { 200: json(o.schema, `The ${o.noun}; ETag header set.`), 404: problem('not_found') } },
+    doc: {
+      operationId: o.operationId,
+      summary: o.summary,
+      etag: true,
+      responses: { 200: json(o.schema, `The ${o.noun}; ETag header set.`), 404: problem('not_found') },
+    },
     handle: versioned((req, _res, deps: D) => o.load(pathParam(req, 'id'), deps), o.revOf, o.present),
   };
 }
@@ -95,7 +127,18 @@ export function patchRoute<D, T>(
     method: 'patch',
     path: o.path,
     scope: o.scope,
-    doc: { operationId: o.operationId, summary: o.summary, body: o.body, ifMatch: true, etag: true, responses: o.responses },
-    handle: versioned((req, res, deps: D) => o.update(pathParam(req, 'id'), req.body, ifMatchRevision(req), res, deps), o.revOf, o.present),
+    doc: {
+      operationId: o.operationId,
+      summary: o.summary,
+      body: o.body,
+      ifMatch: true,
+      etag: true,
+      responses: o.responses,
+    },
+    handle: versioned(
+      (req, res, deps: D) => o.update(pathParam(req, 'id'), req.body, ifMatchRevision(req), res, deps),
+      o.revOf,
+      o.present,
+    ),
   };
 }

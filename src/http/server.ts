@@ -61,13 +61,19 @@ export function createHttpApp(deps: ServerDeps): { app: Express; finish: () => v
     app.use(
       problemHandler(
         (err, req) => {
-          deps.log.error({ err, request_id: requestIdOf(req, req.res!), method: req.method, path: fullPath(req) }, 'unhandled error');
+          deps.log.error(
+            { err, request_id: requestIdOf(req, req.res!), method: req.method, path: fullPath(req) },
+            'unhandled error',
+          );
         },
         (err) => {
           const now = Date.now();
           if (now - lastUnavailableLog < UNAVAILABLE_LOG_EVERY_MS) return;
           lastUnavailableLog = now;
-          deps.log.warn({ err: err instanceof Error ? err.message : String(err) }, 'answering 503 service_unavailable: Redis cannot be used');
+          deps.log.warn(
+            { err: err instanceof Error ? err.message : String(err) },
+            'answering 503 service_unavailable: Redis cannot be used',
+          );
         },
       ),
     );
@@ -85,7 +91,10 @@ function mountProbes(app: Express, deps: ServerDeps): void {
     res.status(r.redis === 'ok' ? 200 : 503).json({ status: r.redis === 'ok' ? 'ready' : 'unavailable', ...r });
   });
   app.get('/metrics', async (req, res) => {
-    if (deps.metricsToken !== undefined && !constantTimeEquals(req.get('Authorization') ?? '', `Bearer ${deps.metricsToken}`)) {
+    if (
+      deps.metricsToken !== undefined &&
+      !constantTimeEquals(req.get('Authorization') ?? '', `Bearer ${deps.metricsToken}`)
+    ) {
       res.setHeader('WWW-Authenticate', 'Bearer realm="herald-metrics"');
       res.status(401).type('text/plain').send('unauthorized\n');
       return;
@@ -110,7 +119,13 @@ export function answerClientErrors(server: Server): void {
     }
     const tooLarge = err.code === 'HPE_HEADER_OVERFLOW';
     const problem = tooLarge
-      ? toProblem(new DomainError('request_headers_too_large', 'The request headers are larger than the server accepts (16 KiB in all).'), 'none')
+      ? toProblem(
+          new DomainError(
+            'request_headers_too_large',
+            'The request headers are larger than the server accepts (16 KiB in all).',
+          ),
+          'none',
+        )
       : toProblem(new DomainError('bad_request', 'The request is not valid HTTP/1.1.'), 'none');
     const body = JSON.stringify(problem);
     socket.end(

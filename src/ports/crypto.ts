@@ -1,5 +1,3 @@
-
-
 /** Randomness, hashing and sealing of secrets, implemented in src/store/crypto.ts. */
 
 // ── crypto and secrets ───────────────────────────────────────────────────────────────────────

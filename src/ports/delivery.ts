@@ -162,4 +162,5 @@ export interface ChannelSender<T extends ChannelType = ChannelType> {
 export type ChannelSenders = { [T in ChannelType]: ChannelSender<T> };
 
 /** What the queue adapter should do with a job: finish it, or run it again after a delay. */
-export type ProcessOutcome = { kind: 'done'; status: Delivery['status'] } | { kind: 'delay'; ms: number; reason: 'pacing' | 'retry' };
+export type ProcessOutcome =
+  { kind: 'done'; status: Delivery['status'] } | { kind: 'delay'; ms: number; reason: 'pacing' | 'retry' };

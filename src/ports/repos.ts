@@ -112,7 +112,14 @@ export interface ExecutionRepo {
    * `threads` is each targeted connection's conversation as read (ConversationRepo.threads): the
    * commit fails when one moved meanwhile, and moves each on to its last new delivery.
    */
-  create(execution: Execution, deliveries: Delivery[], incidentPrev: Incident, incidentNext: Incident, events: IncidentEvent[], threads?: Map<string, ThreadState>): Promise<boolean>;
+  create(
+    execution: Execution,
+    deliveries: Delivery[],
+    incidentPrev: Incident,
+    incidentNext: Incident,
+    events: IncidentEvent[],
+    threads?: Map<string, ThreadState>,
+  ): Promise<boolean>;
   get(id: string): Promise<Execution | null>;
   listForIncident(incidentId: string, page: PageRequest): Promise<Page<Execution>>;
   getDeliveries(ids: string[]): Promise<(Delivery | null)[]>;
@@ -122,7 +129,11 @@ export interface ExecutionRepo {
    * also records it as awaiting enqueue (redeliver), and `events` are appended to the incident's
    * timeline (`delivery.failed`), in the same atomic step.
    */
-  updateDelivery(prev: Delivery, next: Delivery, opts?: { outbox?: boolean; events?: IncidentEvent[] }): Promise<boolean>;
+  updateDelivery(
+    prev: Delivery,
+    next: Delivery,
+    opts?: { outbox?: boolean; events?: IncidentEvent[] },
+  ): Promise<boolean>;
   /** Deliveries of a connection that are not terminal yet. */
   activeForConnection(connectionId: string): Promise<string[]>;
   /**

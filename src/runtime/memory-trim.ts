@@ -158,7 +158,8 @@ export async function startMemoryTrim(o: { idleMs: number; log: Logger }): Promi
     collect: () => collectViaInspector(inspector),
     releaseFreed: async () => {
       cHeap ??= loadCHeapRelease().then((c) => {
-        if ('unavailable' in c) o.log.info({ reason: c.unavailable }, "memory trim: the C library's free memory stays with it");
+        if ('unavailable' in c)
+          o.log.info({ reason: c.unavailable }, "memory trim: the C library's free memory stays with it");
         return c;
       });
       const c = await cHeap;
@@ -170,8 +171,16 @@ export async function startMemoryTrim(o: { idleMs: number; log: Logger }): Promi
     idleMs: o.idleMs,
     minYoungBytes: TRIM_DEFAULTS.minYoungBytes,
     minGapMs: TRIM_DEFAULTS.minGapMs,
-    onTrim: (t) => o.log.debug({ ms: Math.round(t.ms), young_before: t.youngBefore, young_after: t.youngAfter }, 'idle: memory given back'),
-    onRelease: (t) => o.log.debug({ ms: Math.round(t.ms), rss_mb: Math.round(process.memoryUsage.rss() / 1048576) }, "idle: the C library's free memory given back"),
+    onTrim: (t) =>
+      o.log.debug(
+        { ms: Math.round(t.ms), young_before: t.youngBefore, young_after: t.youngAfter },
+        'idle: memory given back',
+      ),
+    onRelease: (t) =>
+      o.log.debug(
+        { ms: Math.round(t.ms), rss_mb: Math.round(process.memoryUsage.rss() / 1048576) },
+        "idle: the C library's free memory given back",
+      ),
     onError: (err) => o.log.warn({ err: err instanceof Error ? err.message : String(err) }, 'memory trim failed'),
   });
   const timer = setInterval(() => void trim.check(), TRIM_DEFAULTS.checkMs);

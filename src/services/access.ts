@@ -37,6 +37,7 @@ export class AccessPolicy {
 
   /** Throws `insufficient_scope` (403) unless `actor` may do `task`. */
   authorize(actor: Pick<Actor, 'type' | 'id'>, task: AdminTask): void {
-    if (!this.can(actor, task)) throw new DomainError('insufficient_scope', 'Only Herald admins can do this.', [], { task });
+    if (!this.can(actor, task))
+      throw new DomainError('insufficient_scope', 'Only Herald admins can do this.', [], { task });
   }
 }

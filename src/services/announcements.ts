@@ -3,7 +3,17 @@ import { isDomainError } from '../domain/common/errors.js';
 import { formatDueTime, formatOverdue } from '../domain/execution/conversation.js';
 import { executionStatus, type Delivery, type Execution } from '../domain/execution/execution.js';
 import type { Incident } from '../domain/incident/incident.js';
-import type { Announcement, AnnouncementReceiptLine, AnnouncementReceipts, AnnouncementReminderLog, AnnouncementRepo, ChatPoster, NextUpdateDue, Pacer, ReminderNotifier } from '../ports/index.js';
+import type {
+  Announcement,
+  AnnouncementReceiptLine,
+  AnnouncementReceipts,
+  AnnouncementReminderLog,
+  AnnouncementRepo,
+  ChatPoster,
+  NextUpdateDue,
+  Pacer,
+  ReminderNotifier,
+} from '../ports/index.js';
 
 /**
  * Where each incident was announced in Slack, so the announcement can be kept current
@@ -81,9 +91,14 @@ export interface AnnouncementPacing {
 
 export interface AnnouncementRouterDeps {
   /** Where announcements are remembered (AnnouncementService). */
-  store: Pick<AnnouncementService, 'find' | 'remember' | 'trackExecution' | 'refreshExclusively' | 'reminders' | 'recordReminder'>;
+  store: Pick<
+    AnnouncementService,
+    'find' | 'remember' | 'trackExecution' | 'refreshExclusively' | 'reminders' | 'recordReminder'
+  >;
   incidents: { get(id: string): Promise<Incident> };
-  executions: { get(incidentId: string, executionId: string): Promise<{ execution: Execution; deliveries: Delivery[] }> };
+  executions: {
+    get(incidentId: string, executionId: string): Promise<{ execution: Execution; deliveries: Delivery[] }>;
+  };
   connections: { get(id: string): Promise<{ name: string }> };
   /** The chat platform (the Slack edge's Web API adapter). */
   chat: ChatPoster;
@@ -160,7 +175,10 @@ export class AnnouncementRouter implements ReminderNotifier {
         }
         return;
       } catch (err) {
-        this.r.log.warn({ err: this.describe(err), channel, incident_id: incidentId }, 'could not post the incident announcement; trying the next channel');
+        this.r.log.warn(
+          { err: this.describe(err), channel, incident_id: incidentId },
+          'could not post the incident announcement; trying the next channel',
+        );
       }
     }
     this.r.log.warn({ incident_id: incidentId }, 'incident not announced in Slack: no channel took the message');
@@ -225,7 +243,9 @@ export class AnnouncementRouter implements ReminderNotifier {
       executor: incident.last_executed_by ?? null,
     };
     // A reply is a post in the channel: it waits its turn with the channel's other posts.
-    await this.postPaced(announcement.channel, () => this.r.chat.postReminder({ channel: announcement.channel, ts: announcement.ts }, content));
+    await this.postPaced(announcement.channel, () =>
+      this.r.chat.postReminder({ channel: announcement.channel, ts: announcement.ts }, content),
+    );
     await this.r.store.recordReminder(incident.id, reminder);
     this.refresh(incident.id);
   }
@@ -245,7 +265,12 @@ export class AnnouncementRouter implements ReminderNotifier {
           // waiting): requests arriving meanwhile are covered by this run.
           await this.paceUpdate(incidentId);
           state.again = false;
-          await this.update(incidentId).catch((err: unknown) => this.r.log.warn({ err: this.describe(err), incident_id: incidentId }, 'could not update the incident announcement'));
+          await this.update(incidentId).catch((err: unknown) =>
+            this.r.log.warn(
+              { err: this.describe(err), incident_id: incidentId },
+              'could not update the incident announcement',
+            ),
+          );
         } while (state.again);
       } finally {
         this.running.delete(incidentId);
@@ -261,7 +286,9 @@ export class AnnouncementRouter implements ReminderNotifier {
 
   /** One process at a time renders an announcement (see AnnouncementService.refreshExclusively). */
   private update(incidentId: string): Promise<void> {
-    return this.r.store.refreshExclusively(incidentId, `${this.instance}:${++this.refreshes}`, () => this.render(incidentId));
+    return this.r.store.refreshExclusively(incidentId, `${this.instance}:${++this.refreshes}`, () =>
+      this.render(incidentId),
+    );
   }
 
   /**
@@ -331,7 +358,10 @@ export class AnnouncementRouter implements ReminderNotifier {
     const incident = await this.r.incidents.get(incidentId);
     const receipts = announcement.execution_id ? await this.receipts(incidentId, announcement.execution_id) : null;
     try {
-      await this.r.chat.update({ channel: announcement.channel, ts: announcement.ts }, { incident, receipts, nextUpdate: this.nextUpdate(incident) });
+      await this.r.chat.update(
+        { channel: announcement.channel, ts: announcement.ts },
+        { incident, receipts, nextUpdate: this.nextUpdate(incident) },
+      );
     } finally {
       this.noteUpdate(incidentId);
     }
@@ -359,7 +389,14 @@ export class AnnouncementRouter implements ReminderNotifier {
     }));
     const kind = execution.kind ?? 'announcement';
     const target = execution.target_execution_id ?? null;
-    return { executionId: execution.id, status: executionStatus(deliveries), lines, kind, targetExecutionId: target, correctableExecutionId: correctable(execution, deliveries) };
+    return {
+      executionId: execution.id,
+      status: executionStatus(deliveries),
+      lines,
+      kind,
+      targetExecutionId: target,
+      correctableExecutionId: correctable(execution, deliveries),
+    };
   }
 
   /** "Next update due 14:30 UTC", and how overdue it is, as of now (each render recomputes it). */
@@ -384,7 +421,9 @@ export class AnnouncementRouter implements ReminderNotifier {
   }
 
   private background(p: Promise<unknown>, incidentId: string): void {
-    p.catch((err: unknown) => this.r.log.warn({ err: this.describe(err), incident_id: incidentId }, 'announcement work failed'));
+    p.catch((err: unknown) =>
+      this.r.log.warn({ err: this.describe(err), incident_id: incidentId }, 'announcement work failed'),
+    );
   }
 }
 

@@ -90,14 +90,17 @@ export class ApiKeyService {
 
   /** Revokes a key (idempotent: revoking twice keeps the first time). */
   async revoke(id: string): Promise<ApiKey> {
-    return retryOnConflict(async () => {
-      const key = await this.get(id);
-      if (key.revoked_at !== null) return key;
-      const next = { ...key, revoked_at: iso(this.d.clock.now()) };
-      if (!(await this.d.repo.update(key, next))) return LOST_RACE;
-      this.forget(id);
-      return next;
-    }, () => new DomainError('conflict', 'The key changed while it was being revoked; try again.'));
+    return retryOnConflict(
+      async () => {
+        const key = await this.get(id);
+        if (key.revoked_at !== null) return key;
+        const next = { ...key, revoked_at: iso(this.d.clock.now()) };
+        if (!(await this.d.repo.update(key, next))) return LOST_RACE;
+        this.forget(id);
+        return next;
+      },
+      () => new DomainError('conflict', 'The key changed while it was being revoked; try again.'),
+    );
   }
 
   /**

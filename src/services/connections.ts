@@ -34,7 +34,15 @@ import { isId } from '../domain/common/ids.js';
 import { expectCursorKind, type Page, type PageRequest } from '../domain/common/pagination.js';
 import { parseInput, toFieldErrors } from '../domain/common/validation.js';
 import { LOST_RACE, retryOnConflict } from './retry.js';
-import type { Clock, ConnectionFilter, ConnectionRepo, ConnectionTester, IdGenerator, SecretBox, TokenCrypto } from '../ports/index.js';
+import type {
+  Clock,
+  ConnectionFilter,
+  ConnectionRepo,
+  ConnectionTester,
+  IdGenerator,
+  SecretBox,
+  TokenCrypto,
+} from '../ports/index.js';
 
 export interface ConnectionServiceDeps {
   repo: ConnectionRepo;
@@ -112,60 +120,71 @@ export class ConnectionService {
    * a destination to another host needs every secret sent there again. Re-enabling resets health.
    */
   async update(id: string, input: unknown, ifMatch: number | null = null): Promise<ConnectionRecord> {
-    return retryOnConflict(async () => {
-      const current = await this.get(id);
-      checkRevision('connection', current.rev, ifMatch);
-      const patch = this.parsePatch(current, input);
-      if (Object.keys(patch).length === 0) {
-        throw emptyPatch();
-      }
-      const next: ConnectionRecord = { ...current };
-      if (patch.name !== undefined) next.name = patch.name;
-      if (patch.rate_limit_per_minute !== undefined) next.rate_limit_per_minute = patch.rate_limit_per_minute;
-      if (patch.update_mode !== undefined) next.update_mode = patch.update_mode;
-      if (patch.enabled !== undefined) {
-        // Turning a connection back on is the operator saying "it is fixed": start healthy.
-        if (patch.enabled && (!current.enabled || current.health.state === 'disabled')) next.health = HEALTHY;
-        next.enabled = patch.enabled;
-      }
-      if (patch.config !== undefined) {
-        const { config: before, secrets: openSecrets } = this.open(current);
-        const after = mergeConfig(current.type, before, patch.config);
-        const shape = configShapeErrors(current.type, after);
-        if (shape.length > 0) throw new DomainError('validation_failed', 'The request has invalid fields; see errors.', shape);
-        checkConfigRules(current.type, after, this.d.allow, changedDestinations(current.type, before));
-        const missing = missingSecrets(current.type, before, after, patch.config);
-        if (missing.length > 0) {
-          throw new DomainError('secret_required', 'The destination moves to another host: send its secrets again.', missing);
+    return retryOnConflict(
+      async () => {
+        const current = await this.get(id);
+        checkRevision('connection', current.rev, ifMatch);
+        const patch = this.parsePatch(current, input);
+        if (Object.keys(patch).length === 0) {
+          throw emptyPatch();
         }
-        const { plain, secrets } = splitSecrets(current.type, after);
-        next.config = plain;
-        next.secrets = this.seal(secrets, current.secrets, openSecrets);
-      }
-      // Either change can make `edit` impossible (a Slack connection moving to a webhook).
-      if (patch.update_mode !== undefined || patch.config !== undefined) checkUpdateMode(next.update_mode, next);
-      if (sameContent(current, next)) return current;
-      next.updated_at = iso(this.d.clock.now());
-      next.rev = current.rev + 1;
-      if (await this.d.repo.update(current, next)) {
-        if (current.enabled && !next.enabled) await this.d.onDisabled?.(id);
-        return next;
-      }
-      return LOST_RACE;
-    }, () => keptChanging('connection'));
+        const next: ConnectionRecord = { ...current };
+        if (patch.name !== undefined) next.name = patch.name;
+        if (patch.rate_limit_per_minute !== undefined) next.rate_limit_per_minute = patch.rate_limit_per_minute;
+        if (patch.update_mode !== undefined) next.update_mode = patch.update_mode;
+        if (patch.enabled !== undefined) {
+          // Turning a connection back on is the operator saying "it is fixed": start healthy.
+          if (patch.enabled && (!current.enabled || current.health.state === 'disabled')) next.health = HEALTHY;
+          next.enabled = patch.enabled;
+        }
+        if (patch.config !== undefined) {
+          const { config: before, secrets: openSecrets } = this.open(current);
+          const after = mergeConfig(current.type, before, patch.config);
+          const shape = configShapeErrors(current.type, after);
+          if (shape.length > 0)
+            throw new DomainError('validation_failed', 'The request has invalid fields; see errors.', shape);
+          checkConfigRules(current.type, after, this.d.allow, changedDestinations(current.type, before));
+          const missing = missingSecrets(current.type, before, after, patch.config);
+          if (missing.length > 0) {
+            throw new DomainError(
+              'secret_required',
+              'The destination moves to another host: send its secrets again.',
+              missing,
+            );
+          }
+          const { plain, secrets } = splitSecrets(current.type, after);
+          next.config = plain;
+          next.secrets = this.seal(secrets, current.secrets, openSecrets);
+        }
+        // Either change can make `edit` impossible (a Slack connection moving to a webhook).
+        if (patch.update_mode !== undefined || patch.config !== undefined) checkUpdateMode(next.update_mode, next);
+        if (sameContent(current, next)) return current;
+        next.updated_at = iso(this.d.clock.now());
+        next.rev = current.rev + 1;
+        if (await this.d.repo.update(current, next)) {
+          if (current.enabled && !next.enabled) await this.d.onDisabled?.(id);
+          return next;
+        }
+        return LOST_RACE;
+      },
+      () => keptChanging('connection'),
+    );
   }
 
   /** Deletes (If-Match honoured), then lets the delivery layer cancel what was queued for it. */
   async delete(id: string, ifMatch: number | null = null): Promise<void> {
-    return retryOnConflict(async () => {
-      const current = await this.get(id);
-      checkRevision('connection', current.rev, ifMatch);
-      if (await this.d.repo.delete(current)) {
-        await this.d.onDeleted?.(id);
-        return;
-      }
-      return LOST_RACE;
-    }, () => keptChanging('connection'));
+    return retryOnConflict(
+      async () => {
+        const current = await this.get(id);
+        checkRevision('connection', current.rev, ifMatch);
+        if (await this.d.repo.delete(current)) {
+          await this.d.onDeleted?.(id);
+          return;
+        }
+        return LOST_RACE;
+      },
+      () => keptChanging('connection'),
+    );
   }
 
   /**
@@ -212,7 +231,8 @@ export class ConnectionService {
     const ruleError = invalid.length > 0 ? null : this.ruleError(current.type, config);
     const blocked = destinationErrors(current.type, config, this.d.allow);
     if (invalid.length > 0 || ruleError) {
-      const detail = (ruleError?.errors ?? invalid).map((e) => `${e.field}: ${e.message}`).join(' ') || (ruleError?.message ?? '');
+      const detail =
+        (ruleError?.errors ?? invalid).map((e) => `${e.field}: ${e.message}`).join(' ') || (ruleError?.message ?? '');
       result = localTestResult('invalid_config', method, detail, now);
     } else if (blocked.length > 0) {
       result = localTestResult('blocked_by_policy', method, blocked.map((e) => e.message).join(' '), now);
@@ -269,11 +289,18 @@ export class ConnectionService {
   }
 
   /** Seals secrets; one whose value did not change keeps its sealed form (no churn, stable CAS). */
-  private seal(secrets: Record<string, string>, previous: Record<string, SealedSecret>, previousPlain: Record<string, string>): Record<string, SealedSecret> {
+  private seal(
+    secrets: Record<string, string>,
+    previous: Record<string, SealedSecret>,
+    previousPlain: Record<string, string>,
+  ): Record<string, SealedSecret> {
     const out: Record<string, SealedSecret> = {};
     for (const [key, value] of Object.entries(secrets)) {
       const kept = previous[key];
-      out[key] = kept !== undefined && previousPlain[key] === value ? kept : { sealed: this.d.box.seal(value), last4: lastFour(value) };
+      out[key] =
+        kept !== undefined && previousPlain[key] === value
+          ? kept
+          : { sealed: this.d.box.seal(value), last4: lastFour(value) };
     }
     return out;
   }
@@ -287,23 +314,40 @@ export class ConnectionService {
     if (r.success) return r.data;
     const errors = toFieldErrors(r.error.issues);
     const raw = typeof input === 'object' && input !== null ? (input as { config?: unknown }).config : undefined;
-    if (typeof raw === 'object' && raw !== null && !Array.isArray(raw) && !errors.some((e) => e.field.startsWith('config'))) {
-      errors.push(...configShapeErrors(current.type, mergeConfig(current.type, this.open(current).config, raw as Record<string, unknown>)));
+    if (
+      typeof raw === 'object' &&
+      raw !== null &&
+      !Array.isArray(raw) &&
+      !errors.some((e) => e.field.startsWith('config'))
+    ) {
+      errors.push(
+        ...configShapeErrors(
+          current.type,
+          mergeConfig(current.type, this.open(current).config, raw as Record<string, unknown>),
+        ),
+      );
     }
     throw new DomainError('validation_failed', 'The request has invalid fields; see errors.', errors);
   }
 
   /** Compare-and-set loop for system updates (health, last test); they do not move updated_at. */
-  private async mutate(id: string, change: (c: ConnectionRecord) => ConnectionRecord): Promise<ConnectionRecord | null> {
-    return retryOnConflict(async () => {
-      const current = isId('connection', id) ? await this.d.repo.get(id) : null;
-      if (!current) return null;
-      const next = change(current);
-      if (sameContent(current, next)) return current;
-      next.rev = current.rev + 1;
-      if (await this.d.repo.update(current, next)) return next;
-      return LOST_RACE;
-    }, () => keptChanging('connection'), { attempts: MAX_SYSTEM_ATTEMPTS });
+  private async mutate(
+    id: string,
+    change: (c: ConnectionRecord) => ConnectionRecord,
+  ): Promise<ConnectionRecord | null> {
+    return retryOnConflict(
+      async () => {
+        const current = isId('connection', id) ? await this.d.repo.get(id) : null;
+        if (!current) return null;
+        const next = change(current);
+        if (sameContent(current, next)) return current;
+        next.rev = current.rev + 1;
+        if (await this.d.repo.update(current, next)) return next;
+        return LOST_RACE;
+      },
+      () => keptChanging('connection'),
+      { attempts: MAX_SYSTEM_ATTEMPTS },
+    );
   }
 }
 
@@ -312,5 +356,3 @@ function sameContent(a: ConnectionRecord, b: ConnectionRecord): boolean {
   const strip = (c: ConnectionRecord) => JSON.stringify({ ...c, updated_at: '', rev: 0 });
   return strip(a) === strip(b);
 }
-
-

@@ -2,7 +2,12 @@ import type { ChannelType } from '../channels/index.js';
 import { conversationOf, formatOf } from '../domain/connection/connection.js';
 import type { MessageAction, MessageKind, MessageRef } from '../domain/execution/conversation.js';
 import type { Delivery, RenderedContent } from '../domain/execution/execution.js';
-import { defaultMessageSource, renderMessage, type MessageSource, type RenderContext } from '../domain/template/render.js';
+import {
+  defaultMessageSource,
+  renderMessage,
+  type MessageSource,
+  type RenderContext,
+} from '../domain/template/render.js';
 import { sourceForChannel, type Template } from '../domain/template/template.js';
 
 /**
@@ -33,10 +38,21 @@ export interface PlannedCorrection {
  * The texts Herald adds around a template's own. `{{execution.note}}` is the correction's note or
  * the retraction's reason, escaped for the channel like any value.
  */
-function correctionSource(kind: Exclude<MessageKind, 'announcement'>, action: MessageAction, source: MessageSource): MessageSource {
+function correctionSource(
+  kind: Exclude<MessageKind, 'announcement'>,
+  action: MessageAction,
+  source: MessageSource,
+): MessageSource {
   if (kind === 'retraction') return { subject: `Retracted: ${source.subject}`, body: 'Retracted: {{execution.note}}' };
-  if (action === 'edit') return { subject: source.subject, body: `${source.body}{{#execution.note}}\n\n(Corrected: {{execution.note}}){{/execution.note}}` };
-  return { subject: `Correction: ${source.subject}`, body: `Correction{{#execution.note}}: {{execution.note}}{{/execution.note}}\n\n${source.body}` };
+  if (action === 'edit')
+    return {
+      subject: source.subject,
+      body: `${source.body}{{#execution.note}}\n\n(Corrected: {{execution.note}}){{/execution.note}}`,
+    };
+  return {
+    subject: `Correction: ${source.subject}`,
+    body: `Correction{{#execution.note}}: {{execution.note}}{{/execution.note}}\n\n${source.body}`,
+  };
 }
 
 /**

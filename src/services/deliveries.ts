@@ -1,7 +1,13 @@
 import type { Actor } from '../domain/common/actor.js';
 import { SYSTEM_ACTOR } from '../domain/common/actor.js';
 import { iso } from '../domain/common/clock.js';
-import { decideRetry, pacingFor, type PaceStep, type PacingRule, type RetryDecision } from '../domain/execution/delivery-policy.js';
+import {
+  decideRetry,
+  pacingFor,
+  type PaceStep,
+  type PacingRule,
+  type RetryDecision,
+} from '../domain/execution/delivery-policy.js';
 // A namespace: each status change reads as what it is (transition.recordDelivered(…)).
 import * as transition from '../domain/execution/delivery-state.js';
 import { isTerminal, type Attempt, type Delivery } from '../domain/execution/execution.js';
@@ -9,7 +15,26 @@ import { conversationOf, nextHealth, sendVia, type ConnectionHealth } from '../d
 import type { Incident } from '../domain/incident/incident.js';
 import { incidentUrl } from '../domain/template/render.js';
 import { newEvent, type IncidentEvent } from '../domain/incident/incident-event.js';
-import type { ChannelSenders, Clock, ConversationRepo, ThreadRoot, DeliveryHint, DeliveryQueue, DeliveryTarget, DispatchBatch, DispatchClaim, QueuedJob, ExecutionRepo, IdGenerator, MessageAction, MessageRef, OutboundMessage, Pacer, ProcessOutcome, SendResult } from '../ports/index.js';
+import type {
+  ChannelSenders,
+  Clock,
+  ConversationRepo,
+  ThreadRoot,
+  DeliveryHint,
+  DeliveryQueue,
+  DeliveryTarget,
+  DispatchBatch,
+  DispatchClaim,
+  QueuedJob,
+  ExecutionRepo,
+  IdGenerator,
+  MessageAction,
+  MessageRef,
+  OutboundMessage,
+  Pacer,
+  ProcessOutcome,
+  SendResult,
+} from '../ports/index.js';
 import { DELIVERY_WRITE_ATTEMPTS, LOST_RACE, retryOnConflict, type Attempt as RaceAttempt } from './retry.js';
 import { SingleFlight } from './single-flight.js';
 
@@ -74,7 +99,8 @@ export const queuedJobOf = (d: Delivery): QueuedJob => ({
 });
 
 /** The queue jobs of those deliveries that exist and are not final yet (what a sweep or hand-off queues). */
-const jobsOfUnfinished = (ds: (Delivery | null)[]): QueuedJob[] => ds.filter((d): d is Delivery => d !== null && !isTerminal(d.status)).map(queuedJobOf);
+const jobsOfUnfinished = (ds: (Delivery | null)[]): QueuedJob[] =>
+  ds.filter((d): d is Delivery => d !== null && !isTerminal(d.status)).map(queuedJobOf);
 
 /** What a send reads besides the delivery: started together, each met where it is needed. */
 interface Reads {
@@ -139,13 +165,22 @@ export class DeliveryService {
     let current = await this.d.repo.getDelivery(deliveryId);
     if (!current || isTerminal(current.status)) return { kind: 'done', status: current?.status ?? 'cancelled' };
     const reads =
-      early && early.incidentId === current.incident_id && early.connectionId === current.connection_id && early.follows === follows(current)
+      early &&
+      early.incidentId === current.incident_id &&
+      early.connectionId === current.connection_id &&
+      early.follows === follows(current)
         ? early
-        : this.startReads({ incidentId: current.incident_id, connectionId: current.connection_id, follows: follows(current) });
+        : this.startReads({
+            incidentId: current.incident_id,
+            connectionId: current.connection_id,
+            follows: follows(current),
+          });
     const target = await reads.target;
     if (!target || !target.enabled) {
       const reason = target ? 'connection disabled' : 'connection deleted';
-      return (await this.cancelOne(current, reason)) === 'cancelled' ? { kind: 'done', status: 'cancelled' } : LOST_RACE;
+      return (await this.cancelOne(current, reason)) === 'cancelled'
+        ? { kind: 'done', status: 'cancelled' }
+        : LOST_RACE;
     }
 
     if (current.sending_since !== null) {
@@ -164,7 +199,11 @@ export class DeliveryService {
     // crash here is never mistaken for a cut-off send.
     const place = await this.placeInConversation(current, target, reads.root);
     const incident = await reads.incident;
-    const sending: Delivery = { ...must(transition.startSending(current, this.d.clock.now())), action: place.action, reply_to: place.thread };
+    const sending: Delivery = {
+      ...must(transition.startSending(current, this.d.clock.now())),
+      action: place.action,
+      reply_to: place.thread,
+    };
     // Pacing delays, never drops, and is no attempt. A delivery reserves its slot once and sleeps
     // until it; then, like any other, it takes a send token, waiting briefly if several slots fell
     // due together (workers woke late), so actual sends never outrun the rate. Only with a token
@@ -188,7 +227,15 @@ export class DeliveryService {
       result = await sendVia(this.d.senders, target, message);
     } catch (e) {
       // A sender bug must not lose the delivery: treat it as a retryable failure.
-      result = { outcome: 'retryable', httpStatus: null, providerCode: null, latencyMs: null, retryAfterMs: null, error: `sender error: ${(e as Error).message}`, ambiguous: true };
+      result = {
+        outcome: 'retryable',
+        httpStatus: null,
+        providerCode: null,
+        latencyMs: null,
+        retryAfterMs: null,
+        error: `sender error: ${(e as Error).message}`,
+        ambiguous: true,
+      };
     }
     return this.record(sending, target, result, place);
   }
@@ -200,17 +247,23 @@ export class DeliveryService {
    * note); an update replies under the first message, or edits it in `edit` mode, or posts on its
    * own in `new_message` mode or while there is no first message yet.
    */
-  private async placeInConversation(d: Delivery, target: DeliveryTarget, rootRead: Promise<ThreadRoot | null> | null): Promise<Place> {
+  private async placeInConversation(
+    d: Delivery,
+    target: DeliveryTarget,
+    rootRead: Promise<ThreadRoot | null> | null,
+  ): Promise<Place> {
     const mode = target.updateMode ?? 'thread';
     const threaded = mode !== 'new_message';
-    if (d.planned_action === 'edit' || d.planned_action === 'delete') return { action: d.planned_action, target: d.target ?? null, thread: null, threaded };
+    if (d.planned_action === 'edit' || d.planned_action === 'delete')
+      return { action: d.planned_action, target: d.target ?? null, thread: null, threaded };
     const alone: Place = { action: 'post', target: null, thread: null, threaded };
     const can = conversationOf(target);
     // The first message to this connection has nothing to continue (and needs no read).
     if (!threaded || (d.sequence ?? 1) <= 1 || !(can.thread || (mode === 'edit' && can.edit))) return alone;
     const root = await (rootRead ?? this.d.conversations.root(d.incident_id, d.connection_id));
     if (!root) return alone;
-    if (mode === 'edit' && can.edit && (d.execution_kind ?? 'announcement') === 'announcement') return { action: 'edit', target: root.ref, thread: null, threaded };
+    if (mode === 'edit' && can.edit && (d.execution_kind ?? 'announcement') === 'announcement')
+      return { action: 'edit', target: root.ref, thread: null, threaded };
     return can.thread ? { ...alone, thread: root.ref } : alone;
   }
 
@@ -222,10 +275,19 @@ export class DeliveryService {
   private async recordInterrupted(current: Delivery): Promise<Delivery | ProcessOutcome | typeof LOST_RACE> {
     const now = this.d.clock.now();
     const cutAttempt = transition.interruptedAttempt(now);
-    const decision = decideRetry({ ...transition.roundBudgetAfter(current, cutAttempt, now), retryAfterMs: 0, random: this.d.random });
+    const decision = decideRetry({
+      ...transition.roundBudgetAfter(current, cutAttempt, now),
+      retryAfterMs: 0,
+      random: this.d.random,
+    });
     if (!decision.retry) {
       const failed = must(transition.recordFailed(current, cutAttempt, now));
-      if (!(await this.write(current, failed, { events: [this.failedEvent(failed, `${cutAttempt.error ?? ''} (${decision.reason})`)] }))) return LOST_RACE;
+      if (
+        !(await this.write(current, failed, {
+          events: [this.failedEvent(failed, `${cutAttempt.error ?? ''} (${decision.reason})`)],
+        }))
+      )
+        return LOST_RACE;
       this.d.onAttempt?.(failed, cutAttempt);
       return { kind: 'done', status: 'failed' };
     }
@@ -240,7 +302,11 @@ export class DeliveryService {
    * the pacer offers it (SendPacer.paceAndStart, one round trip), otherwise `reserve`
    * (when it holds no slot yet) then, if that slot is now, `take` (see Pacer), then the write.
    */
-  private async paceAndStart(current: Delivery, sending: Delivery, target: DeliveryTarget): Promise<PaceStep | typeof LOST_RACE> {
+  private async paceAndStart(
+    current: Delivery,
+    sending: Delivery,
+    target: DeliveryTarget,
+  ): Promise<PaceStep | typeof LOST_RACE> {
     const rule = pacingFor(target.type, target.rateLimitPerMinute);
     const reserveFirst = !current.paced;
     if (this.d.pacer.paceAndStart) {
@@ -289,23 +355,40 @@ export class DeliveryService {
     };
   }
 
-  private async record(sending: Delivery, target: DeliveryTarget, result: SendResult, place: Place): Promise<ProcessOutcome> {
+  private async record(
+    sending: Delivery,
+    target: DeliveryTarget,
+    result: SendResult,
+    place: Place,
+  ): Promise<ProcessOutcome> {
     const now = this.d.clock.now();
     const attempt = transition.sendAttempt(sending, result, now);
     let next: Delivery;
     let outcome: ProcessOutcome;
     let events: IncidentEvent[] = [];
     if (result.outcome === 'delivered') {
-      next = { ...must(transition.recordDelivered(sending, attempt, now)), message: place.action === 'delete' ? null : (result.message ?? null) };
+      next = {
+        ...must(transition.recordDelivered(sending, attempt, now)),
+        message: place.action === 'delete' ? null : (result.message ?? null),
+      };
       outcome = { kind: 'done', status: 'delivered' };
     } else {
       const decision: RetryDecision =
         result.outcome === 'retryable'
-          ? decideRetry({ ...transition.roundBudgetAfter(sending, attempt, now), retryAfterMs: result.retryAfterMs, random: this.d.random })
+          ? decideRetry({
+              ...transition.roundBudgetAfter(sending, attempt, now),
+              retryAfterMs: result.retryAfterMs,
+              random: this.d.random,
+            })
           : { retry: false, reason: '' };
       if (decision.retry) {
         const ambiguous = result.outcome === 'retryable' && result.ambiguous;
-        next = must(transition.recordRetry(sending, attempt, { notBefore: new Date(now.getTime() + decision.delayMs), ambiguous }));
+        next = must(
+          transition.recordRetry(sending, attempt, {
+            notBefore: new Date(now.getTime() + decision.delayMs),
+            ambiguous,
+          }),
+        );
         outcome = { kind: 'delay', ms: decision.delayMs, reason: 'retry' };
       } else {
         next = must(transition.recordFailed(sending, attempt, now));
@@ -321,12 +404,17 @@ export class DeliveryService {
     // events a write here could have met.)
     const ok = result.outcome === 'delivered';
     const health = healthChanges(target.health, ok ? { ok: true } : { ok: false, error: result.error })
-      ? this.guarded('recording connection health', () => this.d.targets.recordOutcome(target.id, ok, ok ? null : result.error))
+      ? this.guarded('recording connection health', () =>
+          this.d.targets.recordOutcome(target.id, ok, ok ? null : result.error),
+        )
       : Promise.resolve();
     // A delivered message's place in the conversation is what was sent, whatever the record's
     // write meets: it is written beside that write too (the same round trip), not after it.
     const delivered = next;
-    const conversation = result.outcome === 'delivered' ? this.guarded('recording the conversation', () => this.advanceConversation(delivered, place)) : Promise.resolve();
+    const conversation =
+      result.outcome === 'delivered'
+        ? this.guarded('recording the conversation', () => this.advanceConversation(delivered, place))
+        : Promise.resolve();
     // A connection found dead is disabled before the failure is written, so whoever sees the
     // delivery failed (an execution's status, a poller) also sees the connection disabled; its
     // health is written first, so the disabled state is the one that stays.
@@ -354,7 +442,10 @@ export class DeliveryService {
     this.d.onAttempt?.(next, attempt);
     await health;
     await conversation;
-    if (disable) await this.guarded("cancelling a disabled connection's deliveries", () => this.cancelForConnection(target.id, 'connection disabled'));
+    if (disable)
+      await this.guarded("cancelling a disabled connection's deliveries", () =>
+        this.cancelForConnection(target.id, 'connection disabled'),
+      );
     return outcome;
   }
 
@@ -363,7 +454,12 @@ export class DeliveryService {
    * recorded stays); a retracted first message is forgotten, so the next update starts afresh.
    */
   private async advanceConversation(d: Delivery, place: Place): Promise<void> {
-    if (place.action === 'post' && place.thread === null && d.message && (d.execution_kind ?? 'announcement') === 'announcement') {
+    if (
+      place.action === 'post' &&
+      place.thread === null &&
+      d.message &&
+      (d.execution_kind ?? 'announcement') === 'announcement'
+    ) {
       await this.d.conversations.startIfNone(d.incident_id, d.connection_id, { ref: d.message, deliveryId: d.id });
     } else if (place.action === 'delete' && d.target_delivery_id) {
       await this.d.conversations.forget(d.incident_id, d.connection_id, d.target_delivery_id);
@@ -467,12 +563,22 @@ export class DeliveryService {
    * after its lock expires: the run takes nothing and hands every delivery not yet final on.
    */
   async claimDispatch(batch: DispatchBatch): Promise<DispatchClaim> {
-    const taken = new Set(await this.d.repo.claimOutbox(batch.deliveries.map((x) => x.deliveryId), batch.claim));
+    const taken = new Set(
+      await this.d.repo.claimOutbox(
+        batch.deliveries.map((x) => x.deliveryId),
+        batch.claim,
+      ),
+    );
     const mine: QueuedJob[] = [];
     const rest: string[] = [];
     for (const x of batch.deliveries) {
       // A new delivery's job id is its own id (round 0, see jobIdOf).
-      if (taken.has(x.deliveryId)) mine.push({ deliveryId: x.deliveryId, jobId: x.deliveryId, hint: { incidentId: batch.incidentId, connectionId: x.connectionId, follows: x.follows } });
+      if (taken.has(x.deliveryId))
+        mine.push({
+          deliveryId: x.deliveryId,
+          jobId: x.deliveryId,
+          hint: { incidentId: batch.incidentId, connectionId: x.connectionId, follows: x.follows },
+        });
       else rest.push(x.deliveryId);
     }
     const theirs = jobsOfUnfinished(await this.d.repo.getDeliveries(rest));
@@ -502,7 +608,11 @@ export class DeliveryService {
 /** Whether an outcome moves a connection's health as read (the state, the streak or the error). */
 function healthChanges(seen: ConnectionHealth, outcome: { ok: true } | { ok: false; error: string }): boolean {
   const after = nextHealth(seen, outcome);
-  return after.state !== seen.state || after.consecutive_failures !== seen.consecutive_failures || after.last_error !== seen.last_error;
+  return (
+    after.state !== seen.state ||
+    after.consecutive_failures !== seen.consecutive_failures ||
+    after.last_error !== seen.last_error
+  );
 }
 
 /** Where a message goes in its conversation (see placeInConversation). */
@@ -539,4 +649,3 @@ async function untilWritten<T>(attempt: (n: number) => Promise<RaceAttempt<T>>, 
     throw err;
   }
 }
-

@@ -5,7 +5,15 @@ import type { MessageFormat } from '../channels/channel.js';
 import { formatOf } from '../domain/connection/connection.js';
 import { iso } from '../domain/common/clock.js';
 import { DomainError, notFound, type FieldError } from '../domain/common/errors.js';
-import { DryRunSchema, ExecuteRequestSchema, RedeliverRequestSchema, newDelivery, type Delivery, type Execution, type RenderedContent } from '../domain/execution/execution.js';
+import {
+  DryRunSchema,
+  ExecuteRequestSchema,
+  RedeliverRequestSchema,
+  newDelivery,
+  type Delivery,
+  type Execution,
+  type RenderedContent,
+} from '../domain/execution/execution.js';
 import { isId } from '../domain/common/ids.js';
 import { assertWritable, type Incident } from '../domain/incident/incident.js';
 import { newEvent } from '../domain/incident/incident-event.js';
@@ -15,8 +23,22 @@ import { sourceForChannel, type Template } from '../domain/template/template.js'
 import { missingVariablesError, resolveVariables, type TemplateVariable } from '../domain/template/variables.js';
 import { parseInput } from '../domain/common/validation.js';
 import { LOST_RACE, retryOnConflict } from './retry.js';
-import type { Clock, ConversationRepo, DispatchBatch, ExecutionRepo, IdGenerator, IncidentRepo, QueuedJob, ThreadState } from '../ports/index.js';
-import { assertCorrectable, assertCorrectsSomething, CorrectRequestSchema, RetractRequestSchema } from '../domain/execution/conversation.js';
+import type {
+  Clock,
+  ConversationRepo,
+  DispatchBatch,
+  ExecutionRepo,
+  IdGenerator,
+  IncidentRepo,
+  QueuedJob,
+  ThreadState,
+} from '../ports/index.js';
+import {
+  assertCorrectable,
+  assertCorrectsSomething,
+  CorrectRequestSchema,
+  RetractRequestSchema,
+} from '../domain/execution/conversation.js';
 import { cadenceAfterExecute } from '../domain/incident/update-cadence.js';
 import { planCorrections } from './correction-plan.js';
 import { follows, queuedJobOf, type DeliveryService } from './deliveries.js';
@@ -121,7 +143,8 @@ export interface ExecutionWithDeliveries {
   deliveries: Delivery[];
 }
 
-export type ExecuteResult = { dryRun: true; deliveries: PlannedDelivery[] } | ({ dryRun: false } & ExecutionWithDeliveries);
+export type ExecuteResult =
+  { dryRun: true; deliveries: PlannedDelivery[] } | ({ dryRun: false } & ExecutionWithDeliveries);
 
 /**
  * The most deliveries one dispatch job carries. A worker sends a job's deliveries itself, so this
@@ -137,7 +160,9 @@ export const DISPATCH_CHUNK = 50;
 function dispatchBatches(incidentId: string, claim: number, deliveries: Delivery[]): DispatchBatch[] {
   const batches: DispatchBatch[] = [];
   for (let i = 0; i < deliveries.length; i += DISPATCH_CHUNK) {
-    const chunk = deliveries.slice(i, i + DISPATCH_CHUNK).map((d) => ({ deliveryId: d.id, connectionId: d.connection_id, follows: follows(d) }));
+    const chunk = deliveries
+      .slice(i, i + DISPATCH_CHUNK)
+      .map((d) => ({ deliveryId: d.id, connectionId: d.connection_id, follows: follows(d) }));
     batches.push({ jobId: `dsp-${chunk[0]?.deliveryId ?? ''}`, incidentId, claim, deliveries: chunk });
   }
   return batches;
@@ -156,60 +181,74 @@ export class ExecutionService {
 
   /** `opts.dryRun` is a boolean or the raw `?dry_run=` value, judged after the 404/409 checks. */
   async execute(incidentId: string, input: unknown, actor: Actor, opts: { dryRun: unknown }): Promise<ExecuteResult> {
-    return retryOnConflict(async () => {
-      const incident = await this.getIncident(incidentId);
-      assertWritable(incident);
-      const dryRun = parseInput(z.object({ dry_run: DryRunSchema }), { dry_run: opts.dryRun }).dry_run ?? false;
-      const body = parseInput(ExecuteRequestSchema, input ?? {});
-      const executionId = this.d.ids.next('execution');
-      // `{{incident.next_update_at}}` says when THIS execute promises the next update.
-      const promised = { ...incident, next_update_due_at: cadenceAfterExecute(body.next_update_in, this.d.clock.now(), actor).next_update_due_at };
-      const plan = await this.plan(promised, executionId, body.variables, body.connection_ids);
-      if (dryRun) {
-        return {
-          dryRun: true,
-          deliveries: plan.items.map(planned),
+    return retryOnConflict(
+      async () => {
+        const incident = await this.getIncident(incidentId);
+        assertWritable(incident);
+        const dryRun = parseInput(z.object({ dry_run: DryRunSchema }), { dry_run: opts.dryRun }).dry_run ?? false;
+        const body = parseInput(ExecuteRequestSchema, input ?? {});
+        const executionId = this.d.ids.next('execution');
+        // `{{incident.next_update_at}}` says when THIS execute promises the next update.
+        const promised = {
+          ...incident,
+          next_update_due_at: cadenceAfterExecute(body.next_update_in, this.d.clock.now(), actor).next_update_due_at,
         };
-      }
-      const clockNow = this.d.clock.now();
-      const now = iso(clockNow);
-      const threads = await this.d.conversations.threads(incident.id, [...new Set(plan.items.map((p) => p.connection.id))]);
-      const place = conversationPlaces(threads);
-      const deliveries = plan.items.map((p) => {
-        const id = this.d.ids.next('delivery');
-        return newDelivery({
-          id,
-          executionId,
-          incidentId: incident.id,
-          connectionId: p.connection.id,
-          connectionType: p.connection.type,
-          templateId: p.template?.id ?? null,
-          templateVersion: p.template?.version ?? null,
-          content: p.content,
-          ...place(p.connection.id, id),
+        const plan = await this.plan(promised, executionId, body.variables, body.connection_ids);
+        if (dryRun) {
+          return {
+            dryRun: true,
+            deliveries: plan.items.map(planned),
+          };
+        }
+        const clockNow = this.d.clock.now();
+        const now = iso(clockNow);
+        const threads = await this.d.conversations.threads(incident.id, [
+          ...new Set(plan.items.map((p) => p.connection.id)),
+        ]);
+        const place = conversationPlaces(threads);
+        const deliveries = plan.items.map((p) => {
+          const id = this.d.ids.next('delivery');
+          return newDelivery({
+            id,
+            executionId,
+            incidentId: incident.id,
+            connectionId: p.connection.id,
+            connectionType: p.connection.type,
+            templateId: p.template?.id ?? null,
+            templateVersion: p.template?.version ?? null,
+            content: p.content,
+            ...place(p.connection.id, id),
+          });
         });
-      });
-      const templateVersions = Object.fromEntries(plan.templates.map((t) => [t.id, t.version]));
-      const execution: Execution = {
-        id: executionId,
-        incident_id: incident.id,
-        variables: plan.variables,
-        created_at: now,
-        template_versions: templateVersions,
-        delivery_ids: deliveries.map((x) => x.id),
-      };
-      const cadence = cadenceAfterExecute(body.next_update_in, clockNow, actor);
-      const next: Incident = { ...incident, execution_count: incident.execution_count + 1, last_executed_at: now, ...cadence, rev: incident.rev + 1 };
-      const event = newEvent(this.d.ids.next('event'), 'incident.executed', now, actor, {
-        execution_id: executionId,
-        deliveries: deliveries.length,
-        template_versions: templateVersions,
-        ...(cadence.next_update_due_at !== null ? { next_update_due_at: cadence.next_update_due_at } : {}),
-      });
-      if (!(await this.d.repo.create(execution, deliveries, incident, next, [event], threads))) return LOST_RACE;
-      await this.queueCommitted(execution, deliveries);
-      return { dryRun: false, execution, deliveries };
-    }, () => new DomainError('conflict', 'The incident kept changing while executing; try again.'));
+        const templateVersions = Object.fromEntries(plan.templates.map((t) => [t.id, t.version]));
+        const execution: Execution = {
+          id: executionId,
+          incident_id: incident.id,
+          variables: plan.variables,
+          created_at: now,
+          template_versions: templateVersions,
+          delivery_ids: deliveries.map((x) => x.id),
+        };
+        const cadence = cadenceAfterExecute(body.next_update_in, clockNow, actor);
+        const next: Incident = {
+          ...incident,
+          execution_count: incident.execution_count + 1,
+          last_executed_at: now,
+          ...cadence,
+          rev: incident.rev + 1,
+        };
+        const event = newEvent(this.d.ids.next('event'), 'incident.executed', now, actor, {
+          execution_id: executionId,
+          deliveries: deliveries.length,
+          template_versions: templateVersions,
+          ...(cadence.next_update_due_at !== null ? { next_update_due_at: cadence.next_update_due_at } : {}),
+        });
+        if (!(await this.d.repo.create(execution, deliveries, incident, next, [event], threads))) return LOST_RACE;
+        await this.queueCommitted(execution, deliveries);
+        return { dryRun: false, execution, deliveries };
+      },
+      () => new DomainError('conflict', 'The incident kept changing while executing; try again.'),
+    );
   }
 
   /**
@@ -224,7 +263,9 @@ export class ExecutionService {
     const claim = Date.parse(execution.created_at);
     const dispatch = this.d.dispatch?.bind(this.d);
     const sent = dispatch
-      ? dispatch(dispatchBatches(execution.incident_id, claim, deliveries)).then(() => this.d.repo.markDispatched(ids, claim))
+      ? dispatch(dispatchBatches(execution.incident_id, claim, deliveries)).then(() =>
+          this.d.repo.markDispatched(ids, claim),
+        )
       : this.d.enqueue(deliveries.map(queuedJobOf)).then(() => this.d.repo.markEnqueued(ids));
     const queued = sent.then(
       () => true,
@@ -239,7 +280,11 @@ export class ExecutionService {
     });
     const inTime = await Promise.race([queued, late]);
     clearTimeout(timer);
-    if (!inTime) this.d.onError?.('queueing an execution took too long (the outbox sweep will)', new Error(`not queued within ${ENQUEUE_WAIT_MS} ms`));
+    if (!inTime)
+      this.d.onError?.(
+        'queueing an execution took too long (the outbox sweep will)',
+        new Error(`not queued within ${ENQUEUE_WAIT_MS} ms`),
+      );
   }
 
   /**
@@ -262,10 +307,18 @@ export class ExecutionService {
    * and only the first `limit` deliveries rendered (defaults filled in, `placeholder(name)` for a
    * value still to be typed). Rendering every delivery of a large fan-out would cost seconds.
    */
-  async preview(incidentId: string, opts: { limit: number; placeholder: (name: string) => string }): Promise<ExecutePreview> {
+  async preview(
+    incidentId: string,
+    opts: { limit: number; placeholder: (name: string) => string },
+  ): Promise<ExecutePreview> {
     const p = await this.prepare(incidentId, opts);
     return {
-      variables: p.variables.map(({ name, description, required, default: d }) => ({ name, description, required, default: d })),
+      variables: p.variables.map(({ name, description, required, default: d }) => ({
+        name,
+        description,
+        required,
+        default: d,
+      })),
       total: p.total,
       deliveries: p.deliveries.map(({ connection_name: _n, template_name: _t, ...d }) => d),
     };
@@ -283,16 +336,28 @@ export class ExecutionService {
     if (opts.connection_ids !== undefined) parseInput(ExecuteRequestSchema, { connection_ids: opts.connection_ids });
     const { pairs, used } = await this.pairs(incident, opts.connection_ids);
     const declared = mergeDeclaredVariables(used.map((t) => t.variables));
-    const variables: PreparedVariable[] = declared.map((v) => ({ ...v, prefill: v.default, preview: v.default ?? opts.placeholder(v.name) }));
+    const variables: PreparedVariable[] = declared.map((v) => ({
+      ...v,
+      prefill: v.default,
+      preview: v.default ?? opts.placeholder(v.name),
+    }));
     const values = Object.fromEntries(variables.map((v) => [v.name, v.preview]));
-    const ctx = { incident: incidentView(incident, this.d.publicUrl, this.d.clock.now()), execution: { id: this.d.ids.next('execution') }, variables: values };
+    const ctx = {
+      incident: incidentView(incident, this.d.publicUrl, this.d.clock.now()),
+      execution: { id: this.d.ids.next('execution') },
+      variables: values,
+    };
     const shown = await renderYielding(pairs.slice(0, Math.max(0, opts.limit)), ctx);
     return {
       incident,
       templates: used.map((t) => ({ id: t.id, name: t.name, version: t.version })),
       variables,
       total: pairs.length,
-      deliveries: shown.map((p) => ({ ...planned(p), connection_name: p.connection.name ?? p.connection.id, template_name: p.template?.name ?? null })),
+      deliveries: shown.map((p) => ({
+        ...planned(p),
+        connection_name: p.connection.name ?? p.connection.id,
+        template_name: p.template?.name ?? null,
+      })),
     };
   }
 
@@ -306,12 +371,19 @@ export class ExecutionService {
   async list(incidentId: string, page: PageRequest): Promise<Page<ExecutionWithDeliveries>> {
     await this.getIncident(incidentId);
     const result = await this.d.repo.listForIncident(incidentId, expectCursorKind(page, 'after'));
-    const data = await Promise.all(result.data.map(async (execution) => ({ execution, deliveries: await this.deliveriesOf(execution) })));
+    const data = await Promise.all(
+      result.data.map(async (execution) => ({ execution, deliveries: await this.deliveriesOf(execution) })),
+    );
     return { data, nextCursor: result.nextCursor };
   }
 
   /** Re-queues the execution's failed deliveries → the execution (202). */
-  async redeliver(incidentId: string, executionId: string, input: unknown, actor: Actor): Promise<ExecutionWithDeliveries> {
+  async redeliver(
+    incidentId: string,
+    executionId: string,
+    input: unknown,
+    actor: Actor,
+  ): Promise<ExecutionWithDeliveries> {
     const incident = await this.getIncident(incidentId);
     const execution = isId('execution', executionId) ? await this.d.repo.get(executionId) : null;
     if (!execution || execution.incident_id !== incidentId) throw notFound('Execution', executionId);
@@ -327,7 +399,12 @@ export class ExecutionService {
    * in place where the platform can, else posts "Correction: …" in the incident's conversation.
    * An execution of its own kind, with deliveries, receipts and an `execution.corrected` event.
    */
-  async correct(incidentId: string, executionId: string, input: unknown, actor: Actor): Promise<ExecutionWithDeliveries> {
+  async correct(
+    incidentId: string,
+    executionId: string,
+    input: unknown,
+    actor: Actor,
+  ): Promise<ExecutionWithDeliveries> {
     return this.actOn('correction', incidentId, executionId, actor, (execution) => {
       const body = parseInput(CorrectRequestSchema, input ?? {});
       assertCorrectsSomething(body);
@@ -336,7 +413,12 @@ export class ExecutionService {
   }
 
   /** Retracts an execution's delivered messages: deletes each where the platform can, else posts "Retracted: <reason>" in the conversation. */
-  async retract(incidentId: string, executionId: string, input: unknown, actor: Actor): Promise<ExecutionWithDeliveries> {
+  async retract(
+    incidentId: string,
+    executionId: string,
+    input: unknown,
+    actor: Actor,
+  ): Promise<ExecutionWithDeliveries> {
     return this.actOn('retraction', incidentId, executionId, actor, (execution) => {
       const body = parseInput(RetractRequestSchema, input ?? {});
       return { variables: execution.variables, note: body.reason };
@@ -350,40 +432,83 @@ export class ExecutionService {
     actor: Actor,
     read: (target: Execution) => { variables: Record<string, string>; note: string | null },
   ): Promise<ExecutionWithDeliveries> {
-    return retryOnConflict(async () => {
-      const incident = await this.getIncident(incidentId);
-      const target = isId('execution', executionId) ? await this.d.repo.get(executionId) : null;
-      if (!target || target.incident_id !== incidentId) throw notFound('Execution', executionId);
-      assertWritable(incident);
-      assertCorrectable(target.kind, kind === 'correction' ? 'correct' : 'retract');
-      const { variables, note } = read(target);
-      const delivered = (await this.deliveriesOf(target)).filter((x) => x.status === 'delivered');
-      if (delivered.length === 0) throw new DomainError('nothing_delivered', 'None of this execution’s messages has been delivered yet, so there is nothing to correct or retract; try again once its receipts show them delivered.');
-      const planned = await this.planCorrection(kind, incident, target, delivered, variables, note);
-      const id = this.d.ids.next('execution');
-      const threads = await this.d.conversations.threads(incident.id, [...new Set(planned.map((p) => p.connection.id))]);
-      const place = conversationPlaces(threads);
-      const deliveries = planned.map((p) => {
-        const dId = this.d.ids.next('delivery');
-        return newDelivery({
-          id: dId, executionId: id, incidentId, connectionId: p.connection.id, connectionType: p.connection.type,
-          templateId: p.original.template_id, templateVersion: p.original.template_version, content: p.content,
-          ...place(p.connection.id, dId), kind, targets: { deliveryId: p.original.id, action: p.action, message: p.target },
+    return retryOnConflict(
+      async () => {
+        const incident = await this.getIncident(incidentId);
+        const target = isId('execution', executionId) ? await this.d.repo.get(executionId) : null;
+        if (!target || target.incident_id !== incidentId) throw notFound('Execution', executionId);
+        assertWritable(incident);
+        assertCorrectable(target.kind, kind === 'correction' ? 'correct' : 'retract');
+        const { variables, note } = read(target);
+        const delivered = (await this.deliveriesOf(target)).filter((x) => x.status === 'delivered');
+        if (delivered.length === 0)
+          throw new DomainError(
+            'nothing_delivered',
+            'None of this execution’s messages has been delivered yet, so there is nothing to correct or retract; try again once its receipts show them delivered.',
+          );
+        const planned = await this.planCorrection(kind, incident, target, delivered, variables, note);
+        const id = this.d.ids.next('execution');
+        const threads = await this.d.conversations.threads(incident.id, [
+          ...new Set(planned.map((p) => p.connection.id)),
+        ]);
+        const place = conversationPlaces(threads);
+        const deliveries = planned.map((p) => {
+          const dId = this.d.ids.next('delivery');
+          return newDelivery({
+            id: dId,
+            executionId: id,
+            incidentId,
+            connectionId: p.connection.id,
+            connectionType: p.connection.type,
+            templateId: p.original.template_id,
+            templateVersion: p.original.template_version,
+            content: p.content,
+            ...place(p.connection.id, dId),
+            kind,
+            targets: { deliveryId: p.original.id, action: p.action, message: p.target },
+          });
         });
-      });
-      const now = iso(this.d.clock.now());
-      const execution: Execution = { id, incident_id: incidentId, variables, created_at: now, template_versions: target.template_versions, delivery_ids: deliveries.map((x) => x.id), kind, target_execution_id: target.id, note };
-      const event = newEvent(this.d.ids.next('event'), kind === 'correction' ? 'execution.corrected' : 'execution.retracted', now, actor, {
-        execution_id: id, target_execution_id: target.id, deliveries: deliveries.length, ...(kind === 'correction' ? { note } : { reason: note }),
-      });
-      // The incident itself does not change; comparing it keeps a close that races this from losing.
-      if (!(await this.d.repo.create(execution, deliveries, incident, incident, [event], threads))) return LOST_RACE;
-      await this.queueCommitted(execution, deliveries);
-      return { execution, deliveries };
-    }, () => new DomainError('conflict', 'The incident kept changing meanwhile; try again.'));
+        const now = iso(this.d.clock.now());
+        const execution: Execution = {
+          id,
+          incident_id: incidentId,
+          variables,
+          created_at: now,
+          template_versions: target.template_versions,
+          delivery_ids: deliveries.map((x) => x.id),
+          kind,
+          target_execution_id: target.id,
+          note,
+        };
+        const event = newEvent(
+          this.d.ids.next('event'),
+          kind === 'correction' ? 'execution.corrected' : 'execution.retracted',
+          now,
+          actor,
+          {
+            execution_id: id,
+            target_execution_id: target.id,
+            deliveries: deliveries.length,
+            ...(kind === 'correction' ? { note } : { reason: note }),
+          },
+        );
+        // The incident itself does not change; comparing it keeps a close that races this from losing.
+        if (!(await this.d.repo.create(execution, deliveries, incident, incident, [event], threads))) return LOST_RACE;
+        await this.queueCommitted(execution, deliveries);
+        return { execution, deliveries };
+      },
+      () => new DomainError('conflict', 'The incident kept changing meanwhile; try again.'),
+    );
   }
 
-  private async planCorrection(kind: 'correction' | 'retraction', incident: Incident, target: Execution, delivered: Delivery[], variables: Record<string, string>, note: string | null) {
+  private async planCorrection(
+    kind: 'correction' | 'retraction',
+    incident: Incident,
+    target: Execution,
+    delivered: Delivery[],
+    variables: Record<string, string>,
+    note: string | null,
+  ) {
     const connections = new Map((await this.d.listConnections()).map((c) => [c.id, c]));
     const versions = new Map<string, Template | null>();
     for (const d of delivered) {
@@ -391,9 +516,23 @@ export class ExecutionService {
       const key = `${d.template_id}@${d.template_version}`;
       if (!versions.has(key)) versions.set(key, await this.d.getTemplateVersion(d.template_id, d.template_version));
     }
-    const ctx = { incident: incidentView(incident, this.d.publicUrl, this.d.clock.now()), execution: { id: target.id, ...(note !== null ? { note } : {}) }, variables };
-    const planned = planCorrections(kind, delivered, connections, (d) => versions.get(`${d.template_id}@${d.template_version}`) ?? null, ctx);
-    if (planned.length === 0) throw new DomainError('nothing_delivered', 'Every connection this execution was delivered to has since been deleted or disabled.');
+    const ctx = {
+      incident: incidentView(incident, this.d.publicUrl, this.d.clock.now()),
+      execution: { id: target.id, ...(note !== null ? { note } : {}) },
+      variables,
+    };
+    const planned = planCorrections(
+      kind,
+      delivered,
+      connections,
+      (d) => versions.get(`${d.template_id}@${d.template_version}`) ?? null,
+      ctx,
+    );
+    if (planned.length === 0)
+      throw new DomainError(
+        'nothing_delivered',
+        'Every connection this execution was delivered to has since been deleted or disabled.',
+      );
     return planned;
   }
 
@@ -418,7 +557,10 @@ export class ExecutionService {
   }
 
   /** Every (connection × template that targets it) pair, and the templates that are used. */
-  private async pairs(incident: Incident, connectionIds: string[] | undefined): Promise<{ pairs: Pair[]; used: Template[] }> {
+  private async pairs(
+    incident: Incident,
+    connectionIds: string[] | undefined,
+  ): Promise<{ pairs: Pair[]; used: Template[] }> {
     const connections = await this.targetConnections(connectionIds);
     const templates = (await this.d.getTemplates(incident.template_ids)).filter((t): t is Template => t !== null);
     const pairs: Pair[] = [];
@@ -426,7 +568,9 @@ export class ExecutionService {
       for (const c of connections) pairs.push({ connection: c, template: null });
     } else {
       for (const t of templates) {
-        for (const c of connections) if (t.connection_ids.length === 0 || t.connection_ids.includes(c.id)) pairs.push({ connection: c, template: t });
+        for (const c of connections)
+          if (t.connection_ids.length === 0 || t.connection_ids.includes(c.id))
+            pairs.push({ connection: c, template: t });
       }
     }
     if (pairs.length === 0) {
@@ -435,11 +579,20 @@ export class ExecutionService {
     return { pairs, used: templates.filter((t) => pairs.some((p) => p.template === t)) };
   }
 
-  private async plan(incident: Incident, executionId: string, supplied: Record<string, string>, connectionIds: string[] | undefined) {
+  private async plan(
+    incident: Incident,
+    executionId: string,
+    supplied: Record<string, string>,
+    connectionIds: string[] | undefined,
+  ) {
     const { pairs, used } = await this.pairs(incident, connectionIds);
     const { values, missing } = resolveVariables(mergeDeclared(used), supplied);
     if (missing.length > 0) throw missingVariablesError(missing);
-    const ctx = { incident: incidentView(incident, this.d.publicUrl, this.d.clock.now()), execution: { id: executionId }, variables: values };
+    const ctx = {
+      incident: incidentView(incident, this.d.publicUrl, this.d.clock.now()),
+      execution: { id: executionId },
+      variables: values,
+    };
     const items = await renderYielding(pairs, ctx);
     return { items, templates: used, variables: values };
   }
@@ -448,7 +601,8 @@ export class ExecutionService {
     const all = await this.d.listConnections();
     if (ids === undefined) {
       const enabled = all.filter((c) => c.enabled);
-      if (enabled.length === 0) throw new DomainError('no_connections', 'There is no enabled connection to deliver to.');
+      if (enabled.length === 0)
+        throw new DomainError('no_connections', 'There is no enabled connection to deliver to.');
       return enabled;
     }
     const byId = new Map(all.map((c) => [c.id, c]));
@@ -460,11 +614,22 @@ export class ExecutionService {
       if (seen.has(id)) return;
       seen.add(id);
       const c = byId.get(id);
-      if (!c) errors.push({ field: `connection_ids.${i}`, code: 'unknown_connection', message: `Connection ${id} does not exist.` });
-      else if (!c.enabled) errors.push({ field: `connection_ids.${i}`, code: 'connection_disabled', message: `Connection ${id} is disabled.` });
+      if (!c)
+        errors.push({
+          field: `connection_ids.${i}`,
+          code: 'unknown_connection',
+          message: `Connection ${id} does not exist.`,
+        });
+      else if (!c.enabled)
+        errors.push({
+          field: `connection_ids.${i}`,
+          code: 'connection_disabled',
+          message: `Connection ${id} is disabled.`,
+        });
       else picked.push(c);
     });
-    if (errors.some((e) => e.code === 'unknown_connection')) throw new DomainError('unknown_connection', 'Some connection_ids do not exist.', errors);
+    if (errors.some((e) => e.code === 'unknown_connection'))
+      throw new DomainError('unknown_connection', 'Some connection_ids do not exist.', errors);
     if (errors.length > 0) throw new DomainError('no_connections', 'Some listed connections are disabled.', errors);
     return picked;
   }
@@ -480,7 +645,13 @@ export function mergeDeclaredVariables(lists: readonly (readonly TemplateVariabl
     for (const v of list) {
       const seen = byName.get(v.name);
       if (!seen) byName.set(v.name, { ...v });
-      else byName.set(v.name, { name: v.name, description: seen.description || v.description, required: seen.required || v.required, default: seen.default ?? v.default });
+      else
+        byName.set(v.name, {
+          name: v.name,
+          description: seen.description || v.description,
+          required: seen.required || v.required,
+          default: seen.default ?? v.default,
+        });
     }
   }
   return [...byName.values()];
@@ -494,7 +665,9 @@ function mergeDeclared(templates: Template[]): TemplateVariable[] {
  * Hands out each new delivery's place in its connection's conversation: the next sequence number
  * and the delivery before it (several templates to one connection follow one another).
  */
-function conversationPlaces(threads: Map<string, ThreadState>): (connectionId: string, deliveryId: string) => { sequence: number; previousDeliveryId: string | null } {
+function conversationPlaces(
+  threads: Map<string, ThreadState>,
+): (connectionId: string, deliveryId: string) => { sequence: number; previousDeliveryId: string | null } {
   const at = new Map([...threads].map(([k, v]) => [k, { sequence: v.sequence, last: v.lastDeliveryId }]));
   return (connectionId, deliveryId) => {
     const cur = at.get(connectionId) ?? { sequence: 0, last: null };

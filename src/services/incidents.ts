@@ -40,21 +40,24 @@ export class IncidentService {
 
   async create(input: unknown, actor: Actor): Promise<Incident> {
     const body = parseInput(IncidentCreateSchema, input);
-    return retryOnConflict(async () => {
-      await this.assertTemplatesExist(body.template_ids);
-      await this.assertVariableUnion(body.template_ids);
-      const now = iso(this.d.clock.now());
-      const incident = newIncident(this.d.ids.next('incident'), body, actor, now);
-      const created = newEvent(createdEventId(incident.id), 'incident.created', now, actor, {
-        title: incident.title,
-        severity: incident.severity,
-      });
-      if (await this.d.incidents.create(incident, [created])) {
-        this.d.onChange?.(incident, 'created');
-        return incident;
-      }
-      return LOST_RACE;
-    }, () => keptChanging('incident'));
+    return retryOnConflict(
+      async () => {
+        await this.assertTemplatesExist(body.template_ids);
+        await this.assertVariableUnion(body.template_ids);
+        const now = iso(this.d.clock.now());
+        const incident = newIncident(this.d.ids.next('incident'), body, actor, now);
+        const created = newEvent(createdEventId(incident.id), 'incident.created', now, actor, {
+          title: incident.title,
+          severity: incident.severity,
+        });
+        if (await this.d.incidents.create(incident, [created])) {
+          this.d.onChange?.(incident, 'created');
+          return incident;
+        }
+        return LOST_RACE;
+      },
+      () => keptChanging('incident'),
+    );
   }
 
   async get(id: string): Promise<Incident> {
@@ -82,48 +85,59 @@ export class IncidentService {
    * a stale one answers 412 instead of overwriting someone else's change.
    */
   async update(id: string, input: unknown, actor: Actor, ifMatch: number | null = null): Promise<Incident> {
-    return retryOnConflict(async () => {
-      const current = await this.get(id);
-      checkRevision('incident', current.rev, ifMatch);
-      // Order of checks (README "Conventions worth knowing"): closed (409) before the body's content (422).
-      if (current.status === 'closed') applyPatch(current, {}, '');
-      const patch = parseInput(IncidentPatchSchema, input);
-      const now = iso(this.d.clock.now());
-      const { next, changes, statusChange } = applyPatch(current, patch, now);
-      if (next === current) return current;
-      if (patch.template_ids) {
-        await this.assertTemplatesExist(patch.template_ids);
-        if (!sameIds(patch.template_ids, current.template_ids)) await this.assertVariableUnion(patch.template_ids);
-      }
-      const events: IncidentEvent[] = [];
-      if (Object.keys(changes).length > 0) events.push(newEvent(this.d.ids.next('event'), 'incident.updated', now, actor, { changes }));
-      if (statusChange) events.push(newEvent(this.d.ids.next('event'), 'incident.status_changed', now, actor, { ...statusChange }));
-      if (await this.d.incidents.update(current, next, events)) {
-        this.d.onChange?.(next, 'updated');
-        return next;
-      }
-      return LOST_RACE;
-    }, () => keptChanging('incident'));
+    return retryOnConflict(
+      async () => {
+        const current = await this.get(id);
+        checkRevision('incident', current.rev, ifMatch);
+        // Order of checks (README "Conventions worth knowing"): closed (409) before the body's content (422).
+        if (current.status === 'closed') applyPatch(current, {}, '');
+        const patch = parseInput(IncidentPatchSchema, input);
+        const now = iso(this.d.clock.now());
+        const { next, changes, statusChange } = applyPatch(current, patch, now);
+        if (next === current) return current;
+        if (patch.template_ids) {
+          await this.assertTemplatesExist(patch.template_ids);
+          if (!sameIds(patch.template_ids, current.template_ids)) await this.assertVariableUnion(patch.template_ids);
+        }
+        const events: IncidentEvent[] = [];
+        if (Object.keys(changes).length > 0)
+          events.push(newEvent(this.d.ids.next('event'), 'incident.updated', now, actor, { changes }));
+        if (statusChange)
+          events.push(newEvent(this.d.ids.next('event'), 'incident.status_changed', now, actor, { ...statusChange }));
+        if (await this.d.incidents.update(current, next, events)) {
+          this.d.onChange?.(next, 'updated');
+          return next;
+        }
+        return LOST_RACE;
+      },
+      () => keptChanging('incident'),
+    );
   }
 
   async close(id: string, input: unknown, actor: Actor, ifMatch: number | null = null): Promise<Incident> {
-    return retryOnConflict(async () => {
-      const current = await this.get(id);
-      checkRevision('incident', current.rev, ifMatch);
-      if (current.status === 'closed') closeIncident(current, {}, '');
-      const body = parseInput(IncidentCloseSchema, input ?? {});
-      const now = iso(this.d.clock.now());
-      const next = closeIncident(current, body, now);
-      // One event for the close, whatever the state it leaves: `from` says which.
-      const events: IncidentEvent[] = [
-        newEvent(this.d.ids.next('event'), 'incident.closed', now, actor, { from: current.status, resolution_summary: next.resolution_summary }),
-      ];
-      if (await this.d.incidents.update(current, next, events)) {
-        this.d.onChange?.(next, 'closed');
-        return next;
-      }
-      return LOST_RACE;
-    }, () => keptChanging('incident'));
+    return retryOnConflict(
+      async () => {
+        const current = await this.get(id);
+        checkRevision('incident', current.rev, ifMatch);
+        if (current.status === 'closed') closeIncident(current, {}, '');
+        const body = parseInput(IncidentCloseSchema, input ?? {});
+        const now = iso(this.d.clock.now());
+        const next = closeIncident(current, body, now);
+        // One event for the close, whatever the state it leaves: `from` says which.
+        const events: IncidentEvent[] = [
+          newEvent(this.d.ids.next('event'), 'incident.closed', now, actor, {
+            from: current.status,
+            resolution_summary: next.resolution_summary,
+          }),
+        ];
+        if (await this.d.incidents.update(current, next, events)) {
+          this.d.onChange?.(next, 'closed');
+          return next;
+        }
+        return LOST_RACE;
+      },
+      () => keptChanging('incident'),
+    );
   }
 
   async events(id: string, page: PageRequest): Promise<Page<IncidentEvent>> {
@@ -136,7 +150,12 @@ export class IncidentService {
     const exist = await this.d.templatesExist(ids);
     const errors: FieldError[] = [];
     ids.forEach((tid, i) => {
-      if (!exist[i]) errors.push({ field: `template_ids.${i}`, code: 'unknown_template', message: `Template ${tid} does not exist.` });
+      if (!exist[i])
+        errors.push({
+          field: `template_ids.${i}`,
+          code: 'unknown_template',
+          message: `Template ${tid} does not exist.`,
+        });
     });
     if (errors.length > 0) throw new DomainError('unknown_template', 'Some template_ids do not exist.', errors);
   }
@@ -147,7 +166,9 @@ export class IncidentService {
     const names = new Set((await this.d.templateVariables(ids)).flatMap((v) => v ?? []));
     if (names.size <= LIMITS.variables) return;
     const message = `These templates declare ${names.size} different variables together; an execute takes at most ${LIMITS.variables}. Attach fewer templates, or share variable names between them.`;
-    throw new DomainError('validation_failed', message, [{ field: 'template_ids', code: 'too_many_variables', message }]);
+    throw new DomainError('validation_failed', message, [
+      { field: 'template_ids', code: 'too_many_variables', message },
+    ]);
   }
 }
 
@@ -155,5 +176,3 @@ export class IncidentService {
 function sameIds(a: readonly string[], b: readonly string[]): boolean {
   return a.length === b.length && [...a].sort().join('\n') === [...b].sort().join('\n');
 }
-
-

@@ -65,7 +65,10 @@ export class ReminderService {
     } catch (err) {
       const lateMs = overdueMs - (reminder - 1) * this.d.repeatMs;
       if (lateMs < NOTIFY_PATIENCE_LEASES * this.d.leaseMs) throw err;
-      this.d.onError?.(`telling people about reminder ${reminder} of incident ${incident.id} (recorded without it)`, err);
+      this.d.onError?.(
+        `telling people about reminder ${reminder} of incident ${incident.id} (recorded without it)`,
+        err,
+      );
     }
   }
 

@@ -35,7 +35,11 @@ export const CONFLICT_ATTEMPTS = 40;
  */
 export const DELIVERY_WRITE_ATTEMPTS = 5;
 
-export async function retryOnConflict<T>(attempt: (n: number) => Promise<Attempt<T>>, exhausted: () => Error, opts: RetryOptions = {}): Promise<T> {
+export async function retryOnConflict<T>(
+  attempt: (n: number) => Promise<Attempt<T>>,
+  exhausted: () => Error,
+  opts: RetryOptions = {},
+): Promise<T> {
   const attempts = opts.attempts ?? CONFLICT_ATTEMPTS;
   const base = opts.baseDelayMs ?? 4;
   const max = opts.maxDelayMs ?? 50;

@@ -1,11 +1,27 @@
 import { CHANNEL_TYPES, channelOf, type ChannelType } from '../channels/index.js';
 import { iso } from '../domain/common/clock.js';
-import { checkRevision, DomainError, fieldError, isDomainError, keptChanging, notFound, type ErrorCode, type FieldError } from '../domain/common/errors.js';
+import {
+  checkRevision,
+  DomainError,
+  fieldError,
+  isDomainError,
+  keptChanging,
+  notFound,
+  type ErrorCode,
+  type FieldError,
+} from '../domain/common/errors.js';
 import { isId } from '../domain/common/ids.js';
 import type { Incident } from '../domain/incident/incident.js';
 import { expectCursorKind, type Cursor, type Page, type PageRequest } from '../domain/common/pagination.js';
 import { LIMITS } from '../domain/common/limits.js';
-import { incidentView, renderMessage, sampleIncident, SAMPLE_EXECUTION_ID, type RenderContext, type RenderedMessage } from '../domain/template/render.js';
+import {
+  incidentView,
+  renderMessage,
+  sampleIncident,
+  SAMPLE_EXECUTION_ID,
+  type RenderContext,
+  type RenderedMessage,
+} from '../domain/template/render.js';
 import {
   applyTemplatePatch,
   newTemplate,
@@ -84,14 +100,21 @@ export class TemplateService {
         templates.push(newTemplate(this.d.ids.next('template'), item, now));
       } catch (e) {
         if (!isDomainError(e)) throw e;
-        failures.push({ code: e.code, errors: e.errors.map((f) => ({ ...f, field: f.field === '' ? String(i) : `${i}.${f.field}` })) });
+        failures.push({
+          code: e.code,
+          errors: e.errors.map((f) => ({ ...f, field: f.field === '' ? String(i) : `${i}.${f.field}` })),
+        });
       }
     });
     if (failures.length > 0) {
       const codes = new Set(failures.map((f) => f.code));
       const [only] = codes;
       const code: ErrorCode = codes.size === 1 && only ? only : 'validation_failed';
-      throw new DomainError(code, 'Some templates in the batch are invalid; nothing was created. See errors.', failures.flatMap((f) => f.errors));
+      throw new DomainError(
+        code,
+        'Some templates in the batch are invalid; nothing was created. See errors.',
+        failures.flatMap((f) => f.errors),
+      );
     }
     await this.assertConnectionsExist(templates, true);
     const outcome = await this.d.templates.create(templates);
@@ -145,32 +168,41 @@ export class TemplateService {
    * the ETag); a stale one answers 412 instead of overwriting someone else's edit.
    */
   async update(id: string, input: unknown, ifMatch: number | null = null): Promise<Template> {
-    return retryOnConflict(async () => {
-      const current = await this.get(id);
-      checkRevision('template', current.version, ifMatch);
-      const patch = parseInput(TemplatePatchSchema, input);
-      const next = applyTemplatePatch(current, patch, iso(this.d.clock.now()));
-      if (next === current) return current;
-      if (patch.connection_ids) await this.assertConnectionsExist([next], false);
-      const outcome = await this.d.templates.update(current, next);
-      if (outcome.ok) return next;
-      if (outcome.reason === 'name_taken') throw nameTaken([{ field: 'name', name: next.name }]);
-      return LOST_RACE;
-    }, () => keptChanging('template'));
+    return retryOnConflict(
+      async () => {
+        const current = await this.get(id);
+        checkRevision('template', current.version, ifMatch);
+        const patch = parseInput(TemplatePatchSchema, input);
+        const next = applyTemplatePatch(current, patch, iso(this.d.clock.now()));
+        if (next === current) return current;
+        if (patch.connection_ids) await this.assertConnectionsExist([next], false);
+        const outcome = await this.d.templates.update(current, next);
+        if (outcome.ok) return next;
+        if (outcome.reason === 'name_taken') throw nameTaken([{ field: 'name', name: next.name }]);
+        return LOST_RACE;
+      },
+      () => keptChanging('template'),
+    );
   }
 
   /** DELETE: refused (409 `template_in_use`) while a non-closed incident attaches the template. */
   async delete(id: string, ifMatch: number | null = null): Promise<void> {
-    return retryOnConflict(async () => {
-      const current = await this.get(id);
-      checkRevision('template', current.version, ifMatch);
-      const outcome = await this.d.templates.delete(current);
-      if (outcome.ok) return;
-      if (outcome.reason === 'in_use') {
-        throw new DomainError('template_in_use', `Template ${id} is attached to an incident that is not closed; detach it or close the incident first.`);
-      }
-      return LOST_RACE;
-    }, () => keptChanging('template'));
+    return retryOnConflict(
+      async () => {
+        const current = await this.get(id);
+        checkRevision('template', current.version, ifMatch);
+        const outcome = await this.d.templates.delete(current);
+        if (outcome.ok) return;
+        if (outcome.reason === 'in_use') {
+          throw new DomainError(
+            'template_in_use',
+            `Template ${id} is attached to an incident that is not closed; detach it or close the incident first.`,
+          );
+        }
+        return LOST_RACE;
+      },
+      () => keptChanging('template'),
+    );
   }
 
   async versions(id: string, page: PageRequest): Promise<Page<Template>> {
@@ -203,14 +235,21 @@ export class TemplateService {
     let incident = sampleIncident(this.d.publicUrl);
     if (req.incident_id !== undefined && req.incident_id !== null) {
       const found = isId('incident', req.incident_id) ? await this.d.getIncident(req.incident_id) : null;
-      if (!found) throw fieldError('validation_failed', 'incident_id', `Incident ${req.incident_id} does not exist.`, 'not_found');
+      if (!found)
+        throw fieldError(
+          'validation_failed',
+          'incident_id',
+          `Incident ${req.incident_id} does not exist.`,
+          'not_found',
+        );
       incident = incidentView(found, this.d.publicUrl);
     }
     const { values, missing } = resolveVariables(template.variables, req.variables);
     if (missing.length > 0) throw missingVariablesError(missing);
     const ctx: RenderContext = { incident, execution: { id: SAMPLE_EXECUTION_ID }, variables: values };
     const previews = {} as TemplatePreviews;
-    for (const type of CHANNEL_TYPES) previews[type] = renderMessage(sourceForChannel(template, type), ctx, channelOf(type).format(null));
+    for (const type of CHANNEL_TYPES)
+      previews[type] = renderMessage(sourceForChannel(template, type), ctx, channelOf(type).format(null));
     return previews;
   }
 
@@ -225,19 +264,28 @@ export class TemplateService {
     templates.forEach((t, i) => {
       const prefix = bulk ? `${i}.` : '';
       t.connection_ids.forEach((cid, j) => {
-        if (!exist[k++]) errors.push({ field: `${prefix}connection_ids.${j}`, code: 'unknown_connection', message: `Connection ${cid} does not exist.` });
+        if (!exist[k++])
+          errors.push({
+            field: `${prefix}connection_ids.${j}`,
+            code: 'unknown_connection',
+            message: `Connection ${cid} does not exist.`,
+          });
       });
     });
     if (errors.length > 0) throw new DomainError('unknown_connection', 'Some connection_ids do not exist.', errors);
   }
 }
 
-
 function nameTaken(items: { field: string; name: string }[]): DomainError {
   return new DomainError(
     'template_name_taken',
-    items.length === 1 ? `A template named "${items[0]?.name}" already exists.` : 'Some template names are already taken; nothing was created.',
-    items.map(({ field, name }) => ({ field, code: 'template_name_taken', message: `A template named "${name}" already exists.` })),
+    items.length === 1
+      ? `A template named "${items[0]?.name}" already exists.`
+      : 'Some template names are already taken; nothing was created.',
+    items.map(({ field, name }) => ({
+      field,
+      code: 'template_name_taken',
+      message: `A template named "${name}" already exists.`,
+    })),
   );
 }
-

@@ -38,7 +38,12 @@ export function slackChatPoster(client: Pick<WebClient, 'chat'>): ChatPoster {
   return {
     async post(channel, { incident, receipts, nextUpdate }) {
       const message = announcementMessage(incident, receipts, nextUpdate ?? null);
-      const res = await client.chat.postMessage({ channel, text: message.text, blocks: message.blocks, unfurl_links: false });
+      const res = await client.chat.postMessage({
+        channel,
+        text: message.text,
+        blocks: message.blocks,
+        unfurl_links: false,
+      });
       return res.channel && res.ts ? { channel: res.channel, ts: res.ts } : null;
     },
     async update({ channel, ts }, { incident, receipts, nextUpdate }) {
@@ -46,7 +51,12 @@ export function slackChatPoster(client: Pick<WebClient, 'chat'>): ChatPoster {
       await client.chat.update({ channel, ts, text: message.text, blocks: message.blocks });
     },
     async postReminder({ channel, ts }, content) {
-      await client.chat.postMessage({ channel, thread_ts: ts, text: reminderMessage(content).text, unfurl_links: false });
+      await client.chat.postMessage({
+        channel,
+        thread_ts: ts,
+        text: reminderMessage(content).text,
+        unfurl_links: false,
+      });
     },
   };
 }

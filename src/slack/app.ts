@@ -1,4 +1,12 @@
-import { App, ExpressReceiver, HTTPModuleFunctions, LogLevel, SocketModeReceiver, type Logger as BoltLogger, type ReceiverProcessEventErrorHandlerArgs } from '@slack/bolt';
+import {
+  App,
+  ExpressReceiver,
+  HTTPModuleFunctions,
+  LogLevel,
+  SocketModeReceiver,
+  type Logger as BoltLogger,
+  type ReceiverProcessEventErrorHandlerArgs,
+} from '@slack/bolt';
 import { WebClient } from '@slack/web-api';
 import express, { type Express, type RequestHandler } from 'express';
 import type { Logger } from 'pino';
@@ -74,7 +82,15 @@ export function createSlackEdge(opts: SlackEdgeOptions, expressApp: Express): Sl
     timeout: WEB_API_TIMEOUT_MS,
   });
   const now = () => opts.now();
-  const deps: SlackDeps = { services: opts.services, access: opts.access, settings: opts.settings, client, idempotency: opts.idempotency, log, now };
+  const deps: SlackDeps = {
+    services: opts.services,
+    access: opts.access,
+    settings: opts.settings,
+    client,
+    idempotency: opts.idempotency,
+    log,
+    now,
+  };
   const announcer = new Announcer(deps, opts.pacer ? { pacer: opts.pacer } : {});
 
   // A fixed authorization: Herald is installed in one workspace with one bot token. Returning it
@@ -93,7 +109,11 @@ export function createSlackEdge(opts: SlackEdgeOptions, expressApp: Express): Sl
   if (opts.appToken !== undefined) {
     mode = 'socket';
     // SLACK_API_URL applies here too: apps.connections.open goes to the configured Web API.
-    const receiver = new SocketModeReceiver({ appToken: opts.appToken, logger: boltLogger(log), installerOptions: { clientOptions: { slackApiUrl: opts.apiUrl } } });
+    const receiver = new SocketModeReceiver({
+      appToken: opts.appToken,
+      logger: boltLogger(log),
+      installerOptions: { clientOptions: { slackApiUrl: opts.apiUrl } },
+    });
     app = new App({ ...common, receiver });
   } else if (opts.signingSecret !== undefined) {
     mode = 'http';
@@ -171,7 +191,10 @@ function readRawBody(log: Logger): RequestHandler {
         next(err);
         return;
       }
-      log.warn({ status, reason: (err as Error).message.slice(0, 200) }, 'refused a Slack request body that could not be read');
+      log.warn(
+        { status, reason: (err as Error).message.slice(0, 200) },
+        'refused a Slack request body that could not be read',
+      );
       res.status(status).end();
     });
   };
@@ -204,13 +227,19 @@ function verifyRequests(signingSecret: string, now: () => Date, log: Logger): Re
     // with a warn line, instead of failing inside Bolt as a 500.
     const shape = checkSlackPayload(raw, req.get('content-type'));
     if (shape.verdict !== 'pass') {
-      log.warn({ reason: shape.reason }, shape.verdict === 'ignore' ? 'ignored a Slack request Herald has no listener for' : 'refused a malformed Slack payload');
+      log.warn(
+        { reason: shape.reason },
+        shape.verdict === 'ignore'
+          ? 'ignored a Slack request Herald has no listener for'
+          : 'refused a malformed Slack payload',
+      );
       res.status(shape.verdict === 'ignore' ? 200 : 400).end();
       return;
     }
     (req as typeof req & { rawBody?: Buffer }).rawBody = raw;
     const type = req.headers['content-type'];
-    if (type !== undefined && /^application\/x-www-form-urlencoded\s*;/i.test(type)) req.headers['content-type'] = 'application/x-www-form-urlencoded';
+    if (type !== undefined && /^application\/x-www-form-urlencoded\s*;/i.test(type))
+      req.headers['content-type'] = 'application/x-www-form-urlencoded';
     next();
   };
 }
@@ -224,8 +253,14 @@ function verifyRequests(signingSecret: string, now: () => Date, log: Logger): Re
 function answerListenerFailure(log: Logger): (args: ReceiverProcessEventErrorHandlerArgs) => Promise<boolean> {
   return async (args) => {
     const { error, response } = args;
-    if (!response.headersSent && (error instanceof TypeError || error instanceof RangeError || error instanceof SyntaxError)) {
-      log.warn({ err_message: error.message }, 'a Slack payload did not have the shape its listener reads; answered 400');
+    if (
+      !response.headersSent &&
+      (error instanceof TypeError || error instanceof RangeError || error instanceof SyntaxError)
+    ) {
+      log.warn(
+        { err_message: error.message },
+        'a Slack payload did not have the shape its listener reads; answered 400',
+      );
       response.writeHead(400);
       response.end();
       return true;

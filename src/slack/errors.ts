@@ -3,7 +3,7 @@ import { escapeSlack } from '../channels/slack/escape.js';
 import { isRedisUnavailable } from '../domain/common/unavailable.js';
 
 /**
- * The one table from domain error code to what Slack shows (STYLE §3): a friendly ephemeral line,
+ * The one table from domain error code to what Slack shows: a friendly ephemeral line,
  * or errors on a modal's inputs. A DomainError's `errors[].field` is a dotted path into the request
  * (`title`, `template_ids.2`, `variables.eta`), and modal block ids are those same paths, so the
  * mapping is by name: the field itself, else its nearest parent (`template_ids.2` → `template_ids`).
@@ -14,13 +14,16 @@ const FRIENDLY: Partial<Record<ErrorCode, (e: DomainError) => string>> = {
   not_found: (e) => `:mag: ${e.message} Try \`/incident list\` for the open ones.`,
   incident_closed: () => ':lock: That incident is closed; a closed incident cannot change.',
   use_close_endpoint: () => 'Close an incident with `/incident close <id>` or its Close button.',
-  missing_variables: (e) => `Some required variables are missing: ${e.errors.map((x) => x.field.replace(/^variables\./, '')).join(', ')}.`,
-  no_connections: () => ':electric_plug: There is no enabled connection to deliver to. An admin can add one (POST /v1/connections) and test it from the App Home.',
+  missing_variables: (e) =>
+    `Some required variables are missing: ${e.errors.map((x) => x.field.replace(/^variables\./, '')).join(', ')}.`,
+  no_connections: () =>
+    ':electric_plug: There is no enabled connection to deliver to. An admin can add one (POST /v1/connections) and test it from the App Home.',
   unknown_template: () => 'One of the chosen templates no longer exists; pick again.',
   unknown_connection: () => 'One of the chosen connections no longer exists.',
   conflict: () => 'Someone changed this at the same moment; please try again.',
   not_correctable: (e) => `:information_source: ${e.message}`,
-  nothing_delivered: () => ':hourglass: None of those messages has been delivered yet, so there is nothing to correct or retract. Try again once the receipts show them delivered.',
+  nothing_delivered: () =>
+    ':hourglass: None of those messages has been delivered yet, so there is nothing to correct or retract. Try again once the receipts show them delivered.',
   precondition_failed: () => 'Someone changed this at the same moment; please try again.',
   rate_limited: () => ':hourglass: Too many executes right now; try again in a minute.',
   insufficient_scope: () => ':no_entry: Only Herald admins can do that.',

@@ -20,7 +20,8 @@ const HANDLED_CALLBACKS: ReadonlySet<string> = new Set(Object.values(CALLBACKS))
  *   Bolt would otherwise leave it unanswered for 3 s and then say 404);
  * - `malformed`: not something Slack sends (answered 400, nothing done).
  */
-export type PayloadVerdict = { verdict: 'pass' } | { verdict: 'ignore'; reason: string } | { verdict: 'malformed'; reason: string };
+export type PayloadVerdict =
+  { verdict: 'pass' } | { verdict: 'ignore'; reason: string } | { verdict: 'malformed'; reason: string };
 
 const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true });
 
@@ -62,7 +63,8 @@ function checkEvent(body: unknown): PayloadVerdict {
   if (body === NOT_JSON) return malformed('the body is not JSON');
   if (!isObject(body)) return malformed('the body is not a JSON object');
   if (!isString(body.type)) return malformed('the body has no type');
-  if (body.type === 'url_verification') return isString(body.challenge) ? PASS : malformed('url_verification without a challenge');
+  if (body.type === 'url_verification')
+    return isString(body.challenge) ? PASS : malformed('url_verification without a challenge');
   if (body.type !== 'event_callback') return ignore(`event type ${body.type.slice(0, 40)}`);
   const event = body.event;
   if (!isObject(event) || !isString(event.type)) return malformed('event_callback without an event type');
@@ -90,7 +92,8 @@ function viewProblem(view: unknown, needsState: boolean): string | null {
   if (!isString(view.id)) return 'a view without an id';
   if (view.callback_id !== undefined && !isString(view.callback_id)) return 'a view whose callback_id is not a string';
   if (!Array.isArray(view.blocks)) return 'view.blocks is not an array';
-  if (view.private_metadata !== undefined && !isString(view.private_metadata)) return 'view.private_metadata is not a string';
+  if (view.private_metadata !== undefined && !isString(view.private_metadata))
+    return 'view.private_metadata is not a string';
   if (view.state === undefined && !needsState) return null;
   if (!isObject(view.state) || !isObject(view.state.values)) return 'view.state.values is not an object';
   for (const block of Object.values(view.state.values)) {
@@ -108,7 +111,8 @@ function checkInteraction(p: unknown): PayloadVerdict {
   if (!hasUser(p)) return malformed('payload has no user id');
   switch (p.type) {
     case 'block_actions': {
-      if (!Array.isArray(p.actions) || p.actions.length === 0) return malformed('block_actions without an actions array');
+      if (!Array.isArray(p.actions) || p.actions.length === 0)
+        return malformed('block_actions without an actions array');
       for (const a of p.actions as unknown[]) {
         if (!isObject(a) || !isString(a.action_id)) return malformed('an action without an action_id');
         if (a.value !== undefined && !isString(a.value)) return malformed('an action value that is not a string');
@@ -118,10 +122,13 @@ function checkInteraction(p: unknown): PayloadVerdict {
         if (problem) return malformed(problem);
       }
       if (p.container !== undefined && !isObject(p.container)) return malformed('container is not an object');
-      if (p.channel !== undefined && p.channel !== null && !(isObject(p.channel) && isString(p.channel.id))) return malformed('channel without an id');
+      if (p.channel !== undefined && p.channel !== null && !(isObject(p.channel) && isString(p.channel.id)))
+        return malformed('channel without an id');
       // Bolt routes on the first action; one no listener takes would wait 3 s and then 404.
       const first = (p.actions as Obj[])[0]!;
-      return HANDLED_ACTIONS.has(first.action_id as string) ? PASS : ignore(`action ${String(first.action_id).slice(0, 40)}`);
+      return HANDLED_ACTIONS.has(first.action_id as string)
+        ? PASS
+        : ignore(`action ${String(first.action_id).slice(0, 40)}`);
     }
     case 'view_submission':
     case 'view_closed': {
@@ -129,10 +136,13 @@ function checkInteraction(p: unknown): PayloadVerdict {
       if (problem) return malformed(`${p.type}: ${problem}`);
       if (p.type === 'view_closed') return ignore('view_closed');
       const callback = (p.view as Obj).callback_id;
-      return isString(callback) && HANDLED_CALLBACKS.has(callback) ? PASS : ignore(`view callback ${String(callback).slice(0, 40)}`);
+      return isString(callback) && HANDLED_CALLBACKS.has(callback)
+        ? PASS
+        : ignore(`view callback ${String(callback).slice(0, 40)}`);
     }
     case 'block_suggestion': {
-      if (!isString(p.action_id) || !isString(p.block_id) || !isString(p.value)) return malformed('block_suggestion without action_id, block_id and value');
+      if (!isString(p.action_id) || !isString(p.block_id) || !isString(p.value))
+        return malformed('block_suggestion without action_id, block_id and value');
       if (p.view !== undefined && p.view !== null) {
         const problem = viewProblem(p.view, false);
         if (problem) return malformed(problem);

@@ -9,7 +9,8 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
  */
 export const MAX_CLOCK_SKEW_SECONDS = 5 * 60;
 
-export type VerifyFailure = 'missing_headers' | 'bad_timestamp' | 'stale_timestamp' | 'future_timestamp' | 'bad_signature';
+export type VerifyFailure =
+  'missing_headers' | 'bad_timestamp' | 'stale_timestamp' | 'future_timestamp' | 'bad_signature';
 
 export interface VerifyInput {
   signingSecret: string;

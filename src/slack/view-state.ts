@@ -18,7 +18,9 @@ function optionValue(o: unknown): string | null {
 function elementValue(el: unknown): FieldValue {
   if (!isRecord(el)) return null;
   if ('selected_options' in el) {
-    return Array.isArray(el.selected_options) ? el.selected_options.map(optionValue).filter((v): v is string => v !== null) : [];
+    return Array.isArray(el.selected_options)
+      ? el.selected_options.map(optionValue).filter((v): v is string => v !== null)
+      : [];
   }
   if ('selected_option' in el) return optionValue(el.selected_option);
   if (typeof el.value === 'string') return el.value;
@@ -92,5 +94,7 @@ export function initialValuesOf(blocks: unknown): Map<string, string> {
  */
 export function changedVariablesOf(state: Map<string, FieldValue>, blocks: unknown): Record<string, string> {
   const initial = initialValuesOf(blocks);
-  return Object.fromEntries(Object.entries(variablesOf(state)).filter(([name, v]) => initial.get(`variables.${name}`) !== v));
+  return Object.fromEntries(
+    Object.entries(variablesOf(state)).filter(([name, v]) => initial.get(`variables.${name}`) !== v),
+  );
 }

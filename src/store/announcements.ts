@@ -11,7 +11,9 @@ import { luaScript, runScript } from './scripts.js';
  * In a script so two deliveries of different executions finishing at once cannot interleave
  * their read and write and leave the older execution on show.
  */
-const TRACK_LUA = luaScript('announcement_track', `
+const TRACK_LUA = luaScript(
+  'announcement_track',
+  `
 local cur = redis.call('GET', KEYS[1])
 if not cur then return false end
 local rec = cjson.decode(cur)
@@ -21,7 +23,8 @@ if rec.execution_id == cjson.null or rec.execution_id == nil or rec.execution_id
   redis.call('SET', KEYS[1], cur)
 end
 return cur
-`);
+`,
+);
 
 /**
  * announcement-claim — become the one process refreshing an announcement.
@@ -31,14 +34,17 @@ return cur
  * Returns 1 when the caller now holds the claim; 0 when another holds it, after marking dirty in
  * the same step, so the holder cannot miss this change between its render and its release.
  */
-const CLAIM_LUA = luaScript('announcement_claim', `
+const CLAIM_LUA = luaScript(
+  'announcement_claim',
+  `
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   redis.call('DEL', KEYS[2])
   return 1
 end
 redis.call('SET', KEYS[2], '1', 'PX', ARGV[2])
 return 0
-`);
+`,
+);
 
 /**
  * announcement-finish — end a refresh, or go again when a change came in meanwhile.
@@ -48,7 +54,9 @@ return 0
  * or taken over when it had expired with nobody else holding it); 0 when released (or held by
  * another process, which will see any mark itself).
  */
-const FINISH_LUA = luaScript('announcement_finish', `
+const FINISH_LUA = luaScript(
+  'announcement_finish',
+  `
 local holder = redis.call('GET', KEYS[1])
 if holder and holder ~= ARGV[1] then return 0 end
 if redis.call('DEL', KEYS[2]) == 1 then
@@ -57,7 +65,8 @@ if redis.call('DEL', KEYS[2]) == 1 then
 end
 if holder then redis.call('DEL', KEYS[1]) end
 return 0
-`);
+`,
+);
 
 /**
  * announcement-reminder — record that overdue reminder ARGV[1] was posted under the announcement.
@@ -66,7 +75,9 @@ return 0
  * announcement. In a script so a receipts change (announcement-track) made at the same moment
  * cannot write back the record without it, and the number never goes down.
  */
-const REMINDER_LUA = luaScript('announcement_reminder', `
+const REMINDER_LUA = luaScript(
+  'announcement_reminder',
+  `
 local cur = redis.call('GET', KEYS[1])
 if not cur then return 0 end
 local rec = cjson.decode(cur)
@@ -75,7 +86,8 @@ if type(rec.last_reminder) == 'number' and rec.last_reminder >= n then return 0 
 rec.last_reminder = n
 redis.call('SET', KEYS[1], cjson.encode(rec))
 return 1
-`);
+`,
+);
 
 /**
  * One JSON string per announced incident; kept as long as the incident is. Also the log of the
@@ -98,7 +110,12 @@ export class RedisAnnouncementRepo implements AnnouncementRepo, AnnouncementRemi
   }
 
   async trackExecution(incidentId: string, executionId: string): Promise<Announcement | null> {
-    const raw = (await runScript(this.redis, TRACK_LUA, [this.keys.incidentAnnouncement(incidentId)], [executionId])) as string | null;
+    const raw = (await runScript(
+      this.redis,
+      TRACK_LUA,
+      [this.keys.incidentAnnouncement(incidentId)],
+      [executionId],
+    )) as string | null;
     return raw === null ? null : parse(raw);
   }
 
@@ -115,16 +132,34 @@ export class RedisAnnouncementRepo implements AnnouncementRepo, AnnouncementRemi
 
   async claimRefresh(incidentId: string, token: string, ttlMs: number): Promise<boolean> {
     const k = this.keys;
-    return (await runScript(this.redis, CLAIM_LUA, [k.incidentAnnouncementRefresh(incidentId), k.incidentAnnouncementDirty(incidentId)], [token, ttlMs])) === 1;
+    return (
+      (await runScript(
+        this.redis,
+        CLAIM_LUA,
+        [k.incidentAnnouncementRefresh(incidentId), k.incidentAnnouncementDirty(incidentId)],
+        [token, ttlMs],
+      )) === 1
+    );
   }
 
   async finishRefresh(incidentId: string, token: string, ttlMs: number): Promise<boolean> {
     const k = this.keys;
-    return (await runScript(this.redis, FINISH_LUA, [k.incidentAnnouncementRefresh(incidentId), k.incidentAnnouncementDirty(incidentId)], [token, ttlMs])) === 1;
+    return (
+      (await runScript(
+        this.redis,
+        FINISH_LUA,
+        [k.incidentAnnouncementRefresh(incidentId), k.incidentAnnouncementDirty(incidentId)],
+        [token, ttlMs],
+      )) === 1
+    );
   }
 }
 
 function parse(raw: string): Announcement {
   const o = JSON.parse(raw) as Partial<Announcement>;
-  return { channel: String(o.channel ?? ''), ts: String(o.ts ?? ''), execution_id: typeof o.execution_id === 'string' ? o.execution_id : null };
+  return {
+    channel: String(o.channel ?? ''),
+    ts: String(o.ts ?? ''),
+    execution_id: typeof o.execution_id === 'string' ? o.execution_id : null,
+  };
 }

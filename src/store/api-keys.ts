@@ -40,13 +40,21 @@ export class RedisApiKeyRepo implements ApiKeyRepo {
 
   async list(page: PageRequest): Promise<Page<ApiKey>> {
     const { ids, nextCursor } = await pageIndexes(this.redis, [this.keys.apiKeys()], page);
-    const keys = await this.withLastUsed(await loadJson<ApiKey>(this.redis, ids.map((id) => this.keys.apiKey(id))));
+    const keys = await this.withLastUsed(
+      await loadJson<ApiKey>(
+        this.redis,
+        ids.map((id) => this.keys.apiKey(id)),
+      ),
+    );
     return { data: keys.filter((x): x is ApiKey => x !== null), nextCursor };
   }
 
   update(prev: ApiKey, next: ApiKey): Promise<boolean> {
     const strip = (k: ApiKey) => JSON.stringify({ ...k, last_used_at: null });
-    return new Change(this.redis).expect(this.keys.apiKey(prev.id), strip(prev)).write('SET', this.keys.apiKey(next.id), strip(next)).commit();
+    return new Change(this.redis)
+      .expect(this.keys.apiKey(prev.id), strip(prev))
+      .write('SET', this.keys.apiKey(next.id), strip(next))
+      .commit();
   }
 
   async touch(id: string, at: string): Promise<void> {

@@ -26,7 +26,9 @@ import { luaScript, runScript } from './scripts.js';
  * Returns 0 when every check held and every write ran, else the 1-based index of the first
  * failed check (nothing written).
  */
-const COMMIT_LUA = luaScript('commit', `
+const COMMIT_LUA = luaScript(
+  'commit',
+  `
 local checks = cjson.decode(ARGV[1])
 local writes = cjson.decode(ARGV[2])
 for i, c in ipairs(checks) do
@@ -57,7 +59,8 @@ for _, w in ipairs(writes) do
   at = at + w.n
 end
 return 0
-`);
+`,
+);
 
 type Check = { k: number; op: 'eq' | 'exists' | 'empty' | 'hget'; v?: string; f?: string };
 type Write = { c: string; k: number; a: (string | number)[] };
@@ -94,11 +97,19 @@ export class Change {
     return this;
   }
   expectHashField(key: string, field: string, value: string | null): this {
-    this.checks.push(value === null ? { k: this.idx(key), op: 'hget', f: field } : { k: this.idx(key), op: 'hget', f: field, v: value });
+    this.checks.push(
+      value === null
+        ? { k: this.idx(key), op: 'hget', f: field }
+        : { k: this.idx(key), op: 'hget', f: field, v: value },
+    );
     return this;
   }
 
-  write(command: 'SET' | 'DEL' | 'ZADD' | 'ZREM' | 'SADD' | 'SREM' | 'HSET' | 'HDEL' | 'RPUSH' | 'HINCRBY' | 'PEXPIRE', key: string, ...args: (string | number)[]): this {
+  write(
+    command: 'SET' | 'DEL' | 'ZADD' | 'ZREM' | 'SADD' | 'SREM' | 'HSET' | 'HDEL' | 'RPUSH' | 'HINCRBY' | 'PEXPIRE',
+    key: string,
+    ...args: (string | number)[]
+  ): this {
     this.writes.push({ c: command, k: this.idx(key), a: args });
     return this;
   }
@@ -123,11 +134,17 @@ export class Change {
       claimCheck = 1;
     }
     if (this.keys.length === 0) return true;
-    const args: (string | number)[] = [JSON.stringify(this.checks), JSON.stringify(this.writes.map((w) => ({ c: w.c, k: w.k, n: w.a.length })))];
+    const args: (string | number)[] = [
+      JSON.stringify(this.checks),
+      JSON.stringify(this.writes.map((w) => ({ c: w.c, k: w.k, n: w.a.length }))),
+    ];
     for (const w of this.writes) for (const a of w.a) args.push(a);
     const result = await runScript(this.redis, COMMIT_LUA, this.keys, args);
     if (claimCheck !== 0 && result === claimCheck) {
-      throw new DomainError('idempotency_key_in_use', 'This Idempotency-Key was taken over by a retry of this request; retry shortly for its result.');
+      throw new DomainError(
+        'idempotency_key_in_use',
+        'This Idempotency-Key was taken over by a retry of this request; retry shortly for its result.',
+      );
     }
     if (result === 0 && scope && response) scope.request.stored = true;
     return result === 0;

@@ -23,7 +23,10 @@ export class RedisConnectionRepo implements ConnectionRepo {
   }
 
   getMany(ids: string[]): Promise<(ConnectionRecord | null)[]> {
-    return loadJson<ConnectionRecord>(this.redis, ids.map((id) => this.keys.connection(id)));
+    return loadJson<ConnectionRecord>(
+      this.redis,
+      ids.map((id) => this.keys.connection(id)),
+    );
   }
 
   create(connection: ConnectionRecord, signingSecret: string | null = null): Promise<boolean> {
@@ -37,7 +40,10 @@ export class RedisConnectionRepo implements ConnectionRepo {
 
   update(prev: ConnectionRecord, next: ConnectionRecord): Promise<boolean> {
     const k = this.keys;
-    return new Change(this.redis).expect(k.connection(prev.id), JSON.stringify(prev)).write('SET', k.connection(next.id), JSON.stringify(next)).commit();
+    return new Change(this.redis)
+      .expect(k.connection(prev.id), JSON.stringify(prev))
+      .write('SET', k.connection(next.id), JSON.stringify(next))
+      .commit();
   }
 
   delete(prev: ConnectionRecord): Promise<boolean> {

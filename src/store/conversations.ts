@@ -22,14 +22,17 @@ import { luaScript, runScript } from './scripts.js';
  * thread_root_clear — forgets the conversation's first message if it is still `delivery_id`.
  * KEYS[1] the roots hash; ARGV[1] connection id, ARGV[2] delivery id. Returns 1 when removed.
  */
-const ROOT_CLEAR_LUA = luaScript('thread_root_clear', `
+const ROOT_CLEAR_LUA = luaScript(
+  'thread_root_clear',
+  `
 local raw = redis.call('HGET', KEYS[1], ARGV[1])
 if not raw then return 0 end
 local root = cjson.decode(raw)
 if root.delivery_id ~= ARGV[2] then return 0 end
 redis.call('HDEL', KEYS[1], ARGV[1])
 return 1
-`);
+`,
+);
 
 export class RedisConversationRepo implements ConversationRepo {
   constructor(
@@ -53,11 +56,20 @@ export class RedisConversationRepo implements ConversationRepo {
   }
 
   async startIfNone(incidentId: string, connectionId: string, root: ThreadRoot): Promise<void> {
-    await this.redis.hsetnx(this.keys.incidentThreadRoots(incidentId), connectionId, JSON.stringify({ ref: root.ref, delivery_id: root.deliveryId }));
+    await this.redis.hsetnx(
+      this.keys.incidentThreadRoots(incidentId),
+      connectionId,
+      JSON.stringify({ ref: root.ref, delivery_id: root.deliveryId }),
+    );
   }
 
   async forget(incidentId: string, connectionId: string, deliveryId: string): Promise<void> {
-    await runScript(this.redis, ROOT_CLEAR_LUA, [this.keys.incidentThreadRoots(incidentId)], [connectionId, deliveryId]);
+    await runScript(
+      this.redis,
+      ROOT_CLEAR_LUA,
+      [this.keys.incidentThreadRoots(incidentId)],
+      [connectionId, deliveryId],
+    );
   }
 }
 
@@ -71,7 +83,13 @@ function parseThread(raw: string | null): ThreadState {
  * Adds to an execute's (or correction's) commit: each connection's conversation must still be as
  * read, and moves on to its last new delivery.
  */
-export function advanceThreads(change: Change, keys: Keys, incidentId: string, read: Map<string, ThreadState>, deliveries: Delivery[]): void {
+export function advanceThreads(
+  change: Change,
+  keys: Keys,
+  incidentId: string,
+  read: Map<string, ThreadState>,
+  deliveries: Delivery[],
+): void {
   const last = new Map<string, Delivery>();
   for (const d of deliveries) {
     const seen = last.get(d.connection_id);
@@ -79,6 +97,8 @@ export function advanceThreads(change: Change, keys: Keys, incidentId: string, r
   }
   const key = keys.incidentThreads(incidentId);
   for (const [connectionId, d] of last) {
-    change.expectHashField(key, connectionId, read.get(connectionId)?.raw ?? null).write('HSET', key, connectionId, `${d.sequence ?? 1}|${d.id}`);
+    change
+      .expectHashField(key, connectionId, read.get(connectionId)?.raw ?? null)
+      .write('HSET', key, connectionId, `${d.sequence ?? 1}|${d.id}`);
   }
 }

@@ -24,7 +24,9 @@ export function createSecretBox(key: Buffer, previous: readonly Buffer[] = []): 
     const iv = randomBytes(12);
     const cipher = createCipheriv('aes-256-gcm', key, iv);
     const ct = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
-    return ['v1', iv.toString('base64url'), cipher.getAuthTag().toString('base64url'), ct.toString('base64url')].join('.');
+    return ['v1', iv.toString('base64url'), cipher.getAuthTag().toString('base64url'), ct.toString('base64url')].join(
+      '.',
+    );
   };
   /** The plaintext and whether the current key opened it; throws when no key does. */
   const openWithAny = (sealed: string): { plaintext: string; current: boolean } => {

@@ -28,7 +28,9 @@ import { luaScript, runScript } from './scripts.js';
  * ARGV[6..] timeline events to append
  * Returns 0 when written, 1 when the stored record is not the one read (nothing written).
  */
-const DELIVERY_UPDATE_LUA = luaScript('delivery_update', `
+const DELIVERY_UPDATE_LUA = luaScript(
+  'delivery_update',
+  `
 local stored = redis.call('GET', KEYS[1])
 if not stored or redis.sha1hex(stored) ~= ARGV[1] then return 1 end
 redis.call('SET', KEYS[1], ARGV[2])
@@ -36,7 +38,8 @@ if ARGV[4] == '1' then redis.call('SREM', KEYS[2], ARGV[3]) else redis.call('SAD
 if ARGV[5] ~= '' then redis.call('ZADD', KEYS[3], ARGV[5], ARGV[3]) end
 if #ARGV > 5 then redis.call('RPUSH', KEYS[4], unpack(ARGV, 6)) end
 return 0
-`);
+`,
+);
 
 /**
  * How long the outbox sweep leaves an execute's deliveries to their dispatch jobs (markDispatched).
@@ -60,7 +63,9 @@ const SWEPT_FRACTION = 0.25;
  * KEYS[1] the outbox; ARGV[1] the committed score, ARGV[2] the dispatched one, ARGV[3..] ids.
  * Returns the ids it removed: those still scored ARGV[1] or ARGV[2].
  */
-const OUTBOX_CLAIM_LUA = luaScript('outbox_claim', `
+const OUTBOX_CLAIM_LUA = luaScript(
+  'outbox_claim',
+  `
 local claimed = {}
 for i = 3, #ARGV do
   local s = redis.call('ZSCORE', KEYS[1], ARGV[i])
@@ -70,29 +75,36 @@ for i = 3, #ARGV do
   end
 end
 return claimed
-`);
+`,
+);
 
 /**
  * outbox_dispatched — ExecutionRepo.markDispatched. KEYS[1] the outbox; ARGV[1] the committed
  * score, ARGV[2] the dispatched one, ARGV[3..] ids. Only an entry still at ARGV[1] moves.
  */
-const OUTBOX_DISPATCHED_LUA = luaScript('outbox_dispatched', `
+const OUTBOX_DISPATCHED_LUA = luaScript(
+  'outbox_dispatched',
+  `
 for i = 3, #ARGV do
   local s = redis.call('ZSCORE', KEYS[1], ARGV[i])
   if s and tonumber(s) == tonumber(ARGV[1]) then redis.call('ZADD', KEYS[1], 'XX', ARGV[2], ARGV[i]) end
 end
 return 0
-`);
+`,
+);
 
 /**
  * outbox_take — the sweep's ExecutionRepo.takeOutbox. KEYS[1] the outbox; ARGV[1] the cut-off
  * score, ARGV[2] the stamp, ARGV[3] how many at most. Returns the ids taken.
  */
-const OUTBOX_TAKE_LUA = luaScript('outbox_take', `
+const OUTBOX_TAKE_LUA = luaScript(
+  'outbox_take',
+  `
 local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[3]))
 for _, id in ipairs(ids) do redis.call('ZADD', KEYS[1], 'XX', ARGV[2], id) end
 return ids
-`);
+`,
+);
 
 /** The most deliveries one sweep takes (the next takes the rest). */
 const SWEEP_BATCH = 1000;
@@ -110,7 +122,14 @@ export class RedisExecutionRepo implements ExecutionRepo {
     private readonly bulk: Redis = redis,
   ) {}
 
-  async create(execution: Execution, deliveries: Delivery[], incidentPrev: Incident, incidentNext: Incident, events: IncidentEvent[], threads?: Map<string, ThreadState>): Promise<boolean> {
+  async create(
+    execution: Execution,
+    deliveries: Delivery[],
+    incidentPrev: Incident,
+    incidentNext: Incident,
+    events: IncidentEvent[],
+    threads?: Map<string, ThreadState>,
+  ): Promise<boolean> {
     const k = this.keys;
     // Not connected yet (just started) or reconnecting: the bounded connection answers at once.
     const client = this.bulk.status === 'ready' ? this.bulk : this.redis;
@@ -135,7 +154,8 @@ export class RedisExecutionRepo implements ExecutionRepo {
       // run in between. The change is only built here; its checks run atomically at commit.
       if ((i + 1) % SERIALISE_BETWEEN_YIELDS === 0) await new Promise<void>((resolve) => setImmediate(resolve));
     }
-    if (events.length > 0) change.write('RPUSH', k.incidentEvents(incidentNext.id), ...events.map((e) => JSON.stringify(e)));
+    if (events.length > 0)
+      change.write('RPUSH', k.incidentEvents(incidentNext.id), ...events.map((e) => JSON.stringify(e)));
     if (threads) advanceThreads(change, k, incidentNext.id, threads, deliveries);
     mirrorReminder(change, k, incidentPrev, incidentNext);
     const committed = await change.commit({ kind: 'execution', execution, deliveries });
@@ -150,7 +170,10 @@ export class RedisExecutionRepo implements ExecutionRepo {
 
   async listForIncident(incidentId: string, page: PageRequest): Promise<Page<Execution>> {
     const { ids, nextCursor } = await pageIndexes(this.redis, [this.keys.incidentExecutions(incidentId)], page);
-    const list = await loadJson<Execution>(this.redis, ids.map((id) => this.keys.execution(id)));
+    const list = await loadJson<Execution>(
+      this.redis,
+      ids.map((id) => this.keys.execution(id)),
+    );
     return { data: list.filter((e): e is Execution => e !== null), nextCursor };
   }
 
@@ -165,11 +188,26 @@ export class RedisExecutionRepo implements ExecutionRepo {
     return d ?? null;
   }
 
-  async updateDelivery(prev: Delivery, next: Delivery, opts: { outbox?: boolean; events?: IncidentEvent[] } = {}): Promise<boolean> {
+  async updateDelivery(
+    prev: Delivery,
+    next: Delivery,
+    opts: { outbox?: boolean; events?: IncidentEvent[] } = {},
+  ): Promise<boolean> {
     const k = this.keys;
-    const keys = [k.delivery(prev.id), k.connectionActiveDeliveries(next.connection_id), k.deliveryOutbox(), k.incidentEvents(next.incident_id)];
+    const keys = [
+      k.delivery(prev.id),
+      k.connectionActiveDeliveries(next.connection_id),
+      k.deliveryOutbox(),
+      k.incidentEvents(next.incident_id),
+    ];
     const nextText = JSON.stringify(next);
-    const args = [storedTextSha1(prev), nextText, next.id, isTerminal(next.status) ? '1' : '0', opts.outbox ? String(this.nowMs()) : ''];
+    const args = [
+      storedTextSha1(prev),
+      nextText,
+      next.id,
+      isTerminal(next.status) ? '1' : '0',
+      opts.outbox ? String(this.nowMs()) : '',
+    ];
     // The timeline's `delivery.failed` is written with the failure itself: never one without the other.
     for (const e of opts.events ?? []) args.push(JSON.stringify(e));
     const written = (await runScript(this.redis, DELIVERY_UPDATE_LUA, keys, args)) === 0;
@@ -189,12 +227,22 @@ export class RedisExecutionRepo implements ExecutionRepo {
 
   async markDispatched(ids: string[], claim: number): Promise<void> {
     if (ids.length === 0) return;
-    await runScript(this.redis, OUTBOX_DISPATCHED_LUA, [this.keys.deliveryOutbox()], [String(claim), String(dispatchedScore(claim)), ...ids]);
+    await runScript(
+      this.redis,
+      OUTBOX_DISPATCHED_LUA,
+      [this.keys.deliveryOutbox()],
+      [String(claim), String(dispatchedScore(claim)), ...ids],
+    );
   }
 
   async claimOutbox(ids: string[], claim: number): Promise<string[]> {
     if (ids.length === 0) return [];
-    return (await runScript(this.redis, OUTBOX_CLAIM_LUA, [this.keys.deliveryOutbox()], [String(claim), String(dispatchedScore(claim)), ...ids])) as string[];
+    return (await runScript(
+      this.redis,
+      OUTBOX_CLAIM_LUA,
+      [this.keys.deliveryOutbox()],
+      [String(claim), String(dispatchedScore(claim)), ...ids],
+    )) as string[];
   }
 
   async markEnqueued(ids: string[]): Promise<void> {

@@ -2,7 +2,14 @@ import type { RedisClient as Redis } from './redis-connect.js';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { hash, randomBytes } from 'node:crypto';
 import { LIMITS } from '../domain/common/limits.js';
-import type { IdempotencyBegin, IdempotencyClaim, IdempotencyStore, IdempotentRequest, SecretBox, StoredResponse } from '../ports/index.js';
+import type {
+  IdempotencyBegin,
+  IdempotencyClaim,
+  IdempotencyStore,
+  IdempotentRequest,
+  SecretBox,
+  StoredResponse,
+} from '../ports/index.js';
 import type { Keys } from './keys.js';
 import { luaScript, runScript } from './scripts.js';
 
@@ -16,7 +23,9 @@ import { luaScript, runScript } from './scripts.js';
  *         so that later checks can compare the exact string
  * Returns {"new"} | {"in_flight"} | {"mismatch"} | {"done", <stored JSON>}
  */
-const BEGIN_LUA = luaScript('idempotency_begin', `
+const BEGIN_LUA = luaScript(
+  'idempotency_begin',
+  `
 local cur = redis.call('GET', KEYS[1])
 if not cur then
   redis.call('SET', KEYS[1], ARGV[3], 'PX', ARGV[2])
@@ -26,7 +35,8 @@ local rec = cjson.decode(cur)
 if rec.fp ~= ARGV[1] then return {'mismatch'} end
 if rec.s == 'in_flight' then return {'in_flight'} end
 return {'done', cur}
-`);
+`,
+);
 
 /**
  * idempotency-holder — act on a claim only while it is still this holder's.
@@ -34,7 +44,9 @@ return {'done', cur}
  * ARGV[3] lease ms (renew) or the stored record (complete); ARGV[4] its TTL, s (complete).
  * Returns 1 when the claim held (and the action ran), else 0.
  */
-const HOLDER_LUA = luaScript('idempotency_holder', `
+const HOLDER_LUA = luaScript(
+  'idempotency_holder',
+  `
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 if ARGV[2] == 'renew' then
   redis.call('PEXPIRE', KEYS[1], ARGV[3])
@@ -44,7 +56,8 @@ else
   redis.call('DEL', KEYS[1])
 end
 return 1
-`);
+`,
+);
 
 /**
  * The in-flight lease. A running request renews it every third of this, so only a claim whose
@@ -88,7 +101,12 @@ export class RedisIdempotencyStore implements IdempotencyStore {
 
   async begin(scope: string, key: string, fingerprint: string): Promise<IdempotencyBegin> {
     const claim: IdempotencyClaim = { scope, key, fingerprint, token: randomBytes(12).toString('hex') };
-    const r = (await runScript(this.redis, BEGIN_LUA, [this.key(scope, key)], [fingerprint, IDEMPOTENCY_LEASE_MS, claimValueOf(claim)])) as string[];
+    const r = (await runScript(
+      this.redis,
+      BEGIN_LUA,
+      [this.key(scope, key)],
+      [fingerprint, IDEMPOTENCY_LEASE_MS, claimValueOf(claim)],
+    )) as string[];
     switch (r[0]) {
       case 'new':
         return { state: 'new', claim };
@@ -103,8 +121,17 @@ export class RedisIdempotencyStore implements IdempotencyStore {
     }
   }
 
-  private async holder(claim: IdempotencyClaim, action: 'renew' | 'complete' | 'release', ...args: (string | number)[]): Promise<boolean> {
-    const held = await runScript(this.redis, HOLDER_LUA, [this.key(claim.scope, claim.key)], [claimValueOf(claim), action, ...args]);
+  private async holder(
+    claim: IdempotencyClaim,
+    action: 'renew' | 'complete' | 'release',
+    ...args: (string | number)[]
+  ): Promise<boolean> {
+    const held = await runScript(
+      this.redis,
+      HOLDER_LUA,
+      [this.key(claim.scope, claim.key)],
+      [claimValueOf(claim), action, ...args],
+    );
     return held === 1;
   }
 

@@ -50,11 +50,18 @@ export class RedisIncidentRepo implements IncidentRepo {
   async create(incident: Incident, events: IncidentEvent[]): Promise<boolean> {
     const k = this.keys;
     const change = new Change(this.redis).expect(k.incident(incident.id), null);
-    for (const t of incident.template_ids) change.expectExists(k.template(t)).write('SADD', k.templateIncidents(t), incident.id);
+    for (const t of incident.template_ids)
+      change.expectExists(k.template(t)).write('SADD', k.templateIncidents(t), incident.id);
     const raw = encodeIncident(incident);
-    change.write('SET', k.incident(incident.id), raw).write('ZADD', k.incidentsByStatus(incident.status), '0', incident.id);
+    change
+      .write('SET', k.incident(incident.id), raw)
+      .write('ZADD', k.incidentsByStatus(incident.status), '0', incident.id);
     const first = events[0];
-    this.pushEvents(change, incident.id, first && sameJson(first, impliedCreated(incident, null)) ? events.slice(1) : events);
+    this.pushEvents(
+      change,
+      incident.id,
+      first && sameJson(first, impliedCreated(incident, null)) ? events.slice(1) : events,
+    );
     const ok = await change.commit({ kind: 'incident', incident });
     if (ok) rememberText(incident, raw);
     return ok;
@@ -66,7 +73,9 @@ export class RedisIncidentRepo implements IncidentRepo {
     const raw = encodeIncident(next);
     change.write('SET', k.incident(next.id), raw);
     if (prev.status !== next.status) {
-      change.write('ZREM', k.incidentsByStatus(prev.status), prev.id).write('ZADD', k.incidentsByStatus(next.status), '0', next.id);
+      change
+        .write('ZREM', k.incidentsByStatus(prev.status), prev.id)
+        .write('ZADD', k.incidentsByStatus(next.status), '0', next.id);
     }
     if (prev.title !== next.title || prev.severity !== next.severity) {
       // Only updates change these, and the first one that does keeps them (NX) for an implied
@@ -126,11 +135,15 @@ export class RedisIncidentRepo implements IncidentRepo {
     let items = raw.map((r) => JSON.parse(r) as IncidentEvent);
     if (stored || record === null) items = items.slice(offset - start);
     else if (offset === 0) items.unshift(impliedCreated(decodeIncident(record), created));
-    return { data: items.slice(0, page.limit), nextCursor: items.length > page.limit ? { offset: offset + page.limit } : null };
+    return {
+      data: items.slice(0, page.limit),
+      nextCursor: items.length > page.limit ? { offset: offset + page.limit } : null,
+    };
   }
 
   private pushEvents(change: Change, incidentId: string, events: IncidentEvent[]): void {
-    if (events.length > 0) change.write('RPUSH', this.keys.incidentEvents(incidentId), ...events.map((e) => JSON.stringify(e)));
+    if (events.length > 0)
+      change.write('RPUSH', this.keys.incidentEvents(incidentId), ...events.map((e) => JSON.stringify(e)));
   }
 }
 

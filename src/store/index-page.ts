@@ -11,7 +11,11 @@ import { luaScript, runScript } from './scripts.js';
  * de-duplicated, in the same order, by one script: one snapshot, so an id moving from one index to
  * another meanwhile is seen exactly once (separate reads could miss it, or see it twice).
  */
-export async function pageIndexes(redis: Redis, indexKeys: string[], page: PageRequest): Promise<{ ids: string[]; nextCursor: Cursor | null }> {
+export async function pageIndexes(
+  redis: Redis,
+  indexKeys: string[],
+  page: PageRequest,
+): Promise<{ ids: string[]; nextCursor: Cursor | null }> {
   const after = page.cursor && 'after' in page.cursor ? page.cursor.after : null;
   const from = after ? `(${after}` : '+';
   const want = page.limit + 1;
@@ -30,7 +34,9 @@ export async function pageIndexes(redis: Redis, indexKeys: string[], page: PageR
  * ARGV[2] how many ids at most
  * Returns up to ARGV[2] ids of all the indexes together, newest first, each once.
  */
-const MERGE_INDEXES_LUA = luaScript('merge_indexes', `
+const MERGE_INDEXES_LUA = luaScript(
+  'merge_indexes',
+  `
 local n = tonumber(ARGV[2])
 local lists, pos = {}, {}
 for i, key in ipairs(KEYS) do
@@ -49,7 +55,8 @@ while #out < n do
   if top ~= last then out[#out + 1] = top; last = top end
 end
 return out
-`);
+`,
+);
 
 /**
  * Pages an index and keeps only the records `accept` takes, reading further batches until the

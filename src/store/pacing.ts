@@ -41,9 +41,12 @@ local interval = tonumber(ARGV[1])
 local tolerance = (tonumber(ARGV[2]) - 1) * interval
 `;
 
-const PACE_LUA = luaScript('pace', `${GCRA_STEP}
+const PACE_LUA = luaScript(
+  'pace',
+  `${GCRA_STEP}
 return pace(KEYS[1], now, interval, tolerance, ARGV[3] == '1')
-`);
+`,
+);
 
 /**
  * pace_send — what a delivery does right before sending, in one round trip instead of two: when
@@ -69,10 +72,13 @@ end
 `;
 
 /** pace_send as a script: KEYS[1] the schedule's key, KEYS[2] the send bucket's key; returns {step, ms}. */
-const PACE_SEND_LUA = luaScript('pace_send', `${PACE_SEND_FUNCTION}
+const PACE_SEND_LUA = luaScript(
+  'pace_send',
+  `${PACE_SEND_FUNCTION}
 local step, wait = pace_send(KEYS[1], KEYS[2])
 return {step, wait}
-`);
+`,
+);
 
 /**
  * delivery_start — a delivery's last step before its send, one round trip where it was two:
@@ -88,7 +94,9 @@ return {step, wait}
  * Returns {step, ms}: pace_send's answer (0 = written: send now), or {3, 0} when the stored record
  * is not the one read (nothing taken, nothing written).
  */
-const DELIVERY_START_LUA = luaScript('delivery_start', `
+const DELIVERY_START_LUA = luaScript(
+  'delivery_start',
+  `
 local stored = redis.call('GET', KEYS[3])
 if not stored or redis.sha1hex(stored) ~= ARGV[4] then return {3, 0} end
 ${PACE_SEND_FUNCTION}
@@ -97,7 +105,8 @@ if step ~= 0 then return {step, wait} end
 redis.call('SET', KEYS[3], ARGV[5])
 redis.call('SADD', KEYS[4], ARGV[6])
 return {0, 0}
-`);
+`,
+);
 
 export class RedisPacer implements Pacer {
   constructor(
@@ -123,19 +132,36 @@ export class RedisPacer implements Pacer {
    */
   async paceSend(connectionId: string, rule: PacingRule, reserveFirst: boolean): Promise<PaceStep> {
     const keys = [this.keys.pacingSchedule(connectionId), this.keys.pacing(connectionId)];
-    return paceStepOf((await runScript(this.redis, PACE_SEND_LUA, keys, paceSendArgs(rule, reserveFirst))) as [number, number]);
+    return paceStepOf(
+      (await runScript(this.redis, PACE_SEND_LUA, keys, paceSendArgs(rule, reserveFirst))) as [number, number],
+    );
   }
 
   /**
    * paceSend, and when the delivery may go now, its `sending` record written over `prev` by
    * compare-and-set, in one script (delivery_start). Null when the stored record is not `prev`.
    */
-  async paceAndStart(prev: Delivery, sending: Delivery, rule: PacingRule, reserveFirst: boolean): Promise<PaceStep | null> {
+  async paceAndStart(
+    prev: Delivery,
+    sending: Delivery,
+    rule: PacingRule,
+    reserveFirst: boolean,
+  ): Promise<PaceStep | null> {
     const k = this.keys;
     const connectionId = sending.connection_id;
-    const keys = [k.pacingSchedule(connectionId), k.pacing(connectionId), k.delivery(prev.id), k.connectionActiveDeliveries(connectionId)];
+    const keys = [
+      k.pacingSchedule(connectionId),
+      k.pacing(connectionId),
+      k.delivery(prev.id),
+      k.connectionActiveDeliveries(connectionId),
+    ];
     const text = JSON.stringify(sending);
-    const answer = (await runScript(this.redis, DELIVERY_START_LUA, keys, [...paceSendArgs(rule, reserveFirst), storedTextSha1(prev), text, sending.id])) as [number, number];
+    const answer = (await runScript(this.redis, DELIVERY_START_LUA, keys, [
+      ...paceSendArgs(rule, reserveFirst),
+      storedTextSha1(prev),
+      text,
+      sending.id,
+    ])) as [number, number];
     if (answer[0] === 3) return null;
     // Written: the next compare-and-set of this delivery expects exactly this text.
     if (answer[0] === 0) rememberText(sending, text);

@@ -63,10 +63,21 @@ export class RedisRateLimiter implements RateLimiter {
     for (;;) {
       const now = this.now();
       const held = this.leases.get(key);
-      if (held?.spent && now < held.until) return { allowed: false, limit: limiter.points, remaining: 0, resetSeconds: Math.max(1, Math.ceil((held.until - now) / 1000)) };
+      if (held?.spent && now < held.until)
+        return {
+          allowed: false,
+          limit: limiter.points,
+          remaining: 0,
+          resetSeconds: Math.max(1, Math.ceil((held.until - now) / 1000)),
+        };
       if (held && held.tokens > 0 && now < held.until) {
         held.tokens--;
-        return { allowed: true, limit: limiter.points, remaining: held.remainingAfter + held.tokens, resetSeconds: Math.max(1, Math.ceil((held.until - now) / 1000)) };
+        return {
+          allowed: true,
+          limit: limiter.points,
+          remaining: held.remainingAfter + held.tokens,
+          resetSeconds: Math.max(1, Math.ceil((held.until - now) / 1000)),
+        };
       }
       // One lease at a time per key: requests that arrive meanwhile share it, then look again.
       const inFlight = this.taking.get(key);
@@ -79,7 +90,13 @@ export class RedisRateLimiter implements RateLimiter {
   }
 
   /** Takes a new lease for `key` and hands its first point to the caller. */
-  private async lease(limiter: RateLimiterRedis, key: string, subject: string, held: Lease | undefined, now: number): Promise<RateDecision> {
+  private async lease(
+    limiter: RateLimiterRedis,
+    key: string,
+    subject: string,
+    held: Lease | undefined,
+    now: number,
+  ): Promise<RateDecision> {
     const size = leaseSize(held, now, limiter.points);
     const taking = take(limiter, subject, size);
     // Waiters share the outcome, a failure included: with Redis away each of them must answer
@@ -96,10 +113,23 @@ export class RedisRateLimiter implements RateLimiter {
     const resetSeconds = Math.max(1, Math.ceil(taken.msBeforeNext / 1000));
     if (taken.granted === 0) {
       // Spent for this window (fixed windows refill only when they end): refused here until then.
-      this.remember(key, { tokens: 0, until: now + taken.msBeforeNext, remainingAfter: 0, size: 1, takenAt: now, spent: true });
+      this.remember(key, {
+        tokens: 0,
+        until: now + taken.msBeforeNext,
+        remainingAfter: 0,
+        size: 1,
+        takenAt: now,
+        spent: true,
+      });
       return { allowed: false, limit: limiter.points, remaining: 0, resetSeconds };
     }
-    this.remember(key, { tokens: taken.granted - 1, until: now + taken.msBeforeNext, remainingAfter: taken.remaining, size, takenAt: now });
+    this.remember(key, {
+      tokens: taken.granted - 1,
+      until: now + taken.msBeforeNext,
+      remainingAfter: taken.remaining,
+      size,
+      takenAt: now,
+    });
     return { allowed: true, limit: limiter.points, remaining: taken.remaining + taken.granted - 1, resetSeconds };
   }
 
@@ -125,7 +155,11 @@ function leaseSize(prev: Lease | undefined, now: number, limit: number): number 
  * Consumes up to `size` points: all of them, or what was left (the overshoot is given back, so a
  * refused request never uses up points other requests could have had).
  */
-async function take(limiter: RateLimiterRedis, subject: string, size: number): Promise<{ granted: number; remaining: number; msBeforeNext: number }> {
+async function take(
+  limiter: RateLimiterRedis,
+  subject: string,
+  size: number,
+): Promise<{ granted: number; remaining: number; msBeforeNext: number }> {
   try {
     const r = await limiter.consume(subject, size);
     return { granted: size, remaining: r.remainingPoints, msBeforeNext: r.msBeforeNext };

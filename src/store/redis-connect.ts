@@ -12,14 +12,28 @@ import { defineScripts } from './scripts.js';
 export type RedisTarget =
   | { kind: 'standalone'; url: string }
   | { kind: 'cluster'; nodes: { host: string; port: number }[]; username?: string; password?: string }
-  | { kind: 'sentinel'; sentinels: { host: string; port: number }[]; name: string; username?: string; password?: string };
+  | {
+      kind: 'sentinel';
+      sentinels: { host: string; port: number }[];
+      name: string;
+      username?: string;
+      password?: string;
+    };
 
 /**
  * The target the configuration names. `fallbackUrl` (the embedded server's socket) is used only
  * when none of REDIS_URL, REDIS_CLUSTER_NODES and REDIS_SENTINELS is set.
  */
 export function redisTargetFromConfig(
-  config: Pick<Config, 'REDIS_URL' | 'REDIS_CLUSTER_NODES' | 'REDIS_SENTINELS' | 'REDIS_SENTINEL_NAME' | 'REDIS_USERNAME' | 'REDIS_PASSWORD'>,
+  config: Pick<
+    Config,
+    | 'REDIS_URL'
+    | 'REDIS_CLUSTER_NODES'
+    | 'REDIS_SENTINELS'
+    | 'REDIS_SENTINEL_NAME'
+    | 'REDIS_USERNAME'
+    | 'REDIS_PASSWORD'
+  >,
   fallbackUrl?: string,
 ): RedisTarget {
   const auth = {
@@ -29,7 +43,8 @@ export function redisTargetFromConfig(
   if (config.REDIS_CLUSTER_NODES !== undefined) return { kind: 'cluster', nodes: config.REDIS_CLUSTER_NODES, ...auth };
   if (config.REDIS_SENTINELS !== undefined) {
     // loadConfig already refuses sentinels without a name; this guards direct callers.
-    if (config.REDIS_SENTINEL_NAME === undefined) throw new Error('REDIS_SENTINEL_NAME is required with REDIS_SENTINELS');
+    if (config.REDIS_SENTINEL_NAME === undefined)
+      throw new Error('REDIS_SENTINEL_NAME is required with REDIS_SENTINELS');
     return { kind: 'sentinel', sentinels: config.REDIS_SENTINELS, name: config.REDIS_SENTINEL_NAME, ...auth };
   }
   const url = config.REDIS_URL ?? fallbackUrl;

@@ -85,10 +85,18 @@ export function workerRedisOptions(name: string): RedisOptions {
  * Redis connections. `worker: true` is for BullMQ, whose workers block and must never give up a
  * command. Pass `log` to get the one error listener every client needs (see watchRedis).
  */
-export function createRedis(target: string | RedisTarget, opts: { worker?: boolean; name?: string; log?: Logger; commandTimeoutMs?: number } = {}): RedisClient {
+export function createRedis(
+  target: string | RedisTarget,
+  opts: { worker?: boolean; name?: string; log?: Logger; commandTimeoutMs?: number } = {},
+): RedisClient {
   const name = opts.name ?? 'herald';
   const t: RedisTarget = typeof target === 'string' ? { kind: 'standalone', url: target } : target;
-  const options = opts.worker ? workerRedisOptions(name) : { ...requestRedisOptions(name), ...(opts.commandTimeoutMs !== undefined ? { commandTimeout: opts.commandTimeoutMs } : {}) };
+  const options = opts.worker
+    ? workerRedisOptions(name)
+    : {
+        ...requestRedisOptions(name),
+        ...(opts.commandTimeoutMs !== undefined ? { commandTimeout: opts.commandTimeoutMs } : {}),
+      };
   const redis = connectRedis(t, { use: opts.worker ? 'worker' : 'request', name, options });
   if (opts.log) watchRedis(redis, opts.log, name);
   return redis;
@@ -115,7 +123,10 @@ export function redisErrorLogger(log: Logger, name: string): { error: (err: unkn
     error: (err: unknown) => {
       if (down) return;
       down = true;
-      log.warn({ connection: name, err: err instanceof Error ? err.message : String(err) }, 'redis unreachable; retrying (requests answer 503 meanwhile)');
+      log.warn(
+        { connection: name, err: err instanceof Error ? err.message : String(err) },
+        'redis unreachable; retrying (requests answer 503 meanwhile)',
+      );
     },
     ready: () => {
       if (!down) return;

@@ -10,7 +10,9 @@ import { luaScript, runScript } from './scripts.js';
  * KEYS[1] the schedule (score = due, ms); ARGV[1] now (ms), ARGV[2] lease (ms), ARGV[3] limit.
  * Returns a flat list: id, lease score, id, lease score, …
  */
-const CLAIM_LUA = luaScript('reminder_claim', `
+const CLAIM_LUA = luaScript(
+  'reminder_claim',
+  `
 local due = redis.call('ZRANGE', KEYS[1], '-inf', ARGV[1], 'BYSCORE', 'LIMIT', 0, tonumber(ARGV[3]))
 local lease = tonumber(ARGV[1]) + tonumber(ARGV[2])
 local out = {}
@@ -20,7 +22,8 @@ for _, id in ipairs(due) do
   out[#out + 1] = tostring(lease)
 end
 return out
-`);
+`,
+);
 
 /**
  * reminder_release — ends a lease: reschedules or drops the incident, only while the lease is
@@ -28,12 +31,15 @@ return out
  * KEYS[1] the schedule; ARGV[1] incident id, ARGV[2] lease score, ARGV[3] new score ('' = drop).
  * Returns 1 when changed.
  */
-const RELEASE_LUA = luaScript('reminder_release', `
+const RELEASE_LUA = luaScript(
+  'reminder_release',
+  `
 local cur = redis.call('ZSCORE', KEYS[1], ARGV[1])
 if not cur or tonumber(cur) ~= tonumber(ARGV[2]) then return 0 end
 if ARGV[3] == '' then redis.call('ZREM', KEYS[1], ARGV[1]) else redis.call('ZADD', KEYS[1], ARGV[3], ARGV[1]) end
 return 1
-`);
+`,
+);
 
 /** The update cadence's schedule, a sorted set (see ReminderSchedule). */
 export class RedisReminderSchedule implements ReminderSchedule {
@@ -43,14 +49,24 @@ export class RedisReminderSchedule implements ReminderSchedule {
   ) {}
 
   async claimDue(nowMs: number, leaseMs: number, limit: number): Promise<{ incidentId: string; lease: number }[]> {
-    const flat = (await runScript(this.redis, CLAIM_LUA, [this.keys.reminders()], [String(nowMs), String(leaseMs), String(limit)])) as string[];
+    const flat = (await runScript(
+      this.redis,
+      CLAIM_LUA,
+      [this.keys.reminders()],
+      [String(nowMs), String(leaseMs), String(limit)],
+    )) as string[];
     const out: { incidentId: string; lease: number }[] = [];
     for (let i = 0; i + 1 < flat.length; i += 2) out.push({ incidentId: flat[i]!, lease: Number(flat[i + 1]) });
     return out;
   }
 
   async release(incidentId: string, lease: number, atMs: number | null): Promise<void> {
-    await runScript(this.redis, RELEASE_LUA, [this.keys.reminders()], [incidentId, String(lease), atMs === null ? '' : String(atMs)]);
+    await runScript(
+      this.redis,
+      RELEASE_LUA,
+      [this.keys.reminders()],
+      [incidentId, String(lease), atMs === null ? '' : String(atMs)],
+    );
   }
 }
 

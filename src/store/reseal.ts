@@ -21,10 +21,13 @@ export interface ResealReport {
 }
 
 /** KEYS[1] the record; ARGV[1] the JSON read; ARGV[2] the resealed JSON. 1 = written, 0 = changed meanwhile. */
-const CAS_LUA = luaScript('reseal_cas', `
+const CAS_LUA = luaScript(
+  'reseal_cas',
+  `
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 redis.call('SET', KEYS[1], ARGV[2], 'KEEPTTL')
-return 1`);
+return 1`,
+);
 
 /** A rewrite of one record's JSON: the new JSON, or null when nothing in it needs resealing. */
 type Rewrite = (raw: string) => string | null;

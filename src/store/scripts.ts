@@ -45,7 +45,12 @@ export function defineScripts(redis: RedisClient): void {
 const settling = new WeakMap<RedisClient, Set<string>>();
 
 /** Runs `script` on `redis` with KEYS and ARGV. */
-export function runScript(redis: RedisClient, script: LuaScript, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+export function runScript(
+  redis: RedisClient,
+  script: LuaScript,
+  keys: readonly string[],
+  args: readonly (string | number)[],
+): Promise<unknown> {
   const names = defined.get(redis) ?? new Set<string>();
   if (!names.has(script.name)) {
     // Declared after this client connected (or a client not made by connectRedis). A batch begun

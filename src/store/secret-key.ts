@@ -9,12 +9,16 @@ import type { Keys } from './keys.js';
  * The key for secrets at rest: HERALD_SECRET_KEY, or one generated once under the data directory
  * (mode 0600). `generated` tells the caller to warn that every instance needs the same key.
  */
-export function loadOrCreateSecretKey(configured: string | undefined, dataDir: string): { key: Buffer; generated: boolean; path?: string } {
+export function loadOrCreateSecretKey(
+  configured: string | undefined,
+  dataDir: string,
+): { key: Buffer; generated: boolean; path?: string } {
   if (configured !== undefined) return { key: Buffer.from(configured, 'base64'), generated: false };
   const path = join(dataDir, 'secret.key');
   if (existsSync(path)) {
     const key = Buffer.from(readFileSync(path, 'utf8').trim(), 'base64');
-    if (key.length !== 32) throw new Error(`${path} does not hold 32 base64 bytes; restore it or set HERALD_SECRET_KEY.`);
+    if (key.length !== 32)
+      throw new Error(`${path} does not hold 32 base64 bytes; restore it or set HERALD_SECRET_KEY.`);
     return { key, generated: true, path };
   }
   mkdirSync(dataDir, { recursive: true });
@@ -59,5 +63,7 @@ export const secretCheckKey = (keys: Keys): string => keys.meta('secret-check');
 
 /** HERALD_SECRET_KEY_PREVIOUS as key material (empty when not rotating). */
 export function previousSecretKeys(config: { HERALD_SECRET_KEY_PREVIOUS?: string | undefined }): Buffer[] {
-  return config.HERALD_SECRET_KEY_PREVIOUS === undefined ? [] : [Buffer.from(config.HERALD_SECRET_KEY_PREVIOUS, 'base64')];
+  return config.HERALD_SECRET_KEY_PREVIOUS === undefined
+    ? []
+    : [Buffer.from(config.HERALD_SECRET_KEY_PREVIOUS, 'base64')];
 }

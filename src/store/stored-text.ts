@@ -27,5 +27,9 @@ export function storedText(record: object, encode: () => string): string {
  * never crosses the wire again.
  */
 export function storedTextSha1(record: object): string {
-  return hash('sha1', storedText(record, () => JSON.stringify(record)), 'hex');
+  return hash(
+    'sha1',
+    storedText(record, () => JSON.stringify(record)),
+    'hex',
+  );
 }

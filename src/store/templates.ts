@@ -58,9 +58,14 @@ export class RedisTemplateRepo implements TemplateRepo {
     const oldName = templateNameKey(prev.name);
     const newName = templateNameKey(next.name);
     if (newName !== oldName) {
-      change.expectHashField(k.templateNames(), newName, null).write('HDEL', k.templateNames(), oldName).write('HSET', k.templateNames(), newName, next.id);
+      change
+        .expectHashField(k.templateNames(), newName, null)
+        .write('HDEL', k.templateNames(), oldName)
+        .write('HSET', k.templateNames(), newName, next.id);
     }
-    change.write('SET', k.template(next.id), json).write('HSET', k.templateVersions(next.id), String(next.version), json);
+    change
+      .write('SET', k.template(next.id), json)
+      .write('HSET', k.templateVersions(next.id), String(next.version), json);
     if (await change.commit()) return { ok: true };
     if ((await this.redis.get(k.template(prev.id))) !== prevJson) return { ok: false, reason: 'conflict' };
     return { ok: false, reason: 'name_taken', indexes: [0] };
@@ -88,7 +93,11 @@ export class RedisTemplateRepo implements TemplateRepo {
       this.redis,
       [this.keys.templates()],
       page,
-      (ids) => loadJson<Template>(this.redis, ids.map((id) => this.keys.template(id))),
+      (ids) =>
+        loadJson<Template>(
+          this.redis,
+          ids.map((id) => this.keys.template(id)),
+        ),
       () => true,
     );
   }
@@ -106,7 +115,8 @@ export class RedisTemplateRepo implements TemplateRepo {
     const below = page.cursor && 'offset' in page.cursor ? page.cursor.offset : latest + 1;
     const numbers: number[] = [];
     for (let n = Math.min(below - 1, latest); n >= 1 && numbers.length < page.limit; n--) numbers.push(n);
-    const raw = numbers.length > 0 ? await this.redis.hmget(this.keys.templateVersions(id), ...numbers.map(String)) : [];
+    const raw =
+      numbers.length > 0 ? await this.redis.hmget(this.keys.templateVersions(id), ...numbers.map(String)) : [];
     const data = raw.flatMap((r) => (r === null ? [] : [JSON.parse(r) as Template]));
     const last = numbers[numbers.length - 1];
     return { data, nextCursor: last !== undefined && last > 1 ? { offset: last } : null };

@@ -20,7 +20,10 @@ const ENTRIES = { 'dist/main.js': 'src/main.ts', 'dist/cli/herald.js': 'src/cli/
  * serves no HTTP and trims nothing: it must not load them.
  */
 const EXTERNAL = ['msgpackr-extract', 'pg', '@valkey/valkey-glide'];
-const EXTERNAL_OF: Record<keyof typeof ENTRIES, string[]> = { 'dist/main.js': [...EXTERNAL, 'express', 'router', 'koffi'], 'dist/cli/herald.js': EXTERNAL };
+const EXTERNAL_OF: Record<keyof typeof ENTRIES, string[]> = {
+  'dist/main.js': [...EXTERNAL, 'express', 'router', 'koffi'],
+  'dist/cli/herald.js': EXTERNAL,
+};
 
 /**
  * What a bundle would load at run time, read by esbuild's own parser (so specifiers inside
@@ -28,7 +31,17 @@ const EXTERNAL_OF: Record<keyof typeof ENTRIES, string[]> = { 'dist/main.js': [.
  * dynamic, and require calls with a literal path) and the packages it leaves to node_modules.
  */
 async function loadsOf(file: string): Promise<{ files: string[]; packages: string[] }> {
-  const r = await build({ entryPoints: [join(ROOT, file)], absWorkingDir: ROOT, bundle: true, write: false, metafile: true, platform: 'node', format: 'esm', packages: 'external', logLevel: 'silent' });
+  const r = await build({
+    entryPoints: [join(ROOT, file)],
+    absWorkingDir: ROOT,
+    bundle: true,
+    write: false,
+    metafile: true,
+    platform: 'node',
+    format: 'esm',
+    packages: 'external',
+    logLevel: 'silent',
+  });
   const inputs = Object.keys(r.metafile.inputs);
   const packages = Object.values(r.metafile.inputs)
     .flatMap((i) => i.imports)
@@ -43,7 +56,8 @@ describe('the bundled entry points', () => {
       expect(existsSync(join(ROOT, file)), `${file}: run npm run build`).toBe(true);
       const { files, packages } = await loadsOf(file);
       expect(files).toEqual([]);
-      for (const p of packages) expect(EXTERNAL_OF[file as keyof typeof ENTRIES], `${file} leaves ${p} to node_modules`).toContain(p);
+      for (const p of packages)
+        expect(EXTERNAL_OF[file as keyof typeof ENTRIES], `${file} leaves ${p} to node_modules`).toContain(p);
       // Its linked source map points back at src/, for `node --enable-source-maps`.
       const text = readFileSync(join(ROOT, file), 'utf8');
       expect(text.trimEnd().endsWith(`//# sourceMappingURL=${file.split('/').pop()!}.map`)).toBe(true);
@@ -52,7 +66,10 @@ describe('the bundled entry points', () => {
       // Plain ASCII: V8 keeps a script's source in the heap, as UTF-16 when any character is not
       // Latin-1 — one arrow in one comment doubled the server bundle's 8 MB (scripts/bundle.mjs).
       const wide = [...text].findIndex((ch) => ch.charCodeAt(0) > 0x7f);
-      expect(wide, `${file}: a non-ASCII character near ${JSON.stringify(text.slice(Math.max(0, wide - 40), wide + 40))}`).toBe(-1);
+      expect(
+        wide,
+        `${file}: a non-ASCII character near ${JSON.stringify(text.slice(Math.max(0, wide - 40), wide + 40))}`,
+      ).toBe(-1);
     });
   }
 

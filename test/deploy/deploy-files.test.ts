@@ -25,7 +25,8 @@ const k8sDocs = k8sFiles.flatMap((f) =>
     return { file: f, doc: asObj(d.toJSON()) };
   }),
 );
-const containersOf = (doc: Obj): Obj[] => (asObj(asObj(asObj(doc.spec).template).spec).containers as Obj[] | undefined) ?? [];
+const containersOf = (doc: Obj): Obj[] =>
+  (asObj(asObj(asObj(doc.spec).template).spec).containers as Obj[] | undefined) ?? [];
 
 describe('deployment files', () => {
   /** `NAME=value` lines of .env.example, commented out (`#NAME=value`) or not. */
@@ -37,20 +38,30 @@ describe('deployment files', () => {
       .map(([, hash, name, value]) => ({ name: name!, value: value!, active: hash === '' }));
 
   it('.env.example lists every variable Herald reads, and nothing else', () => {
-    expect(envExample().map((e) => e.name).sort()).toEqual([...CONFIG_VARIABLES].sort());
+    expect(
+      envExample()
+        .map((e) => e.name)
+        .sort(),
+    ).toEqual([...CONFIG_VARIABLES].sort());
   });
 
   it('an .env made from .env.example overrides nothing the image, compose or the systemd unit sets', () => {
     // compose's env_file and systemd's EnvironmentFile= win over the image's ENV and the unit's
     // Environment=: an uncommented default there would move HERALD_DATA_DIR off the volume.
     const docker = read('Dockerfile');
-    const fromImage = [...docker.matchAll(/^ENV (.+)$/gm)].flatMap((m) => [...m[1]!.matchAll(/([A-Z_0-9]+)=/g)].map((x) => x[1]!));
+    const fromImage = [...docker.matchAll(/^ENV (.+)$/gm)].flatMap((m) =>
+      [...m[1]!.matchAll(/([A-Z_0-9]+)=/g)].map((x) => x[1]!),
+    );
     const compose = asObj(parseYaml(read('compose.yaml'), { merge: true }));
     const fromCompose = Object.values(asObj(compose.services)).flatMap((s) => Object.keys(asObj(asObj(s).environment)));
-    const fromUnit = [...read('deploy/systemd/herald.service').matchAll(/^Environment=([A-Z_0-9]+)=/gm)].map((m) => m[1]!);
+    const fromUnit = [...read('deploy/systemd/herald.service').matchAll(/^Environment=([A-Z_0-9]+)=/gm)].map(
+      (m) => m[1]!,
+    );
     const set = new Set([...fromImage, ...fromCompose, ...fromUnit]);
     expect(set).toContain('HERALD_DATA_DIR');
-    const active = envExample().filter((e) => e.active).map((e) => e.name);
+    const active = envExample()
+      .filter((e) => e.active)
+      .map((e) => e.name);
     expect(active.filter((name) => set.has(name))).toEqual([]);
     expect(active).toContain('HERALD_SECRET_KEY');
   });
@@ -69,7 +80,10 @@ describe('deployment files', () => {
     const readme = read('README.md');
     const block = /```sh\n\s*(cp \.env\.example \.env\n[\s\S]*?)```/.exec(readme)?.[1];
     expect(block, 'the Compose block').toBeDefined();
-    const commands = block!.split('\n').map((l) => l.trim()).filter((l) => l !== '' && !l.startsWith('docker compose'));
+    const commands = block!
+      .split('\n')
+      .map((l) => l.trim())
+      .filter((l) => l !== '' && !l.startsWith('docker compose'));
     const dir = mkdtempSync(join(tmpdir(), 'herald-compose-env-'));
     try {
       copyFileSync(join(ROOT, '.env.example'), join(dir, '.env.example'));
@@ -82,7 +96,11 @@ describe('deployment files', () => {
           .map(([, k, v]) => [k!, v!]),
       );
       // Precedence as compose applies it: the image's ENV, then env_file, then environment.
-      const imageEnv = Object.fromEntries([...read('Dockerfile').matchAll(/^ENV (.+)$/gm)].flatMap((m) => [...m[1]!.matchAll(/([A-Z_0-9]+)=(\S+)/g)].map((x) => [x[1]!, x[2]!])));
+      const imageEnv = Object.fromEntries(
+        [...read('Dockerfile').matchAll(/^ENV (.+)$/gm)].flatMap((m) =>
+          [...m[1]!.matchAll(/([A-Z_0-9]+)=(\S+)/g)].map((x) => [x[1]!, x[2]!]),
+        ),
+      );
       const services = asObj(asObj(parseYaml(read('compose.yaml'), { merge: true })).services);
       for (const role of ['api', 'worker'] as const) {
         const env = { ...imageEnv, ...dotenv, ...(asObj(asObj(services[role]).environment) as Record<string, string>) };
@@ -93,7 +111,12 @@ describe('deployment files', () => {
         expect(Buffer.from(config.HERALD_SECRET_KEY ?? '', 'base64')).toHaveLength(32);
       }
       // systemd: EnvironmentFile= overrides Environment=.
-      const unitEnv = Object.fromEntries([...read('deploy/systemd/herald.service').matchAll(/^Environment=([A-Z_0-9]+)=(.*)$/gm)].map((m) => [m[1]!, m[2]!]));
+      const unitEnv = Object.fromEntries(
+        [...read('deploy/systemd/herald.service').matchAll(/^Environment=([A-Z_0-9]+)=(.*)$/gm)].map((m) => [
+          m[1]!,
+          m[2]!,
+        ]),
+      );
       expect(loadConfig({ ...unitEnv, ...dotenv }).HERALD_DATA_DIR).toBe('/var/lib/herald');
     } finally {
       rmSync(dir, { recursive: true, force: true });
@@ -106,7 +129,14 @@ describe('deployment files', () => {
   });
 
   it('the docs stand alone: no Markdown link leaves the repository', () => {
-    const docs = ['README.md', 'SECURITY.md', 'CHANGELOG.md', ...readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+    const docs = [
+      'README.md',
+      'SECURITY.md',
+      'CHANGELOG.md',
+      ...readdirSync(join(ROOT, 'docs'))
+        .filter((f) => f.endsWith('.md'))
+        .map((f) => `docs/${f}`),
+    ];
     for (const file of docs) expect(read(file).match(/\]\((?:https?:)?\/\/[^)]*\)/g) ?? [], file).toEqual([]);
   });
 
@@ -133,11 +163,23 @@ describe('deployment files', () => {
 
   it('Kubernetes: api and worker Deployments, probes on /healthz and /readyz at the served port, a Secret, PodDisruptionBudgets', () => {
     const kinds = k8sDocs.map(({ doc }) => `${doc.kind as string}/${asObj(doc.metadata).name as string}`).sort();
-    expect(kinds).toEqual(['ConfigMap/herald', 'Deployment/herald-api', 'Deployment/herald-worker', 'PodDisruptionBudget/herald-api', 'PodDisruptionBudget/herald-worker', 'Secret/herald', 'Service/herald']);
-    const byName = new Map(k8sDocs.map(({ doc }) => [`${doc.kind as string}/${asObj(doc.metadata).name as string}`, doc]));
+    expect(kinds).toEqual([
+      'ConfigMap/herald',
+      'Deployment/herald-api',
+      'Deployment/herald-worker',
+      'PodDisruptionBudget/herald-api',
+      'PodDisruptionBudget/herald-worker',
+      'Secret/herald',
+      'Service/herald',
+    ]);
+    const byName = new Map(
+      k8sDocs.map(({ doc }) => [`${doc.kind as string}/${asObj(doc.metadata).name as string}`, doc]),
+    );
     for (const { doc } of k8sDocs) {
-      if (doc.kind === 'ConfigMap') for (const name of Object.keys(asObj(doc.data))) expect(CONFIG_VARIABLES, name).toContain(name);
-      if (doc.kind === 'Secret') expect(Object.keys(asObj(doc.stringData)).sort()).toEqual(['HERALD_SECRET_KEY', 'REDIS_URL']);
+      if (doc.kind === 'ConfigMap')
+        for (const name of Object.keys(asObj(doc.data))) expect(CONFIG_VARIABLES, name).toContain(name);
+      if (doc.kind === 'Secret')
+        expect(Object.keys(asObj(doc.stringData)).sort()).toEqual(['HERALD_SECRET_KEY', 'REDIS_URL']);
       for (const c of containersOf(doc)) {
         for (const e of (c.env as Obj[] | undefined) ?? []) expect(CONFIG_VARIABLES, String(e.name)).toContain(e.name);
       }

@@ -1,5 +1,15 @@
 import { execFile } from 'node:child_process';
-import { copyFileSync, cpSync, existsSync, linkSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import {
+  copyFileSync,
+  cpSync,
+  existsSync,
+  linkSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+} from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -35,7 +45,11 @@ interface Stage {
 function parseDockerfile(text: string): Stage[] {
   const stages: Stage[] = [];
   // Join continuation lines, drop comments.
-  const lines = text.replace(/\\\n\s*/g, ' ').split('\n').map((l) => l.trim()).filter((l) => l !== '' && !l.startsWith('#'));
+  const lines = text
+    .replace(/\\\n\s*/g, ' ')
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '' && !l.startsWith('#'));
   for (const line of lines) {
     const [instr, ...restParts] = line.split(/\s+/);
     const rest = restParts.join(' ');
@@ -120,65 +134,83 @@ afterAll(async () => {
 });
 
 describe('the Dockerfile', () => {
-  it('builds in a clean directory, installs production dependencies only, and its CMD becomes ready', async () => {
-    const stages = parseDockerfile(readFileSync(join(ROOT, 'Dockerfile'), 'utf8'));
-    expect(stages.map((s) => s.name)).toEqual(['build', 'runtime']);
-    const workdirs = new Map<string, string>();
-    const dataDir = mkdtempSync(join(tmpdir(), 'herald-docker-data-'));
-    dirs.push(dataDir);
-    const cacheDir = mkdtempSync(join(tmpdir(), 'herald-docker-npm-'));
-    dirs.push(cacheDir);
-    const npmCache = privateNpmCache(cacheDir);
-    const skipped: string[] = [];
-    for (const stage of stages) {
-      const dir = mkdtempSync(join(tmpdir(), `herald-docker-${stage.name}-`));
-      dirs.push(dir);
-      workdirs.set(stage.name, dir);
-      for (const step of stage.steps) {
-        if (step.kind === 'copy') {
-          const base = step.from === null ? ROOT : workdirs.get(step.from)!;
-          for (const source of step.sources) {
-            // `COPY --from=build /app/dist ./dist`: /app is the stage's WORKDIR.
-            const from = join(base, source.replace(/^\/app\//, ''));
-            const to = step.dest.endsWith('/') || step.sources.length > 1 ? join(dir, step.dest, source.split('/').pop()!) : join(dir, step.dest);
-            mkdirSync(join(to, '..'), { recursive: true });
-            cpSync(from, to, { recursive: true });
+  it(
+    'builds in a clean directory, installs production dependencies only, and its CMD becomes ready',
+    async () => {
+      const stages = parseDockerfile(readFileSync(join(ROOT, 'Dockerfile'), 'utf8'));
+      expect(stages.map((s) => s.name)).toEqual(['build', 'runtime']);
+      const workdirs = new Map<string, string>();
+      const dataDir = mkdtempSync(join(tmpdir(), 'herald-docker-data-'));
+      dirs.push(dataDir);
+      const cacheDir = mkdtempSync(join(tmpdir(), 'herald-docker-npm-'));
+      dirs.push(cacheDir);
+      const npmCache = privateNpmCache(cacheDir);
+      const skipped: string[] = [];
+      for (const stage of stages) {
+        const dir = mkdtempSync(join(tmpdir(), `herald-docker-${stage.name}-`));
+        dirs.push(dir);
+        workdirs.set(stage.name, dir);
+        for (const step of stage.steps) {
+          if (step.kind === 'copy') {
+            const base = step.from === null ? ROOT : workdirs.get(step.from)!;
+            for (const source of step.sources) {
+              // `COPY --from=build /app/dist ./dist`: /app is the stage's WORKDIR.
+              const from = join(base, source.replace(/^\/app\//, ''));
+              const to =
+                step.dest.endsWith('/') || step.sources.length > 1
+                  ? join(dir, step.dest, source.split('/').pop()!)
+                  : join(dir, step.dest);
+              mkdirSync(join(to, '..'), { recursive: true });
+              cpSync(from, to, { recursive: true });
+            }
+          } else if (/\/data\b/.test(step.command)) {
+            skipped.push(step.command);
+          } else {
+            await run('sh', ['-c', step.command], {
+              cwd: dir,
+              env: { ...process.env, ...stage.env, HERALD_DATA_DIR: dataDir, npm_config_cache: npmCache },
+              maxBuffer: 64 * 1024 * 1024,
+            });
           }
-        } else if (/\/data\b/.test(step.command)) {
-          skipped.push(step.command);
-        } else {
-          await run('sh', ['-c', step.command], { cwd: dir, env: { ...process.env, ...stage.env, HERALD_DATA_DIR: dataDir, npm_config_cache: npmCache }, maxBuffer: 64 * 1024 * 1024 });
         }
       }
-    }
-    expect(skipped).toEqual(['mkdir -p /data && chown node:node /data']);
+      expect(skipped).toEqual(['mkdir -p /data && chown node:node /data']);
 
-    const runtime = workdirs.get('runtime')!;
-    // Production dependencies only: no TypeScript, no test tools.
-    await expect(run(process.execPath, ['-e', "require.resolve('typescript')"], { cwd: runtime })).rejects.toThrow();
-    await run(process.execPath, ['-e', "require.resolve('ioredis')"], { cwd: runtime });
+      const runtime = workdirs.get('runtime')!;
+      // Production dependencies only: no TypeScript, no test tools.
+      await expect(run(process.execPath, ['-e', "require.resolve('typescript')"], { cwd: runtime })).rejects.toThrow();
+      await run(process.execPath, ['-e', "require.resolve('ioredis')"], { cwd: runtime });
 
-    const cmd = stages.at(-1)!.cmd!;
-    expect(cmd[0]).toBe('node');
-    const port = await freePort();
-    const proc = spawn(process.execPath, cmd.slice(1), {
-      cwd: runtime,
-      env: childEnv({ ...stages.at(-1)!.env, PORT: String(port), HOST: '127.0.0.1', REDIS_URL: testRedisUrl(), HERALD_KEY_PREFIX: prefix, HERALD_DATA_DIR: dataDir }),
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    proc.stdout.on('data', (c: Buffer) => (out += c.toString()));
-    proc.stderr.on('data', (c: Buffer) => (out += c.toString()));
-    const exited = new Promise<number | null>((resolve) => proc.on('close', resolve));
-    server = { proc, stdout: () => out, stderr: () => out, exited };
-    await waitFor(
-      async () => {
-        if (proc.exitCode !== null) throw new Error(`exited: ${out}`);
-        return (await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => null))?.status === 200;
-      },
-      { timeoutMs: 90_000, intervalMs: 200, what: 'the image command to be ready' },
-    );
-    proc.kill('SIGTERM');
-    expect(await exited).toBe(0);
-  }, DOCKERFILE_DEADLINE_MS);
+      const cmd = stages.at(-1)!.cmd!;
+      expect(cmd[0]).toBe('node');
+      const port = await freePort();
+      const proc = spawn(process.execPath, cmd.slice(1), {
+        cwd: runtime,
+        env: childEnv({
+          ...stages.at(-1)!.env,
+          PORT: String(port),
+          HOST: '127.0.0.1',
+          REDIS_URL: testRedisUrl(),
+          HERALD_KEY_PREFIX: prefix,
+          HERALD_DATA_DIR: dataDir,
+        }),
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let out = '';
+      proc.stdout.on('data', (c: Buffer) => (out += c.toString()));
+      proc.stderr.on('data', (c: Buffer) => (out += c.toString()));
+      const exited = new Promise<number | null>((resolve) => proc.on('close', resolve));
+      server = { proc, stdout: () => out, stderr: () => out, exited };
+      await waitFor(
+        async () => {
+          if (proc.exitCode !== null) throw new Error(`exited: ${out}`);
+          return (await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => null))?.status === 200;
+        },
+        { timeoutMs: 90_000, intervalMs: 200, what: 'the image command to be ready' },
+      );
+      proc.kill('SIGTERM');
+      expect(await exited).toBe(0);
+    },
+    DOCKERFILE_DEADLINE_MS,
+  );
 });

@@ -35,9 +35,12 @@ describe('access log', () => {
       const s = app.listen(0, '127.0.0.1', () => resolve(s));
     });
     try {
-      const res = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/incidents?cursor=abc`, { headers: { 'X-Request-Id': 'log-path-1' } });
+      const res = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/incidents?cursor=abc`, {
+        headers: { 'X-Request-Id': 'log-path-1' },
+      });
       expect(res.status).toBe(200);
-      const entry = () => lines.map((l) => JSON.parse(l) as Record<string, unknown>).find((e) => e.request_id === 'log-path-1');
+      const entry = () =>
+        lines.map((l) => JSON.parse(l) as Record<string, unknown>).find((e) => e.request_id === 'log-path-1');
       await waitFor(() => entry() !== undefined, { what: 'the access log line' });
       expect(entry()).toMatchObject({ msg: 'request', method: 'GET', path: '/v1/incidents', status: 200 });
     } finally {

@@ -3,7 +3,12 @@ import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { OutboundAllow } from '../../src/domain/connection/address-policy.js';
 import { createSmtpClient } from '../../src/channels/email/send.js';
-import { createChannelSenders, loadChannelAdapters, type ChannelResult, type HeraldChannelSenders } from '../../src/delivery/senders.js';
+import {
+  createChannelSenders,
+  loadChannelAdapters,
+  type ChannelResult,
+  type HeraldChannelSenders,
+} from '../../src/delivery/senders.js';
 import { createOutboundHttp } from '../../src/delivery/outbound/http.js';
 import type { ChannelSenders } from '../../src/ports/index.js';
 import { messageOf, targetOf } from '../support/delivery-targets.js';
@@ -26,11 +31,26 @@ import { trackPeers } from '../support/track.js';
 const allow = OutboundAllow.parse(['127.0.0.1/32', 'localhost']);
 const adapters = await loadChannelAdapters();
 
-function senders(o: { slackApiUrl?: string; telegramApiUrl?: string; ca?: string | null; socketTimeoutMs?: number; allowList?: OutboundAllow } = {}): HeraldChannelSenders {
+function senders(
+  o: {
+    slackApiUrl?: string;
+    telegramApiUrl?: string;
+    ca?: string | null;
+    socketTimeoutMs?: number;
+    allowList?: OutboundAllow;
+  } = {},
+): HeraldChannelSenders {
   const slackApiUrl = o.slackApiUrl ?? 'https://slack.invalid/api/';
   const telegramApiUrl = o.telegramApiUrl ?? 'https://telegram.invalid';
-  const http = createOutboundHttp(o.allowList ?? allow, { trustedBaseUrls: [slackApiUrl, telegramApiUrl], defaultTimeoutMs: 5_000 });
-  const smtp = createSmtpClient({ guard: http.guard, ...(o.ca ? { ca: o.ca } : {}), ...(o.socketTimeoutMs ? { socketTimeoutMs: o.socketTimeoutMs } : {}) });
+  const http = createOutboundHttp(o.allowList ?? allow, {
+    trustedBaseUrls: [slackApiUrl, telegramApiUrl],
+    defaultTimeoutMs: 5_000,
+  });
+  const smtp = createSmtpClient({
+    guard: http.guard,
+    ...(o.ca ? { ca: o.ca } : {}),
+    ...(o.socketTimeoutMs ? { socketTimeoutMs: o.socketTimeoutMs } : {}),
+  });
   const built = createChannelSenders(adapters, { http, slackApiUrl, telegramApiUrl, smtp });
   // What app.ts does: the set is the ChannelSenders port.
   const port: ChannelSenders = built;
@@ -48,7 +68,11 @@ function expectPermanent(r: ChannelResult, disable: boolean) {
 describe('slack', () => {
   it('webhook mode posts Block Kit with a text fallback, username and icon', async () => {
     const slack = track(await startSlack());
-    const target = targetOf('slack', { webhook_url: slack.webhookUrl(), username: 'Herald', icon_emoji: ':rotating_light:' });
+    const target = targetOf('slack', {
+      webhook_url: slack.webhookUrl(),
+      username: 'Herald',
+      icon_emoji: ':rotating_light:',
+    });
     const r = await senders().slack.send(target, messageOf({ subject: 'DB down', body: 'primary is *gone*' }));
     expect(r).toMatchObject({ outcome: 'delivered', httpStatus: 200 });
     expect(slack.webhookMessages).toHaveLength(1);
@@ -66,7 +90,10 @@ describe('slack', () => {
   it('bot mode calls chat.postMessage with the bearer token and the channel', async () => {
     const slack = track(await startSlack({ tokens: ['xoxb-good-token'] }));
     const target = targetOf('slack', { bot_token: 'xoxb-good-token', channel: 'C0INCIDENTS' });
-    const r = await senders({ slackApiUrl: slack.apiUrl }).slack.send(target, messageOf({ subject: 'DB down', body: 'gone' }));
+    const r = await senders({ slackApiUrl: slack.apiUrl }).slack.send(
+      target,
+      messageOf({ subject: 'DB down', body: 'gone' }),
+    );
     expect(r).toMatchObject({ outcome: 'delivered', httpStatus: 200, providerCode: null });
     const [call] = slack.callsTo('chat.postMessage');
     expect(call).toMatchObject({ token: 'xoxb-good-token', args: { channel: 'C0INCIDENTS', text: 'DB down\n\ngone' } });
@@ -79,7 +106,10 @@ describe('slack', () => {
     const body = Array.from({ length: 45 }, () => paragraph).join('\n\n'); // ~45,090
     const message = messageOf({ subject: 'Long', body });
     const url = 'https://herald.example.com/v1/incidents/inc_1';
-    const r = await senders().slack.send(targetOf('slack', { webhook_url: slack.webhookUrl() }), { ...message, incident: { ...message.incident, url } });
+    const r = await senders().slack.send(targetOf('slack', { webhook_url: slack.webhookUrl() }), {
+      ...message,
+      incident: { ...message.incident, url },
+    });
     expect(r.outcome).toBe('delivered');
     const p = slack.webhookMessages[0]!.payload as { text: string; blocks: { text: { text: string } }[] };
     const blocksText = p.blocks.reduce((n, b) => n + b.text.text.length, 0);
@@ -95,7 +125,10 @@ describe('slack', () => {
   it('two 10,000-character fields of emoji stay within Slack’s limits, cut between whole characters', async () => {
     const slack = track(await startSlack());
     const field = '👩‍💻 <&> '.repeat(1000).slice(0, 10_000);
-    const r = await senders().slack.send(targetOf('slack', { webhook_url: slack.webhookUrl() }), messageOf({ subject: '🇺🇦'.repeat(100), body: `${field}\n\n${field}` }));
+    const r = await senders().slack.send(
+      targetOf('slack', { webhook_url: slack.webhookUrl() }),
+      messageOf({ subject: '🇺🇦'.repeat(100), body: `${field}\n\n${field}` }),
+    );
     expect(r.outcome).toBe('delivered');
     // The fake refuses (and records) anything over Slack's limits; nothing was.
     expect(slack.violations).toEqual([]);
@@ -106,7 +139,10 @@ describe('slack', () => {
 
   it('an empty message fails for good before anything is sent', async () => {
     const slack = track(await startSlack());
-    const r = await senders().slack.send(targetOf('slack', { webhook_url: slack.webhookUrl() }), messageOf({ subject: '', body: ' \n ' }));
+    const r = await senders().slack.send(
+      targetOf('slack', { webhook_url: slack.webhookUrl() }),
+      messageOf({ subject: '', body: ' \n ' }),
+    );
     expect(r).toMatchObject({ outcome: 'permanent', httpStatus: null, providerCode: 'empty_message' });
     if (r.outcome === 'permanent') expect(r.error).toMatch(/renders empty/);
     expect(slack.requests).toHaveLength(0);
@@ -118,10 +154,21 @@ describe('slack', () => {
     const target = (path?: string) => targetOf('slack', { webhook_url: slack.webhookUrl(path) });
 
     slack.rateLimitNext('webhook', 7);
-    expect(await s.send(target(), messageOf())).toMatchObject({ outcome: 'retryable', httpStatus: 429, retryAfterMs: 7000, ambiguous: false, cause: 'rate_limited' });
+    expect(await s.send(target(), messageOf())).toMatchObject({
+      outcome: 'retryable',
+      httpStatus: 429,
+      retryAfterMs: 7000,
+      ambiguous: false,
+      cause: 'rate_limited',
+    });
 
     slack.script({ status: 500, body: 'rollup_error', headers: { 'content-type': 'text/html' } });
-    expect(await s.send(target(), messageOf())).toMatchObject({ outcome: 'retryable', httpStatus: 500, providerCode: 'rollup_error', retryAfterMs: null });
+    expect(await s.send(target(), messageOf())).toMatchObject({
+      outcome: 'retryable',
+      httpStatus: 500,
+      providerCode: 'rollup_error',
+      retryAfterMs: null,
+    });
 
     slack.script({ status: 400, body: 'no_text', headers: { 'content-type': 'text/html' } });
     const empty = await s.send(target(), messageOf());
@@ -149,14 +196,29 @@ describe('slack', () => {
     const good = targetOf('slack', { bot_token: 'xoxb-good-token', channel: 'C1' });
 
     const badToken = await s.send(targetOf('slack', { bot_token: 'xoxb-revoked-token', channel: 'C1' }), messageOf());
-    expect(badToken).toMatchObject({ outcome: 'permanent', httpStatus: 200, providerCode: 'invalid_auth', cause: 'auth' });
+    expect(badToken).toMatchObject({
+      outcome: 'permanent',
+      httpStatus: 200,
+      providerCode: 'invalid_auth',
+      cause: 'auth',
+    });
     expect(badToken.outcome === 'permanent' && badToken.error).not.toContain('xoxb-revoked-token');
 
     slack.failNext('chat.postMessage', 'channel_not_found');
-    expect(await s.send(good, messageOf())).toMatchObject({ outcome: 'permanent', providerCode: 'channel_not_found', disable: null, cause: 'not_found' });
+    expect(await s.send(good, messageOf())).toMatchObject({
+      outcome: 'permanent',
+      providerCode: 'channel_not_found',
+      disable: null,
+      cause: 'not_found',
+    });
 
     slack.rateLimitNext('chat.postMessage', 3);
-    expect(await s.send(good, messageOf())).toMatchObject({ outcome: 'retryable', httpStatus: 429, providerCode: 'ratelimited', retryAfterMs: 3000 });
+    expect(await s.send(good, messageOf())).toMatchObject({
+      outcome: 'retryable',
+      httpStatus: 429,
+      providerCode: 'ratelimited',
+      retryAfterMs: 3000,
+    });
 
     slack.failNext('chat.postMessage', 'internal_error');
     expect(await s.send(good, messageOf())).toMatchObject({ outcome: 'retryable', providerCode: 'internal_error' });
@@ -169,7 +231,10 @@ describe('slack', () => {
 describe('teams', () => {
   it('posts an Adaptive Card 1.4 in the message envelope; 202 is delivered', async () => {
     const teams = track(await startTeams());
-    const r = await senders().teams.send(targetOf('teams', { webhook_url: teams.webhookUrl() }), messageOf({ subject: 'DB down', body: 'primary is gone' }));
+    const r = await senders().teams.send(
+      targetOf('teams', { webhook_url: teams.webhookUrl() }),
+      messageOf({ subject: 'DB down', body: 'primary is gone' }),
+    );
     expect(r).toMatchObject({ outcome: 'delivered', httpStatus: 202 });
     expect(teams.messages[0]).toEqual({
       type: 'message',
@@ -195,12 +260,18 @@ describe('teams', () => {
   it('fails a card over 28 KB before sending, and a 404 workflow disables', async () => {
     const teams = track(await startTeams());
     const s = senders().teams;
-    const big = await s.send(targetOf('teams', { webhook_url: teams.webhookUrl() }), messageOf({ body: 'x'.repeat(29 * 1024) }));
+    const big = await s.send(
+      targetOf('teams', { webhook_url: teams.webhookUrl() }),
+      messageOf({ body: 'x'.repeat(29 * 1024) }),
+    );
     expect(big).toMatchObject({ outcome: 'permanent', httpStatus: null, disable: null });
     expect(big.outcome === 'permanent' && big.error).toContain('payload too large for Teams (28 KB)');
     expect(teams.requests).toHaveLength(0);
 
-    const gone = await s.send(targetOf('teams', { webhook_url: `${teams.url}/workflows/x/triggers/other` }), messageOf());
+    const gone = await s.send(
+      targetOf('teams', { webhook_url: `${teams.url}/workflows/x/triggers/other` }),
+      messageOf(),
+    );
     expect(gone).toMatchObject({ outcome: 'permanent', httpStatus: 404, providerCode: 'WorkflowNotFound' });
     expectPermanent(gone, true);
   });
@@ -209,8 +280,16 @@ describe('teams', () => {
 describe('discord', () => {
   it('executes with wait=true and thread_id: one embed, no mentions parsed', async () => {
     const discord = track(await startDiscord());
-    const target = targetOf('discord', { webhook_url: discord.webhookUrl(), username: 'Herald', avatar_url: 'https://herald.example.com/a.png', thread_id: '1200000000000000001' });
-    const r = await senders().discord.send(target, messageOf({ subject: 'DB down', body: 'primary is gone @everyone' }));
+    const target = targetOf('discord', {
+      webhook_url: discord.webhookUrl(),
+      username: 'Herald',
+      avatar_url: 'https://herald.example.com/a.png',
+      thread_id: '1200000000000000001',
+    });
+    const r = await senders().discord.send(
+      target,
+      messageOf({ subject: 'DB down', body: 'primary is gone @everyone' }),
+    );
     expect(r).toMatchObject({ outcome: 'delivered', httpStatus: 200 });
     expect(discord.requests[0]!.query).toEqual({ wait: 'true', thread_id: '1200000000000000001' });
     const [msg] = discord.messages;
@@ -219,14 +298,24 @@ describe('discord', () => {
       username: 'Herald',
       avatar_url: 'https://herald.example.com/a.png',
       allowed_mentions: { parse: [] },
-      embeds: [{ title: 'DB down', description: 'primary is gone @everyone', color: 0xd92d20, url: 'https://herald.example.com/v1/incidents/inc_01J000000000000000000000IN' }],
+      embeds: [
+        {
+          title: 'DB down',
+          description: 'primary is gone @everyone',
+          color: 0xd92d20,
+          url: 'https://herald.example.com/v1/incidents/inc_01J000000000000000000000IN',
+        },
+      ],
     });
     expect((msg!.payload.embeds as { timestamp: string }[])[0]!.timestamp).toMatch(/^\d{4}-\d\d-\d\dT.*Z$/);
   });
 
   it("cuts title and description to Discord's limits with a visible marker", async () => {
     const discord = track(await startDiscord());
-    await senders().discord.send(targetOf('discord', { webhook_url: discord.webhookUrl() }), messageOf({ subject: 'S'.repeat(300), body: 'B'.repeat(5000) }));
+    await senders().discord.send(
+      targetOf('discord', { webhook_url: discord.webhookUrl() }),
+      messageOf({ subject: 'S'.repeat(300), body: 'B'.repeat(5000) }),
+    );
     const embed = (discord.messages[0]!.payload.embeds as { title: string; description: string }[])[0]!;
     expect(embed.title).toHaveLength(256);
     expect(embed.title.endsWith('… (truncated)')).toBe(true);
@@ -239,7 +328,11 @@ describe('discord', () => {
     const s = senders().discord;
     const target = targetOf('discord', { webhook_url: discord.webhookUrl('55') });
     discord.rateLimitNext(1.5);
-    expect(await s.send(target, messageOf())).toMatchObject({ outcome: 'retryable', httpStatus: 429, retryAfterMs: 1500 });
+    expect(await s.send(target, messageOf())).toMatchObject({
+      outcome: 'retryable',
+      httpStatus: 429,
+      retryAfterMs: 1500,
+    });
 
     discord.script({ status: 502, body: { message: 'bad gateway' } });
     expect(await s.send(target, messageOf())).toMatchObject({ outcome: 'retryable', httpStatus: 502 });
@@ -260,7 +353,10 @@ describe('mattermost', () => {
     const mm = track(await startMattermost());
     const s = senders().mattermost;
     const target = targetOf('mattermost', { webhook_url: mm.webhookUrl(), channel: 'incidents', username: 'herald' });
-    expect(await s.send(target, messageOf({ subject: 'DB down', body: 'gone' }))).toMatchObject({ outcome: 'delivered', httpStatus: 200 });
+    expect(await s.send(target, messageOf({ subject: 'DB down', body: 'gone' }))).toMatchObject({
+      outcome: 'delivered',
+      httpStatus: 200,
+    });
     expect(mm.messages[0]).toEqual({ text: '**DB down**\n\ngone', channel: 'incidents', username: 'herald' });
 
     await s.send(target, messageOf({ body: 'y'.repeat(20_000) }));
@@ -272,8 +368,15 @@ describe('mattermost', () => {
   it('400 is permanent and 404 disables', async () => {
     const mm = track(await startMattermost());
     const s = senders().mattermost;
-    const empty = await s.send(targetOf('mattermost', { webhook_url: mm.webhookUrl() }), messageOf({ subject: '', body: '' }));
-    expect(empty).toMatchObject({ outcome: 'permanent', httpStatus: 400, providerCode: 'web.incoming_webhook.text.app_error' });
+    const empty = await s.send(
+      targetOf('mattermost', { webhook_url: mm.webhookUrl() }),
+      messageOf({ subject: '', body: '' }),
+    );
+    expect(empty).toMatchObject({
+      outcome: 'permanent',
+      httpStatus: 400,
+      providerCode: 'web.incoming_webhook.text.app_error',
+    });
     expectPermanent(empty, false);
     mm.script({ status: 404, body: { id: 'web.incoming_webhook.invalid.app_error', message: 'Invalid webhook.' } });
     expectPermanent(await s.send(targetOf('mattermost', { webhook_url: mm.webhookUrl() }), messageOf()), true);
@@ -297,7 +400,11 @@ describe('google chat', () => {
       messageReplyOption: 'REPLY_MESSAGE_FALLBACK_TO_NEW_THREAD',
     });
     expect(chat.messages).toHaveLength(1);
-    expect(chat.messages[0]).toMatchObject({ text: '*DB down*\n\ngone', requestId: message.deliveryId, thread: { threadKey: 'inc-42' } });
+    expect(chat.messages[0]).toMatchObject({
+      text: '*DB down*\n\ngone',
+      requestId: message.deliveryId,
+      thread: { threadKey: 'inc-42' },
+    });
   });
 
   it('cuts at 4,096 with a marker; 429 is retryable; a missing space disables', async () => {
@@ -310,9 +417,16 @@ describe('google chat', () => {
     expect(chat.requests[0]!.query.threadKey).toBeUndefined();
 
     chat.rateLimitNext();
-    expect(await s.send(target, messageOf())).toMatchObject({ outcome: 'retryable', httpStatus: 429, providerCode: 'RESOURCE_EXHAUSTED' });
+    expect(await s.send(target, messageOf())).toMatchObject({
+      outcome: 'retryable',
+      httpStatus: 429,
+      providerCode: 'RESOURCE_EXHAUSTED',
+    });
 
-    const gone = await s.send(targetOf('google_chat', { webhook_url: `${chat.url}/v1/spaces/X/gone?key=k&token=t` }), messageOf());
+    const gone = await s.send(
+      targetOf('google_chat', { webhook_url: `${chat.url}/v1/spaces/X/gone?key=k&token=t` }),
+      messageOf(),
+    );
     expect(gone).toMatchObject({ outcome: 'permanent', httpStatus: 404, providerCode: 'NOT_FOUND' });
     expectPermanent(gone, true);
   });
@@ -324,20 +438,36 @@ describe('telegram', () => {
   it('calls sendMessage with chat_id, text, parse_mode and no link previews', async () => {
     const tg = track(await startTelegram());
     const s = senders({ telegramApiUrl: tg.url }).telegram;
-    const r = await s.send(targetOf('telegram', { bot_token: token, chat_id: -1001234, parse_mode: 'HTML' }), messageOf({ subject: 'DB down', body: 'primary &lt;db1&gt; gone' }));
+    const r = await s.send(
+      targetOf('telegram', { bot_token: token, chat_id: -1001234, parse_mode: 'HTML' }),
+      messageOf({ subject: 'DB down', body: 'primary &lt;db1&gt; gone' }),
+    );
     expect(r).toMatchObject({ outcome: 'delivered', httpStatus: 200 });
     expect(tg.calls[0]).toMatchObject({ token, method: 'sendMessage' });
-    expect(tg.calls[0]!.args).toEqual({ chat_id: -1001234, text: '<b>DB down</b>\n\nprimary &lt;db1&gt; gone', parse_mode: 'HTML', disable_web_page_preview: true });
+    expect(tg.calls[0]!.args).toEqual({
+      chat_id: -1001234,
+      text: '<b>DB down</b>\n\nprimary &lt;db1&gt; gone',
+      parse_mode: 'HTML',
+      disable_web_page_preview: true,
+    });
   });
 
   it('cuts plain text at 4,096 with a marker, but fails formatted text over the limit before sending', async () => {
     const tg = track(await startTelegram());
     const s = senders({ telegramApiUrl: tg.url }).telegram;
-    expect(await s.send(targetOf('telegram', { bot_token: token, chat_id: '@incidents' }), messageOf({ body: 'q'.repeat(5000) }))).toMatchObject({ outcome: 'delivered' });
+    expect(
+      await s.send(
+        targetOf('telegram', { bot_token: token, chat_id: '@incidents' }),
+        messageOf({ body: 'q'.repeat(5000) }),
+      ),
+    ).toMatchObject({ outcome: 'delivered' });
     expect(tg.messages[0]!.text).toHaveLength(4096);
     expect(tg.messages[0]!.text.endsWith('… (truncated)')).toBe(true);
 
-    const formatted = await s.send(targetOf('telegram', { bot_token: token, chat_id: '@incidents', parse_mode: 'MarkdownV2' }), messageOf({ body: 'q'.repeat(5000) }));
+    const formatted = await s.send(
+      targetOf('telegram', { bot_token: token, chat_id: '@incidents', parse_mode: 'MarkdownV2' }),
+      messageOf({ body: 'q'.repeat(5000) }),
+    );
     expect(formatted).toMatchObject({ outcome: 'permanent', httpStatus: null });
     expect(tg.requests).toHaveLength(1);
   });
@@ -346,18 +476,36 @@ describe('telegram', () => {
     const tg = track(await startTelegram({ tokens: [token] }));
     const s = senders({ telegramApiUrl: tg.url }).telegram;
     tg.rateLimitNext('sendMessage', 3);
-    expect(await s.send(targetOf('telegram', { bot_token: token, chat_id: 1 }), messageOf())).toMatchObject({ outcome: 'retryable', httpStatus: 429, retryAfterMs: 3000, providerCode: '429' });
+    expect(await s.send(targetOf('telegram', { bot_token: token, chat_id: 1 }), messageOf())).toMatchObject({
+      outcome: 'retryable',
+      httpStatus: 429,
+      retryAfterMs: 3000,
+      providerCode: '429',
+    });
 
     const other = '987654321:ZZyyXXwwVVuuTTssRRqqPPoo';
     const bad = await s.send(targetOf('telegram', { bot_token: other, chat_id: 1 }), messageOf());
-    expect(bad).toMatchObject({ outcome: 'permanent', httpStatus: 401, providerCode: '401', disable: null, cause: 'auth' });
+    expect(bad).toMatchObject({
+      outcome: 'permanent',
+      httpStatus: 401,
+      providerCode: '401',
+      disable: null,
+      cause: 'auth',
+    });
     expect(JSON.stringify(bad)).not.toContain(other);
 
     tg.script({ status: 400, body: { ok: false, error_code: 400, description: 'Bad Request: chat not found' } });
-    expect(await s.send(targetOf('telegram', { bot_token: token, chat_id: 1 }), messageOf())).toMatchObject({ outcome: 'permanent', httpStatus: 400, disable: null });
+    expect(await s.send(targetOf('telegram', { bot_token: token, chat_id: 1 }), messageOf())).toMatchObject({
+      outcome: 'permanent',
+      httpStatus: 400,
+      disable: null,
+    });
 
     tg.script({ status: 500, body: { ok: false, error_code: 500, description: 'Internal Server Error' } });
-    expect(await s.send(targetOf('telegram', { bot_token: token, chat_id: 1 }), messageOf())).toMatchObject({ outcome: 'retryable', httpStatus: 500 });
+    expect(await s.send(targetOf('telegram', { bot_token: token, chat_id: 1 }), messageOf())).toMatchObject({
+      outcome: 'retryable',
+      httpStatus: 500,
+    });
   });
 });
 
@@ -367,7 +515,11 @@ describe('webhook', () => {
   it('signs per Standard Webhooks (verified by the receiver) with a webhook-id stable across retries', async () => {
     const rx = track(await startWebhookReceiver({ secret }));
     const s = senders().webhook;
-    const target = targetOf('webhook', { url: `${rx.url}/hooks/herald`, secret, headers: { 'X-Api-Key': 'k-123456789' } });
+    const target = targetOf('webhook', {
+      url: `${rx.url}/hooks/herald`,
+      secret,
+      headers: { 'X-Api-Key': 'k-123456789' },
+    });
     const message = messageOf({ subject: 'DB down', body: 'gone' });
     expect(await s.send(target, message)).toMatchObject({ outcome: 'delivered', httpStatus: 200 });
     expect(await s.send(target, message)).toMatchObject({ outcome: 'delivered' });
@@ -396,7 +548,10 @@ describe('webhook', () => {
   it('a wrong secret is refused by the receiver (401, permanent, no disable); 410 disables; oversize never leaves', async () => {
     const rx = track(await startWebhookReceiver({ secret }));
     const s = senders().webhook;
-    const wrong = await s.send(targetOf('webhook', { url: rx.url, secret: `whsec_${Buffer.alloc(32, 9).toString('base64')}` }), messageOf());
+    const wrong = await s.send(
+      targetOf('webhook', { url: rx.url, secret: `whsec_${Buffer.alloc(32, 9).toString('base64')}` }),
+      messageOf(),
+    );
     expect(wrong).toMatchObject({ outcome: 'permanent', httpStatus: 401, disable: null });
     expect(rx.requests[0]!.verifyError).toBe('bad_signature');
 
@@ -413,9 +568,22 @@ describe('webhook', () => {
     const sink = track(await startHttpSink());
     const s = senders().webhook;
     const target = targetOf('webhook', { url: `${sink.url}/in`, secret });
-    sink.script({ status: 500 }, { reset: true }, { status: 302, headers: { location: 'https://elsewhere.example/' } }, { status: 429, headers: { 'retry-after': new Date(Date.now() + 60_000).toUTCString() } });
-    expect(await s.send(target, messageOf())).toMatchObject({ outcome: 'retryable', httpStatus: 500, ambiguous: false });
-    expect(await s.send(target, messageOf())).toMatchObject({ outcome: 'retryable', httpStatus: null, ambiguous: true });
+    sink.script(
+      { status: 500 },
+      { reset: true },
+      { status: 302, headers: { location: 'https://elsewhere.example/' } },
+      { status: 429, headers: { 'retry-after': new Date(Date.now() + 60_000).toUTCString() } },
+    );
+    expect(await s.send(target, messageOf())).toMatchObject({
+      outcome: 'retryable',
+      httpStatus: 500,
+      ambiguous: false,
+    });
+    expect(await s.send(target, messageOf())).toMatchObject({
+      outcome: 'retryable',
+      httpStatus: null,
+      ambiguous: true,
+    });
     expect(await s.send(target, messageOf())).toMatchObject({ outcome: 'permanent', httpStatus: 302, disable: null });
     const dated = await s.send(target, messageOf());
     expect(dated.outcome === 'retryable' && dated.retryAfterMs).toBeGreaterThan(50_000);
@@ -439,7 +607,14 @@ describe('email', () => {
   it('sends multipart text+html over STARTTLS with auth (certificate verified), with a stable Message-ID', async () => {
     const smtp = track(await startSmtp({ auth: { username: 'herald', password: 's3cret-password' }, tls: 'starttls' }));
     const s = senders({ ca: smtp.cert }).email;
-    const target = targetOf('email', { ...base, host: 'localhost', port: smtp.port, security: 'starttls', username: 'herald', password: 's3cret-password' });
+    const target = targetOf('email', {
+      ...base,
+      host: 'localhost',
+      port: smtp.port,
+      security: 'starttls',
+      username: 'herald',
+      password: 's3cret-password',
+    });
     const message = messageOf({ subject: OUTAGE_MAIL.subject, body: OUTAGE_MAIL.text, html: OUTAGE_MAIL.html });
     expect(await s.send(target, message)).toMatchObject({ outcome: 'delivered', providerCode: '250' });
     expect(await s.send(target, message)).toMatchObject({ outcome: 'delivered' });
@@ -453,10 +628,18 @@ describe('email', () => {
 
   it('implicit TLS verifies the certificate against the configured name', async () => {
     const smtp = track(await startSmtp({ tls: 'tls' }));
-    expect(await senders({ ca: smtp.cert }).email.send(targetOf('email', { ...base, host: 'localhost', port: smtp.port, security: 'tls' }), messageOf())).toMatchObject({ outcome: 'delivered' });
+    expect(
+      await senders({ ca: smtp.cert }).email.send(
+        targetOf('email', { ...base, host: 'localhost', port: smtp.port, security: 'tls' }),
+        messageOf(),
+      ),
+    ).toMatchObject({ outcome: 'delivered' });
     expect(smtp.messages[0]!.secure).toBe(true);
     // Without the test CA the self-signed certificate is refused (verification is never off).
-    const untrusted = await senders().email.send(targetOf('email', { ...base, host: 'localhost', port: smtp.port, security: 'tls' }), messageOf());
+    const untrusted = await senders().email.send(
+      targetOf('email', { ...base, host: 'localhost', port: smtp.port, security: 'tls' }),
+      messageOf(),
+    );
     expect(untrusted).toMatchObject({ outcome: 'retryable', ambiguous: false });
     expect(smtp.messages).toHaveLength(1);
   });
@@ -464,10 +647,22 @@ describe('email', () => {
   it('maps SMTP codes: 4xx retryable, 5xx permanent, a refused login permanent', async () => {
     const smtp = track(await startSmtp({ auth: { username: 'herald', password: 's3cret-password' } }));
     const s = senders().email;
-    const target = (password: string) => targetOf('email', { ...base, host: '127.0.0.1', port: smtp.port, security: 'none', username: 'herald', password });
+    const target = (password: string) =>
+      targetOf('email', {
+        ...base,
+        host: '127.0.0.1',
+        port: smtp.port,
+        security: 'none',
+        username: 'herald',
+        password,
+      });
 
     smtp.script({ stage: 'mail', code: 451, message: 'Try again later' });
-    expect(await s.send(target('s3cret-password'), messageOf())).toMatchObject({ outcome: 'retryable', providerCode: '451', ambiguous: false });
+    expect(await s.send(target('s3cret-password'), messageOf())).toMatchObject({
+      outcome: 'retryable',
+      providerCode: '451',
+      ambiguous: false,
+    });
 
     // One recipient refused, the other accepted: the message went out, so it is delivered (a
     // retry would send it again to the recipient who has it).
@@ -477,7 +672,11 @@ describe('email', () => {
     smtp.clear();
 
     smtp.script({ stage: 'data', code: 554, message: 'Message rejected' });
-    expect(await s.send(target('s3cret-password'), messageOf())).toMatchObject({ outcome: 'permanent', providerCode: '554', disable: null });
+    expect(await s.send(target('s3cret-password'), messageOf())).toMatchObject({
+      outcome: 'permanent',
+      providerCode: '554',
+      disable: null,
+    });
 
     const login = await s.send(target('wrong-password'), messageOf());
     expect(login).toMatchObject({ outcome: 'permanent', providerCode: '535', cause: 'auth' });
@@ -487,18 +686,27 @@ describe('email', () => {
 
   it('a refused connection is retryable; a time-out after the message was sent is ambiguous', async () => {
     const closed = await freePort();
-    const refused = await senders().email.send(targetOf('email', { ...base, host: '127.0.0.1', port: closed, security: 'none' }), messageOf());
+    const refused = await senders().email.send(
+      targetOf('email', { ...base, host: '127.0.0.1', port: closed, security: 'none' }),
+      messageOf(),
+    );
     expect(refused).toMatchObject({ outcome: 'retryable', ambiguous: false });
 
     const smtp = track(await startSmtp());
     smtp.script({ stage: 'data', delayMs: 3_000 });
-    const slow = await senders({ socketTimeoutMs: 500 }).email.send(targetOf('email', { ...base, host: '127.0.0.1', port: smtp.port, security: 'none' }), messageOf());
+    const slow = await senders({ socketTimeoutMs: 500 }).email.send(
+      targetOf('email', { ...base, host: '127.0.0.1', port: smtp.port, security: 'none' }),
+      messageOf(),
+    );
     expect(slow).toMatchObject({ outcome: 'retryable', ambiguous: true });
   });
 
   it('a message over 256 KiB fails permanently before connecting', async () => {
     const smtp = track(await startSmtp());
-    const r = await senders().email.send(targetOf('email', { ...base, host: '127.0.0.1', port: smtp.port, security: 'none' }), messageOf({ body: 'x'.repeat(200 * 1024), html: 'y'.repeat(100 * 1024) }));
+    const r = await senders().email.send(
+      targetOf('email', { ...base, host: '127.0.0.1', port: smtp.port, security: 'none' }),
+      messageOf({ body: 'x'.repeat(200 * 1024), html: 'y'.repeat(100 * 1024) }),
+    );
     expect(r).toMatchObject({ outcome: 'permanent', httpStatus: null, disable: null });
     expect(r.outcome === 'permanent' && r.error).toMatch(/256 KiB/);
     expect(smtp.messages).toHaveLength(0);
@@ -506,7 +714,10 @@ describe('email', () => {
 
   it('the guard refuses an SMTP host outside the allow list', async () => {
     const smtp = track(await startSmtp());
-    const r = await senders({ allowList: OutboundAllow.none }).email.send(targetOf('email', { ...base, host: '127.0.0.1', port: smtp.port, security: 'none' }), messageOf());
+    const r = await senders({ allowList: OutboundAllow.none }).email.send(
+      targetOf('email', { ...base, host: '127.0.0.1', port: smtp.port, security: 'none' }),
+      messageOf(),
+    );
     expect(r).toMatchObject({ outcome: 'permanent', cause: 'policy' });
     expect(smtp.messages).toHaveLength(0);
   });
@@ -529,17 +740,38 @@ describe('test messages', () => {
     await s.discord.send(targetOf('discord', { webhook_url: discord.webhookUrl() }), m());
     await s.mattermost.send(targetOf('mattermost', { webhook_url: mm.webhookUrl() }), m());
     await s.google_chat.send(targetOf('google_chat', { webhook_url: chat.webhookUrl() }), m());
-    await s.telegram.send(targetOf('telegram', { bot_token: '1:AAAAAAAAAAAAAAAAAAAAAAAA', chat_id: 1, parse_mode: 'MarkdownV2' }), m());
-    await s.webhook.send(targetOf('webhook', { url: rx.url, secret: `whsec_${Buffer.alloc(32, 1).toString('base64')}` }), m());
-    await s.email.send(targetOf('email', { from: 'h@example.com', to: ['o@example.com'], host: '127.0.0.1', port: smtp.port, security: 'none' }), m());
+    await s.telegram.send(
+      targetOf('telegram', { bot_token: '1:AAAAAAAAAAAAAAAAAAAAAAAA', chat_id: 1, parse_mode: 'MarkdownV2' }),
+      m(),
+    );
+    await s.webhook.send(
+      targetOf('webhook', { url: rx.url, secret: `whsec_${Buffer.alloc(32, 1).toString('base64')}` }),
+      m(),
+    );
+    await s.email.send(
+      targetOf('email', {
+        from: 'h@example.com',
+        to: ['o@example.com'],
+        host: '127.0.0.1',
+        port: smtp.port,
+        security: 'none',
+      }),
+      m(),
+    );
 
     expect((slack.webhookMessages[0]!.payload as { text: string }).text).toMatch(/^\[Herald test\] Connection test/);
     expect(JSON.stringify(teams.messages[0])).toContain('[Herald test] Connection test');
-    expect((discord.messages[0]!.payload.embeds as { title: string }[])[0]!.title).toBe('[Herald test] Connection test');
+    expect((discord.messages[0]!.payload.embeds as { title: string }[])[0]!.title).toBe(
+      '[Herald test] Connection test',
+    );
     expect(mm.messages[0]!.text).toMatch(/^\*\*\[Herald test\] Connection test\*\*/);
     expect(chat.messages[0]!.text).toMatch(/^\*\[Herald test\] Connection test\*/);
     expect(tg.messages[0]!.text).toBe('*\\[Herald test\\] Connection test*\n\nhello');
-    expect(rx.requests[0]!.body).toMatchObject({ type: 'connection.test', test: true, subject: '[Herald test] Connection test' });
+    expect(rx.requests[0]!.body).toMatchObject({
+      type: 'connection.test',
+      test: true,
+      subject: '[Herald test] Connection test',
+    });
     expect((await smtp.waitForMessages(1))[0]!.subject).toBe('[Herald test] Connection test');
   });
 });

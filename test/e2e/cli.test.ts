@@ -24,14 +24,29 @@ const herald = (...args: string[]) =>
   runEntry(
     'cli',
     args,
-    childEnv({ REDIS_URL: testRedisUrl(), HERALD_KEY_PREFIX: h.prefix, HERALD_SECRET_KEY: randomBytes(32).toString('base64'), HERALD_DATA_DIR: dataDir }),
+    childEnv({
+      REDIS_URL: testRedisUrl(),
+      HERALD_KEY_PREFIX: h.prefix,
+      HERALD_SECRET_KEY: randomBytes(32).toString('base64'),
+      HERALD_DATA_DIR: dataDir,
+    }),
   );
 
 describe('herald keys (CLI)', () => {
   let created: { id: string; token: string; name: string };
 
   it('creates a key with --json: exactly the documented fields, and the token works', async () => {
-    const r = await herald('keys', 'create', '--name', 'ci deploy', '--scopes', 'incidents:read,incidents:write', '--expires-in', '90d', '--json');
+    const r = await herald(
+      'keys',
+      'create',
+      '--name',
+      'ci deploy',
+      '--scopes',
+      'incidents:read,incidents:write',
+      '--expires-in',
+      '90d',
+      '--json',
+    );
     expect(r.code).toBe(0);
     const out = JSON.parse(r.stdout);
     expect(Object.keys(out).sort()).toEqual(['created_at', 'expires_at', 'id', 'name', 'scopes', 'token']);
@@ -44,7 +59,10 @@ describe('herald keys (CLI)', () => {
 
     const stored = await h.herald.services.apiKeys.get(out.id);
     expect(stored.created_by).toEqual({ type: 'system', id: 'cli', name: 'cli' });
-    const made = await h.api('POST', '/v1/incidents', { token: out.token, body: { title: 'via CLI key', severity: 'minor' } });
+    const made = await h.api('POST', '/v1/incidents', {
+      token: out.token,
+      body: { title: 'via CLI key', severity: 'minor' },
+    });
     expect(made.status).toBe(201);
     expect(made.body.created_by).toMatchObject({ type: 'api_key', id: out.id, name: 'ci deploy' });
     expect(stored.scopes).toEqual(['incidents:read', 'incidents:write']);
@@ -130,7 +148,11 @@ describe('herald keys (CLI)', () => {
   });
 
   it('fails with exit 1 and a clear message when Redis is unreachable', async () => {
-    const r = await runEntry('cli', ['keys', 'list'], childEnv({ REDIS_URL: 'redis://:hunter2@127.0.0.1:1', HERALD_KEY_PREFIX: h.prefix }));
+    const r = await runEntry(
+      'cli',
+      ['keys', 'list'],
+      childEnv({ REDIS_URL: 'redis://:hunter2@127.0.0.1:1', HERALD_KEY_PREFIX: h.prefix }),
+    );
     expect(r.code).toBe(1);
     expect(r.stderr).toContain('Cannot reach Redis at redis://127.0.0.1:1');
     expect(r.stderr).not.toContain('hunter2');

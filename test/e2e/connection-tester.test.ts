@@ -29,13 +29,30 @@ import { trackPeers } from '../support/track.js';
 const allow = OutboundAllow.parse(['127.0.0.1/32', 'localhost']);
 const fixedNow = new Date();
 
-function testerFor(o: { slackApiUrl?: string; telegramApiUrl?: string; ca?: string | null; allowList?: OutboundAllow; resolver?: Resolver } = {}): ConnectionTester {
+function testerFor(
+  o: {
+    slackApiUrl?: string;
+    telegramApiUrl?: string;
+    ca?: string | null;
+    allowList?: OutboundAllow;
+    resolver?: Resolver;
+  } = {},
+): ConnectionTester {
   const slackApiUrl = o.slackApiUrl ?? 'https://slack.invalid/api/';
   const telegramApiUrl = o.telegramApiUrl ?? 'https://telegram.invalid';
-  const http = createOutboundHttp(o.allowList ?? allow, { trustedBaseUrls: [slackApiUrl, telegramApiUrl], ...(o.resolver ? { resolver: o.resolver } : {}) });
+  const http = createOutboundHttp(o.allowList ?? allow, {
+    trustedBaseUrls: [slackApiUrl, telegramApiUrl],
+    ...(o.resolver ? { resolver: o.resolver } : {}),
+  });
   const smtp = createSmtpClient({ guard: http.guard, ...(o.ca ? { ca: o.ca } : {}) });
   const deps = { http, slackApiUrl, telegramApiUrl };
-  return createConnectionTester({ ...deps, adapters, senders: createChannelSenders(adapters, { ...deps, smtp }), smtp, clock: { now: () => fixedNow } });
+  return createConnectionTester({
+    ...deps,
+    adapters,
+    senders: createChannelSenders(adapters, { ...deps, smtp }),
+    smtp,
+    clock: { now: () => fixedNow },
+  });
 }
 
 const track = trackPeers();
@@ -59,24 +76,40 @@ describe('read-only checks', () => {
     expect(slack.callsTo('auth.test')[0]!.token).toBe('xoxb-good-token');
     expect(slack.callsTo('chat.postMessage')).toHaveLength(0);
 
-    const bad = valid(await tester.test(targetOf('slack', { bot_token: 'xoxb-revoked-token', channel: 'C1' }), { sendMessage: false }));
+    const bad = valid(
+      await tester.test(targetOf('slack', { bot_token: 'xoxb-revoked-token', channel: 'C1' }), { sendMessage: false }),
+    );
     expect(bad).toMatchObject({ ok: false, status: 'auth_failed', method: 'auth.test', provider_code: 'invalid_auth' });
     expect(bad.detail).not.toContain('xoxb-revoked-token');
 
     slack.rateLimitNext('auth.test', 5);
-    expect(await tester.test(good, { sendMessage: false })).toMatchObject({ ok: false, status: 'rate_limited', http_status: 429 });
+    expect(await tester.test(good, { sendMessage: false })).toMatchObject({
+      ok: false,
+      status: 'rate_limited',
+      http_status: 429,
+    });
   });
 
   it('discord: GET the webhook; a deleted one is not_found, a bad token auth_failed', async () => {
     const discord = track(await startDiscord());
     const tester = testerFor();
     const target = targetOf('discord', { webhook_url: discord.webhookUrl('77') });
-    expect(valid(await tester.test(target, { sendMessage: false }))).toMatchObject({ ok: true, status: 'ok', method: 'get_webhook', http_status: 200 });
+    expect(valid(await tester.test(target, { sendMessage: false }))).toMatchObject({
+      ok: true,
+      status: 'ok',
+      method: 'get_webhook',
+      http_status: 200,
+    });
     expect(discord.requests[0]!.method).toBe('GET');
     expect(discord.messages).toHaveLength(0);
 
     discord.script({ status: 401, body: { message: 'Invalid Webhook Token', code: 50027 } });
-    expect(await tester.test(target, { sendMessage: false })).toMatchObject({ ok: false, status: 'auth_failed', http_status: 401, provider_code: '50027' });
+    expect(await tester.test(target, { sendMessage: false })).toMatchObject({
+      ok: false,
+      status: 'auth_failed',
+      http_status: 401,
+      provider_code: '50027',
+    });
 
     discord.deleteWebhook('77');
     const gone = valid(await tester.test(target, { sendMessage: false }));
@@ -94,7 +127,9 @@ describe('read-only checks', () => {
     expect(tg.messages).toHaveLength(0);
 
     const other = '987654321:ZZyyXXwwVVuuTTssRRqqPPoo';
-    const bad = valid(await tester.test(targetOf('telegram', { bot_token: other, chat_id: 5 }), { sendMessage: false }));
+    const bad = valid(
+      await tester.test(targetOf('telegram', { bot_token: other, chat_id: 5 }), { sendMessage: false }),
+    );
     expect(bad).toMatchObject({ ok: false, status: 'auth_failed', http_status: 401 });
     expect(JSON.stringify(bad)).not.toContain(other);
   });
@@ -102,24 +137,45 @@ describe('read-only checks', () => {
   it('email: SMTP verify (STARTTLS + login) ok, a wrong password auth_failed, a closed port unreachable', async () => {
     const smtp = track(await startSmtp({ auth: { username: 'herald', password: 's3cret-password' }, tls: 'starttls' }));
     const tester = testerFor({ ca: smtp.cert });
-    const base = { from: 'herald@example.com', to: ['oncall@example.com'], host: 'localhost', port: smtp.port, security: 'starttls' as const, username: 'herald' };
-    expect(valid(await tester.test(targetOf('email', { ...base, password: 's3cret-password' }), { sendMessage: false }))).toMatchObject({ ok: true, status: 'ok', method: 'smtp_verify' });
+    const base = {
+      from: 'herald@example.com',
+      to: ['oncall@example.com'],
+      host: 'localhost',
+      port: smtp.port,
+      security: 'starttls' as const,
+      username: 'herald',
+    };
+    expect(
+      valid(await tester.test(targetOf('email', { ...base, password: 's3cret-password' }), { sendMessage: false })),
+    ).toMatchObject({ ok: true, status: 'ok', method: 'smtp_verify' });
     expect(smtp.messages).toHaveLength(0);
 
-    const wrong = valid(await tester.test(targetOf('email', { ...base, password: 'not-the-password' }), { sendMessage: false }));
+    const wrong = valid(
+      await tester.test(targetOf('email', { ...base, password: 'not-the-password' }), { sendMessage: false }),
+    );
     expect(wrong).toMatchObject({ ok: false, status: 'auth_failed', method: 'smtp_verify', provider_code: '535' });
     expect(wrong.detail).not.toContain('not-the-password');
 
     await smtp.close();
-    expect(await tester.test(targetOf('email', { ...base, password: 's3cret-password' }), { sendMessage: false })).toMatchObject({ ok: false, status: 'unreachable' });
+    expect(
+      await tester.test(targetOf('email', { ...base, password: 's3cret-password' }), { sendMessage: false }),
+    ).toMatchObject({ ok: false, status: 'unreachable' });
   });
 });
 
 describe('test messages', () => {
   it('teams answers 202: accepted_unverified, still ok', async () => {
     const teams = track(await startTeams());
-    const r = valid(await testerFor().test(targetOf('teams', { webhook_url: teams.webhookUrl() }), { sendMessage: true }));
-    expect(r).toMatchObject({ ok: true, status: 'accepted_unverified', method: 'send_message', sent_message: true, http_status: 202 });
+    const r = valid(
+      await testerFor().test(targetOf('teams', { webhook_url: teams.webhookUrl() }), { sendMessage: true }),
+    );
+    expect(r).toMatchObject({
+      ok: true,
+      status: 'accepted_unverified',
+      method: 'send_message',
+      sent_message: true,
+      http_status: 202,
+    });
     expect(JSON.stringify(teams.messages[0])).toContain('[Herald test] Connection test');
   });
 
@@ -140,7 +196,13 @@ describe('test messages', () => {
       targetOf('discord', { webhook_url: discord.webhookUrl() }),
       targetOf('telegram', { bot_token: '1:AAAAAAAAAAAAAAAAAAAAAAAA', chat_id: 9, parse_mode: 'MarkdownV2' }),
       targetOf('webhook', { url: rx.url, secret }),
-      targetOf('email', { from: 'h@example.com', to: ['o@example.com'], host: '127.0.0.1', port: smtp.port, security: 'none' }),
+      targetOf('email', {
+        from: 'h@example.com',
+        to: ['o@example.com'],
+        host: '127.0.0.1',
+        port: smtp.port,
+        security: 'none',
+      }),
     ];
     for (const t of targets) {
       const r = valid(await tester.test(t, { sendMessage: true }));
@@ -151,7 +213,9 @@ describe('test messages', () => {
     expect(chat.messages[0]!.requestId).toMatch(/^test_/);
     expect(discord.messages).toHaveLength(1);
     // MarkdownV2 reserves `[`, `]` and `.`: the marker and Herald's text are escaped for it.
-    expect(tg.messages[0]!.text).toBe('*\\[Herald test\\] Connection test*\n\nThis is a test message from Herald to check this connection\\. No action is needed\\.');
+    expect(tg.messages[0]!.text).toBe(
+      '*\\[Herald test\\] Connection test*\n\nThis is a test message from Herald to check this connection\\. No action is needed\\.',
+    );
     expect(rx.requests[0]).toMatchObject({ verified: true, body: { type: 'connection.test', test: true } });
     expect((await smtp.waitForMessages(1))[0]!.subject).toBe('[Herald test] Connection test');
   });
@@ -162,7 +226,9 @@ describe('test messages', () => {
     const sink = track(await startHttpSink());
     const tester = testerFor();
     slack.setWebhookState('T1/B1/gone', 'removed');
-    expect(await tester.test(targetOf('slack', { webhook_url: slack.webhookUrl('T1/B1/gone') }), { sendMessage: true })).toMatchObject({
+    expect(
+      await tester.test(targetOf('slack', { webhook_url: slack.webhookUrl('T1/B1/gone') }), { sendMessage: true }),
+    ).toMatchObject({
       ok: false,
       status: 'not_found',
       sent_message: false,
@@ -170,11 +236,21 @@ describe('test messages', () => {
       provider_code: 'no_service',
     });
     discord.rateLimitNext(2);
-    expect(await tester.test(targetOf('discord', { webhook_url: discord.webhookUrl() }), { sendMessage: true })).toMatchObject({ ok: false, status: 'rate_limited', http_status: 429 });
+    expect(
+      await tester.test(targetOf('discord', { webhook_url: discord.webhookUrl() }), { sendMessage: true }),
+    ).toMatchObject({ ok: false, status: 'rate_limited', http_status: 429 });
     sink.script({ status: 503 }, { status: 308, headers: { location: 'https://elsewhere.example/' } });
     const secret = `whsec_${Buffer.alloc(32, 4).toString('base64')}`;
-    expect(await tester.test(targetOf('webhook', { url: sink.url, secret }), { sendMessage: true })).toMatchObject({ ok: false, status: 'unreachable', http_status: 503 });
-    expect(await tester.test(targetOf('webhook', { url: sink.url, secret }), { sendMessage: true })).toMatchObject({ ok: false, status: 'invalid_config', http_status: 308 });
+    expect(await tester.test(targetOf('webhook', { url: sink.url, secret }), { sendMessage: true })).toMatchObject({
+      ok: false,
+      status: 'unreachable',
+      http_status: 503,
+    });
+    expect(await tester.test(targetOf('webhook', { url: sink.url, secret }), { sendMessage: true })).toMatchObject({
+      ok: false,
+      status: 'invalid_config',
+      http_status: 308,
+    });
   });
 });
 
@@ -186,11 +262,28 @@ describe('the guard first', () => {
     const url = `https://hooks.example.test:${sink.port}/api/webhooks/1/abc`;
     for (const sendMessage of [false, true]) {
       const r = valid(await tester.test(targetOf('discord', { webhook_url: url }), { sendMessage }));
-      expect(r).toMatchObject({ ok: false, status: 'blocked_by_policy', sent_message: false, latency_ms: null, method: sendMessage ? 'send_message' : 'get_webhook' });
+      expect(r).toMatchObject({
+        ok: false,
+        status: 'blocked_by_policy',
+        sent_message: false,
+        latency_ms: null,
+        method: sendMessage ? 'send_message' : 'get_webhook',
+      });
       expect(r.detail).toMatch(/loopback/);
       expect(r.detail).not.toContain('/api/webhooks/');
     }
-    const smtp = valid(await tester.test(targetOf('email', { from: 'h@example.com', to: ['o@example.com'], host: 'mail.example.test', port: 25, security: 'none' }), { sendMessage: false }));
+    const smtp = valid(
+      await tester.test(
+        targetOf('email', {
+          from: 'h@example.com',
+          to: ['o@example.com'],
+          host: 'mail.example.test',
+          port: 25,
+          security: 'none',
+        }),
+        { sendMessage: false },
+      ),
+    );
     expect(smtp).toMatchObject({ status: 'blocked_by_policy', method: 'smtp_verify' });
     expect(sink.requests).toHaveLength(0);
   });
@@ -209,7 +302,9 @@ describe('POST /v1/connections/{id}/test (wired in app.ts)', () => {
   });
 
   it('runs auth.test for a bot connection and sends a marked message on request; stores last_test', async () => {
-    const created = await h.api('POST', '/v1/connections', { body: { name: 'ops', type: 'slack', config: { bot_token: 'xoxb-herald-test-token', channel: 'C0OPS' } } });
+    const created = await h.api('POST', '/v1/connections', {
+      body: { name: 'ops', type: 'slack', config: { bot_token: 'xoxb-herald-test-token', channel: 'C0OPS' } },
+    });
     expect(created.status).toBe(201);
     const id = created.body.id as string;
     const check = await h.api('POST', `/v1/connections/${id}/test`);

@@ -10,7 +10,11 @@ let h: TestHerald;
 let strict: TestHerald;
 beforeAll(async () => {
   h = await startHerald();
-  strict = await startHerald({ HERALD_KEY_PREFIX: h.prefix, HERALD_SECRET_KEY: h.herald.config.HERALD_SECRET_KEY!, HERALD_OUTBOUND_ALLOW: '' });
+  strict = await startHerald({
+    HERALD_KEY_PREFIX: h.prefix,
+    HERALD_SECRET_KEY: h.herald.config.HERALD_SECRET_KEY!,
+    HERALD_OUTBOUND_ALLOW: '',
+  });
 });
 afterAll(async () => {
   await strict.close();
@@ -28,32 +32,43 @@ async function api(method: string, path: string, opts: RequestOptions = {}, on: 
 const create = (body: Record<string, unknown>, on: TestHerald = h) => api('POST', '/v1/connections', { body }, on);
 
 describe('creating connections', () => {
-  it.each(Object.keys(BODIES))('creates a %s connection: 201, Location, ETag, secrets as {set, last4}', async (kind) => {
-    const body = BODIES[kind]!;
-    const r = await create(body);
-    expect(r.status).toBe(201);
-    expect(r.body.id).toMatch(/^con_[0-9A-Z]{26}$/);
-    expect(r.headers.get('location')).toBe(`/v1/connections/${r.body.id}`);
-    expect(r.headers.get('etag')).toMatch(/^"r\d+"$/);
-    expect(r.body).toMatchObject({
-      name: body.name,
-      type: body.type,
-      enabled: true,
-      rate_limit_per_minute: body.rate_limit_per_minute ?? null,
-      health: { state: 'ok', consecutive_failures: 0, last_error: null, disabled_reason: null },
-      last_test: null,
-    });
-    expect(r.body.created_at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
-    for (const s of Object.values<{ set: boolean; last4: string | null }>(r.body.secrets)) {
-      expect(s.set).toBe(true);
-      expect(s.last4 === null || s.last4.length === 4).toBe(true);
-    }
-    expect(r.body).not.toHaveProperty('rev');
-  });
+  it.each(Object.keys(BODIES))(
+    'creates a %s connection: 201, Location, ETag, secrets as {set, last4}',
+    async (kind) => {
+      const body = BODIES[kind]!;
+      const r = await create(body);
+      expect(r.status).toBe(201);
+      expect(r.body.id).toMatch(/^con_[0-9A-Z]{26}$/);
+      expect(r.headers.get('location')).toBe(`/v1/connections/${r.body.id}`);
+      expect(r.headers.get('etag')).toMatch(/^"r\d+"$/);
+      expect(r.body).toMatchObject({
+        name: body.name,
+        type: body.type,
+        enabled: true,
+        rate_limit_per_minute: body.rate_limit_per_minute ?? null,
+        health: { state: 'ok', consecutive_failures: 0, last_error: null, disabled_reason: null },
+        last_test: null,
+      });
+      expect(r.body.created_at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+      for (const s of Object.values<{ set: boolean; last4: string | null }>(r.body.secrets)) {
+        expect(s.set).toBe(true);
+        expect(s.last4 === null || s.last4.length === 4).toBe(true);
+      }
+      expect(r.body).not.toHaveProperty('rev');
+    },
+  );
 
   it('shows each type its own secrets, and only the non-secret config', async () => {
     const email = await create(BODIES.email!);
-    expect(email.body.config).toEqual({ host: 'smtp.example.com', port: 587, security: 'starttls', username: 'herald', from: 'Herald <status@example.com>', to: ['ops@example.com'], cc: ['cto@example.com'] });
+    expect(email.body.config).toEqual({
+      host: 'smtp.example.com',
+      port: 587,
+      security: 'starttls',
+      username: 'herald',
+      from: 'Herald <status@example.com>',
+      to: ['ops@example.com'],
+      cc: ['cto@example.com'],
+    });
     expect(email.body.secrets).toEqual({ password: { set: true, last4: 'CRET' } });
     const bot = await create(BODIES.slack_bot!);
     expect(bot.body.config).toEqual({ channel: 'C0123456', username: null, icon_emoji: null, reply_broadcast: null });
@@ -61,10 +76,24 @@ describe('creating connections', () => {
     const hook = await create(BODIES.webhook!);
     expect(hook.body.config).toEqual({ url: 'https://hooks.example.com/herald' });
     // Optional fields that are not set are null, never omitted (README "Conventions worth knowing").
-    const plainMail = await create({ ...BODIES.email!, config: { host: 'smtp.example.com', port: 25, security: 'none', from: 'a@example.com', to: ['b@example.com'] } });
-    expect(plainMail.body.config).toEqual({ host: 'smtp.example.com', port: 25, security: 'none', username: null, from: 'a@example.com', to: ['b@example.com'], cc: null });
+    const plainMail = await create({
+      ...BODIES.email!,
+      config: { host: 'smtp.example.com', port: 25, security: 'none', from: 'a@example.com', to: ['b@example.com'] },
+    });
+    expect(plainMail.body.config).toEqual({
+      host: 'smtp.example.com',
+      port: 25,
+      security: 'none',
+      username: null,
+      from: 'a@example.com',
+      to: ['b@example.com'],
+      cc: null,
+    });
     expect(plainMail.body.secrets).toEqual({});
-    expect(hook.body.secrets).toEqual({ secret: { set: true, last4: expect.any(String) }, 'headers.Authorization': { set: true, last4: 'CRET' } });
+    expect(hook.body.secrets).toEqual({
+      secret: { set: true, last4: expect.any(String) },
+      'headers.Authorization': { set: true, last4: 'CRET' },
+    });
   });
 
   it('returns a webhook signing secret once, in the create response only', async () => {
@@ -83,11 +112,26 @@ describe('creating connections', () => {
   });
 
   it('answers 422 with one entry per bad field', async () => {
-    const r = await create({ type: 'email', extra: true, config: { host: 'smtp.example.com', port: 70000, security: 'ssl', from: 'x', to: ['ok@example.com', 'nope'] } });
+    const r = await create({
+      type: 'email',
+      extra: true,
+      config: { host: 'smtp.example.com', port: 70000, security: 'ssl', from: 'x', to: ['ok@example.com', 'nope'] },
+    });
     expect(r.status).toBe(422);
     expect(r.body.code).toBe('validation_failed');
-    expect(r.body.errors.map((e: { field: string }) => e.field).sort()).toEqual(['config.from', 'config.port', 'config.security', 'config.to.1', 'extra', 'name']);
-    const slack = await create({ name: 'x', type: 'slack', config: { webhook_url: SECRETS.slackWebhook, bot_token: SECRETS.slackBot } });
+    expect(r.body.errors.map((e: { field: string }) => e.field).sort()).toEqual([
+      'config.from',
+      'config.port',
+      'config.security',
+      'config.to.1',
+      'extra',
+      'name',
+    ]);
+    const slack = await create({
+      name: 'x',
+      type: 'slack',
+      config: { webhook_url: SECRETS.slackWebhook, bot_token: SECRETS.slackBot },
+    });
     expect(slack.status).toBe(422);
     expect(slack.body.errors[0].field).toBe('config.bot_token');
     const type = await create({ name: 'x', type: 'pagerduty', config: {} });
@@ -99,12 +143,35 @@ describe('creating connections', () => {
     const cases: [Record<string, unknown>, string][] = [
       [{ type: 'slack', config: { bot_token: 'xoxb-…', channel: 'C0123456' } }, 'config.bot_token'],
       [{ type: 'slack', config: { bot_token: 'xoxb-123-456-ab\u00a0cd', channel: 'C0123456' } }, 'config.bot_token'],
-      [{ type: 'telegram', config: { bot_token: '987654321:TELEGRAMSECRETTOKEN_abcdef…', chat_id: '-100123' } }, 'config.bot_token'],
-      [{ type: 'discord', config: { webhook_url: 'https://discord.com/api/webhooks/112233/TOKEN…' } }, 'config.webhook_url'],
-      [{ type: 'teams', config: { webhook_url: 'https://prod-07.westeurope.logic.azure.com/workflows/x/triggers/manual/paths/invoke?sig=a\tb' } }, 'config.webhook_url'],
+      [
+        { type: 'telegram', config: { bot_token: '987654321:TELEGRAMSECRETTOKEN_abcdef…', chat_id: '-100123' } },
+        'config.bot_token',
+      ],
+      [
+        { type: 'discord', config: { webhook_url: 'https://discord.com/api/webhooks/112233/TOKEN…' } },
+        'config.webhook_url',
+      ],
+      [
+        {
+          type: 'teams',
+          config: {
+            webhook_url: 'https://prod-07.westeurope.logic.azure.com/workflows/x/triggers/manual/paths/invoke?sig=a\tb',
+          },
+        },
+        'config.webhook_url',
+      ],
       [{ type: 'mattermost', config: { webhook_url: 'https://mm.example.com/hooks/ünïcode' } }, 'config.webhook_url'],
-      [{ type: 'webhook', config: { url: 'https://hooks.example.com/herald', headers: { Authorization: 'Bearer tok…' } } }, 'config.headers.Authorization'],
-      [{ type: 'webhook', config: { url: 'https://hooks.example.com/herald', headers: { 'X-Token': 'a\u0007b' } } }, 'config.headers.X-Token'],
+      [
+        {
+          type: 'webhook',
+          config: { url: 'https://hooks.example.com/herald', headers: { Authorization: 'Bearer tok…' } },
+        },
+        'config.headers.Authorization',
+      ],
+      [
+        { type: 'webhook', config: { url: 'https://hooks.example.com/herald', headers: { 'X-Token': 'a\u0007b' } } },
+        'config.headers.X-Token',
+      ],
     ];
     for (const [body, field] of cases) {
       const r = await create({ name: 'unsafe', ...body });
@@ -123,7 +190,11 @@ describe('creating connections', () => {
   });
 
   it('refuses legacy Teams connector URLs, explaining why', async () => {
-    const r = await create({ name: 'old', type: 'teams', config: { webhook_url: 'https://contoso.webhook.office.com/webhookb2/abc@def/IncomingWebhook/123/456' } });
+    const r = await create({
+      name: 'old',
+      type: 'teams',
+      config: { webhook_url: 'https://contoso.webhook.office.com/webhookb2/abc@def/IncomingWebhook/123/456' },
+    });
     expect(r.status).toBe(422);
     expect(r.body.code).toBe('legacy_webhook_not_supported');
     expect(r.body.errors[0].field).toBe('config.webhook_url');
@@ -132,7 +203,11 @@ describe('creating connections', () => {
   });
 
   it('checks the Discord URL shape, except for allow-listed hosts', async () => {
-    const bad = await create({ name: 'd', type: 'discord', config: { webhook_url: 'https://example.com/not-discord' } });
+    const bad = await create({
+      name: 'd',
+      type: 'discord',
+      config: { webhook_url: 'https://example.com/not-discord' },
+    });
     expect(bad.status).toBe(422);
     expect(bad.body.errors[0]).toMatchObject({ field: 'config.webhook_url', code: 'invalid_format' });
     const local = await create({ name: 'd', type: 'discord', config: { webhook_url: 'http://127.0.0.1:9/anything' } });
@@ -142,12 +217,31 @@ describe('creating connections', () => {
   it('refuses literal non-public destinations and plain http when not allow-listed', async () => {
     const cases: [Record<string, unknown>, string, string][] = [
       [{ type: 'webhook', config: { url: 'https://127.0.0.1:8443/hook' } }, 'config.url', 'destination_not_allowed'],
-      [{ type: 'mattermost', config: { webhook_url: 'https://10.0.0.1/hooks/x' } }, 'config.webhook_url', 'destination_not_allowed'],
-      [{ type: 'google_chat', config: { webhook_url: 'https://169.254.169.254/latest' } }, 'config.webhook_url', 'destination_not_allowed'],
-      [{ type: 'webhook', config: { url: 'https://[::ffff:127.0.0.1]/hook' } }, 'config.url', 'destination_not_allowed'],
+      [
+        { type: 'mattermost', config: { webhook_url: 'https://10.0.0.1/hooks/x' } },
+        'config.webhook_url',
+        'destination_not_allowed',
+      ],
+      [
+        { type: 'google_chat', config: { webhook_url: 'https://169.254.169.254/latest' } },
+        'config.webhook_url',
+        'destination_not_allowed',
+      ],
+      [
+        { type: 'webhook', config: { url: 'https://[::ffff:127.0.0.1]/hook' } },
+        'config.url',
+        'destination_not_allowed',
+      ],
       [{ type: 'webhook', config: { url: 'https://[fd00::1]/hook' } }, 'config.url', 'destination_not_allowed'],
       [{ type: 'webhook', config: { url: 'https://localhost/hook' } }, 'config.url', 'destination_not_allowed'],
-      [{ type: 'email', config: { host: '192.168.1.10', port: 25, security: 'none', from: 'a@example.com', to: ['b@example.com'] } }, 'config.host', 'destination_not_allowed'],
+      [
+        {
+          type: 'email',
+          config: { host: '192.168.1.10', port: 25, security: 'none', from: 'a@example.com', to: ['b@example.com'] },
+        },
+        'config.host',
+        'destination_not_allowed',
+      ],
       [{ type: 'webhook', config: { url: 'http://hooks.example.com/plain' } }, 'config.url', 'https_required'],
     ];
     for (const [body, field, code] of cases) {
@@ -156,11 +250,20 @@ describe('creating connections', () => {
       expect(r.body.code).toBe('destination_not_allowed');
       expect(r.body.errors[0]).toMatchObject({ field, code });
     }
-    const mattermost = await create({ name: 'blocked', type: 'mattermost', config: { webhook_url: 'https://10.0.0.1/hooks/x' } }, strict);
-    expect(mattermost.body.errors[0].message).toMatch(/^config\.webhook_url is not allowed: 10\.0\.0\.1 is a private address\. /);
+    const mattermost = await create(
+      { name: 'blocked', type: 'mattermost', config: { webhook_url: 'https://10.0.0.1/hooks/x' } },
+      strict,
+    );
+    expect(mattermost.body.errors[0].message).toMatch(
+      /^config\.webhook_url is not allowed: 10\.0\.0\.1 is a private address\. /,
+    );
     // The same literal is fine where the operator allow-listed it, and names pass (checked at connect time).
-    expect((await create({ name: 'ok', type: 'webhook', config: { url: 'http://127.0.0.1:8443/hook' } })).status).toBe(201);
-    expect((await create({ name: 'ok', type: 'webhook', config: { url: 'https://internal.example/hook' } }, strict)).status).toBe(201);
+    expect((await create({ name: 'ok', type: 'webhook', config: { url: 'http://127.0.0.1:8443/hook' } })).status).toBe(
+      201,
+    );
+    expect(
+      (await create({ name: 'ok', type: 'webhook', config: { url: 'https://internal.example/hook' } }, strict)).status,
+    ).toBe(201);
   });
 
   it('needs connections:write to create and connections:read to read', async () => {
@@ -210,7 +313,9 @@ describe('reading and listing', () => {
 describe('PATCH', () => {
   it('merges config: sent fields replace, others kept, null removes; secrets kept unless sent', async () => {
     const { body: c } = await create(BODIES.discord!);
-    const r = await api('PATCH', `/v1/connections/${c.id}`, { body: { name: 'Discord #ops', config: { username: 'Status', thread_id: null }, rate_limit_per_minute: 20 } });
+    const r = await api('PATCH', `/v1/connections/${c.id}`, {
+      body: { name: 'Discord #ops', config: { username: 'Status', thread_id: null }, rate_limit_per_minute: 20 },
+    });
     expect(r.status).toBe(200);
     expect(r.headers.get('etag')).toBe('"r2"');
     expect(r.body).toMatchObject({ name: 'Discord #ops', rate_limit_per_minute: 20, config: { username: 'Status' } });
@@ -233,30 +338,48 @@ describe('PATCH', () => {
 
   it('switches Slack modes when the other mode is nulled', async () => {
     const { body: c } = await create(BODIES.slack!);
-    const r = await api('PATCH', `/v1/connections/${c.id}`, { body: { config: { webhook_url: null, bot_token: SECRETS.slackBot, channel: 'C999' } } });
+    const r = await api('PATCH', `/v1/connections/${c.id}`, {
+      body: { config: { webhook_url: null, bot_token: SECRETS.slackBot, channel: 'C999' } },
+    });
     expect(r.status).toBe(200);
     expect(Object.keys(r.body.secrets)).toEqual(['bot_token']);
-    expect(r.body.config).toEqual({ username: 'Herald', icon_emoji: ':rotating_light:', channel: 'C999', reply_broadcast: null });
+    expect(r.body.config).toEqual({
+      username: 'Herald',
+      icon_emoji: ':rotating_light:',
+      channel: 'C999',
+      reply_broadcast: null,
+    });
   });
 
   it('moving a destination to another host needs its secrets again (secret_required)', async () => {
     const { body: mail } = await create(BODIES.email!);
-    const moved = await api('PATCH', `/v1/connections/${mail.id}`, { body: { config: { host: 'smtp.elsewhere.example' } } });
+    const moved = await api('PATCH', `/v1/connections/${mail.id}`, {
+      body: { config: { host: 'smtp.elsewhere.example' } },
+    });
     expect(moved.status).toBe(422);
     expect(moved.body.code).toBe('secret_required');
     expect(moved.body.errors).toEqual([expect.objectContaining({ field: 'config.password', code: 'secret_required' })]);
-    const withPw = await api('PATCH', `/v1/connections/${mail.id}`, { body: { config: { host: 'smtp.elsewhere.example', password: 'another-password' } } });
+    const withPw = await api('PATCH', `/v1/connections/${mail.id}`, {
+      body: { config: { host: 'smtp.elsewhere.example', password: 'another-password' } },
+    });
     expect(withPw.status).toBe(200);
     expect(withPw.body.secrets.password.last4).toBe('word');
     // Same host, another port: no secret needed.
     expect((await api('PATCH', `/v1/connections/${mail.id}`, { body: { config: { port: 2525 } } })).status).toBe(200);
 
-    const { body: hook } = await create({ ...BODIES.webhook, config: { url: 'https://a.example.com/h', headers: { 'X-One': 'one-value-123456', 'X-Two': 'two-value-123456' } } });
-    const hookMoved = await api('PATCH', `/v1/connections/${hook.id}`, { body: { config: { url: 'https://b.example.com/h', headers: { 'X-One': 'new-one-value-1' } } } });
+    const { body: hook } = await create({
+      ...BODIES.webhook,
+      config: { url: 'https://a.example.com/h', headers: { 'X-One': 'one-value-123456', 'X-Two': 'two-value-123456' } },
+    });
+    const hookMoved = await api('PATCH', `/v1/connections/${hook.id}`, {
+      body: { config: { url: 'https://b.example.com/h', headers: { 'X-One': 'new-one-value-1' } } },
+    });
     expect(hookMoved.status).toBe(422);
     expect(hookMoved.body.errors.map((e: { field: string }) => e.field)).toEqual(['config.headers.X-Two']);
     // Dropping the header (null) instead of re-sending it is fine; the signing secret is kept.
-    const ok = await api('PATCH', `/v1/connections/${hook.id}`, { body: { config: { url: 'https://b.example.com/h', headers: { 'X-One': 'new-one-value-1', 'X-Two': null } } } });
+    const ok = await api('PATCH', `/v1/connections/${hook.id}`, {
+      body: { config: { url: 'https://b.example.com/h', headers: { 'X-One': 'new-one-value-1', 'X-Two': null } } },
+    });
     expect(ok.status).toBe(200);
     expect(Object.keys(ok.body.secrets).sort()).toEqual(['headers.X-One', 'secret']);
     expect(ok.body.secrets.secret).toEqual(hook.secrets.secret);
@@ -264,7 +387,12 @@ describe('PATCH', () => {
 
   it('applies the address policy to a changed destination', async () => {
     const { body: c } = await create(BODIES.mattermost!, strict);
-    const r = await api('PATCH', `/v1/connections/${c.id}`, { body: { config: { webhook_url: 'https://[::1]/hooks/x' } } }, strict);
+    const r = await api(
+      'PATCH',
+      `/v1/connections/${c.id}`,
+      { body: { config: { webhook_url: 'https://[::1]/hooks/x' } } },
+      strict,
+    );
     expect(r.status).toBe(422);
     expect(r.body.code).toBe('destination_not_allowed');
     expect(r.body.errors[0].field).toBe('config.webhook_url');
@@ -272,10 +400,16 @@ describe('PATCH', () => {
 
   it('honours If-Match (412 when stale) and re-enabling resets health', async () => {
     const { body: c } = await create(BODIES.teams!);
-    const stale = await api('PATCH', `/v1/connections/${c.id}`, { body: { enabled: false }, headers: { 'If-Match': '"r7"' } });
+    const stale = await api('PATCH', `/v1/connections/${c.id}`, {
+      body: { enabled: false },
+      headers: { 'If-Match': '"r7"' },
+    });
     expect(stale.status).toBe(412);
     expect(stale.body.code).toBe('precondition_failed');
-    const off = await api('PATCH', `/v1/connections/${c.id}`, { body: { enabled: false }, headers: { 'If-Match': '"r1"' } });
+    const off = await api('PATCH', `/v1/connections/${c.id}`, {
+      body: { enabled: false },
+      headers: { 'If-Match': '"r1"' },
+    });
     expect(off.status).toBe(200);
     await h.herald.services.connections.disable(c.id, 'HTTP 404 from the webhook URL');
     const disabled = await api('GET', `/v1/connections/${c.id}`);
@@ -309,7 +443,15 @@ describe('POST /connections/{id}/test', () => {
     const { body: c } = await create(BODIES.teams!);
     const r = await api('POST', `/v1/connections/${c.id}/test`);
     expect(r.status).toBe(200);
-    expect(r.body).toMatchObject({ ok: false, status: 'needs_send_message', method: null, sent_message: false, http_status: null, provider_code: null, latency_ms: null });
+    expect(r.body).toMatchObject({
+      ok: false,
+      status: 'needs_send_message',
+      method: null,
+      sent_message: false,
+      http_status: null,
+      provider_code: null,
+      latency_ms: null,
+    });
     expect(r.body.checked_at).toMatch(/Z$/);
     expect(r.body.detail).toMatch(/send_message/);
     const explicit = await api('POST', `/v1/connections/${c.id}/test`, { body: { send_message: false } });
@@ -331,7 +473,10 @@ describe('POST /connections/{id}/test', () => {
     const bad = await api('POST', `/v1/connections/${c.id}/test`, { body: { send_message: 'yes', dry: 1 } });
     expect(bad.status).toBe(422);
     expect(bad.body.errors.map((e: { field: string }) => e.field).sort()).toEqual(['dry', 'send_message']);
-    expect((await api('POST', '/v1/connections/con_01J00000000000000000000000/test', { body: { send_message: 'yes' } })).status).toBe(404);
+    expect(
+      (await api('POST', '/v1/connections/con_01J00000000000000000000000/test', { body: { send_message: 'yes' } }))
+        .status,
+    ).toBe(404);
     const reader = await h.tokenWith(['connections:read']);
     expect((await api('POST', `/v1/connections/${c.id}/test`, { token: reader })).status).toBe(403);
   });
@@ -342,7 +487,15 @@ describe('secrets never leave', () => {
     expect(seen.length).toBeGreaterThan(40);
     const everything = seen.join('\n');
     for (const [name, value] of Object.entries(SECRETS)) expect(everything.includes(value), name).toBe(false);
-    for (const fragment of ['SLACKSECRETPART1', 'TEAMSSECRET', 'DISCORDSECRETTOKEN', 'GCHATSECRET', 'MATTERMOSTSECRET', 'TELEGRAMSECRETTOKEN', 'WEBHOOKHEADERSECRET']) {
+    for (const fragment of [
+      'SLACKSECRETPART1',
+      'TEAMSSECRET',
+      'DISCORDSECRETTOKEN',
+      'GCHATSECRET',
+      'MATTERMOSTSECRET',
+      'TELEGRAMSECRETTOKEN',
+      'WEBHOOKHEADERSECRET',
+    ]) {
       expect(everything.includes(fragment), fragment).toBe(false);
     }
   });

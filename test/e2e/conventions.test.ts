@@ -29,10 +29,16 @@ describe('request ids', () => {
 
 describe('bodies', () => {
   it('415 without application/json, 400 on malformed JSON, 413 over 256 KiB, 422 on unknown fields', async () => {
-    const noType = await h.api('POST', '/v1/incidents', { raw: JSON.stringify(incident), headers: { 'Content-Type': 'text/plain' } });
+    const noType = await h.api('POST', '/v1/incidents', {
+      raw: JSON.stringify(incident),
+      headers: { 'Content-Type': 'text/plain' },
+    });
     expect(noType.status).toBe(415);
     expect(noType.body.code).toBe('unsupported_media_type');
-    const malformed = await h.api('POST', '/v1/incidents', { raw: '{"title": ', headers: { 'Content-Type': 'application/json' } });
+    const malformed = await h.api('POST', '/v1/incidents', {
+      raw: '{"title": ',
+      headers: { 'Content-Type': 'application/json' },
+    });
     expect(malformed.status).toBe(400);
     expect(malformed.body.code).toBe('invalid_json');
     const big = await h.api('POST', '/v1/incidents', { body: { ...incident, description: 'x'.repeat(300 * 1024) } });
@@ -73,14 +79,20 @@ describe('idempotency', () => {
 
   it('keeps replayable responses sealed at rest (a webhook signing secret is shown once, never stored in clear)', async () => {
     const headers = { 'Idempotency-Key': `k-${Date.now()}-secret` };
-    const r = await h.api('POST', '/v1/connections', { body: { name: 'sealed', type: 'webhook', config: { url: 'https://hooks.example.com/x' } }, headers });
+    const r = await h.api('POST', '/v1/connections', {
+      body: { name: 'sealed', type: 'webhook', config: { url: 'https://hooks.example.com/x' } },
+      headers,
+    });
     expect(r.status).toBe(201);
     const secret: string = r.body.signing_secret;
     expect(secret).toMatch(/^whsec_/);
     const keys = await h.herald.redis.keys(`{${h.prefix}}:idem:*`);
     const values = await Promise.all(keys.map((k) => h.herald.redis.get(k)));
     expect(values.join('\n')).not.toContain(secret);
-    const replay = await h.api('POST', '/v1/connections', { body: { name: 'sealed', type: 'webhook', config: { url: 'https://hooks.example.com/x' } }, headers });
+    const replay = await h.api('POST', '/v1/connections', {
+      body: { name: 'sealed', type: 'webhook', config: { url: 'https://hooks.example.com/x' } },
+      headers,
+    });
     expect(replay.body.signing_secret).toBe(secret);
   });
 
@@ -91,7 +103,11 @@ describe('idempotency', () => {
     expect(other.status).toBe(422);
     expect(other.body.code).toBe('idempotency_key_reused');
     const otherKey = await h.tokenWith(['incidents:write']);
-    const fresh = await h.api('POST', '/v1/incidents', { body: { ...incident, title: 'other' }, headers, token: otherKey });
+    const fresh = await h.api('POST', '/v1/incidents', {
+      body: { ...incident, title: 'other' },
+      headers,
+      token: otherKey,
+    });
     expect(fresh.status).toBe(201);
     expect(fresh.headers.get('idempotent-replayed')).toBeNull();
   });
@@ -102,9 +118,16 @@ describe('idempotency', () => {
     // Claim the key exactly as an in-flight request would (same fingerprint), then send it.
     const sha = (x: string) => createHash('sha256').update(x).digest('hex');
     const apiKeyId = (await h.herald.services.apiKeys.authenticate(h.token)).id;
-    const store = new RedisIdempotencyStore(h.herald.redis, h.herald.keys, createSecretBox(Buffer.from(h.secretKey, 'base64')));
+    const store = new RedisIdempotencyStore(
+      h.herald.redis,
+      h.herald.keys,
+      createSecretBox(Buffer.from(h.secretKey, 'base64')),
+    );
     expect((await store.begin(apiKeyId, key, sha(`POST\n/v1/incidents\n${sha(raw)}`))).state).toBe('new');
-    const busy = await h.api('POST', '/v1/incidents', { raw, headers: { 'Idempotency-Key': key, 'Content-Type': 'application/json' } });
+    const busy = await h.api('POST', '/v1/incidents', {
+      raw,
+      headers: { 'Idempotency-Key': key, 'Content-Type': 'application/json' },
+    });
     expect(busy.status).toBe(409);
     expect(busy.body.code).toBe('idempotency_key_in_use');
   });
@@ -112,7 +135,9 @@ describe('idempotency', () => {
   it('creates exactly one incident under concurrent identical requests', async () => {
     const key = `k-${Date.now()}-d`;
     const results = await Promise.all(
-      Array.from({ length: 8 }, () => h.api('POST', '/v1/incidents', { body: incident, headers: { 'Idempotency-Key': key } })),
+      Array.from({ length: 8 }, () =>
+        h.api('POST', '/v1/incidents', { body: incident, headers: { 'Idempotency-Key': key } }),
+      ),
     );
     expect(results.every((r) => r.status === 201 || r.status === 409)).toBe(true);
     expect(new Set(results.filter((r) => r.status === 201).map((r) => r.body.id)).size).toBe(1);
@@ -130,11 +155,20 @@ describe('idempotency', () => {
       expect(second.headers.get('location'), path).toBe(first.headers.get('location'));
       return first;
     };
-    const bulk = await twice('/v1/templates', [{ name: `${tag}-a`, body: 'a {{eta}}' }, { name: `${tag}-b`, body: 'b' }]);
+    const bulk = await twice('/v1/templates', [
+      { name: `${tag}-a`, body: 'a {{eta}}' },
+      { name: `${tag}-b`, body: 'b' },
+    ]);
     expect(bulk.status).toBe(201);
-    expect((await h.api('GET', '/v1/templates?limit=100')).body.data.filter((t: { name: string }) => t.name.startsWith(tag))).toHaveLength(2);
+    expect(
+      (await h.api('GET', '/v1/templates?limit=100')).body.data.filter((t: { name: string }) => t.name.startsWith(tag)),
+    ).toHaveLength(2);
     await twice(`/v1/templates/${bulk.body.data[0].id}/render`, { variables: { eta: 'soon' } });
-    const con = await twice('/v1/connections', { name: tag, type: 'teams', config: { webhook_url: 'https://prod.westus.logic.azure.com/workflows/abc' } });
+    const con = await twice('/v1/connections', {
+      name: tag,
+      type: 'teams',
+      config: { webhook_url: 'https://prod.westus.logic.azure.com/workflows/abc' },
+    });
     expect(con.status).toBe(201);
     const test = await twice(`/v1/connections/${con.body.id}/test`, {});
     expect(test.body.status).toBe('needs_send_message');
@@ -154,10 +188,16 @@ describe('ETag / If-Match', () => {
   it('412 on a stale If-Match, 200 on the current one', async () => {
     const { body: inc, headers } = await h.api('POST', '/v1/incidents', { body: incident });
     const etag = headers.get('etag')!;
-    const ok = await h.api('PATCH', `/v1/incidents/${inc.id}`, { body: { title: 'renamed' }, headers: { 'If-Match': etag } });
+    const ok = await h.api('PATCH', `/v1/incidents/${inc.id}`, {
+      body: { title: 'renamed' },
+      headers: { 'If-Match': etag },
+    });
     expect(ok.status).toBe(200);
     expect(ok.headers.get('etag')).not.toBe(etag);
-    const stale = await h.api('PATCH', `/v1/incidents/${inc.id}`, { body: { title: 'again' }, headers: { 'If-Match': etag } });
+    const stale = await h.api('PATCH', `/v1/incidents/${inc.id}`, {
+      body: { title: 'again' },
+      headers: { 'If-Match': etag },
+    });
     expect(stale.status).toBe(412);
     expect(stale.body.code).toBe('precondition_failed');
     const get = await h.api('GET', `/v1/incidents/${inc.id}`);
@@ -166,29 +206,48 @@ describe('ETag / If-Match', () => {
 
   it('compares strongly: a weak tag never matches (RFC 9110 §13.1.1)', async () => {
     const { body: inc, headers } = await h.api('POST', '/v1/incidents', { body: incident });
-    const weak = await h.api('PATCH', `/v1/incidents/${inc.id}`, { body: { title: 'weak' }, headers: { 'If-Match': `W/${headers.get('etag')}` } });
+    const weak = await h.api('PATCH', `/v1/incidents/${inc.id}`, {
+      body: { title: 'weak' },
+      headers: { 'If-Match': `W/${headers.get('etag')}` },
+    });
     expect(weak.status).toBe(412);
   });
 
   it('412 on a stale If-Match for PATCH and DELETE of templates and connections, and for close', async () => {
     const tpl = await h.api('POST', '/v1/templates', { body: { name: `etag-${Date.now()}`, body: 'x' } });
-    const con = await h.api('POST', '/v1/connections', { body: { name: 'etag', type: 'teams', config: { webhook_url: 'https://prod.westus.logic.azure.com/workflows/abc' } } });
+    const con = await h.api('POST', '/v1/connections', {
+      body: {
+        name: 'etag',
+        type: 'teams',
+        config: { webhook_url: 'https://prod.westus.logic.azure.com/workflows/abc' },
+      },
+    });
     const inc = await h.api('POST', '/v1/incidents', { body: incident });
     for (const [path, etag] of [
       [`/v1/templates/${tpl.body.id}`, tpl.headers.get('etag')!],
       [`/v1/connections/${con.body.id}`, con.headers.get('etag')!],
     ] as const) {
       expect(etag, path).toMatch(/^"r\d+"$/);
-      const next = await h.api('PATCH', path, { body: { name: `renamed-${Date.now()}` }, headers: { 'If-Match': etag } });
+      const next = await h.api('PATCH', path, {
+        body: { name: `renamed-${Date.now()}` },
+        headers: { 'If-Match': etag },
+      });
       expect(next.status, path).toBe(200);
-      expect((await h.api('PATCH', path, { body: { name: 'stale' }, headers: { 'If-Match': etag } })).status, path).toBe(412);
+      expect(
+        (await h.api('PATCH', path, { body: { name: 'stale' }, headers: { 'If-Match': etag } })).status,
+        path,
+      ).toBe(412);
       const del = await h.api('DELETE', path, { headers: { 'If-Match': etag } });
       expect(del.status, path).toBe(412);
       expect(del.body.code, path).toBe('precondition_failed');
-      expect((await h.api('DELETE', path, { headers: { 'If-Match': next.headers.get('etag')! } })).status, path).toBe(204);
+      expect((await h.api('DELETE', path, { headers: { 'If-Match': next.headers.get('etag')! } })).status, path).toBe(
+        204,
+      );
     }
     await h.api('PATCH', `/v1/incidents/${inc.body.id}`, { body: { status: 'identified' } });
-    const close = await h.api('POST', `/v1/incidents/${inc.body.id}/close`, { headers: { 'If-Match': inc.headers.get('etag')! } });
+    const close = await h.api('POST', `/v1/incidents/${inc.body.id}/close`, {
+      headers: { 'If-Match': inc.headers.get('etag')! },
+    });
     expect(close.status).toBe(412);
   });
 });
@@ -205,18 +264,26 @@ describe('authentication and scopes', () => {
     const forbidden = await h.api('POST', '/v1/incidents', { body: incident, token: reader });
     expect(forbidden.status).toBe(403);
     expect(forbidden.body.code).toBe('insufficient_scope');
-    expect(forbidden.headers.get('www-authenticate')).toBe('Bearer realm="herald", error="insufficient_scope", scope="incidents:write"');
+    expect(forbidden.headers.get('www-authenticate')).toBe(
+      'Bearer realm="herald", error="insufficient_scope", scope="incidents:write"',
+    );
     expect((await h.api('GET', '/v1/incidents', { token: reader })).status).toBe(200);
   });
 
   it('another scheme is a missing token (no error code, RFC 6750 §3.1); an empty Bearer is malformed', async () => {
-    const basic = await h.api('GET', '/v1/incidents', { token: null, headers: { Authorization: 'Basic dXNlcjpwYXNz' } });
+    const basic = await h.api('GET', '/v1/incidents', {
+      token: null,
+      headers: { Authorization: 'Basic dXNlcjpwYXNz' },
+    });
     expect(basic.status).toBe(401);
     expect(basic.headers.get('www-authenticate')).toBe('Bearer realm="herald"');
     const empty = await h.api('GET', '/v1/incidents', { token: null, headers: { Authorization: 'Bearer' } });
     expect(empty.status).toBe(401);
     expect(empty.headers.get('www-authenticate')).toBe('Bearer realm="herald", error="invalid_token"');
-    const two = await h.api('GET', '/v1/incidents', { token: null, headers: { Authorization: `Bearer ${h.token} extra` } });
+    const two = await h.api('GET', '/v1/incidents', {
+      token: null,
+      headers: { Authorization: `Bearer ${h.token} extra` },
+    });
     expect(two.headers.get('www-authenticate')).toBe('Bearer realm="herald", error="invalid_token"');
   });
 
@@ -230,23 +297,35 @@ describe('authentication and scopes', () => {
   });
 
   it('revocation is honoured at once, and last_used_at is recorded', async () => {
-    const { key, token } = await h.herald.services.apiKeys.create({ name: 'short-lived', scopes: ['*'] }, { type: 'system', id: 't', name: 't' });
+    const { key, token } = await h.herald.services.apiKeys.create(
+      { name: 'short-lived', scopes: ['*'] },
+      { type: 'system', id: 't', name: 't' },
+    );
     expect((await h.api('GET', '/v1/incidents', { token })).status).toBe(200);
     const used = await h.herald.services.apiKeys.get(key.id);
     expect(used.last_used_at).not.toBeNull();
     await h.herald.services.apiKeys.revoke(key.id);
     const t0 = Date.now();
-    await waitFor(async () => (await h.api('GET', '/v1/incidents', { token })).status === 401, { timeoutMs: 1000, what: 'revocation' });
+    await waitFor(async () => (await h.api('GET', '/v1/incidents', { token })).status === 401, {
+      timeoutMs: 1000,
+      what: 'revocation',
+    });
     expect(Date.now() - t0).toBeLessThan(1000);
   });
 
   it('expired keys are refused', async () => {
-    const { key, token } = await h.herald.services.apiKeys.create({ name: 'exp', scopes: ['*'], expires_in: '1m' }, { type: 'system', id: 't', name: 't' });
+    const { key, token } = await h.herald.services.apiKeys.create(
+      { name: 'exp', scopes: ['*'], expires_in: '1m' },
+      { type: 'system', id: 't', name: 't' },
+    );
     expect(key.expires_at).not.toBeNull();
     expect((await h.api('GET', '/v1/incidents', { token })).status).toBe(200);
     // Move its expiry into the past, as time passing would.
     const stored = JSON.parse((await h.herald.redis.get(h.herald.keys.apiKey(key.id)))!);
-    await h.herald.redis.set(h.herald.keys.apiKey(key.id), JSON.stringify({ ...stored, expires_at: new Date(Date.now() - 1000).toISOString() }));
+    await h.herald.redis.set(
+      h.herald.keys.apiKey(key.id),
+      JSON.stringify({ ...stored, expires_at: new Date(Date.now() - 1000).toISOString() }),
+    );
     // A key's record may be cached by a process for AUTH_CACHE_MS: the change holds within a second.
     const r = await waitFor(
       async () => {
@@ -286,7 +365,8 @@ describe('pagination', () => {
     const t = await startHerald({ HERALD_RATE_LIMIT: '10000' });
     try {
       const made: string[] = [];
-      for (let i = 0; i < 12; i++) made.push((await t.api('POST', '/v1/incidents', { body: { ...incident, title: `n${i}` } })).body.id);
+      for (let i = 0; i < 12; i++)
+        made.push((await t.api('POST', '/v1/incidents', { body: { ...incident, title: `n${i}` } })).body.id);
       const seen: string[] = [];
       let cursor: string | null = null;
       let round = 0;
@@ -309,7 +389,8 @@ describe('pagination', () => {
     const a = (await h.api('POST', '/v1/incidents', { body: incident })).body;
     await h.api('POST', '/v1/incidents', { body: incident });
     await h.api('PATCH', `/v1/incidents/${a.id}`, { body: { status: 'identified' } });
-    const tpl = (await h.api('POST', '/v1/templates', { body: { name: `cursor-kinds-${Date.now()}`, body: 'v1' } })).body;
+    const tpl = (await h.api('POST', '/v1/templates', { body: { name: `cursor-kinds-${Date.now()}`, body: 'v1' } }))
+      .body;
     await h.api('PATCH', `/v1/templates/${tpl.id}`, { body: { body: 'v2' } });
     const byId: string = (await h.api('GET', '/v1/incidents?limit=1')).body.pagination.next_cursor;
     const byOffset: string = (await h.api('GET', `/v1/incidents/${a.id}/events?limit=1`)).body.pagination.next_cursor;
@@ -332,7 +413,13 @@ describe('pagination', () => {
   it('every list validates limit (422 on field limit) and cursor (400 invalid_cursor)', async () => {
     const inc = (await h.api('POST', '/v1/incidents', { body: incident })).body;
     const tpl = (await h.api('POST', '/v1/templates', { body: { name: `limits-${Date.now()}`, body: 'x' } })).body;
-    for (const path of ['/v1/incidents', `/v1/incidents/${inc.id}/events`, '/v1/templates', `/v1/templates/${tpl.id}/versions`, '/v1/connections']) {
+    for (const path of [
+      '/v1/incidents',
+      `/v1/incidents/${inc.id}/events`,
+      '/v1/templates',
+      `/v1/templates/${tpl.id}/versions`,
+      '/v1/connections',
+    ]) {
       for (const limit of ['0', '101', 'abc', '1.5']) {
         const r = await h.api('GET', `${path}?limit=${limit}`);
         expect(r.status, `${path} limit=${limit}`).toBe(422);
@@ -358,7 +445,12 @@ describe('pagination', () => {
     await h.api('PATCH', `/v1/incidents/${low.body.id}`, { body: { status: 'monitoring' } });
     const filtered = await h.api('GET', '/v1/incidents?status=monitoring,identified&severity=low');
     expect(filtered.body.data.map((i: { id: string }) => i.id)).toContain(low.body.id);
-    expect(filtered.body.data.every((i: { status: string; severity: string }) => i.severity === 'low' && ['monitoring', 'identified'].includes(i.status))).toBe(true);
+    expect(
+      filtered.body.data.every(
+        (i: { status: string; severity: string }) =>
+          i.severity === 'low' && ['monitoring', 'identified'].includes(i.status),
+      ),
+    ).toBe(true);
     const badFilter = await h.api('GET', '/v1/incidents?status=sleeping');
     expect(badFilter.status).toBe(422);
   });

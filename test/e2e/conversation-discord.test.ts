@@ -2,7 +2,12 @@ import { describe, expect, it } from 'vitest';
 import { OutboundAllow } from '../../src/domain/connection/address-policy.js';
 import { createChannelSenders, loadChannelAdapters, type HeraldChannelSender } from '../../src/delivery/senders.js';
 import { createOutboundHttp } from '../../src/delivery/outbound/http.js';
-import { conversationContext as conversation, deliveredRef as refOf, messageOf, targetOf } from '../support/delivery-targets.js';
+import {
+  conversationContext as conversation,
+  deliveredRef as refOf,
+  messageOf,
+  targetOf,
+} from '../support/delivery-targets.js';
 import { DISCORD_PEER_CHANNEL_ID, DISCORD_PEER_GUILD_ID, startDiscord } from '../support/peers/discord.js';
 import { trackPeers } from '../support/track.js';
 
@@ -19,10 +24,12 @@ const track = trackPeers();
 /** A new Discord sender (with its own guild cache), as app.ts builds them. */
 function sender(): HeraldChannelSender<'discord'> {
   const http = createOutboundHttp(allow, { defaultTimeoutMs: 5_000 });
-  return createChannelSenders(adapters, { http, slackApiUrl: 'https://slack.invalid/api/', telegramApiUrl: 'https://telegram.invalid' }).discord;
+  return createChannelSenders(adapters, {
+    http,
+    slackApiUrl: 'https://slack.invalid/api/',
+    telegramApiUrl: 'https://telegram.invalid',
+  }).discord;
 }
-
-
 
 const jump = (channel: string, id: string) => `https://discord.com/channels/${DISCORD_PEER_GUILD_ID}/${channel}/${id}`;
 const gets = (requests: { method: string }[]) => requests.filter((r) => r.method === 'GET').length;
@@ -46,7 +53,11 @@ describe('discord posts', () => {
 
   it('a failed guild lookup leaves the link out but the delivery stands', async () => {
     const discord = track(await startDiscord());
-    discord.script({ match: (r) => r.method === 'GET', status: 500, body: { message: '500: Internal Server Error', code: 0 } });
+    discord.script({
+      match: (r) => r.method === 'GET',
+      status: 500,
+      body: { message: '500: Internal Server Error', code: 0 },
+    });
     const r = await sender().send(targetOf('discord', { webhook_url: discord.webhookUrl() }), messageOf());
     expect(r).toMatchObject({ outcome: 'delivered', httpStatus: 200 });
     expect(refOf(r)).toEqual({ id: discord.messages[0]!.id, channel: DISCORD_PEER_CHANNEL_ID, permalink: null });
@@ -58,7 +69,10 @@ describe('discord posts', () => {
     const target = targetOf('discord', { webhook_url: discord.webhookUrl() });
     const first = refOf(await s.send(target, messageOf({ conversation: conversation(1) })));
     await s.send(target, messageOf({ thread: first, conversation: conversation(2) }));
-    expect(discord.requests.filter((r) => r.method === 'POST').map((r) => r.query)).toEqual([{ wait: 'true' }, { wait: 'true' }]);
+    expect(discord.requests.filter((r) => r.method === 'POST').map((r) => r.query)).toEqual([
+      { wait: 'true' },
+      { wait: 'true' },
+    ]);
     expect(discord.messages.map((m) => m.threadId)).toEqual([null, null]);
   });
 });
@@ -75,7 +89,12 @@ describe('discord threads', () => {
     expect(opened.threadId).not.toBeNull();
     expect(first).toEqual({ id: opened.id, channel: opened.threadId, permalink: jump(opened.threadId!, opened.id) });
 
-    const second = refOf(await s.send(target, messageOf({ subject: 'Update', body: 'Failover done.', thread: first, conversation: conversation(2) })));
+    const second = refOf(
+      await s.send(
+        target,
+        messageOf({ subject: 'Update', body: 'Failover done.', thread: first, conversation: conversation(2) }),
+      ),
+    );
     expect(discord.requests.at(-1)!.query).toEqual({ wait: 'true', thread_id: first.channel });
     expect(discord.message(second.id)!.threadName).toBeNull();
     expect(second).toEqual({ id: second.id, channel: first.channel, permalink: jump(first.channel!, second.id) });
@@ -105,14 +124,28 @@ describe('discord threads', () => {
     const s = sender();
     const target = targetOf('discord', { webhook_url: discord.webhookUrl(), thread_id: '1200000000000000001' });
     const first = refOf(await s.send(target, messageOf({ conversation: conversation(1) })));
-    expect(first).toEqual({ id: first.id, channel: '1200000000000000001', permalink: jump('1200000000000000001', first.id) });
+    expect(first).toEqual({
+      id: first.id,
+      channel: '1200000000000000001',
+      permalink: jump('1200000000000000001', first.id),
+    });
     await s.send(target, messageOf({ thread: first, conversation: conversation(2) }));
     expect(discord.threadMessages('1200000000000000001')).toHaveLength(2);
 
-    expect(await s.send(target, messageOf({ action: 'edit', target: first, subject: 'Corrected' }))).toMatchObject({ outcome: 'delivered', message: first });
-    expect(await s.send(target, messageOf({ action: 'delete', target: first }))).toMatchObject({ outcome: 'delivered', httpStatus: 204, message: null });
+    expect(await s.send(target, messageOf({ action: 'edit', target: first, subject: 'Corrected' }))).toMatchObject({
+      outcome: 'delivered',
+      message: first,
+    });
+    expect(await s.send(target, messageOf({ action: 'delete', target: first }))).toMatchObject({
+      outcome: 'delivered',
+      httpStatus: 204,
+      message: null,
+    });
     const mutations = discord.requests.filter((r) => r.method === 'PATCH' || r.method === 'DELETE');
-    expect(mutations.map((r) => r.query)).toEqual([{ thread_id: '1200000000000000001' }, { thread_id: '1200000000000000001' }]);
+    expect(mutations.map((r) => r.query)).toEqual([
+      { thread_id: '1200000000000000001' },
+      { thread_id: '1200000000000000001' },
+    ]);
     expect(discord.message(first.id)).toMatchObject({ edited: true, deleted: true });
   });
 
@@ -133,18 +166,36 @@ describe('discord edits and deletes', () => {
   it('edit PATCHes the message in place with the new embed, and answers the same ref', async () => {
     const discord = track(await startDiscord());
     const s = sender();
-    const target = targetOf('discord', { webhook_url: discord.webhookUrl(), username: 'Herald', avatar_url: 'https://herald.example.com/a.png' });
+    const target = targetOf('discord', {
+      webhook_url: discord.webhookUrl(),
+      username: 'Herald',
+      avatar_url: 'https://herald.example.com/a.png',
+    });
     const first = refOf(await s.send(target, messageOf({ conversation: conversation(1) })));
-    const r = await s.send(target, messageOf({ action: 'edit', target: first, subject: 'Resolved', body: 'All good @everyone', conversation: conversation(2, { kind: 'correction' }) }));
+    const r = await s.send(
+      target,
+      messageOf({
+        action: 'edit',
+        target: first,
+        subject: 'Resolved',
+        body: 'All good @everyone',
+        conversation: conversation(2, { kind: 'correction' }),
+      }),
+    );
     expect(r).toMatchObject({ outcome: 'delivered', httpStatus: 200, message: first });
     const patch = discord.requests.find((q) => q.method === 'PATCH')!;
-    expect(patch.path).toBe(`/api/webhooks/1234567890123456789/heraldTestWebhookToken_abcdefghijklmnop/messages/${first.id}`);
+    expect(patch.path).toBe(
+      `/api/webhooks/1234567890123456789/heraldTestWebhookToken_abcdefghijklmnop/messages/${first.id}`,
+    );
     expect(patch.query).toEqual({});
     // Only what an edit may change: no username, avatar or thread name.
     expect(Object.keys(patch.body as object).sort()).toEqual(['allowed_mentions', 'embeds']);
     const msg = discord.message(first.id)!;
     expect(msg).toMatchObject({ edited: true, deleted: false });
-    expect(msg.payload).toMatchObject({ allowed_mentions: { parse: [] }, embeds: [{ title: 'Resolved', description: 'All good @everyone' }] });
+    expect(msg.payload).toMatchObject({
+      allowed_mentions: { parse: [] },
+      embeds: [{ title: 'Resolved', description: 'All good @everyone' }],
+    });
     expect(discord.messages).toHaveLength(1);
   });
 
@@ -164,9 +215,20 @@ describe('discord edits and deletes', () => {
     const s = sender();
     const target = targetOf('discord', { webhook_url: discord.webhookUrl() });
     const first = refOf(await s.send(target, messageOf()));
-    expect(await s.send(target, messageOf({ action: 'delete', target: first }))).toEqual({ outcome: 'delivered', httpStatus: 204, providerCode: null, latencyMs: expect.any(Number), message: null });
+    expect(await s.send(target, messageOf({ action: 'delete', target: first }))).toEqual({
+      outcome: 'delivered',
+      httpStatus: 204,
+      providerCode: null,
+      latencyMs: expect.any(Number),
+      message: null,
+    });
     expect(discord.message(first.id)!.deleted).toBe(true);
-    expect(await s.send(target, messageOf({ action: 'delete', target: first }))).toMatchObject({ outcome: 'delivered', httpStatus: 404, providerCode: '10008', message: null });
+    expect(await s.send(target, messageOf({ action: 'delete', target: first }))).toMatchObject({
+      outcome: 'delivered',
+      httpStatus: 404,
+      providerCode: '10008',
+      message: null,
+    });
     expect(discord.requests.filter((r) => r.method === 'DELETE')).toHaveLength(2);
   });
 
@@ -182,7 +244,11 @@ describe('discord edits and deletes', () => {
       expect(r.outcome === 'permanent' && r.disable, action).toBeTruthy();
     }
     const before = discord.requests.length;
-    expect(await s.send(target, messageOf({ action: 'edit' }))).toMatchObject({ outcome: 'permanent', httpStatus: null, disable: null });
+    expect(await s.send(target, messageOf({ action: 'edit' }))).toMatchObject({
+      outcome: 'permanent',
+      httpStatus: null,
+      disable: null,
+    });
     expect(discord.requests).toHaveLength(before);
   });
 });

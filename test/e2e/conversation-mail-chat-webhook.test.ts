@@ -1,7 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { OutboundAllow } from '../../src/domain/connection/address-policy.js';
 import { createSmtpClient, messageIdOf } from '../../src/channels/email/send.js';
-import { createChannelSenders, loadChannelAdapters, type ChannelResult, type HeraldChannelSenders } from '../../src/delivery/senders.js';
+import {
+  createChannelSenders,
+  loadChannelAdapters,
+  type ChannelResult,
+  type HeraldChannelSenders,
+} from '../../src/delivery/senders.js';
 import { createOutboundHttp } from '../../src/delivery/outbound/http.js';
 import type { ConversationContext, MessageKind, MessageRef, OutboundMessage } from '../../src/ports/index.js';
 import { messageOf, targetOf } from '../support/delivery-targets.js';
@@ -28,12 +33,27 @@ function senders(): HeraldChannelSenders {
   const slackApiUrl = 'https://slack.invalid/api/';
   const telegramApiUrl = 'https://telegram.invalid';
   const http = createOutboundHttp(allow, { trustedBaseUrls: [slackApiUrl, telegramApiUrl], defaultTimeoutMs: 5_000 });
-  return createChannelSenders(adapters, { http, slackApiUrl, telegramApiUrl, smtp: createSmtpClient({ guard: http.guard }) });
+  return createChannelSenders(adapters, {
+    http,
+    slackApiUrl,
+    telegramApiUrl,
+    smtp: createSmtpClient({ guard: http.guard }),
+  });
 }
 
 /** The conversation context the delivery service hands a sender for message `sequence`. */
-function conversation(sequence: number, previousDeliveryId: string | null, over: { kind?: MessageKind; targetDeliveryId?: string | null; threaded?: boolean } = {}): ConversationContext {
-  return { sequence, previousDeliveryId, kind: over.kind ?? 'announcement', targetDeliveryId: over.targetDeliveryId ?? null, threaded: over.threaded ?? true };
+function conversation(
+  sequence: number,
+  previousDeliveryId: string | null,
+  over: { kind?: MessageKind; targetDeliveryId?: string | null; threaded?: boolean } = {},
+): ConversationContext {
+  return {
+    sequence,
+    previousDeliveryId,
+    kind: over.kind ?? 'announcement',
+    targetDeliveryId: over.targetDeliveryId ?? null,
+    threaded: over.threaded ?? true,
+  };
 }
 
 /** The ref of a delivered result (fails the test when it has none). */
@@ -47,25 +67,53 @@ function refOf(r: ChannelResult): MessageRef {
 const secret = `whsec_${Buffer.alloc(32, 7).toString('base64')}`;
 
 describe('e-mail', () => {
-  const mailConfig = (port: number) => ({ from: 'Herald <herald@example.com>', to: ['oncall@example.com'], host: '127.0.0.1', port, security: 'none' as const });
+  const mailConfig = (port: number) => ({
+    from: 'Herald <herald@example.com>',
+    to: ['oncall@example.com'],
+    host: '127.0.0.1',
+    port,
+    security: 'none' as const,
+  });
 
   it('the 2nd and 3rd mail of an incident reply to the first (In-Reply-To, References, Re: subject), parts unchanged', async () => {
     const smtp = track(await startSmtp());
     const s = senders().email;
     const target = targetOf('email', mailConfig(smtp.port));
-    const first = messageOf({ subject: 'Database outage', body: 'down', html: '<p>down</p>', conversation: conversation(1, null) });
+    const first = messageOf({
+      subject: 'Database outage',
+      body: 'down',
+      html: '<p>down</p>',
+      conversation: conversation(1, null),
+    });
     const ref = refOf(await s.send(target, first));
     expect(ref).toEqual({ id: `<${first.deliveryId}.herald@example.com>`, channel: null, permalink: null });
 
-    const second = messageOf({ subject: 'Database outage', body: 'failing over', html: '<p>failing over</p>', thread: ref, conversation: conversation(2, first.deliveryId) });
+    const second = messageOf({
+      subject: 'Database outage',
+      body: 'failing over',
+      html: '<p>failing over</p>',
+      thread: ref,
+      conversation: conversation(2, first.deliveryId),
+    });
     // A subject that already says Re: (any case) is not prefixed twice.
-    const third = messageOf({ subject: 'RE: Database outage', body: 'resolved', thread: ref, conversation: conversation(3, second.deliveryId) });
+    const third = messageOf({
+      subject: 'RE: Database outage',
+      body: 'resolved',
+      thread: ref,
+      conversation: conversation(3, second.deliveryId),
+    });
     expect(refOf(await s.send(target, second)).id).toBe(`<${second.deliveryId}.herald@example.com>`);
     expect(refOf(await s.send(target, third)).id).toBe(`<${third.deliveryId}.herald@example.com>`);
 
     const [a, b, c] = await smtp.waitForMessages(3);
     expect(a).toMatchObject({ subject: 'Database outage', messageId: ref.id, inReplyTo: null, references: [] });
-    expect(b).toMatchObject({ subject: 'Re: Database outage', messageId: `<${second.deliveryId}.herald@example.com>`, inReplyTo: a!.messageId, references: [a!.messageId], html: '<p>failing over</p>' });
+    expect(b).toMatchObject({
+      subject: 'Re: Database outage',
+      messageId: `<${second.deliveryId}.herald@example.com>`,
+      inReplyTo: a!.messageId,
+      references: [a!.messageId],
+      html: '<p>failing over</p>',
+    });
     expect(b!.text.trim()).toBe('failing over');
     expect(c).toMatchObject({ subject: 'RE: Database outage', inReplyTo: a!.messageId, references: [a!.messageId] });
   });
@@ -97,7 +145,8 @@ describe('google chat', () => {
 
     const key = `herald-${first.incident.id}`;
     // The key goes with the FIRST message too, so the later ones find its thread.
-    for (const req of chat.requests) expect(req.query).toMatchObject({ threadKey: key, messageReplyOption: 'REPLY_MESSAGE_FALLBACK_TO_NEW_THREAD' });
+    for (const req of chat.requests)
+      expect(req.query).toMatchObject({ threadKey: key, messageReplyOption: 'REPLY_MESSAGE_FALLBACK_TO_NEW_THREAD' });
     expect(chat.threads().size).toBe(1);
     expect(a).toEqual({ id: chat.messages[0]!.name, channel: chat.messages[0]!.thread.name, permalink: null });
     expect(a.id).toMatch(/^spaces\/AAAAherald\/messages\//);
@@ -117,14 +166,21 @@ describe('google chat', () => {
     const s = senders().google_chat;
     const target = targetOf('google_chat', { webhook_url: chat.webhookUrl(), thread_key: 'ops-incidents' });
     const one = messageOf({ conversation: conversation(1, null) });
-    const other: OutboundMessage = { ...messageOf({ conversation: conversation(1, null) }), incident: { ...one.incident, id: 'inc_01J000000000000000000000ZZ' } };
+    const other: OutboundMessage = {
+      ...messageOf({ conversation: conversation(1, null) }),
+      incident: { ...one.incident, id: 'inc_01J000000000000000000000ZZ' },
+    };
     const refs = [
       refOf(await s.send(target, one)),
       refOf(await s.send(target, other)),
       refOf(await s.send(target, messageOf({ conversation: conversation(2, one.deliveryId, { threaded: false }) }))),
       refOf(await s.send(target, messageOf({ test: true }))),
     ];
-    for (const req of chat.requests) expect(req.query).toMatchObject({ threadKey: 'ops-incidents', messageReplyOption: 'REPLY_MESSAGE_FALLBACK_TO_NEW_THREAD' });
+    for (const req of chat.requests)
+      expect(req.query).toMatchObject({
+        threadKey: 'ops-incidents',
+        messageReplyOption: 'REPLY_MESSAGE_FALLBACK_TO_NEW_THREAD',
+      });
     expect(new Set(refs.map((r) => r.channel)).size).toBe(1);
     expect(chat.threadMessages(refs[0]!.channel!)).toHaveLength(4);
   });
@@ -132,7 +188,13 @@ describe('google chat', () => {
   it('the peer follows Google: a threadKey without messageReplyOption starts a new thread each time', async () => {
     const chat = track(await startGoogleChat());
     const http = createOutboundHttp(allow);
-    const post = (query: string) => http.request({ method: 'POST', url: `${chat.webhookUrl()}&${query}`, headers: { 'content-type': 'application/json' }, body: '{"text":"x"}' });
+    const post = (query: string) =>
+      http.request({
+        method: 'POST',
+        url: `${chat.webhookUrl()}&${query}`,
+        headers: { 'content-type': 'application/json' },
+        body: '{"text":"x"}',
+      });
     await post('threadKey=k1');
     await post('threadKey=k1');
     await post('threadKey=k1&messageReplyOption=REPLY_MESSAGE_FALLBACK_TO_NEW_THREAD');
@@ -151,18 +213,45 @@ describe('signed webhook', () => {
     const s = senders().webhook;
     const target = targetOf('webhook', { url: `${rx.url}/hooks/herald`, secret });
     const first = messageOf({ conversation: conversation(1, null) });
-    const correction = messageOf({ conversation: conversation(2, first.deliveryId, { kind: 'correction', targetDeliveryId: first.deliveryId }) });
-    const retraction = messageOf({ conversation: conversation(3, correction.deliveryId, { kind: 'retraction', targetDeliveryId: first.deliveryId }) });
+    const correction = messageOf({
+      conversation: conversation(2, first.deliveryId, { kind: 'correction', targetDeliveryId: first.deliveryId }),
+    });
+    const retraction = messageOf({
+      conversation: conversation(3, correction.deliveryId, { kind: 'retraction', targetDeliveryId: first.deliveryId }),
+    });
     const refs: MessageRef[] = [];
     for (const m of [first, correction, retraction]) refs.push(refOf(await s.send(target, m)));
-    expect(refs).toEqual([first, correction, retraction].map((m) => ({ id: m.deliveryId, channel: null, permalink: null })));
+    expect(refs).toEqual(
+      [first, correction, retraction].map((m) => ({ id: m.deliveryId, channel: null, permalink: null })),
+    );
 
     const [a, b, c] = rx.requests;
     for (const req of [a, b, c]) expect(req).toMatchObject({ verified: true, duplicate: false });
     const incident_id = first.incident.id;
-    expect(a!.body).toMatchObject({ type: 'incident.executed', test: false, incident_id, sequence: 1, previous_delivery_id: null, target_delivery_id: null, delivery_id: first.deliveryId, incident: first.incident });
-    expect(b!.body).toMatchObject({ type: 'execution.corrected', incident_id, sequence: 2, previous_delivery_id: first.deliveryId, target_delivery_id: first.deliveryId });
-    expect(c!.body).toMatchObject({ type: 'execution.retracted', incident_id, sequence: 3, previous_delivery_id: correction.deliveryId, target_delivery_id: first.deliveryId });
+    expect(a!.body).toMatchObject({
+      type: 'incident.executed',
+      test: false,
+      incident_id,
+      sequence: 1,
+      previous_delivery_id: null,
+      target_delivery_id: null,
+      delivery_id: first.deliveryId,
+      incident: first.incident,
+    });
+    expect(b!.body).toMatchObject({
+      type: 'execution.corrected',
+      incident_id,
+      sequence: 2,
+      previous_delivery_id: first.deliveryId,
+      target_delivery_id: first.deliveryId,
+    });
+    expect(c!.body).toMatchObject({
+      type: 'execution.retracted',
+      incident_id,
+      sequence: 3,
+      previous_delivery_id: correction.deliveryId,
+      target_delivery_id: first.deliveryId,
+    });
   });
 
   it('a connection test belongs to no conversation: connection.test, sequence and previous_delivery_id null', async () => {
@@ -170,7 +259,14 @@ describe('signed webhook', () => {
     const message = messageOf({ test: true });
     await senders().webhook.send(targetOf('webhook', { url: rx.url, secret }), message);
     expect(rx.requests[0]).toMatchObject({ verified: true });
-    expect(rx.requests[0]!.body).toMatchObject({ type: 'connection.test', test: true, incident_id: message.incident.id, sequence: null, previous_delivery_id: null, target_delivery_id: null });
+    expect(rx.requests[0]!.body).toMatchObject({
+      type: 'connection.test',
+      test: true,
+      incident_id: message.incident.id,
+      sequence: null,
+      previous_delivery_id: null,
+      target_delivery_id: null,
+    });
   });
 });
 
@@ -180,28 +276,62 @@ describe('posting-only channels', () => {
     const mm = track(await startMattermost());
     const s = senders();
     const message = messageOf({ conversation: conversation(1, null) });
-    expect(await s.teams.send(targetOf('teams', { webhook_url: teams.webhookUrl() }), message)).toMatchObject({ outcome: 'delivered', message: null });
-    expect(await s.mattermost.send(targetOf('mattermost', { webhook_url: mm.webhookUrl() }), message)).toMatchObject({ outcome: 'delivered', message: null });
+    expect(await s.teams.send(targetOf('teams', { webhook_url: teams.webhookUrl() }), message)).toMatchObject({
+      outcome: 'delivered',
+      message: null,
+    });
+    expect(await s.mattermost.send(targetOf('mattermost', { webhook_url: mm.webhookUrl() }), message)).toMatchObject({
+      outcome: 'delivered',
+      message: null,
+    });
   });
 
   it('every one of them refuses edit and delete for good, naming the platform, and sends nothing', async () => {
-    const [teams, mm, chat, rx, smtp] = [track(await startTeams()), track(await startMattermost()), track(await startGoogleChat()), track(await startWebhookReceiver({ secret })), track(await startSmtp())];
+    const [teams, mm, chat, rx, smtp] = [
+      track(await startTeams()),
+      track(await startMattermost()),
+      track(await startGoogleChat()),
+      track(await startWebhookReceiver({ secret })),
+      track(await startSmtp()),
+    ];
     const s = senders();
     const target: MessageRef = { id: 'earlier', channel: null, permalink: null };
     for (const action of ['edit', 'delete'] as const) {
-      const m = () => messageOf({ action, target, conversation: conversation(2, 'dlv_earlier', { kind: action === 'edit' ? 'correction' : 'retraction', targetDeliveryId: 'dlv_earlier' }) });
+      const m = () =>
+        messageOf({
+          action,
+          target,
+          conversation: conversation(2, 'dlv_earlier', {
+            kind: action === 'edit' ? 'correction' : 'retraction',
+            targetDeliveryId: 'dlv_earlier',
+          }),
+        });
       const results: [string, ChannelResult][] = [
         ['Teams', await s.teams.send(targetOf('teams', { webhook_url: teams.webhookUrl() }), m())],
         ['Mattermost', await s.mattermost.send(targetOf('mattermost', { webhook_url: mm.webhookUrl() }), m())],
         ['Google Chat', await s.google_chat.send(targetOf('google_chat', { webhook_url: chat.webhookUrl() }), m())],
         ['webhook', await s.webhook.send(targetOf('webhook', { url: rx.url, secret }), m())],
-        ['e-mail', await s.email.send(targetOf('email', { from: 'herald@example.com', to: ['oncall@example.com'], host: '127.0.0.1', port: smtp.port, security: 'none' }), m())],
+        [
+          'e-mail',
+          await s.email.send(
+            targetOf('email', {
+              from: 'herald@example.com',
+              to: ['oncall@example.com'],
+              host: '127.0.0.1',
+              port: smtp.port,
+              security: 'none',
+            }),
+            m(),
+          ),
+        ],
       ];
       for (const [platform, r] of results) {
         expect(r).toMatchObject({ outcome: 'permanent', httpStatus: null, disable: null });
         expect(r.outcome === 'permanent' && r.error).toContain(`${platform} cannot ${action} a sent message`);
       }
     }
-    expect([teams.requests, mm.requests, chat.requests, rx.requests, smtp.messages].map((x) => x.length)).toEqual([0, 0, 0, 0, 0]);
+    expect([teams.requests, mm.requests, chat.requests, rx.requests, smtp.messages].map((x) => x.length)).toEqual([
+      0, 0, 0, 0, 0,
+    ]);
   });
 });

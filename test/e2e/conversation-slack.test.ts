@@ -1,7 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { OutboundAllow } from '../../src/domain/connection/address-policy.js';
 import { channelOf } from '../../src/channels/index.js';
-import { createChannelSenders, loadChannelAdapters, type ChannelResult, type HeraldChannelSender } from '../../src/delivery/senders.js';
+import {
+  createChannelSenders,
+  loadChannelAdapters,
+  type ChannelResult,
+  type HeraldChannelSender,
+} from '../../src/delivery/senders.js';
 import { createOutboundHttp } from '../../src/delivery/outbound/http.js';
 import type { MessageRef } from '../../src/ports/index.js';
 import { messageOf, targetOf } from '../support/delivery-targets.js';
@@ -20,10 +25,16 @@ const track = trackPeers();
 
 function slackSender(slack: SlackPeer, o: { timeoutMs?: number } = {}): HeraldChannelSender<'slack'> {
   const http = createOutboundHttp(allow, { trustedBaseUrls: [slack.apiUrl], defaultTimeoutMs: 5_000 });
-  return createChannelSenders(adapters, { http, slackApiUrl: slack.apiUrl, telegramApiUrl: 'https://telegram.invalid', ...(o.timeoutMs ? { timeoutMs: o.timeoutMs } : {}) }).slack;
+  return createChannelSenders(adapters, {
+    http,
+    slackApiUrl: slack.apiUrl,
+    telegramApiUrl: 'https://telegram.invalid',
+    ...(o.timeoutMs ? { timeoutMs: o.timeoutMs } : {}),
+  }).slack;
 }
 
-const bot = (over: { channel?: string; reply_broadcast?: boolean; username?: string; icon_emoji?: string } = {}) => targetOf('slack', { bot_token: 'xoxb-good-token', channel: 'C0INCIDENTS', ...over });
+const bot = (over: { channel?: string; reply_broadcast?: boolean; username?: string; icon_emoji?: string } = {}) =>
+  targetOf('slack', { bot_token: 'xoxb-good-token', channel: 'C0INCIDENTS', ...over });
 
 /** The message ref of a delivered result (fails the test otherwise). */
 function refOf(r: ChannelResult): MessageRef {
@@ -33,7 +44,8 @@ function refOf(r: ChannelResult): MessageRef {
   return ref!;
 }
 
-const permalinkOf = (channel: string, ts: string) => `https://herald-test.slack.com/archives/${channel}/p${ts.replace('.', '')}`;
+const permalinkOf = (channel: string, ts: string) =>
+  `https://herald-test.slack.com/archives/${channel}/p${ts.replace('.', '')}`;
 
 describe('slack bot mode: the conversation', () => {
   it('a post answers the message as {id: ts, channel, permalink} (chat.getPermalink after chat.postMessage)', async () => {
@@ -43,8 +55,13 @@ describe('slack bot mode: the conversation', () => {
     expect(ref.id).toMatch(/^\d{10}\.\d{6}$/);
     expect(ref).toEqual({ id: ref.id, channel: 'C0INCIDENTS', permalink: permalinkOf('C0INCIDENTS', ref.id) });
     expect(slack.calls.map((c) => c.method)).toEqual(['chat.postMessage', 'chat.getPermalink']);
-    expect(slack.callsTo('chat.getPermalink')[0]).toMatchObject({ token: 'xoxb-good-token', args: { channel: 'C0INCIDENTS', message_ts: ref.id } });
-    expect(slack.messagesIn('C0INCIDENTS')).toMatchObject([{ ts: ref.id, text: 'DB down\n\ngone', thread_ts: null, edited: false, deleted: false }]);
+    expect(slack.callsTo('chat.getPermalink')[0]).toMatchObject({
+      token: 'xoxb-good-token',
+      args: { channel: 'C0INCIDENTS', message_ts: ref.id },
+    });
+    expect(slack.messagesIn('C0INCIDENTS')).toMatchObject([
+      { ts: ref.id, text: 'DB down\n\ngone', thread_ts: null, edited: false, deleted: false },
+    ]);
   });
 
   it("a post with `thread` replies under it (thread_ts) in the thread's channel, without reply_broadcast unless configured", async () => {
@@ -52,14 +69,25 @@ describe('slack bot mode: the conversation', () => {
     const send = slackSender(slack);
     const root = refOf(await send.send(bot(), messageOf({ subject: 'DB down', body: 'investigating' })));
     // The connection's channel changed since: the conversation stays where it began.
-    const reply = refOf(await send.send(bot({ channel: 'C0ELSEWHERE' }), messageOf({ subject: 'DB down', body: 'identified', thread: root })));
+    const reply = refOf(
+      await send.send(
+        bot({ channel: 'C0ELSEWHERE' }),
+        messageOf({ subject: 'DB down', body: 'identified', thread: root }),
+      ),
+    );
 
     const [, post] = slack.callsTo('chat.postMessage');
     expect(post!.args).toMatchObject({ channel: 'C0INCIDENTS', thread_ts: root.id });
     expect(post!.args).not.toHaveProperty('reply_broadcast');
-    expect(slack.threadOf('C0INCIDENTS', root.id)).toMatchObject([{ ts: reply.id, text: 'DB down\n\nidentified', thread_ts: root.id, reply_broadcast: false }]);
+    expect(slack.threadOf('C0INCIDENTS', root.id)).toMatchObject([
+      { ts: reply.id, text: 'DB down\n\nidentified', thread_ts: root.id, reply_broadcast: false },
+    ]);
     expect(slack.messagesIn('C0ELSEWHERE')).toEqual([]);
-    expect(reply).toEqual({ id: reply.id, channel: 'C0INCIDENTS', permalink: `${permalinkOf('C0INCIDENTS', reply.id)}?thread_ts=${root.id}&cid=C0INCIDENTS` });
+    expect(reply).toEqual({
+      id: reply.id,
+      channel: 'C0INCIDENTS',
+      permalink: `${permalinkOf('C0INCIDENTS', reply.id)}?thread_ts=${root.id}&cid=C0INCIDENTS`,
+    });
     expect(reply.id > root.id).toBe(true);
   });
 
@@ -91,7 +119,10 @@ describe('slack bot mode: the conversation', () => {
     const target = bot({ username: 'Herald', icon_emoji: ':rotating_light:' });
     const posted = refOf(await send.send(target, messageOf({ subject: 'DB down', body: 'ETA 30 min' })));
 
-    const r = await send.send(target, messageOf({ subject: 'DB down', body: 'ETA 60 min', action: 'edit', target: posted }));
+    const r = await send.send(
+      target,
+      messageOf({ subject: 'DB down', body: 'ETA 60 min', action: 'edit', target: posted }),
+    );
     expect(r).toMatchObject({ outcome: 'delivered', httpStatus: 200, providerCode: null });
     expect(refOf(r)).toEqual(posted);
     const [update] = slack.callsTo('chat.update');
@@ -99,7 +130,11 @@ describe('slack bot mode: the conversation', () => {
     expect(update!.args.blocks).toHaveLength(2);
     expect(update!.args).not.toHaveProperty('username');
     expect(update!.args).not.toHaveProperty('icon_emoji');
-    expect(slack.messageAt('C0INCIDENTS', posted.id)).toMatchObject({ text: 'DB down\n\nETA 60 min', edited: true, deleted: false });
+    expect(slack.messageAt('C0INCIDENTS', posted.id)).toMatchObject({
+      text: 'DB down\n\nETA 60 min',
+      edited: true,
+      deleted: false,
+    });
     expect(slack.callsTo('chat.postMessage')).toHaveLength(1);
   });
 
@@ -107,11 +142,20 @@ describe('slack bot mode: the conversation', () => {
     const slack = track(await startSlack());
     const send = slackSender(slack);
     const posted = refOf(await send.send(bot(), messageOf()));
-    expect(await send.send(bot(), messageOf({ action: 'delete', target: posted }))).toMatchObject({ outcome: 'delivered' });
+    expect(await send.send(bot(), messageOf({ action: 'delete', target: posted }))).toMatchObject({
+      outcome: 'delivered',
+    });
 
     const r = await send.send(bot(), messageOf({ body: 'corrected', action: 'edit', target: posted }));
-    expect(r).toMatchObject({ outcome: 'permanent', httpStatus: 200, providerCode: 'message_not_found', disable: null });
-    expect(r.outcome === 'permanent' && r.error).toContain('the message was deleted in Slack, so it cannot be corrected');
+    expect(r).toMatchObject({
+      outcome: 'permanent',
+      httpStatus: 200,
+      providerCode: 'message_not_found',
+      disable: null,
+    });
+    expect(r.outcome === 'permanent' && r.error).toContain(
+      'the message was deleted in Slack, so it cannot be corrected',
+    );
     expect(r).not.toHaveProperty('cause');
     expect(slack.callsTo('chat.update')).toHaveLength(1);
     expect(slack.callsTo('chat.postMessage')).toHaveLength(1);
@@ -120,8 +164,16 @@ describe('slack bot mode: the conversation', () => {
   it('an edit or delete without a target is refused before anything is sent', async () => {
     const slack = track(await startSlack());
     const send = slackSender(slack);
-    expect(await send.send(bot(), messageOf({ action: 'edit' }))).toMatchObject({ outcome: 'permanent', httpStatus: null, disable: null });
-    expect(await send.send(bot(), messageOf({ action: 'delete', target: null }))).toMatchObject({ outcome: 'permanent', httpStatus: null, disable: null });
+    expect(await send.send(bot(), messageOf({ action: 'edit' }))).toMatchObject({
+      outcome: 'permanent',
+      httpStatus: null,
+      disable: null,
+    });
+    expect(await send.send(bot(), messageOf({ action: 'delete', target: null }))).toMatchObject({
+      outcome: 'permanent',
+      httpStatus: null,
+      disable: null,
+    });
     expect(slack.calls).toEqual([]);
   });
 
@@ -137,7 +189,12 @@ describe('slack bot mode: the conversation', () => {
 
     // A retry after an ambiguous time-out finds the message gone: that is what it wanted.
     const again = await send.send(bot(), messageOf({ action: 'delete', target: posted }));
-    expect(again).toMatchObject({ outcome: 'delivered', httpStatus: 200, providerCode: 'message_not_found', message: null });
+    expect(again).toMatchObject({
+      outcome: 'delivered',
+      httpStatus: 200,
+      providerCode: 'message_not_found',
+      message: null,
+    });
     expect(slack.callsTo('chat.delete')).toHaveLength(2);
   });
 
@@ -157,7 +214,11 @@ describe('slack bot mode: the conversation', () => {
     await postOnce();
     slack.script({ match: '/api/chat.getPermalink', reset: true });
     await postOnce();
-    slack.script({ match: '/api/chat.getPermalink', delayMs: 8_000, body: { ok: true, channel: 'C0INCIDENTS', permalink: 'https://late.example/' } });
+    slack.script({
+      match: '/api/chat.getPermalink',
+      delayMs: 8_000,
+      body: { ok: true, channel: 'C0INCIDENTS', permalink: 'https://late.example/' },
+    });
     const started = Date.now();
     await postOnce();
     expect(Date.now() - started).toBeLessThan(6_000);

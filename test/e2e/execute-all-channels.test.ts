@@ -13,7 +13,12 @@ const con: Record<string, string> = {};
 
 beforeAll(async () => {
   peers = await startAllPeers();
-  h = await startHerald({ SLACK_API_URL: peers.slack.apiUrl, TELEGRAM_API_URL: peers.telegram.url, HERALD_RATE_LIMIT: '10000', HERALD_EXECUTE_RATE_LIMIT: '10000' });
+  h = await startHerald({
+    SLACK_API_URL: peers.slack.apiUrl,
+    TELEGRAM_API_URL: peers.telegram.url,
+    HERALD_RATE_LIMIT: '10000',
+    HERALD_EXECUTE_RATE_LIMIT: '10000',
+  });
   const make = async (key: string, type: string, config: Record<string, unknown>) => {
     const r = await h.api('POST', '/v1/connections', { body: { name: key, type, config } });
     expect(r.status, JSON.stringify(r.body)).toBe(201);
@@ -24,7 +29,13 @@ beforeAll(async () => {
   await make('slack_bot', 'slack', { bot_token: 'xoxb-test-token', channel: 'C0INCIDENTS' });
   await make('teams', 'teams', { webhook_url: peers.teams.webhookUrl() });
   await make('discord', 'discord', { webhook_url: peers.discord.webhookUrl() });
-  await make('email', 'email', { host: peers.smtp.host, port: peers.smtp.port, security: 'none', from: 'herald@example.com', to: ['status@example.com'] });
+  await make('email', 'email', {
+    host: peers.smtp.host,
+    port: peers.smtp.port,
+    security: 'none',
+    from: 'herald@example.com',
+    to: ['status@example.com'],
+  });
   await make('mattermost', 'mattermost', { webhook_url: peers.mattermost.webhookUrl() });
   await make('google_chat', 'google_chat', { webhook_url: peers.chat.webhookUrl() });
   await make('telegram', 'telegram', { bot_token: '123456:AAtest-secret-token-0123456789', chat_id: '-100200300' });
@@ -50,15 +61,23 @@ const HOSTILE = '<!channel> @everyone *bold* <script>alert(1)</script>';
 describe('one execute to every channel type', () => {
   it('delivers to all nine connections with bodies escaped for each platform', async () => {
     const tpl = await h.api('POST', '/v1/templates', {
-      body: { name: 'all-channels', subject: 'Incident: {{incident.title}}', body: 'Status {{incident.status}}. Note: {{note}}' },
+      body: {
+        name: 'all-channels',
+        subject: 'Incident: {{incident.title}}',
+        body: 'Status {{incident.status}}. Note: {{note}}',
+      },
     });
     expect(tpl.status).toBe(201);
-    const { body: inc } = await h.api('POST', '/v1/incidents', { body: { title: 'Payments down', severity: 'critical', template_ids: [tpl.body.id] } });
+    const { body: inc } = await h.api('POST', '/v1/incidents', {
+      body: { title: 'Payments down', severity: 'critical', template_ids: [tpl.body.id] },
+    });
     const r = await h.api('POST', `/v1/incidents/${inc.id}/execute`, { body: { variables: { note: HOSTILE } } });
     expect(r.status).toBe(202);
     expect(r.body.deliveries).toHaveLength(9);
     const done = await settled(inc.id, r.body.id);
-    expect(done.status, JSON.stringify(done.deliveries.map((d: { attempts: unknown[] }) => d.attempts))).toBe('delivered');
+    expect(done.status, JSON.stringify(done.deliveries.map((d: { attempts: unknown[] }) => d.attempts))).toBe(
+      'delivered',
+    );
     const byType = (id: string) => done.deliveries.find((d: { connection_id: string }) => d.connection_id === id);
 
     // Slack webhook and bot: mrkdwn with <, >, & escaped and mentions broken; Block Kit + text.
@@ -72,14 +91,20 @@ describe('one execute to every channel type', () => {
     expect(String(post.args.text)).not.toContain('<!channel>');
 
     // Teams: an Adaptive Card 1.4 in the message envelope.
-    const card = peers.teams.messages[0] as { type: string; attachments: { contentType: string; content: { version: string; body: { text: string }[] } }[] };
+    const card = peers.teams.messages[0] as {
+      type: string;
+      attachments: { contentType: string; content: { version: string; body: { text: string }[] } }[];
+    };
     expect(card.type).toBe('message');
     expect(card.attachments[0]!.contentType).toBe('application/vnd.microsoft.card.adaptive');
     expect(card.attachments[0]!.content.version).toBe('1.4');
     expect(JSON.stringify(card)).not.toMatch(/(^|[^\u200b])@everyone/);
 
     // Discord: an embed, no mention parsed, @everyone broken.
-    const d = peers.discord.messages[0]!.payload as { embeds: { title: string; description: string }[]; allowed_mentions: { parse: unknown[] } };
+    const d = peers.discord.messages[0]!.payload as {
+      embeds: { title: string; description: string }[];
+      allowed_mentions: { parse: unknown[] };
+    };
     expect(d.allowed_mentions).toEqual({ parse: [] });
     expect(d.embeds[0]!.title).toContain('Payments down');
     expect(d.embeds[0]!.description).not.toMatch(/(^|[^\u200b])@everyone/);
@@ -147,10 +172,19 @@ describe('delivery rules end to end', () => {
     const start = peers.slack.webhookMessages.length;
     const { body: inc } = await h.api('POST', '/v1/incidents', { body: { title: 'Paced', severity: 'low' } });
     for (let i = 0; i < 4; i++) {
-      expect((await h.api('POST', `/v1/incidents/${inc.id}/execute`, { body: { connection_ids: [con.slack_webhook] } })).status).toBe(202);
+      expect(
+        (await h.api('POST', `/v1/incidents/${inc.id}/execute`, { body: { connection_ids: [con.slack_webhook] } }))
+          .status,
+      ).toBe(202);
     }
-    await waitFor(() => peers.slack.webhookMessages.length >= start + 4, { timeoutMs: 15_000, what: 'four paced messages' });
-    const times = peers.slack.requests.filter((r) => r.path.startsWith('/services/')).slice(-4).map((r) => r.receivedAt);
+    await waitFor(() => peers.slack.webhookMessages.length >= start + 4, {
+      timeoutMs: 15_000,
+      what: 'four paced messages',
+    });
+    const times = peers.slack.requests
+      .filter((r) => r.path.startsWith('/services/'))
+      .slice(-4)
+      .map((r) => r.receivedAt);
     for (let i = 1; i < times.length; i++) expect(times[i]! - times[i - 1]!).toBeGreaterThanOrEqual(900);
   });
 

@@ -9,7 +9,8 @@ afterAll(async () => {
   await h.close();
 });
 
-const create = (body: Record<string, unknown> = {}) => h.api('POST', '/v1/incidents', { body: { title: 'DB down', severity: 'critical', ...body } });
+const create = (body: Record<string, unknown> = {}) =>
+  h.api('POST', '/v1/incidents', { body: { title: 'DB down', severity: 'critical', ...body } });
 
 describe('incidents over HTTP', () => {
   it('creates with 201, Location, ETag and the full shape', async () => {
@@ -38,7 +39,9 @@ describe('incidents over HTTP', () => {
   });
 
   it('rejects bad bodies with one error per field', async () => {
-    const r = await h.api('POST', '/v1/incidents', { body: { title: 'x'.repeat(201), severity: 'huge', colour: 'red' } });
+    const r = await h.api('POST', '/v1/incidents', {
+      body: { title: 'x'.repeat(201), severity: 'huge', colour: 'red' },
+    });
     expect(r.status).toBe(422);
     expect(r.headers.get('content-type')).toMatch(/application\/problem\+json/);
     expect(r.body.code).toBe('validation_failed');
@@ -48,7 +51,13 @@ describe('incidents over HTTP', () => {
 
   it('enforces the field limits with one errors[] entry per field, and accepts values at the limit', async () => {
     const over = await h.api('POST', '/v1/incidents', {
-      body: { title: 't'.repeat(201), severity: 'low', description: 'd'.repeat(10_001), impact: 'i'.repeat(10_001), template_ids: Array.from({ length: 21 }, (_, i) => `tpl_${i}`) },
+      body: {
+        title: 't'.repeat(201),
+        severity: 'low',
+        description: 'd'.repeat(10_001),
+        impact: 'i'.repeat(10_001),
+        template_ids: Array.from({ length: 21 }, (_, i) => `tpl_${i}`),
+      },
     });
     expect(over.status).toBe(422);
     expect(over.body.errors.map((e: { field: string; code: string }) => `${e.field}:${e.code}`).sort()).toEqual([
@@ -59,13 +68,24 @@ describe('incidents over HTTP', () => {
     ]);
     const at = await create({ title: 't'.repeat(200), description: 'd'.repeat(10_000), impact: 'i'.repeat(10_000) });
     expect(at.status).toBe(201);
-    const patch = await h.api('PATCH', `/v1/incidents/${at.body.id}`, { body: { resolution_summary: 'r'.repeat(10_001), title: '' } });
+    const patch = await h.api('PATCH', `/v1/incidents/${at.body.id}`, {
+      body: { resolution_summary: 'r'.repeat(10_001), title: '' },
+    });
     expect(patch.status).toBe(422);
-    expect(patch.body.errors.map((e: { field: string; code: string }) => `${e.field}:${e.code}`).sort()).toEqual(['resolution_summary:too_long', 'title:required']);
-    expect((await h.api('PATCH', `/v1/incidents/${at.body.id}`, { body: { resolution_summary: 'r'.repeat(10_000) } })).status).toBe(200);
+    expect(patch.body.errors.map((e: { field: string; code: string }) => `${e.field}:${e.code}`).sort()).toEqual([
+      'resolution_summary:too_long',
+      'title:required',
+    ]);
+    expect(
+      (await h.api('PATCH', `/v1/incidents/${at.body.id}`, { body: { resolution_summary: 'r'.repeat(10_000) } }))
+        .status,
+    ).toBe(200);
     // A value of the wrong type is invalid_type; a missing one is required.
     const typed = await h.api('POST', '/v1/incidents', { body: { title: 42 } });
-    expect(typed.body.errors.map((e: { field: string; code: string }) => `${e.field}:${e.code}`).sort()).toEqual(['severity:required', 'title:invalid_type']);
+    expect(typed.body.errors.map((e: { field: string; code: string }) => `${e.field}:${e.code}`).sort()).toEqual([
+      'severity:required',
+      'title:invalid_type',
+    ]);
   });
 
   it('checks in the documented order: 404 of the resource before 409 incident_closed before 422', async () => {
@@ -88,7 +108,9 @@ describe('incidents over HTTP', () => {
     const noop = await h.api('PATCH', `/v1/incidents/${inc.id}`, { body: { status: 'identified' } });
     expect(noop.status).toBe(200);
     expect(noop.body.updated_at).toBe(p1.body.updated_at);
-    const res = await h.api('PATCH', `/v1/incidents/${inc.id}`, { body: { status: 'resolved', resolution_summary: 'failover' } });
+    const res = await h.api('PATCH', `/v1/incidents/${inc.id}`, {
+      body: { status: 'resolved', resolution_summary: 'failover' },
+    });
     expect(res.body.resolved_at).not.toBeNull();
     const reopen = await h.api('PATCH', `/v1/incidents/${inc.id}`, { body: { status: 'monitoring' } });
     expect(reopen.body.resolved_at).toBeNull();

@@ -4,7 +4,17 @@ import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CHILD_DEADLINE_MS, childEnv, freePort, runEntry, spawnEntry, spawnNpmStart, startPrivateRedis, stopChild, type Child } from '../support/child.js';
+import {
+  CHILD_DEADLINE_MS,
+  childEnv,
+  freePort,
+  runEntry,
+  spawnEntry,
+  spawnNpmStart,
+  startPrivateRedis,
+  stopChild,
+  type Child,
+} from '../support/child.js';
 import { waitFor } from '../support/wait.js';
 
 /**
@@ -26,7 +36,8 @@ afterAll(async () => {
   rmSync(dataDir, { recursive: true, force: true });
 });
 
-const env = (extra: Record<string, string | undefined> = {}) => childEnv({ HERALD_DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1', ...extra });
+const env = (extra: Record<string, string | undefined> = {}) =>
+  childEnv({ HERALD_DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1', ...extra });
 const url = (path: string) => `http://127.0.0.1:${port}${path}`;
 
 function redisPid(): number | null {
@@ -107,7 +118,12 @@ describe('npm start on the embedded Redis', () => {
     const body = JSON.stringify({ title: 'In flight at shutdown', severity: 'minor' });
     const req = request(url('/v1/incidents'), {
       method: 'POST',
-      headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body), Expect: '100-continue' },
+      headers: {
+        Authorization: `Bearer ${token}`,
+        'Content-Type': 'application/json',
+        'Content-Length': Buffer.byteLength(body),
+        Expect: '100-continue',
+      },
     });
     const answered = new Promise<number | undefined>((resolve, reject) => {
       req.on('response', (res) => {
@@ -171,33 +187,54 @@ describe('npm start on the embedded Redis', () => {
     await waitFor(() => !alive(pid), { timeoutMs: 5000, what: 'the orphaned redis-server to be stopped' });
   });
 
-  it.each(['SIGTERM', 'SIGINT'] as const)('%s to the `npm start` process itself stops Herald and its Redis within the drain budget', async (signal) => {
-    const npm = await startMain('npm');
-    const pid = redisPid()!;
-    expect(alive(pid)).toBe(true);
-    const t0 = Date.now();
-    npm.proc.kill(signal);
-    await npm.exited;
-    // npm has exited; what matters is that nothing it started is left: not Herald (the port is
-    // free, /healthz refuses) and not its redis-server.
-    await waitFor(async () => (await fetch(url('/healthz')).then(() => false, () => true)) && !alive(pid), {
-      timeoutMs: 15_000,
-      what: 'Herald and its redis-server to stop',
-    });
-    expect(Date.now() - t0).toBeLessThan(12_000);
-    expect(npm.stdout()).toContain('shutting down');
-    expect(existsSync(join(dataDir, 'redis', 'redis.sock'))).toBe(false);
-  });
+  it.each(['SIGTERM', 'SIGINT'] as const)(
+    '%s to the `npm start` process itself stops Herald and its Redis within the drain budget',
+    async (signal) => {
+      const npm = await startMain('npm');
+      const pid = redisPid()!;
+      expect(alive(pid)).toBe(true);
+      const t0 = Date.now();
+      npm.proc.kill(signal);
+      await npm.exited;
+      // npm has exited; what matters is that nothing it started is left: not Herald (the port is
+      // free, /healthz refuses) and not its redis-server.
+      await waitFor(
+        async () =>
+          (await fetch(url('/healthz')).then(
+            () => false,
+            () => true,
+          )) && !alive(pid),
+        {
+          timeoutMs: 15_000,
+          what: 'Herald and its redis-server to stop',
+        },
+      );
+      expect(Date.now() - t0).toBeLessThan(12_000);
+      expect(npm.stdout()).toContain('shutting down');
+      expect(existsSync(join(dataDir, 'redis', 'redis.sock'))).toBe(false);
+    },
+  );
 
   it('serves concurrent CLI commands from one server and leaves none behind', async () => {
     const cli = (...args: string[]) => runEntry('cli', args, env());
-    const results = await Promise.all([cli('keys', 'create', '--name', 'a', '--scopes', '*', '--json'), cli('keys', 'create', '--name', 'b', '--scopes', '*', '--json'), cli('keys', 'list')]);
+    const results = await Promise.all([
+      cli('keys', 'create', '--name', 'a', '--scopes', '*', '--json'),
+      cli('keys', 'create', '--name', 'b', '--scopes', '*', '--json'),
+      cli('keys', 'list'),
+    ]);
     for (const r of results) expect(r.code, r.stderr).toBe(0);
     const list = await cli('keys', 'list', '--json');
-    expect(JSON.parse(list.stdout).map((k: { name: string }) => k.name).sort()).toEqual(['a', 'b', 'ops']);
+    expect(
+      JSON.parse(list.stdout)
+        .map((k: { name: string }) => k.name)
+        .sort(),
+    ).toEqual(['a', 'b', 'ops']);
     // What the commands logged says which of them decided to leave the server running, and why.
     const logged = [...results, list].map((r, i) => `command ${i + 1}: ${r.stderr.trim() || '(nothing)'}`).join('\n');
-    await waitFor(() => !existsSync(join(dataDir, 'redis', 'redis.sock')), { timeoutMs: 5000, what: `the last command to stop the server; the commands' stderr:\n${logged}` });
+    await waitFor(() => !existsSync(join(dataDir, 'redis', 'redis.sock')), {
+      timeoutMs: 5000,
+      what: `the last command to stop the server; the commands' stderr:\n${logged}`,
+    });
     const pid = redisPid();
     expect(pid === null || !alive(pid)).toBe(true);
   });
@@ -240,7 +277,11 @@ describe('npm start refuses to start, saying why', () => {
     await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
     const dir = mkdtempSync(join(tmpdir(), 'herald-busy-'));
     try {
-      const r = await runEntry('main', [], env({ HERALD_DATA_DIR: dir, PORT: String((taken.address() as AddressInfo).port) }));
+      const r = await runEntry(
+        'main',
+        [],
+        env({ HERALD_DATA_DIR: dir, PORT: String((taken.address() as AddressInfo).port) }),
+      );
       expect(r.code).toBe(1);
       expect(r.stderr).toMatch(/127\.0\.0\.1:\d+ is already in use; set PORT/);
       expect(existsSync(join(dir, 'redis', 'redis.sock'))).toBe(false);

@@ -58,7 +58,16 @@ console.log(JSON.stringify({ delivered, status: closed.data!.status, signing: ho
 `;
 
 const TSCONFIG = {
-  compilerOptions: { target: 'ES2023', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, noEmit: true, skipLibCheck: true, types: ['node'], noUncheckedIndexedAccess: true },
+  compilerOptions: {
+    target: 'ES2023',
+    module: 'NodeNext',
+    moduleResolution: 'NodeNext',
+    strict: true,
+    noEmit: true,
+    skipLibCheck: true,
+    types: ['node'],
+    noUncheckedIndexedAccess: true,
+  },
   include: ['*.ts'],
 };
 
@@ -77,12 +86,16 @@ afterAll(async () => {
 
 describe('a client generated from manifest/openapi.json', () => {
   it('type-checks against the README’s minimal bodies and drives the whole story', async () => {
-    await run(bin('openapi-typescript'), [join(ROOT, 'manifest', 'openapi.json'), '-o', join(dir, 'api.d.ts')], { cwd: dir });
+    await run(bin('openapi-typescript'), [join(ROOT, 'manifest', 'openapi.json'), '-o', join(dir, 'api.d.ts')], {
+      cwd: dir,
+    });
     writeFileSync(join(dir, 'story.ts'), STORY);
     writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify(TSCONFIG));
     writeFileSync(join(dir, 'package.json'), JSON.stringify({ type: 'module' }));
     // A type error fails here with tsc's own message.
-    await run(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', dir], { cwd: dir }).catch((e: { stdout?: string }) => {
+    await run(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', dir], {
+      cwd: dir,
+    }).catch((e: { stdout?: string }) => {
       throw new Error(`the story does not type-check against the generated client:\n${e.stdout ?? String(e)}`);
     });
 
@@ -90,7 +103,12 @@ describe('a client generated from manifest/openapi.json', () => {
       cwd: dir,
       env: { ...process.env, HERALD_URL: h.url, HERALD_TOKEN: h.token, HOOK_URL: `${hook.url}/herald` },
     });
-    const result = JSON.parse(out.stdout.trim()) as { delivered: boolean; status: string; signing: boolean; missing: string };
+    const result = JSON.parse(out.stdout.trim()) as {
+      delivered: boolean;
+      status: string;
+      signing: boolean;
+      missing: string;
+    };
     expect(result).toEqual({ delivered: true, status: 'closed', signing: true, missing: 'not_found' });
     expect(hook.requests.length).toBeGreaterThanOrEqual(1);
   });

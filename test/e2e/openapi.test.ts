@@ -14,13 +14,17 @@ afterAll(async () => {
 
 describe('OpenAPI', () => {
   it('manifest/openapi.json is current (run `npm run openapi` after changing a schema or route)', () => {
-    const checkedIn: unknown = JSON.parse(readFileSync(new URL('../../manifest/openapi.json', import.meta.url), 'utf8'));
+    const checkedIn: unknown = JSON.parse(
+      readFileSync(new URL('../../manifest/openapi.json', import.meta.url), 'utf8'),
+    );
     expect(checkedIn).toEqual(JSON.parse(JSON.stringify(buildOpenApiDocument())));
   });
 
   it('is a valid OpenAPI 3.1 document', async () => {
     const validator = new Validator();
-    const result = await validator.validate(JSON.parse(JSON.stringify(buildOpenApiDocument())) as Record<string, unknown>);
+    const result = await validator.validate(
+      JSON.parse(JSON.stringify(buildOpenApiDocument())) as Record<string, unknown>,
+    );
     expect(result.errors ?? []).toEqual([]);
     expect(result.valid).toBe(true);
     expect(validator.version).toBe('3.1');
@@ -31,14 +35,30 @@ describe('OpenAPI', () => {
     expect(r.status).toBe(200);
     expect(r.body.openapi).toBe('3.1.0');
     const paths = Object.keys(r.body.paths);
-    for (const p of ['/incidents', '/incidents/{id}/execute', '/incidents/{id}/executions/{executionId}/redeliver', '/templates/{id}/render', '/connections/{id}/test']) {
+    for (const p of [
+      '/incidents',
+      '/incidents/{id}/execute',
+      '/incidents/{id}/executions/{executionId}/redeliver',
+      '/templates/{id}/render',
+      '/connections/{id}/test',
+    ]) {
       expect(paths).toContain(p);
     }
   });
 
   it('names every operation, and declares the headers and statuses the request chain can answer', async () => {
-    type Op = { operationId?: string; parameters?: { in: string; name: string }[]; requestBody?: unknown; responses: Record<string, { headers?: Record<string, unknown> }> };
-    const doc = JSON.parse(JSON.stringify(buildOpenApiDocument())) as { info: { license?: unknown }; paths: Record<string, Record<string, Op>>; webhooks?: Record<string, unknown>; components: { headers: Record<string, unknown> } };
+    type Op = {
+      operationId?: string;
+      parameters?: { in: string; name: string }[];
+      requestBody?: unknown;
+      responses: Record<string, { headers?: Record<string, unknown> }>;
+    };
+    const doc = JSON.parse(JSON.stringify(buildOpenApiDocument())) as {
+      info: { license?: unknown };
+      paths: Record<string, Record<string, Op>>;
+      webhooks?: Record<string, unknown>;
+      components: { headers: Record<string, unknown> };
+    };
     expect(doc.info.license).toMatchObject({ name: 'MIT' });
     expect(Object.keys(doc.webhooks ?? {})).toEqual(['incidentDelivery']);
     const ids = new Set<string>();
@@ -59,7 +79,8 @@ describe('OpenAPI', () => {
         if (headerParams.includes('If-Match')) expect(statuses, where).toContain('412');
         for (const [status, response] of Object.entries(op.responses)) {
           expect(Object.keys(response.headers ?? {}), `${where} ${status}`).toContain('X-Request-Id');
-          if (status === '429' || status === '503') expect(Object.keys(response.headers ?? {})).toContain('Retry-After');
+          if (status === '429' || status === '503')
+            expect(Object.keys(response.headers ?? {})).toContain('Retry-After');
           if (status === '201' || status === '202') expect(Object.keys(response.headers ?? {})).toContain('Location');
         }
       }
@@ -67,7 +88,9 @@ describe('OpenAPI', () => {
     expect(ids.size).toBe(Object.values(doc.paths).reduce((n, ops) => n + Object.keys(ops).length, 0));
     // What the server really sends on a write is declared: ETag, RateLimit and the request id.
     const created = await h.api('POST', '/v1/incidents', { body: { title: 'Headers', severity: 'minor' } });
-    const declared = Object.keys(doc.paths['/incidents']!.post!.responses['201']!.headers ?? {}).map((n) => n.toLowerCase());
+    const declared = Object.keys(doc.paths['/incidents']!.post!.responses['201']!.headers ?? {}).map((n) =>
+      n.toLowerCase(),
+    );
     for (const name of ['location', 'etag', 'ratelimit', 'ratelimit-policy', 'x-request-id']) {
       expect(created.headers.get(name), name).not.toBeNull();
       expect(declared).toContain(name);

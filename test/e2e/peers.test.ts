@@ -80,24 +80,46 @@ describe('slack', () => {
   it('Web API through the real @slack/web-api client: postMessage, auth errors, recorded calls', async () => {
     const slack = track(await startSlack({ tokens: ['xoxb-good'] }));
     const client = new WebClient('xoxb-good', { slackApiUrl: slack.apiUrl, retryConfig: { retries: 0 } });
-    const posted = await client.chat.postMessage({ channel: 'C123', text: 'hello', blocks: [{ type: 'section', text: { type: 'mrkdwn', text: '*hi*' } }] });
+    const posted = await client.chat.postMessage({
+      channel: 'C123',
+      text: 'hello',
+      blocks: [{ type: 'section', text: { type: 'mrkdwn', text: '*hi*' } }],
+    });
     expect(posted).toMatchObject({ ok: true, channel: 'C123' });
     expect(posted.ts).toMatch(/^\d+\.\d{6}$/);
     await expect(client.auth.test()).resolves.toMatchObject({ ok: true, team_id: 'T0HERALD' });
     const bad = new WebClient('xoxb-bad', { slackApiUrl: slack.apiUrl, retryConfig: { retries: 0 } });
     await expect(bad.auth.test()).rejects.toMatchObject({ data: { ok: false, error: 'invalid_auth' } });
     const [call] = slack.callsTo('chat.postMessage');
-    expect(call).toMatchObject({ method: 'chat.postMessage', token: 'xoxb-good', args: { channel: 'C123', text: 'hello', blocks: [{ type: 'section' }] } });
+    expect(call).toMatchObject({
+      method: 'chat.postMessage',
+      token: 'xoxb-good',
+      args: { channel: 'C123', text: 'hello', blocks: [{ type: 'section' }] },
+    });
     slack.failNext('views.open', 'expired_trigger_id');
-    await expect(client.views.open({ trigger_id: 't', view: { type: 'modal', title: { type: 'plain_text', text: 'x' }, blocks: [] } })).rejects.toMatchObject({ data: { error: 'expired_trigger_id' } });
+    await expect(
+      client.views.open({
+        trigger_id: 't',
+        view: { type: 'modal', title: { type: 'plain_text', text: 'x' }, blocks: [] },
+      }),
+    ).rejects.toMatchObject({ data: { error: 'expired_trigger_id' } });
     expect(slack.calls.map((c) => c.method)).toEqual(['chat.postMessage', 'auth.test', 'auth.test', 'views.open']);
   });
 
   it('Web API rate limit: 429 with Retry-After', async () => {
     const slack = track(await startSlack());
     slack.rateLimitNext('chat.postMessage', 1);
-    const r = await http.request({ method: 'POST', url: `${slack.apiUrl}chat.postMessage`, headers: { authorization: 'Bearer xoxb-1', 'content-type': 'application/json' }, body: '{"channel":"C1","text":"x"}' });
-    expect([r.status, r.headers['retry-after'], JSON.parse(r.body)]).toEqual([429, '1', { ok: false, error: 'ratelimited' }]);
+    const r = await http.request({
+      method: 'POST',
+      url: `${slack.apiUrl}chat.postMessage`,
+      headers: { authorization: 'Bearer xoxb-1', 'content-type': 'application/json' },
+      body: '{"channel":"C1","text":"x"}',
+    });
+    expect([r.status, r.headers['retry-after'], JSON.parse(r.body)]).toEqual([
+      429,
+      '1',
+      { ok: false, error: 'ratelimited' },
+    ]);
     expect(slack.callsTo('chat.postMessage')).toHaveLength(1);
   });
 });
@@ -105,17 +127,29 @@ describe('slack', () => {
 describe('discord', () => {
   it('executes with ?wait=true (200 message), without (204), GET webhook, 429 with retry_after', async () => {
     const discord = track(await startDiscord());
-    const waited = await http.request({ method: 'POST', url: `${discord.webhookUrl()}?wait=true`, ...json({ content: 'DB down' }) });
+    const waited = await http.request({
+      method: 'POST',
+      url: `${discord.webhookUrl()}?wait=true`,
+      ...json({ content: 'DB down' }),
+    });
     expect(waited.status).toBe(200);
     expect(JSON.parse(waited.body)).toMatchObject({ content: 'DB down', webhook_id: '1234567890123456789' });
-    expect((await http.request({ method: 'POST', url: discord.webhookUrl(), ...json({ content: 'again' }) })).status).toBe(204);
+    expect(
+      (await http.request({ method: 'POST', url: discord.webhookUrl(), ...json({ content: 'again' }) })).status,
+    ).toBe(204);
     const info = await http.request({ method: 'GET', url: discord.webhookUrl() });
     expect(JSON.parse(info.body)).toMatchObject({ id: '1234567890123456789', type: 1 });
     discord.rateLimitNext(1.5);
     const limited = await http.request({ method: 'POST', url: discord.webhookUrl(), ...json({ content: 'x' }) });
-    expect([limited.status, limited.headers['retry-after'], JSON.parse(limited.body)]).toEqual([429, '2', { message: 'You are being rate limited.', retry_after: 1.5, global: false }]);
+    expect([limited.status, limited.headers['retry-after'], JSON.parse(limited.body)]).toEqual([
+      429,
+      '2',
+      { message: 'You are being rate limited.', retry_after: 1.5, global: false },
+    ]);
     discord.deleteWebhook('1234567890123456789');
-    expect((await http.request({ method: 'POST', url: discord.webhookUrl(), ...json({ content: 'x' }) })).status).toBe(404);
+    expect((await http.request({ method: 'POST', url: discord.webhookUrl(), ...json({ content: 'x' }) })).status).toBe(
+      404,
+    );
     expect(discord.messages.map((m) => m.payload.content)).toEqual(['DB down', 'again']);
   });
 });
@@ -123,7 +157,11 @@ describe('discord', () => {
 describe('teams, mattermost, google chat, telegram', () => {
   it('teams Workflows webhook answers 202 Accepted', async () => {
     const teams = track(await startTeams());
-    const r = await http.request({ method: 'POST', url: teams.webhookUrl(), ...json({ type: 'message', attachments: [] }) });
+    const r = await http.request({
+      method: 'POST',
+      url: teams.webhookUrl(),
+      ...json({ type: 'message', attachments: [] }),
+    });
     expect([r.status, r.body]).toEqual([202, '']);
     expect(teams.messages).toHaveLength(1);
     expect(teams.requests[0]!.query['api-version']).toBe('2016-06-01');
@@ -131,7 +169,11 @@ describe('teams, mattermost, google chat, telegram', () => {
 
   it('mattermost answers 200 ok', async () => {
     const mm = track(await startMattermost());
-    const r = await http.request({ method: 'POST', url: mm.webhookUrl(), ...json({ text: 'DB down', username: 'herald' }) });
+    const r = await http.request({
+      method: 'POST',
+      url: mm.webhookUrl(),
+      ...json({ text: 'DB down', username: 'herald' }),
+    });
     expect([r.status, r.body]).toEqual([200, 'ok']);
     expect(mm.messages).toEqual([{ text: 'DB down', username: 'herald' }]);
   });
@@ -149,14 +191,25 @@ describe('teams, mattermost, google chat, telegram', () => {
 
   it('telegram sendMessage, getMe, 401 and 429 with parameters.retry_after', async () => {
     const tg = track(await startTelegram({ tokens: ['123456:ABCDEFGHIJKLMNOP'] }));
-    const sent = await http.request({ method: 'POST', url: `${tg.url}/bot123456:ABCDEFGHIJKLMNOP/sendMessage`, ...json({ chat_id: -100123, text: 'DB down' }) });
+    const sent = await http.request({
+      method: 'POST',
+      url: `${tg.url}/bot123456:ABCDEFGHIJKLMNOP/sendMessage`,
+      ...json({ chat_id: -100123, text: 'DB down' }),
+    });
     expect(JSON.parse(sent.body)).toMatchObject({ ok: true, result: { message_id: 1, text: 'DB down' } });
     const me = await http.request({ method: 'GET', url: `${tg.url}/bot123456:ABCDEFGHIJKLMNOP/getMe` });
     expect(JSON.parse(me.body)).toMatchObject({ ok: true, result: { id: 123456, is_bot: true } });
     const bad = await http.request({ method: 'GET', url: `${tg.url}/bot999:WRONGWRONGWRONG/getMe` });
-    expect([bad.status, JSON.parse(bad.body)]).toEqual([401, { ok: false, error_code: 401, description: 'Unauthorized' }]);
+    expect([bad.status, JSON.parse(bad.body)]).toEqual([
+      401,
+      { ok: false, error_code: 401, description: 'Unauthorized' },
+    ]);
     tg.rateLimitNext('sendMessage', 3);
-    const limited = await http.request({ method: 'POST', url: `${tg.url}/bot123456:ABCDEFGHIJKLMNOP/sendMessage`, ...json({ chat_id: 1, text: 'x' }) });
+    const limited = await http.request({
+      method: 'POST',
+      url: `${tg.url}/bot123456:ABCDEFGHIJKLMNOP/sendMessage`,
+      ...json({ chat_id: 1, text: 'x' }),
+    });
     expect(limited.status).toBe(429);
     expect(JSON.parse(limited.body).parameters).toEqual({ retry_after: 3 });
     expect(tg.messages).toHaveLength(1);
@@ -170,13 +223,33 @@ describe('webhook receiver (Standard Webhooks)', () => {
     const receiver = track(await startWebhookReceiver({ secret }));
     const body = JSON.stringify({ type: 'incident.executed', data: { id: 'inc_1' } });
     const ts = Math.floor(Date.now() / 1000);
-    const headers = (sig: string) => ({ 'content-type': 'application/json', 'webhook-id': 'dlv_1', 'webhook-timestamp': String(ts), 'webhook-signature': sig });
-    const good = await http.request({ method: 'POST', url: `${receiver.url}/hooks/herald`, headers: headers(signStandardWebhook(secret, 'dlv_1', ts, body)), body });
+    const headers = (sig: string) => ({
+      'content-type': 'application/json',
+      'webhook-id': 'dlv_1',
+      'webhook-timestamp': String(ts),
+      'webhook-signature': sig,
+    });
+    const good = await http.request({
+      method: 'POST',
+      url: `${receiver.url}/hooks/herald`,
+      headers: headers(signStandardWebhook(secret, 'dlv_1', ts, body)),
+      body,
+    });
     expect(good.status).toBe(200);
     const wrongKey = `whsec_${randomBytes(24).toString('base64')}`;
-    const bad = await http.request({ method: 'POST', url: `${receiver.url}/hooks/herald`, headers: headers(signStandardWebhook(wrongKey, 'dlv_1', ts, body)), body });
+    const bad = await http.request({
+      method: 'POST',
+      url: `${receiver.url}/hooks/herald`,
+      headers: headers(signStandardWebhook(wrongKey, 'dlv_1', ts, body)),
+      body,
+    });
     expect(bad.status).toBe(401);
-    const retry = await http.request({ method: 'POST', url: `${receiver.url}/hooks/herald`, headers: headers(`v1,bm90LWl0 ${signStandardWebhook(secret, 'dlv_1', ts, body)}`), body });
+    const retry = await http.request({
+      method: 'POST',
+      url: `${receiver.url}/hooks/herald`,
+      headers: headers(`v1,bm90LWl0 ${signStandardWebhook(secret, 'dlv_1', ts, body)}`),
+      body,
+    });
     expect(retry.status).toBe(200);
     expect(receiver.requests.map((r) => [r.verified, r.verifyError, r.duplicate])).toEqual([
       [true, null, false],
@@ -189,7 +262,16 @@ describe('webhook receiver (Standard Webhooks)', () => {
     const secret = `whsec_${randomBytes(24).toString('base64')}`;
     const receiver = track(await startWebhookReceiver({ secret }));
     const old = Math.floor(Date.now() / 1000) - 3600;
-    await http.request({ method: 'POST', url: receiver.url, headers: { 'webhook-id': 'a', 'webhook-timestamp': String(old), 'webhook-signature': signStandardWebhook(secret, 'a', old, '{}') }, body: '{}' });
+    await http.request({
+      method: 'POST',
+      url: receiver.url,
+      headers: {
+        'webhook-id': 'a',
+        'webhook-timestamp': String(old),
+        'webhook-signature': signStandardWebhook(secret, 'a', old, '{}'),
+      },
+      body: '{}',
+    });
     await http.request({ method: 'POST', url: receiver.url, body: '{}' });
     expect(receiver.requests.map((r) => r.verifyError)).toEqual(['stale_timestamp', 'missing_headers']);
   });
@@ -217,7 +299,14 @@ describe('smtp', () => {
   it('speaks implicit TLS (port-465 style) and refuses a certificate for another name', async () => {
     const smtp = track(await startSmtp({ tls: 'tls' }));
     const send = (servername: string) =>
-      nodemailer.createTransport({ host: smtp.host, port: smtp.port, secure: true, tls: { servername, ca: smtp.cert ?? undefined } }).sendMail({ from: 'a@example.com', to: 'b@example.com', subject: 's', text: 't' });
+      nodemailer
+        .createTransport({
+          host: smtp.host,
+          port: smtp.port,
+          secure: true,
+          tls: { servername, ca: smtp.cert ?? undefined },
+        })
+        .sendMail({ from: 'a@example.com', to: 'b@example.com', subject: 's', text: 't' });
     await expect(send('mail.example.com')).rejects.toThrow(/altnames|hostname/i);
     await send('localhost');
     expect(smtp.messages.map((m) => m.secure)).toEqual([true]);
@@ -226,8 +315,19 @@ describe('smtp', () => {
   it('answers scripted 4xx/5xx and rejects a wrong password (plain SMTP)', async () => {
     const smtp = track(await startSmtp({ auth: { username: 'herald', password: 's3cret' } }));
     const send = (pass: string) =>
-      nodemailer.createTransport({ host: smtp.host, port: smtp.port, secure: false, ignoreTLS: true, auth: { user: 'herald', pass } }).sendMail({ from: 'a@example.com', to: 'b@example.com', subject: 's', text: 't' });
-    smtp.script({ stage: 'rcpt', code: 450, message: 'Mailbox busy' }, { stage: 'data', code: 554, message: 'Rejected' });
+      nodemailer
+        .createTransport({
+          host: smtp.host,
+          port: smtp.port,
+          secure: false,
+          ignoreTLS: true,
+          auth: { user: 'herald', pass },
+        })
+        .sendMail({ from: 'a@example.com', to: 'b@example.com', subject: 's', text: 't' });
+    smtp.script(
+      { stage: 'rcpt', code: 450, message: 'Mailbox busy' },
+      { stage: 'data', code: 554, message: 'Rejected' },
+    );
     await expect(send('s3cret')).rejects.toMatchObject({ responseCode: 450 });
     await expect(send('s3cret')).rejects.toMatchObject({ responseCode: 554 });
     await expect(send('wrong')).rejects.toMatchObject({ responseCode: 535 });

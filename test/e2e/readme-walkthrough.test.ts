@@ -58,26 +58,47 @@ describe('README walk-through', () => {
       HOST: '127.0.0.1',
       LOG_LEVEL: 'warn',
     });
-    const sinkProc = spawn('npm', ['run', 'sink'], { cwd: ROOT, env: { ...env, PORT: String(sinkPort) }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const sinkProc = spawn('npm', ['run', 'sink'], {
+      cwd: ROOT,
+      env: { ...env, PORT: String(sinkPort) },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let sinkOut = '';
     sinkProc.stdout.on('data', (c: Buffer) => (sinkOut += c.toString()));
-    sink = { proc: sinkProc, stdout: () => sinkOut, stderr: () => '', exited: new Promise<number | null>((r) => sinkProc.on('close', r)) };
+    sink = {
+      proc: sinkProc,
+      stdout: () => sinkOut,
+      stderr: () => '',
+      exited: new Promise<number | null>((r) => sinkProc.on('close', r)),
+    };
     herald = spawnEntry('main', [], env);
-    await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => null))?.status === 200 && sink!.stdout().includes('sink listening'), {
-      timeoutMs: CHILD_DEADLINE_MS,
-      intervalMs: 100,
-      what: 'Herald and the sink to start',
-    });
+    await waitFor(
+      async () =>
+        (await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => null))?.status === 200 &&
+        sink!.stdout().includes('sink listening'),
+      {
+        timeoutMs: CHILD_DEADLINE_MS,
+        intervalMs: 100,
+        what: 'Herald and the sink to start',
+      },
+    );
 
     const localized = script
       .replaceAll('localhost:3000', `127.0.0.1:${port}`)
       .replaceAll('127.0.0.1:4000', `127.0.0.1:${sinkPort}`)
       .replaceAll('/tmp/herald.json', join(dir, 'out.json'));
-    const { stdout } = await run('bash', ['-euo', 'pipefail', '-c', localized], { cwd: ROOT, env, timeout: CHILD_DEADLINE_MS });
+    const { stdout } = await run('bash', ['-euo', 'pipefail', '-c', localized], {
+      cwd: ROOT,
+      env,
+      timeout: CHILD_DEADLINE_MS,
+    });
     expect(stdout.trim().split('\n')).toEqual(expected);
 
     // The sink printed the test message and the execute's delivery, signed.
-    await waitFor(() => (sink!.stdout().match(/POST \/herald/g) ?? []).length >= 2, { timeoutMs: 30_000, what: 'the sink to receive the test message and the delivery' });
+    await waitFor(() => (sink!.stdout().match(/POST \/herald/g) ?? []).length >= 2, {
+      timeoutMs: 30_000,
+      what: 'the sink to receive the test message and the delivery',
+    });
     expect(sink.stdout()).toContain('webhook-signature: v1,');
     expect(sink.stdout()).toContain('We are investigating Checkout errors in EU. Next update in 30 minutes.');
   });

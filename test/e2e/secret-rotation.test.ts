@@ -61,7 +61,13 @@ describe('rotating HERALD_SECRET_KEY', () => {
     await h.close({ keepData: true });
   };
   const reseal = async (env: Record<string, string>) => {
-    const config = loadConfig({ REDIS_URL: testRedisUrl(), HERALD_KEY_PREFIX: prefix, HERALD_DATA_DIR: dataDir, LOG_LEVEL: 'silent', ...env });
+    const config = loadConfig({
+      REDIS_URL: testRedisUrl(),
+      HERALD_KEY_PREFIX: prefix,
+      HERALD_DATA_DIR: dataDir,
+      LOG_LEVEL: 'silent',
+      ...env,
+    });
     const core = await openCore({ config, log: createLogger('silent') });
     try {
       return await core.resealSecrets();
@@ -72,7 +78,9 @@ describe('rotating HERALD_SECRET_KEY', () => {
 
   /** Every connection's secrets, opened as a delivery would open them. */
   const openedSecrets = async (h: TestHerald, ids: string[]) =>
-    Promise.all(ids.map(async (id) => JSON.stringify((await h.herald.services.connections.getForDelivery(id))?.config)));
+    Promise.all(
+      ids.map(async (id) => JSON.stringify((await h.herald.services.connections.getForDelivery(id))?.config)),
+    );
 
   it('reads the old key’s secrets through HERALD_SECRET_KEY_PREVIOUS, reseals them, then needs only the new key', async () => {
     // 1. Everything sealed with key A: a connection of every type and a replayable create.
@@ -84,7 +92,10 @@ describe('rotating HERALD_SECRET_KEY', () => {
       ids.push(res.body.id as string);
     }
     const webhookBody = { name: 'Signed', type: 'webhook', config: { url: 'https://hooks.example.com/signed' } };
-    const created = await first.api('POST', '/v1/connections', { body: webhookBody, headers: { 'Idempotency-Key': 'rotate-me' } });
+    const created = await first.api('POST', '/v1/connections', {
+      body: webhookBody,
+      headers: { 'Idempotency-Key': 'rotate-me' },
+    });
     expect(created.status).toBe(201);
     const signingSecret = created.body.signing_secret as string;
     expect(signingSecret).toMatch(/^whsec_/);
@@ -97,7 +108,11 @@ describe('rotating HERALD_SECRET_KEY', () => {
     //    rotation is under way.
     const second = await start({ HERALD_SECRET_KEY: keyB, HERALD_SECRET_KEY_PREVIOUS: keyA });
     expect(await openedSecrets(second, ids)).toEqual(before);
-    const replay = await second.api('POST', '/v1/connections', { body: webhookBody, headers: { 'Idempotency-Key': 'rotate-me' }, token: adminToken });
+    const replay = await second.api('POST', '/v1/connections', {
+      body: webhookBody,
+      headers: { 'Idempotency-Key': 'rotate-me' },
+      token: adminToken,
+    });
     expect(replay.status).toBe(201);
     expect(replay.headers.get('idempotent-replayed')).toBe('true');
     expect(replay.body.signing_secret).toBe(signingSecret);
@@ -111,7 +126,13 @@ describe('rotating HERALD_SECRET_KEY', () => {
     const cli = await runEntry(
       'cli',
       ['secrets', 'reseal', '--json'],
-      childEnv({ REDIS_URL: testRedisUrl(), HERALD_KEY_PREFIX: prefix, HERALD_DATA_DIR: dataDir, HERALD_SECRET_KEY: keyB, HERALD_SECRET_KEY_PREVIOUS: keyA }),
+      childEnv({
+        REDIS_URL: testRedisUrl(),
+        HERALD_KEY_PREFIX: prefix,
+        HERALD_DATA_DIR: dataDir,
+        HERALD_SECRET_KEY: keyB,
+        HERALD_SECRET_KEY_PREVIOUS: keyA,
+      }),
     );
     expect(cli.stderr).toBe('');
     expect(cli.code).toBe(0);
@@ -121,7 +142,11 @@ describe('rotating HERALD_SECRET_KEY', () => {
     // 4. Key B alone reads everything, the replay included.
     const third = await start({ HERALD_SECRET_KEY: keyB });
     expect(await openedSecrets(third, ids)).toEqual(before);
-    const again = await third.api('POST', '/v1/connections', { body: webhookBody, headers: { 'Idempotency-Key': 'rotate-me' }, token: adminToken });
+    const again = await third.api('POST', '/v1/connections', {
+      body: webhookBody,
+      headers: { 'Idempotency-Key': 'rotate-me' },
+      token: adminToken,
+    });
     expect(again.body.signing_secret).toBe(signingSecret);
     await stop(third);
 
@@ -129,6 +154,8 @@ describe('rotating HERALD_SECRET_KEY', () => {
     const wrong = startHerald({ HERALD_KEY_PREFIX: prefix, HERALD_SECRET_KEY: keyC });
     await expect(wrong).rejects.toBeInstanceOf(StartupError);
     await expect(wrong).rejects.toThrow(/HERALD_SECRET_KEY does not match/);
-    await expect(reseal({ HERALD_SECRET_KEY: keyC, HERALD_SECRET_KEY_PREVIOUS: keyA })).rejects.toThrow(/does not match/);
+    await expect(reseal({ HERALD_SECRET_KEY: keyC, HERALD_SECRET_KEY_PREVIOUS: keyA })).rejects.toThrow(
+      /does not match/,
+    );
   });
 });

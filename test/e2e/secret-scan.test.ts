@@ -34,7 +34,10 @@ const secrets: string[] = Object.values(S);
 
 const call = async (label: string, method: string, path: string, opts: RequestOptions = {}): Promise<ApiResponse> => {
   const res = await h.api(method, path, opts);
-  responses.set(`response ${responses.size} ${label} ${method} ${path}`, `${[...res.headers].map(([k, v]) => `${k}: ${v}`).join('\n')}\n\n${res.text}`);
+  responses.set(
+    `response ${responses.size} ${label} ${method} ${path}`,
+    `${[...res.headers].map(([k, v]) => `${k}: ${v}`).join('\n')}\n\n${res.text}`,
+  );
   return res;
 };
 
@@ -47,7 +50,13 @@ beforeAll(async () => {
     },
   });
   h = await startHerald(
-    { LOG_LEVEL: 'trace', SLACK_API_URL: peers.slack.apiUrl, TELEGRAM_API_URL: peers.telegram.url, HERALD_RATE_LIMIT: '10000', HERALD_EXECUTE_RATE_LIMIT: '10000' },
+    {
+      LOG_LEVEL: 'trace',
+      SLACK_API_URL: peers.slack.apiUrl,
+      TELEGRAM_API_URL: peers.telegram.url,
+      HERALD_RATE_LIMIT: '10000',
+      HERALD_EXECUTE_RATE_LIMIT: '10000',
+    },
     { log: createLogger('trace', sink) },
   );
 });
@@ -62,9 +71,13 @@ describe('the scanner', () => {
     for (const prefix of ['', 'a', 'ab', 'abc']) {
       const text = Buffer.from(`${prefix}${secret}"}`).toString('base64');
       expect(findSecrets([secret], new Map([['b64', `x${text}y`]])), prefix).toHaveLength(1);
-      expect(findSecrets([secret], new Map([['b64url', Buffer.from(`${prefix}${secret}`).toString('base64url')]]))).toHaveLength(1);
+      expect(
+        findSecrets([secret], new Map([['b64url', Buffer.from(`${prefix}${secret}`).toString('base64url')]])),
+      ).toHaveLength(1);
     }
-    expect(findSecrets([secret], new Map([['hex', Buffer.from(secret).toString('hex').toUpperCase()]]))).toHaveLength(1);
+    expect(findSecrets([secret], new Map([['hex', Buffer.from(secret).toString('hex').toUpperCase()]]))).toHaveLength(
+      1,
+    );
     expect(findSecrets([secret], new Map([['clear', `token=${secret}&x`]]))).toHaveLength(1);
     expect(findSecrets([secret], new Map([['last4 only', `…${secret.slice(-4)}`]]))).toHaveLength(0);
     expect(needlesOf(secret).every((n) => n.length >= 8)).toBe(true);
@@ -77,7 +90,10 @@ describe('secrets stay secret', () => {
     const make = async (key: string, type: string, config: Record<string, unknown>) => {
       // The create answers the webhook's signing secret once, by design; it is learnt here and
       // then searched for everywhere else, its idempotent replay included.
-      const r = await h.api('POST', '/v1/connections', { body: { name: key, type, config }, headers: { 'Idempotency-Key': `create-${key}` } });
+      const r = await h.api('POST', '/v1/connections', {
+        body: { name: key, type, config },
+        headers: { 'Idempotency-Key': `create-${key}` },
+      });
       expect(r.status, JSON.stringify(r.body)).toBe(201);
       connections[key] = r.body.id as string;
       if (type === 'webhook') {
@@ -90,7 +106,15 @@ describe('secrets stay secret', () => {
     await make('slack_bot', 'slack', { bot_token: S.slackBot, channel: 'C0INCIDENTS' });
     await make('teams', 'teams', { webhook_url: peers.teams.webhookUrl(S.teams) });
     await make('discord', 'discord', { webhook_url: peers.discord.webhookUrl('1234567890123456789', S.discord) });
-    await make('email', 'email', { host: peers.smtp.host, port: peers.smtp.port, security: 'none', username: 'herald', password: S.smtpPassword, from: 'herald@example.com', to: ['status@example.com'] });
+    await make('email', 'email', {
+      host: peers.smtp.host,
+      port: peers.smtp.port,
+      security: 'none',
+      username: 'herald',
+      password: S.smtpPassword,
+      from: 'herald@example.com',
+      to: ['status@example.com'],
+    });
     await make('mattermost', 'mattermost', { webhook_url: peers.mattermost.webhookUrl(S.mattermost) });
     await make('google_chat', 'google_chat', { webhook_url: peers.chat.webhookUrl() });
     await make('telegram', 'telegram', { bot_token: S.telegram, chat_id: '-100200300' });
@@ -102,7 +126,11 @@ describe('secrets stay secret', () => {
 
     // Replays of the creates (the stored answers hold the signing secret, sealed).
     const replay = await call('replay', 'POST', '/v1/connections', {
-      body: { name: 'webhook', type: 'webhook', config: { url: `${peers.hook.url}/herald`, headers: { 'X-Api-Key': S.webhookHeader } } },
+      body: {
+        name: 'webhook',
+        type: 'webhook',
+        config: { url: `${peers.hook.url}/herald`, headers: { 'X-Api-Key': S.webhookHeader } },
+      },
       headers: { 'Idempotency-Key': 'create-webhook' },
     });
     expect(replay.headers.get('idempotent-replayed')).toBe('true');
@@ -110,40 +138,73 @@ describe('secrets stay secret', () => {
 
     await call('list', 'GET', '/v1/connections?limit=100', { token: reader });
     for (const id of Object.values(connections)) await call('get', 'GET', `/v1/connections/${id}`);
-    await call('patch', 'PATCH', `/v1/connections/${connections.telegram}`, { body: { config: { bot_token: S.telegram } } });
-    const tested = await call('test', 'POST', `/v1/connections/${connections.webhook}/test`, { body: { send_message: true } });
+    await call('patch', 'PATCH', `/v1/connections/${connections.telegram}`, {
+      body: { config: { bot_token: S.telegram } },
+    });
+    const tested = await call('test', 'POST', `/v1/connections/${connections.webhook}/test`, {
+      body: { send_message: true },
+    });
     expect(tested.status).toBe(200);
 
-    const template = await call('template', 'POST', '/v1/templates', { body: { name: 'scan', body: 'Status: {{incident.title}} — {{note}}', variables: [{ name: 'note', required: false }] } });
+    const template = await call('template', 'POST', '/v1/templates', {
+      body: {
+        name: 'scan',
+        body: 'Status: {{incident.title}} — {{note}}',
+        variables: [{ name: 'note', required: false }],
+      },
+    });
     expect(template.status, template.text).toBe(201);
-    const incident = await call('incident', 'POST', '/v1/incidents', { body: { title: 'Database outage', severity: 'critical', template_ids: [template.body.id] }, headers: { 'Idempotency-Key': 'inc-1' } });
+    const incident = await call('incident', 'POST', '/v1/incidents', {
+      body: { title: 'Database outage', severity: 'critical', template_ids: [template.body.id] },
+      headers: { 'Idempotency-Key': 'inc-1' },
+    });
     expect(incident.status, incident.text).toBe(201);
     const incidentId = incident.body.id as string;
     const executeBody = { variables: { note: 'all hands' } };
-    const executed = await call('execute', 'POST', `/v1/incidents/${incidentId}/execute`, { body: executeBody, headers: { 'Idempotency-Key': 'exe-1' } });
+    const executed = await call('execute', 'POST', `/v1/incidents/${incidentId}/execute`, {
+      body: executeBody,
+      headers: { 'Idempotency-Key': 'exe-1' },
+    });
     expect(executed.status, executed.text).toBe(202);
-    const again = await call('execute replay', 'POST', `/v1/incidents/${incidentId}/execute`, { body: executeBody, headers: { 'Idempotency-Key': 'exe-1' } });
+    const again = await call('execute replay', 'POST', `/v1/incidents/${incidentId}/execute`, {
+      body: executeBody,
+      headers: { 'Idempotency-Key': 'exe-1' },
+    });
     expect(again.headers.get('idempotent-replayed')).toBe('true');
 
     // Every delivery reaches its peer (through the queue, with trace logs of each attempt).
     const executionPath = `/v1/incidents/${incidentId}/executions/${executed.body.id as string}`;
-    await waitFor(async () => {
-      const r = await h.api('GET', executionPath);
-      const deliveries = r.body.deliveries as { status: string }[];
-      return deliveries.length === Object.keys(connections).length && deliveries.every((d) => d.status === 'delivered');
-    }, { timeoutMs: 60_000, what: 'every delivery delivered' });
+    await waitFor(
+      async () => {
+        const r = await h.api('GET', executionPath);
+        const deliveries = r.body.deliveries as { status: string }[];
+        return (
+          deliveries.length === Object.keys(connections).length && deliveries.every((d) => d.status === 'delivered')
+        );
+      },
+      { timeoutMs: 60_000, what: 'every delivery delivered' },
+    );
     await call('receipts', 'GET', executionPath);
     await call('events', 'GET', `/v1/incidents/${incidentId}/events`);
 
     const client = h.herald.redis;
     if (!(client instanceof Redis)) throw new Error('the scan reads a standalone Redis');
     const redisDump = await dumpPrefix(client, h.prefix);
-    expect([...redisDump.keys()].some((k) => k.includes(':bull:')), 'BullMQ keys are scanned too').toBe(true);
+    expect(
+      [...redisDump.keys()].some((k) => k.includes(':bull:')),
+      'BullMQ keys are scanned too',
+    ).toBe(true);
     expect(logLines.length, 'logs were captured').toBeGreaterThan(20);
-    const places = new Map<string, string>([...redisDump, ...responses, ...logLines.map((l, i) => [`log ${i}`, l] as [string, string])]);
+    const places = new Map<string, string>([
+      ...redisDump,
+      ...responses,
+      ...logLines.map((l, i) => [`log ${i}`, l] as [string, string]),
+    ]);
     const hits = findSecrets(secrets, places);
     expect(hits.map((hit) => `${hit.where}: ${hit.secret.slice(0, 6)}… as ${hit.needle.slice(0, 12)}…`)).toEqual([]);
     // A summary worth reading in the run's output: how much was searched.
-    console.log(`secret scan: ${secrets.length} secrets × ${redisDump.size} Redis keys, ${logLines.length} log lines, ${responses.size} responses: 0 hits`);
+    console.log(
+      `secret scan: ${secrets.length} secrets × ${redisDump.size} Redis keys, ${logLines.length} log lines, ${responses.size} responses: 0 hits`,
+    );
   });
 });

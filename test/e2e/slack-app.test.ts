@@ -1,7 +1,17 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHerald, type TestHerald } from '../support/herald.js';
 import { startSlack, type SlackPeer } from '../support/peers/slack.js';
-import { announcementUpdate, newTriggerId, shownView, slackClient, stateOf, textOfBlocks, type SlackClient, newViewId, openedView as openedViewAt } from '../support/slack-client.js';
+import {
+  announcementUpdate,
+  newTriggerId,
+  shownView,
+  slackClient,
+  stateOf,
+  textOfBlocks,
+  type SlackClient,
+  newViewId,
+  openedView as openedViewAt,
+} from '../support/slack-client.js';
 import { waitFor } from '../support/wait.js';
 
 /**
@@ -39,7 +49,11 @@ const viewId = newViewId;
 const openedView = (before: number): Promise<any> => openedViewAt(slack, before);
 
 /** Opens `/incident new`, fills and submits it; returns the created incident (over /v1). */
-async function declare(title: string, severity = 'major', opts: { channel?: string; extra?: Record<string, string | string[]> } = {}): Promise<any> {
+async function declare(
+  title: string,
+  severity = 'major',
+  opts: { channel?: string; extra?: Record<string, string | string[]> } = {},
+): Promise<any> {
   const before = slack.callsTo('views.open').length;
   const r = await client.command(`new ${title}`, { channel: opts.channel ?? 'CWAR' });
   expect(r.status).toBe(200);
@@ -60,14 +74,27 @@ async function declare(title: string, severity = 'major', opts: { channel?: stri
 const ANNOUNCE_WAIT_MS = 25_000;
 
 async function announcementOf(incidentId: string): Promise<any> {
-  return waitFor<any>(() => slack.callsTo('chat.postMessage').find((c) => JSON.stringify(c.args.blocks ?? []).includes(incidentId)), { what: `announcement of ${incidentId}`, timeoutMs: ANNOUNCE_WAIT_MS });
+  return waitFor<any>(
+    () => slack.callsTo('chat.postMessage').find((c) => JSON.stringify(c.args.blocks ?? []).includes(incidentId)),
+    { what: `announcement of ${incidentId}`, timeoutMs: ANNOUNCE_WAIT_MS },
+  );
 }
 
 /** The newest chat.update of an incident's announcement that satisfies `check`. */
-const updatedTo = (incidentId: string, check: (text: string, call: any) => boolean): Promise<any> => announcementUpdate(slack, incidentId, check, ANNOUNCE_WAIT_MS);
+const updatedTo = (incidentId: string, check: (text: string, call: any) => boolean): Promise<any> =>
+  announcementUpdate(slack, incidentId, check, ANNOUNCE_WAIT_MS);
 
 describe('request verification', () => {
-  const form = () => new URLSearchParams({ command: '/incident', text: 'help', user_id: 'UALICE', user_name: 'alice', team_id: 'T0HERALD', channel_id: 'C1', trigger_id: '1.2.3' }).toString();
+  const form = () =>
+    new URLSearchParams({
+      command: '/incident',
+      text: 'help',
+      user_id: 'UALICE',
+      user_name: 'alice',
+      team_id: 'T0HERALD',
+      channel_id: 'C1',
+      trigger_id: '1.2.3',
+    }).toString();
 
   it('answers a correctly signed request', async () => {
     const r = await client.post(form());
@@ -87,7 +114,11 @@ describe('request verification', () => {
   });
 
   it('refuses a request with no signature headers, and keeps /v1 and 404s as they were', async () => {
-    const r = await fetch(`${h.url}/slack/events`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: form() });
+    const r = await fetch(`${h.url}/slack/events`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: form(),
+    });
     expect(r.status).toBe(401);
     expect((await h.api('GET', '/v1/incidents')).status).toBe(200);
     expect((await h.api('GET', '/slack/nothing')).status).toBe(404);
@@ -96,17 +127,40 @@ describe('request verification', () => {
   it('does the work once when Slack redelivers a request (X-Slack-Retry-Num), byte for byte', async () => {
     const retry = { headers: { 'x-slack-retry-num': '1', 'x-slack-retry-reason': 'http_timeout' } };
     const trigger = newTriggerId();
-    const command = new URLSearchParams({ team_id: 'T0HERALD', channel_id: 'CWAR', user_id: 'UALICE', user_name: 'alice', command: '/incident', text: 'new Redelivered', trigger_id: trigger, api_app_id: 'A0HERALD', response_url: 'https://hooks.slack.com/commands/1' }).toString();
+    const command = new URLSearchParams({
+      team_id: 'T0HERALD',
+      channel_id: 'CWAR',
+      user_id: 'UALICE',
+      user_name: 'alice',
+      command: '/incident',
+      text: 'new Redelivered',
+      trigger_id: trigger,
+      api_app_id: 'A0HERALD',
+      response_url: 'https://hooks.slack.com/commands/1',
+    }).toString();
     expect((await client.post(command)).status).toBe(200);
     expect((await client.post(command, retry)).status).toBe(200);
     // A later command's modal: by then both deliveries of the first have been handled.
     await client.command('new Sentinel');
-    await waitFor(() => slack.callsTo('views.update').some((c) => (c.args.view as any)?.blocks?.some((b: any) => b.element?.initial_value === 'Sentinel')), { what: 'the sentinel modal' });
+    await waitFor(
+      () =>
+        slack
+          .callsTo('views.update')
+          .some((c) => (c.args.view as any)?.blocks?.some((b: any) => b.element?.initial_value === 'Sentinel')),
+      { what: 'the sentinel modal' },
+    );
     const opened = slack.callsTo('views.open').filter((c) => c.args.trigger_id === trigger);
     expect(opened).toHaveLength(1);
 
     const view = await shownView(slack, opened[0]!);
-    const payload = { type: 'view_submission', team: { id: 'T0HERALD', domain: 'd' }, user: { id: 'UALICE', username: 'alice', name: 'alice', team_id: 'T0HERALD' }, api_app_id: 'A0HERALD', trigger_id: newTriggerId(), view: { ...view, id: viewId(), hash: 'h', state: { values: stateOf(view, { severity: 'minor' }) } } };
+    const payload = {
+      type: 'view_submission',
+      team: { id: 'T0HERALD', domain: 'd' },
+      user: { id: 'UALICE', username: 'alice', name: 'alice', team_id: 'T0HERALD' },
+      api_app_id: 'A0HERALD',
+      trigger_id: newTriggerId(),
+      view: { ...view, id: viewId(), hash: 'h', state: { values: stateOf(view, { severity: 'minor' }) } },
+    };
     const submission = new URLSearchParams({ payload: JSON.stringify(payload) }).toString();
     expect((await client.post(submission)).status).toBe(200);
     expect((await client.post(submission, retry)).status).toBe(200);
@@ -115,7 +169,9 @@ describe('request verification', () => {
   });
 
   it('answers the URL verification challenge Slack sends when the events URL is saved', async () => {
-    const r = await client.post(JSON.stringify({ token: 'legacy', challenge: 'c-3po', type: 'url_verification' }), { contentType: 'application/json' });
+    const r = await client.post(JSON.stringify({ token: 'legacy', challenge: 'c-3po', type: 'url_verification' }), {
+      contentType: 'application/json',
+    });
     expect(r.status).toBe(200);
     expect(r.text).toContain('c-3po');
   });
@@ -134,7 +190,8 @@ describe('/incident', () => {
       expect(r.status).toBe(200);
       expect(r.json.response_type).toBe('ephemeral');
       const all = textOfBlocks(r.json.blocks);
-      for (const sub of ['new', 'list', 'show', 'execute', 'update', 'resolve', 'close']) expect(all).toContain(`/incident ${sub}`);
+      for (const sub of ['new', 'list', 'show', 'execute', 'update', 'resolve', 'close'])
+        expect(all).toContain(`/incident ${sub}`);
     }
   });
 
@@ -163,23 +220,40 @@ describe('/incident', () => {
     expect(JSON.parse(view.private_metadata)).toEqual({ channel_id: 'CWAR' });
 
     const vid = viewId();
-    const r = await client.submit(view, { severity: 'critical', description: 'Payments time out', impact: 'All EU customers' }, { viewId: vid });
+    const r = await client.submit(
+      view,
+      { severity: 'critical', description: 'Payments time out', impact: 'All EU customers' },
+      { viewId: vid },
+    );
     expect(r.status).toBe(200);
     expect(r.text === '' || r.json?.response_action !== 'errors').toBe(true);
 
     const list = await h.api('GET', '/v1/incidents');
     const incident = list.body.data.find((i: any) => i.title === 'Checkout is down');
-    expect(incident).toMatchObject({ severity: 'critical', status: 'investigating', description: 'Payments time out', impact: 'All EU customers' });
+    expect(incident).toMatchObject({
+      severity: 'critical',
+      status: 'investigating',
+      description: 'Payments time out',
+      impact: 'All EU customers',
+    });
     expect(incident.created_by).toEqual({ type: 'slack_user', id: 'UALICE', name: 'alice' });
 
     const post = await announcementOf(incident.id);
     expect(post.args.channel).toBe('CWAR');
     const actions = post.args.blocks.find((b: any) => b.type === 'actions');
-    expect(actions.elements.map((e: any) => e.action_id)).toEqual(['incident_execute', 'incident_update', 'incident_resolve', 'incident_close']);
+    expect(actions.elements.map((e: any) => e.action_id)).toEqual([
+      'incident_execute',
+      'incident_update',
+      'incident_resolve',
+      'incident_close',
+    ]);
     expect(actions.elements.every((e: any) => e.value === incident.id)).toBe(true);
 
     const events = await h.api('GET', `/v1/incidents/${incident.id}/events`);
-    expect(events.body.data[0]).toMatchObject({ type: 'incident.created', actor: { type: 'slack_user', id: 'UALICE', name: 'alice' } });
+    expect(events.body.data[0]).toMatchObject({
+      type: 'incident.created',
+      actor: { type: 'slack_user', id: 'UALICE', name: 'alice' },
+    });
   });
 
   it('a double-submitted create modal creates one incident', async () => {
@@ -187,7 +261,10 @@ describe('/incident', () => {
     await client.command('new Double trouble');
     const view = await openedView(before);
     const vid = viewId();
-    const [a, b] = await Promise.all([client.submit(view, { severity: 'minor' }, { viewId: vid }), client.submit(view, { severity: 'minor' }, { viewId: vid })]);
+    const [a, b] = await Promise.all([
+      client.submit(view, { severity: 'minor' }, { viewId: vid }),
+      client.submit(view, { severity: 'minor' }, { viewId: vid }),
+    ]);
     expect([a.status, b.status]).toEqual([200, 200]);
     const again = await client.submit(view, { severity: 'minor' }, { viewId: vid });
     expect(again.status).toBe(200);
@@ -208,8 +285,23 @@ describe('/incident', () => {
     expect(bad.json.response_action).toBe('errors');
     expect(Object.keys(bad.json.errors)).toEqual(['severity']);
     // A template that does not exist lands on the templates input (template_ids.0 → template_ids).
-    const view2 = { ...view, blocks: [...view.blocks.filter((b: any) => b.block_id !== 'template_ids'), { type: 'input', block_id: 'template_ids', label: { type: 'plain_text', text: 'T' }, element: { type: 'multi_static_select', action_id: 'value', options: [] } }] };
-    const unknown = await client.submit(view2, { title: 'Fine', severity: 'low', template_ids: ['tpl_01JZZZZZZZZZZZZZZZZZZZZZZZ'] }, { viewId: viewId() });
+    const view2 = {
+      ...view,
+      blocks: [
+        ...view.blocks.filter((b: any) => b.block_id !== 'template_ids'),
+        {
+          type: 'input',
+          block_id: 'template_ids',
+          label: { type: 'plain_text', text: 'T' },
+          element: { type: 'multi_static_select', action_id: 'value', options: [] },
+        },
+      ],
+    };
+    const unknown = await client.submit(
+      view2,
+      { title: 'Fine', severity: 'low', template_ids: ['tpl_01JZZZZZZZZZZZZZZZZZZZZZZZ'] },
+      { viewId: viewId() },
+    );
     expect(unknown.json.response_action).toBe('errors');
     expect(Object.keys(unknown.json.errors)).toEqual(['template_ids']);
   });
@@ -220,7 +312,10 @@ describe('/incident', () => {
     // HERALD_SLACK_CHANNEL, paced at one post a second, and the later tests would wait behind them.
     const bulk = { type: 'slack_user' as const, id: 'UBULK', name: 'bulk' };
     for (let n = 0; n < 22; n++) {
-      const r = await h.herald.services.incidents.create({ title: `Bulk ${String(n).padStart(2, '0')}`, severity: 'low' }, bulk);
+      const r = await h.herald.services.incidents.create(
+        { title: `Bulk ${String(n).padStart(2, '0')}`, severity: 'low' },
+        bulk,
+      );
       made.push(r.id);
     }
     const resolved = await h.herald.services.incidents.create({ title: 'Resolved one', severity: 'low' }, bulk);
@@ -236,7 +331,11 @@ describe('/incident', () => {
   });
 
   it('show answers ephemerally with the incident and its buttons', async () => {
-    const inc = (await h.api('POST', '/v1/incidents', { body: { title: 'Show me <!channel> *bold*', severity: 'major', impact: 'Some' } })).body;
+    const inc = (
+      await h.api('POST', '/v1/incidents', {
+        body: { title: 'Show me <!channel> *bold*', severity: 'major', impact: 'Some' },
+      })
+    ).body;
     const r = await client.command(`show ${inc.id}`);
     expect(r.json.response_type).toBe('ephemeral');
     const text = textOfBlocks(r.json.blocks);
@@ -250,7 +349,8 @@ describe('/incident', () => {
 
 describe('announcements', () => {
   it('announces API-created incidents in HERALD_SLACK_CHANNEL', async () => {
-    const inc = (await h.api('POST', '/v1/incidents', { body: { title: 'Made over the API', severity: 'minor' } })).body;
+    const inc = (await h.api('POST', '/v1/incidents', { body: { title: 'Made over the API', severity: 'minor' } }))
+      .body;
     const post = await announcementOf(inc.id);
     expect(post.args.channel).toBe('CANNOUNCE');
     expect(post.token).toBe('xoxb-test');
@@ -287,8 +387,13 @@ describe('announcements', () => {
     expect(resolve.callback_id).toBe('incident_resolve');
     r = await client.submit(resolve, { resolution_summary: 'Rolled back the deploy' }, { viewId: viewId() });
     expect(r.status).toBe(200);
-    const resolvedUpdate = await updatedTo(inc.id, (t) => t.includes('Resolved') && t.includes('Rolled back the deploy'));
-    const buttons = resolvedUpdate.args.blocks.find((b: any) => b.type === 'actions').elements.map((e: any) => e.action_id);
+    const resolvedUpdate = await updatedTo(
+      inc.id,
+      (t) => t.includes('Resolved') && t.includes('Rolled back the deploy'),
+    );
+    const buttons = resolvedUpdate.args.blocks
+      .find((b: any) => b.type === 'actions')
+      .elements.map((e: any) => e.action_id);
     expect(buttons).not.toContain('incident_resolve');
 
     // Close asks for confirmation.
@@ -305,7 +410,14 @@ describe('announcements', () => {
     const got = (await h.api('GET', `/v1/incidents/${inc.id}`)).body;
     expect(got).toMatchObject({ status: 'closed', severity: 'critical', resolution_summary: 'Rolled back the deploy' });
     const events = (await h.api('GET', `/v1/incidents/${inc.id}/events`)).body.data;
-    expect(events.map((e: any) => e.type)).toEqual(['incident.created', 'incident.updated', 'incident.status_changed', 'incident.updated', 'incident.status_changed', 'incident.closed']);
+    expect(events.map((e: any) => e.type)).toEqual([
+      'incident.created',
+      'incident.updated',
+      'incident.status_changed',
+      'incident.updated',
+      'incident.status_changed',
+      'incident.closed',
+    ]);
     for (const e of events) expect(e.actor).toEqual({ type: 'slack_user', id: 'UALICE', name: 'alice' });
 
     // A closed incident: friendly refusals, no modal.
@@ -339,11 +451,14 @@ describe('App Home', () => {
     const before = slack.callsTo('views.publish').filter((c) => c.args.user_id === user.id).length;
     const r = await client.event({ type: 'app_home_opened', user: user.id, channel: 'D0HOME', tab: 'home' });
     expect(r.status).toBe(200);
-    return waitFor(() => slack.callsTo('views.publish').filter((c) => c.args.user_id === user.id)[before]?.args.view, { what: 'views.publish' });
+    return waitFor(() => slack.callsTo('views.publish').filter((c) => c.args.user_id === user.id)[before]?.args.view, {
+      what: 'views.publish',
+    });
   }
 
   it('shows open incidents to everyone and the admin parts only to admins', async () => {
-    const inc = (await h.api('POST', '/v1/incidents', { body: { title: 'Visible at home', severity: 'critical' } })).body;
+    const inc = (await h.api('POST', '/v1/incidents', { body: { title: 'Visible at home', severity: 'critical' } }))
+      .body;
     const mine = await home(ALICE);
     expect(mine.type).toBe('home');
     const text = textOfBlocks(mine.blocks);
@@ -368,7 +483,11 @@ describe('App Home', () => {
     expect(empty.json.response_action).toBe('errors');
     expect(Object.keys(empty.json.errors)).toEqual(['scopes']);
 
-    const r = await client.submit(form, { name: 'deploy-bot', scopes: ['incidents:read', 'incidents:write'], expires_in: '90d' }, { user: ADMIN, viewId: viewId() });
+    const r = await client.submit(
+      form,
+      { name: 'deploy-bot', scopes: ['incidents:read', 'incidents:write'], expires_in: '90d' },
+      { user: ADMIN, viewId: viewId() },
+    );
     expect(r.json.response_action).toBe('update');
     const token = /hld_[0-9A-Za-z]{49}/.exec(JSON.stringify(r.json.view))?.[0];
     expect(token).toBeTruthy();
@@ -390,10 +509,17 @@ describe('App Home', () => {
   });
 
   it("refuses a non-admin's forged admin actions", async () => {
-    const victim = await h.herald.services.apiKeys.create({ name: 'victim', scopes: ['*'] }, { type: 'system', id: 't', name: 't' });
+    const victim = await h.herald.services.apiKeys.create(
+      { name: 'victim', scopes: ['*'] },
+      { type: 'system', id: 't', name: 't' },
+    );
     const opened = slack.callsTo('views.open').length;
 
-    const conn = (await h.api('POST', '/v1/connections', { body: { name: 'Forged target', type: 'webhook', config: { url: 'http://127.0.0.1:9/never' } } })).body;
+    const conn = (
+      await h.api('POST', '/v1/connections', {
+        body: { name: 'Forged target', type: 'webhook', config: { url: 'http://127.0.0.1:9/never' } },
+      })
+    ).body;
     const published = slack.callsTo('views.publish').filter((c) => c.args.user_id === 'UALICE').length;
 
     await client.click('api_key_generate', 'generate', { user: ALICE, inHome: true });
@@ -401,13 +527,37 @@ describe('App Home', () => {
     await client.click('connection_test', conn.id, { user: ALICE, inHome: true });
     await client.click('connection_test_send', conn.id, { user: ALICE, inHome: true });
     // Forged submission of the admin-only modal.
-    const forged = { type: 'modal', callback_id: 'api_key_generate', blocks: [{ type: 'input', block_id: 'name', element: { type: 'plain_text_input', action_id: 'value' }, label: { type: 'plain_text', text: 'n' } }, { type: 'input', block_id: 'scopes', element: { type: 'checkboxes', action_id: 'value', options: [{ text: { type: 'plain_text', text: '*' }, value: '*' }] }, label: { type: 'plain_text', text: 's' } }] };
+    const forged = {
+      type: 'modal',
+      callback_id: 'api_key_generate',
+      blocks: [
+        {
+          type: 'input',
+          block_id: 'name',
+          element: { type: 'plain_text_input', action_id: 'value' },
+          label: { type: 'plain_text', text: 'n' },
+        },
+        {
+          type: 'input',
+          block_id: 'scopes',
+          element: {
+            type: 'checkboxes',
+            action_id: 'value',
+            options: [{ text: { type: 'plain_text', text: '*' }, value: '*' }],
+          },
+          label: { type: 'plain_text', text: 's' },
+        },
+      ],
+    };
     const r = await client.submit(forged, { name: 'evil', scopes: ['*'] }, { user: ALICE, viewId: viewId() });
     expect(r.json.response_action).toBe('errors');
     expect(JSON.stringify(r.json)).not.toMatch(/hld_/);
 
     // Each refused click re-publishes Alice's (non-admin) home; nothing else happened.
-    await waitFor(() => slack.callsTo('views.publish').filter((c) => c.args.user_id === 'UALICE').length >= published + 4, { what: "Alice's home re-published 4 times" });
+    await waitFor(
+      () => slack.callsTo('views.publish').filter((c) => c.args.user_id === 'UALICE').length >= published + 4,
+      { what: "Alice's home re-published 4 times" },
+    );
     expect((await h.api('GET', `/v1/connections/${conn.id}`)).body.last_test).toBeNull();
     expect(slack.callsTo('views.open').length).toBe(opened);
     expect((await h.api('GET', '/v1/incidents', { token: victim.token })).status).toBe(200);

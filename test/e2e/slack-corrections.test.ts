@@ -1,7 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHerald, type TestHerald } from '../support/herald.js';
 import { startSlack, type SlackPeer } from '../support/peers/slack.js';
-import { announcementUpdate, newViewId, openedView as openedViewAt, slackClient, textOfBlocks, type SlackClient } from '../support/slack-client.js';
+import {
+  announcementUpdate,
+  newViewId,
+  openedView as openedViewAt,
+  slackClient,
+  textOfBlocks,
+  type SlackClient,
+} from '../support/slack-client.js';
 import { waitFor } from '../support/wait.js';
 
 /**
@@ -18,7 +25,12 @@ let client: SlackClient;
 
 beforeAll(async () => {
   slack = await startSlack();
-  h = await startHerald({ SLACK_SIGNING_SECRET: SECRET, SLACK_BOT_TOKEN: 'xoxb-test', SLACK_API_URL: slack.apiUrl, HERALD_SLACK_CHANNEL: 'CINC' });
+  h = await startHerald({
+    SLACK_SIGNING_SECRET: SECRET,
+    SLACK_BOT_TOKEN: 'xoxb-test',
+    SLACK_API_URL: slack.apiUrl,
+    HERALD_SLACK_CHANNEL: 'CINC',
+  });
   client = slackClient(h.url, SECRET, BOB);
 });
 
@@ -31,22 +43,44 @@ const openedView = (before: number): Promise<any> => openedViewAt(slack, before)
 
 /** The value of a button under the announcement's receipts, from a chat.update call. */
 const buttonValue = (call: any, actionId: string): string | undefined =>
-  (call.args.blocks as any[]).find((b) => b.block_id === 'receipt_actions')?.elements.find((e: any) => e.action_id === actionId)?.value;
+  (call.args.blocks as any[])
+    .find((b) => b.block_id === 'receipt_actions')
+    ?.elements.find((e: any) => e.action_id === actionId)?.value;
 
 describe('correct and retract from Slack', () => {
   it('Correct edits the delivered message in place, Retract deletes it, and the receipts follow', async () => {
-    const conn = (await h.api('POST', '/v1/connections', { body: { name: 'Ops bot', type: 'slack', config: { bot_token: 'xoxb-ops', channel: 'C0OPS' } } })).body;
+    const conn = (
+      await h.api('POST', '/v1/connections', {
+        body: { name: 'Ops bot', type: 'slack', config: { bot_token: 'xoxb-ops', channel: 'C0OPS' } },
+      })
+    ).body;
     expect(conn.id).toMatch(/^con_/);
-    const template = (await h.api('POST', '/v1/templates', { body: { name: 'ETA notice', body: 'Fix expected at {{eta}}.', variables: [{ name: 'eta', required: true }] } })).body;
-    const incident = (await h.api('POST', '/v1/incidents', { body: { title: 'Payments degraded', severity: 'major', template_ids: [template.id] } })).body;
+    const template = (
+      await h.api('POST', '/v1/templates', {
+        body: { name: 'ETA notice', body: 'Fix expected at {{eta}}.', variables: [{ name: 'eta', required: true }] },
+      })
+    ).body;
+    const incident = (
+      await h.api('POST', '/v1/incidents', {
+        body: { title: 'Payments degraded', severity: 'major', template_ids: [template.id] },
+      })
+    ).body;
     const exe = await h.api('POST', `/v1/incidents/${incident.id}/execute`, { body: { variables: { eta: '05:00' } } });
     expect(exe.status).toBe(202);
 
     // Delivered by the bot to C0OPS; the receipts link to it and offer Correct / Retract.
-    const sent = await waitFor(() => slack.messagesIn('C0OPS').find((m) => m.text.includes('05:00')), { what: 'the bot message' });
-    const withButtons = await announcementUpdate(slack, incident.id, (_t, call) => buttonValue(call, 'execution_correct') !== undefined);
+    const sent = await waitFor(() => slack.messagesIn('C0OPS').find((m) => m.text.includes('05:00')), {
+      what: 'the bot message',
+    });
+    const withButtons = await announcementUpdate(
+      slack,
+      incident.id,
+      (_t, call) => buttonValue(call, 'execution_correct') !== undefined,
+    );
     const receipts = textOfBlocks(withButtons.args.blocks);
-    expect(receipts).toMatch(/delivered — \*Ops bot\* \(slack\) · <https:\/\/herald-test\.slack\.com\/archives\/C0OPS\/p\d+\|view>/);
+    expect(receipts).toMatch(
+      /delivered — \*Ops bot\* \(slack\) · <https:\/\/herald-test\.slack\.com\/archives\/C0OPS\/p\d+\|view>/,
+    );
 
     // Correct: the modal holds the value sent; submitting a new one edits the message in place.
     let before = slack.callsTo('views.open').length;
@@ -55,14 +89,25 @@ describe('correct and retract from Slack', () => {
     expect(correct.callback_id).toBe('execution_correct');
     const eta = correct.blocks.find((b: any) => b.block_id === 'variables.eta');
     expect(eta.element.initial_value).toBe('05:00');
-    let r = await client.submit(correct, { 'variables.eta': '15:00', note: 'The ETA was off by ten hours.' }, { viewId: newViewId() });
+    let r = await client.submit(
+      correct,
+      { 'variables.eta': '15:00', note: 'The ETA was off by ten hours.' },
+      { viewId: newViewId() },
+    );
     expect(r.json.response_action).toBe('update');
     expect(textOfBlocks(r.json.view.blocks)).toContain('Correcting 1 message');
-    await waitFor(() => {
-      const m = slack.messageAt('C0OPS', sent.ts);
-      return m?.edited && m.text.includes('15:00') ? m : undefined;
-    }, { what: 'the message edited in place' });
-    const corrected = await announcementUpdate(slack, incident.id, (t) => /Correction receipts/.test(t) && /delivered — \*Ops bot\* \(slack\) · edited in place/.test(t));
+    await waitFor(
+      () => {
+        const m = slack.messageAt('C0OPS', sent.ts);
+        return m?.edited && m.text.includes('15:00') ? m : undefined;
+      },
+      { what: 'the message edited in place' },
+    );
+    const corrected = await announcementUpdate(
+      slack,
+      incident.id,
+      (t) => /Correction receipts/.test(t) && /delivered — \*Ops bot\* \(slack\) · edited in place/.test(t),
+    );
 
     // Retract (from the correction's receipts, which still offer the corrected execute): a reason is required.
     before = slack.callsTo('views.open').length;
@@ -74,7 +119,11 @@ describe('correct and retract from Slack', () => {
     r = await client.submit(retract, { reason: 'Posted to the wrong audience.' }, { viewId: newViewId() });
     expect(r.json.response_action).toBe('update');
     await waitFor(() => slack.messageAt('C0OPS', sent.ts)?.deleted, { what: 'the message deleted' });
-    const retracted = await announcementUpdate(slack, incident.id, (t) => /Retraction receipts/.test(t) && /· deleted/.test(t));
+    const retracted = await announcementUpdate(
+      slack,
+      incident.id,
+      (t) => /Retraction receipts/.test(t) && /· deleted/.test(t),
+    );
     expect(buttonValue(retracted, 'execution_correct')).toBeUndefined();
 
     const events = (await h.api('GET', `/v1/incidents/${incident.id}/events`)).body.data;

@@ -3,7 +3,14 @@ import { startHerald, type TestHerald } from '../support/herald.js';
 import { startDiscord, type DiscordPeer } from '../support/peers/discord.js';
 import { startSlack, type SlackPeer } from '../support/peers/slack.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/peers/webhook-receiver.js';
-import { announcementUpdate, slackClient, textOfBlocks, type SlackClient, newViewId, openedView as openedViewAt } from '../support/slack-client.js';
+import {
+  announcementUpdate,
+  slackClient,
+  textOfBlocks,
+  type SlackClient,
+  newViewId,
+  openedView as openedViewAt,
+} from '../support/slack-client.js';
 import { waitFor } from '../support/wait.js';
 
 /**
@@ -27,12 +34,29 @@ beforeAll(async () => {
   slack = await startSlack();
   receiver = await startWebhookReceiver();
   discordPeer = await startDiscord();
-  h = await startHerald({ SLACK_SIGNING_SECRET: SECRET, SLACK_BOT_TOKEN: 'xoxb-test', SLACK_API_URL: slack.apiUrl, HERALD_SLACK_ADMINS: 'UADMIN' });
+  h = await startHerald({
+    SLACK_SIGNING_SECRET: SECRET,
+    SLACK_BOT_TOKEN: 'xoxb-test',
+    SLACK_API_URL: slack.apiUrl,
+    HERALD_SLACK_ADMINS: 'UADMIN',
+  });
   client = slackClient(h.url, SECRET, BOB);
-  hook = (await h.api('POST', '/v1/connections', { body: { name: 'Status hook', type: 'webhook', config: { url: `${receiver.url}/hook` } } })).body;
+  hook = (
+    await h.api('POST', '/v1/connections', {
+      body: { name: 'Status hook', type: 'webhook', config: { url: `${receiver.url}/hook` } },
+    })
+  ).body;
   receiver.setSecret(hook.signing_secret);
-  discord = (await h.api('POST', '/v1/connections', { body: { name: 'Community Discord', type: 'discord', config: { webhook_url: discordPeer.webhookUrl() } } })).body;
-  const ops = (await h.api('POST', '/v1/connections', { body: { name: 'Ops Slack', type: 'slack', config: { webhook_url: slack.webhookUrl() } } })).body;
+  discord = (
+    await h.api('POST', '/v1/connections', {
+      body: { name: 'Community Discord', type: 'discord', config: { webhook_url: discordPeer.webhookUrl() } },
+    })
+  ).body;
+  const ops = (
+    await h.api('POST', '/v1/connections', {
+      body: { name: 'Ops Slack', type: 'slack', config: { webhook_url: slack.webhookUrl() } },
+    })
+  ).body;
   for (const c of [hook, discord, ops]) expect(c.id).toMatch(/^con_/);
 });
 
@@ -47,7 +71,8 @@ const viewId = newViewId;
 
 const openedView = (before: number): Promise<any> => openedViewAt(slack, before);
 
-const updatedTo = (incidentId: string, check: (text: string) => boolean): Promise<any> => announcementUpdate(slack, incidentId, check);
+const updatedTo = (incidentId: string, check: (text: string) => boolean): Promise<any> =>
+  announcementUpdate(slack, incidentId, check);
 
 describe('execute from Slack', () => {
   it('runs the full story in Slack terms and reads the same over /v1', async () => {
@@ -77,7 +102,9 @@ describe('execute from Slack', () => {
     expect(r.status).toBe(200);
     const incident = (await h.api('GET', '/v1/incidents')).body.data.find((i: any) => i.title === 'Payments degraded');
     expect(incident.template_ids).toEqual([template.id]);
-    const post = await waitFor<any>(() => slack.callsTo('chat.postMessage').find((c) => JSON.stringify(c.args.blocks).includes(incident.id)));
+    const post = await waitFor<any>(() =>
+      slack.callsTo('chat.postMessage').find((c) => JSON.stringify(c.args.blocks).includes(incident.id)),
+    );
     expect(post.args.channel).toBe('CINC');
 
     // Execute: one input per declared variable, required ones required, defaults pre-filled, a preview per connection.
@@ -85,7 +112,9 @@ describe('execute from Slack', () => {
     await client.click('incident_execute', incident.id, { channel: 'CINC' });
     const exec = await openedView(before);
     expect(exec.callback_id).toBe('incident_execute');
-    const inputs = Object.fromEntries(exec.blocks.filter((b: any) => b.type === 'input').map((b: any) => [b.block_id, b]));
+    const inputs = Object.fromEntries(
+      exec.blocks.filter((b: any) => b.type === 'input').map((b: any) => [b.block_id, b]),
+    );
     expect(Object.keys(inputs)).toEqual(['variables.eta', 'variables.owner', 'variables.note']);
     expect(inputs['variables.eta'].optional).toBe(false);
     expect(inputs['variables.eta'].element.initial_value).toBeUndefined();
@@ -109,11 +138,17 @@ describe('execute from Slack', () => {
     // Execute for real, with values from the modal; Discord refuses it for good.
     discordPeer.script({ status: 403, body: { message: 'Missing Permissions', code: 50013 } });
     const execViewId = viewId();
-    r = await client.submit(exec, { 'variables.eta': '15 minutes', 'variables.note': 'Card payments only.' }, { viewId: execViewId });
+    r = await client.submit(
+      exec,
+      { 'variables.eta': '15 minutes', 'variables.note': 'Card payments only.' },
+      { viewId: execViewId },
+    );
     expect(r.status).toBe(200);
     // Acked at once with a "sending" view; the outcome replaces it once the execute is queued.
     expect(r.json?.response_action).toBe('update');
-    const outcome = await waitFor(() => slack.callsTo('views.update').find((c) => c.args.view_id === execViewId), { what: 'the execute outcome' });
+    const outcome = await waitFor(() => slack.callsTo('views.update').find((c) => c.args.view_id === execViewId), {
+      what: 'the execute outcome',
+    });
     expect(textOfBlocks((outcome.args.view as any).blocks)).toContain('Queued 3 deliveries');
     // A retry of the same submission does not execute twice.
     await client.submit(exec, { 'variables.eta': '15 minutes' }, { viewId: execViewId });
@@ -127,7 +162,10 @@ describe('execute from Slack', () => {
     // Receipts on the announcement: one line per channel, as deliveries complete.
     const withReceipts = await updatedTo(
       incident.id,
-      (t) => /delivered — \*Status hook\*/.test(t) && /delivered — \*Ops Slack\*/.test(t) && /failed — \*Community Discord\*/.test(t),
+      (t) =>
+        /delivered — \*Status hook\*/.test(t) &&
+        /delivered — \*Ops Slack\*/.test(t) &&
+        /failed — \*Community Discord\*/.test(t),
     );
     expect(textOfBlocks(withReceipts.args.blocks)).toContain('403');
     expect(receiver.requests).toHaveLength(1);
@@ -135,7 +173,11 @@ describe('execute from Slack', () => {
     // Resolve and close, all from Slack.
     before = slack.callsTo('views.open').length;
     await client.command(`resolve ${incident.id}`);
-    r = await client.submit(await openedView(before), { resolution_summary: 'Failed over to the standby PSP.' }, { viewId: viewId() });
+    r = await client.submit(
+      await openedView(before),
+      { resolution_summary: 'Failed over to the standby PSP.' },
+      { viewId: viewId() },
+    );
     expect(r.status).toBe(200);
     before = slack.callsTo('views.open').length;
     await client.click('incident_close', incident.id);
@@ -147,7 +189,12 @@ describe('execute from Slack', () => {
 
     // The same story over /v1.
     const v1 = (await h.api('GET', `/v1/incidents/${incident.id}`)).body;
-    expect(v1).toMatchObject({ status: 'closed', execution_count: 1, resolution_summary: 'Failed over to the standby PSP.', created_by: { type: 'slack_user', id: 'UBOB', name: 'bob' } });
+    expect(v1).toMatchObject({
+      status: 'closed',
+      execution_count: 1,
+      resolution_summary: 'Failed over to the standby PSP.',
+      created_by: { type: 'slack_user', id: 'UBOB', name: 'bob' },
+    });
     const executions = (await h.api('GET', `/v1/incidents/${incident.id}/executions`)).body.data;
     expect(executions).toHaveLength(1);
     expect(executions[0].variables).toMatchObject({ eta: '15 minutes', owner: 'sre', note: 'Card payments only.' });
@@ -161,7 +208,9 @@ describe('execute from Slack', () => {
   });
 
   it('an incident without templates previews the built-in message and executes without inputs', async () => {
-    const inc = (await h.api('POST', '/v1/incidents', { body: { title: 'No templates here', severity: 'low', impact: 'Nobody' } })).body;
+    const inc = (
+      await h.api('POST', '/v1/incidents', { body: { title: 'No templates here', severity: 'low', impact: 'Nobody' } })
+    ).body;
     const before = slack.callsTo('views.open').length;
     await client.command(`execute ${inc.id}`);
     const exec = await openedView(before);
@@ -187,7 +236,9 @@ describe('execute from Slack', () => {
 
     const seen = publishedFor('UADMIN').length;
     await client.click('connection_test', hook.id, { user: ADMIN, inHome: true });
-    const home = await waitFor<any>(() => publishedFor('UADMIN')[seen]?.args.view, { what: 'admin home after the test' });
+    const home = await waitFor<any>(() => publishedFor('UADMIN')[seen]?.args.view, {
+      what: 'admin home after the test',
+    });
     const last = (await h.api('GET', `/v1/connections/${hook.id}`)).body.last_test;
     expect(last).toMatchObject({ ok: false, status: 'needs_send_message' });
     const text = textOfBlocks(home.blocks);
@@ -198,10 +249,14 @@ describe('execute from Slack', () => {
   });
 
   it('explains instead of opening an execute form when nothing can be delivered', async () => {
-    const lonely = await startHerald({ SLACK_SIGNING_SECRET: SECRET, SLACK_BOT_TOKEN: 'xoxb-test', SLACK_API_URL: slack.apiUrl }, { worker: false });
+    const lonely = await startHerald(
+      { SLACK_SIGNING_SECRET: SECRET, SLACK_BOT_TOKEN: 'xoxb-test', SLACK_API_URL: slack.apiUrl },
+      { worker: false },
+    );
     try {
       const c = slackClient(lonely.url, SECRET, BOB);
-      const inc = (await lonely.api('POST', '/v1/incidents', { body: { title: 'Nowhere to send', severity: 'low' } })).body;
+      const inc = (await lonely.api('POST', '/v1/incidents', { body: { title: 'Nowhere to send', severity: 'low' } }))
+        .body;
       const before = slack.callsTo('views.open').length;
       await c.click('incident_execute', inc.id);
       const view = await openedView(before);

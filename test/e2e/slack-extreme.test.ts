@@ -4,7 +4,14 @@ import { startPrivateRedis } from '../support/child.js';
 import { startHerald, type TestHerald } from '../support/herald.js';
 import { startSlack, type SlackPeer } from '../support/peers/slack.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/peers/webhook-receiver.js';
-import { ackTimes, newViewId, openedView, slackClient, textOfBlocks, type SlackClient } from '../support/slack-client.js';
+import {
+  ackTimes,
+  newViewId,
+  openedView,
+  slackClient,
+  textOfBlocks,
+  type SlackClient,
+} from '../support/slack-client.js';
 import { blockTextLength, triggerAgeMs } from '../support/slack-limits.js';
 import { waitFor } from '../support/wait.js';
 
@@ -34,7 +41,13 @@ function percentile(values: number[], p: number): number {
  * Execute from Slack: the button, the modal (loading, then filled in), the submit, the outcome
  * view. `meanwhile` runs right after the ack, while the execute is being planned and queued.
  */
-async function executeViaSlack(slack: SlackPeer, client: SlackClient, incidentId: string, values: Record<string, string> = {}, meanwhile?: () => Promise<void>) {
+async function executeViaSlack(
+  slack: SlackPeer,
+  client: SlackClient,
+  incidentId: string,
+  values: Record<string, string> = {},
+  meanwhile?: () => Promise<void>,
+) {
   const before = slack.callsTo('views.open').length;
   await client.click('incident_execute', incidentId);
   const view = await openedView(slack, before);
@@ -43,7 +56,10 @@ async function executeViaSlack(slack: SlackPeer, client: SlackClient, incidentId
   const r = await client.submit(view, values, { viewId: id });
   expect(r.json?.response_action).toBe('update');
   await meanwhile?.();
-  const outcome = await waitFor(() => slack.callsTo('views.update').find((c) => c.args.view_id === id), { what: 'the execute outcome view', timeoutMs: 60_000 });
+  const outcome = await waitFor(() => slack.callsTo('views.update').find((c) => c.args.view_id === id), {
+    what: 'the execute outcome view',
+    timeoutMs: 60_000,
+  });
   return { view, ack: r, outcome: outcome.args.view as any };
 }
 
@@ -65,13 +81,27 @@ describe('a fan-out of 1,000 long deliveries, 200 connections, 300 open incident
     // to be refreshed at least twice while they run.
     receiver = await startWebhookReceiver({ acceptUnverified: true, delayMs: 250 });
     // The fan-out's incident is announced here, so its receipts are kept current while it runs.
-    h = await startHerald({ SLACK_SIGNING_SECRET: SECRET, SLACK_BOT_TOKEN: 'xoxb-test', SLACK_API_URL: slack.apiUrl, HERALD_SLACK_CHANNEL: 'CEXTREME' }, { redisUrl: redis.url });
+    h = await startHerald(
+      {
+        SLACK_SIGNING_SECRET: SECRET,
+        SLACK_BOT_TOKEN: 'xoxb-test',
+        SLACK_API_URL: slack.apiUrl,
+        HERALD_SLACK_CHANNEL: 'CEXTREME',
+      },
+      { redisUrl: redis.url },
+    );
     client = slackClient(h.url, SECRET, CAROL);
     for (let batch = 0; batch < 10; batch++) {
       await Promise.all(
         Array.from({ length: 20 }, async (_, i) => {
           const n = batch * 20 + i;
-          const r = await h.api('POST', '/v1/connections', { body: { name: `${'📣'.repeat(20)} hook ${n} <!here>`, type: 'webhook', config: { url: `${receiver.url}/h/${n}` } } });
+          const r = await h.api('POST', '/v1/connections', {
+            body: {
+              name: `${'📣'.repeat(20)} hook ${n} <!here>`,
+              type: 'webhook',
+              config: { url: `${receiver.url}/h/${n}` },
+            },
+          });
           expect(r.status).toBe(201);
         }),
       );
@@ -88,12 +118,26 @@ describe('a fan-out of 1,000 long deliveries, 200 connections, 300 open incident
       })),
     });
     expect(templates.status).toBe(201);
-    incident = (await h.api('POST', '/v1/incidents', { body: { title: EMOJI_TITLE, severity: 'critical', description: TEN_K, impact: TEN_K, template_ids: templates.body.data.map((t: any) => t.id) } })).body;
+    incident = (
+      await h.api('POST', '/v1/incidents', {
+        body: {
+          title: EMOJI_TITLE,
+          severity: 'critical',
+          description: TEN_K,
+          impact: TEN_K,
+          template_ids: templates.body.data.map((t: any) => t.id),
+        },
+      })
+    ).body;
     expect(incident.id).toMatch(/^inc_/);
     // 300 open incidents with the same title (made through the service: quicker than 300 requests).
     const actor = { type: 'slack_user' as const, id: 'UBULK', name: '🤖'.repeat(50) };
     for (let batch = 0; batch < 10; batch++) {
-      await Promise.all(Array.from({ length: 30 }, () => h.herald.services.incidents.create({ title: MARKUP_TITLE, severity: 'major', description: TEN_K }, actor)));
+      await Promise.all(
+        Array.from({ length: 30 }, () =>
+          h.herald.services.incidents.create({ title: MARKUP_TITLE, severity: 'major', description: TEN_K }, actor),
+        ),
+      );
     }
   }, 120_000);
 
@@ -109,9 +153,15 @@ describe('a fan-out of 1,000 long deliveries, 200 connections, 300 open incident
     // While the 1,000 deliveries are rendered and queued (after the ack), other users' commands
     // are answered: rendering yields to the event loop.
     const planning: number[] = [];
-    const { view, ack, outcome } = await executeViaSlack(slack, client, incident.id, { 'variables.shared': 'all hands' }, async () => {
-      for (let n = 0; n < 5; n++) planning.push((await client.command(`show ${incident.id}`)).ms);
-    });
+    const { view, ack, outcome } = await executeViaSlack(
+      slack,
+      client,
+      incident.id,
+      { 'variables.shared': 'all hands' },
+      async () => {
+        for (let n = 0; n < 5; n++) planning.push((await client.command(`show ${incident.id}`)).ms);
+      },
+    );
     // Defaults of 4,000 characters are not prefilled (a Slack input holds 3,000) and stay whole.
     const note = view.blocks.find((b: any) => b.block_id === 'variables.note_0');
     expect(note.element.initial_value).toBeUndefined();
@@ -125,7 +175,10 @@ describe('a fan-out of 1,000 long deliveries, 200 connections, 300 open incident
     // keep using Slack: every ack is checked (< 3 s) by the client, every modal's trigger by the fake.
     const during: number[] = [];
     const executionId = (await h.api('GET', `/v1/incidents/${incident.id}/executions`)).body.data[0].id;
-    const receiptsShown = () => slack.callsTo('chat.update').filter((c) => c.args.channel === 'CEXTREME' && JSON.stringify(c.args.blocks).includes(executionId));
+    const receiptsShown = () =>
+      slack
+        .callsTo('chat.update')
+        .filter((c) => c.args.channel === 'CEXTREME' && JSON.stringify(c.args.blocks).includes(executionId));
     const deadline = Date.now() + 60_000;
     // At least six rounds, and on until the announcement has shown receipts twice (each refresh
     // reads the execution's deliveries while the worker sends them).
@@ -137,7 +190,9 @@ describe('a fan-out of 1,000 long deliveries, 200 connections, 300 open incident
       const update = await openedView(slack, before);
       expect(update.callback_id).toBe('incident_update');
       during.push((await client.click('incident_resolve', incident.id)).ms);
-      during.push((await client.event({ type: 'app_home_opened', user: `UHOME${round}`, channel: 'D1', tab: 'home' })).ms);
+      during.push(
+        (await client.event({ type: 'app_home_opened', user: `UHOME${round}`, channel: 'D1', tab: 'home' })).ms,
+      );
     }
     expect(receiptsShown().length).toBeGreaterThanOrEqual(2);
     // Deliveries did run while those acks were measured.
@@ -170,7 +225,7 @@ describe('a fan-out of 1,000 long deliveries, 200 connections, 300 open incident
   it('answers an unknown sub-command quoting 200 characters of emoji without splitting one', async () => {
     // The 40th code unit falls inside an emoji.
     const r = await client.command(`x${'🔥'.repeat(60)}`);
-    expect(r.json.text).toContain('I don\'t know');
+    expect(r.json.text).toContain("I don't know");
     expect(JSON.stringify(r.json)).not.toMatch(/\\ud[89ab][0-9a-f]{2}(?!\\ud[c-f])/i);
   });
 });
@@ -185,7 +240,11 @@ describe('no stored text is shortened by a Slack round trip; empty renders; the 
     slack = await startSlack();
     h = await startHerald({ SLACK_SIGNING_SECRET: SECRET, SLACK_BOT_TOKEN: 'xoxb-test', SLACK_API_URL: slack.apiUrl });
     client = slackClient(h.url, SECRET, CAROL);
-    slackConnection = (await h.api('POST', '/v1/connections', { body: { name: 'Ops Slack', type: 'slack', config: { webhook_url: slack.webhookUrl() } } })).body;
+    slackConnection = (
+      await h.api('POST', '/v1/connections', {
+        body: { name: 'Ops Slack', type: 'slack', config: { webhook_url: slack.webhookUrl() } },
+      })
+    ).body;
     expect(slackConnection.id).toMatch(/^con_/);
   });
 
@@ -196,8 +255,13 @@ describe('no stored text is shortened by a Slack round trip; empty renders; the 
 
   it('a 10,000-character resolution summary survives resolve and close from Slack unchanged', async () => {
     const summary = `${'Root cause: 🧯 <cache> & *stampede*. '.repeat(300)}`.slice(0, 10_000);
-    const inc = (await h.api('POST', '/v1/incidents', { body: { title: EMOJI_TITLE, severity: 'major', description: TEN_K } })).body;
-    expect((await h.api('PATCH', `/v1/incidents/${inc.id}`, { body: { status: 'resolved', resolution_summary: summary } })).status).toBe(200);
+    const inc = (
+      await h.api('POST', '/v1/incidents', { body: { title: EMOJI_TITLE, severity: 'major', description: TEN_K } })
+    ).body;
+    expect(
+      (await h.api('PATCH', `/v1/incidents/${inc.id}`, { body: { status: 'resolved', resolution_summary: summary } }))
+        .status,
+    ).toBe(200);
     expect((await h.api('PATCH', `/v1/incidents/${inc.id}`, { body: { status: 'monitoring' } })).status).toBe(200);
 
     let before = slack.callsTo('views.open').length;
@@ -217,7 +281,9 @@ describe('no stored text is shortened by a Slack round trip; empty renders; the 
     await client.command(`update ${inc.id}`);
     const update = await openedView(slack, before);
     expect(update.blocks.some((b: any) => b.block_id === 'description')).toBe(false);
-    expect((await client.submit(update, { severity: 'minor' }, { viewId: newViewId() })).json?.response_action).not.toBe('errors');
+    expect(
+      (await client.submit(update, { severity: 'minor' }, { viewId: newViewId() })).json?.response_action,
+    ).not.toBe('errors');
 
     before = slack.callsTo('views.open').length;
     await client.click('incident_close', inc.id);
@@ -231,8 +297,20 @@ describe('no stored text is shortened by a Slack round trip; empty renders; the 
 
   it('a 4,000-character variable default is sent whole when the modal is submitted as shown', async () => {
     const long = `${'ETA 🕐 <soon> '.repeat(400)}`.slice(0, 4000);
-    const tpl = (await h.api('POST', '/v1/templates', { body: { name: 'Long default', body: 'Update: {{eta}}', variables: [{ name: 'eta', required: true, default: long }] } })).body;
-    const inc = (await h.api('POST', '/v1/incidents', { body: { title: 'Default round trip', severity: 'minor', template_ids: [tpl.id] } })).body;
+    const tpl = (
+      await h.api('POST', '/v1/templates', {
+        body: {
+          name: 'Long default',
+          body: 'Update: {{eta}}',
+          variables: [{ name: 'eta', required: true, default: long }],
+        },
+      })
+    ).body;
+    const inc = (
+      await h.api('POST', '/v1/incidents', {
+        body: { title: 'Default round trip', severity: 'minor', template_ids: [tpl.id] },
+      })
+    ).body;
     const { view, outcome } = await executeViaSlack(slack, client, inc.id);
     const eta = view.blocks.find((b: any) => b.block_id === 'variables.eta');
     expect(eta.element.initial_value).toBeUndefined();
@@ -242,8 +320,16 @@ describe('no stored text is shortened by a Slack round trip; empty renders; the 
   });
 
   it('a template that renders empty previews as such (the modal opens) and fails for good before sending', async () => {
-    const tpl = (await h.api('POST', '/v1/templates', { body: { name: 'Empty', body: '{{#w}}{{w}}{{/w}}', variables: [{ name: 'w', required: false, default: '' }] } })).body;
-    const inc = (await h.api('POST', '/v1/incidents', { body: { title: 'Renders empty', severity: 'minor', template_ids: [tpl.id] } })).body;
+    const tpl = (
+      await h.api('POST', '/v1/templates', {
+        body: { name: 'Empty', body: '{{#w}}{{w}}{{/w}}', variables: [{ name: 'w', required: false, default: '' }] },
+      })
+    ).body;
+    const inc = (
+      await h.api('POST', '/v1/incidents', {
+        body: { title: 'Renders empty', severity: 'minor', template_ids: [tpl.id] },
+      })
+    ).body;
     const hooksBefore = slack.webhookMessages.length;
     const { view, outcome } = await executeViaSlack(slack, client, inc.id);
     expect(textOfBlocks(view.blocks)).toContain('renders empty');
@@ -263,7 +349,9 @@ describe('no stored text is shortened by a Slack round trip; empty renders; the 
   it('an execute that fails after the ack is reported by updating the modal', async () => {
     const inc = (await h.api('POST', '/v1/incidents', { body: { title: 'Fails late', severity: 'minor' } })).body;
     // What a connection disabled between the check in the ack and the execute after it looks like.
-    const late = vi.spyOn(h.herald.services.executions, 'execute').mockRejectedValueOnce(new DomainError('no_connections', 'There is no enabled connection to deliver to.'));
+    const late = vi
+      .spyOn(h.herald.services.executions, 'execute')
+      .mockRejectedValueOnce(new DomainError('no_connections', 'There is no enabled connection to deliver to.'));
     try {
       const { ack, outcome } = await executeViaSlack(slack, client, inc.id);
       expect(textOfBlocks(ack.json.view.blocks)).toContain('Sending');
@@ -277,21 +365,39 @@ describe('no stored text is shortened by a Slack round trip; empty renders; the 
 
   it('refuses templates whose variables together exceed 50, on the API and on the modal input', async () => {
     const made = await h.api('POST', '/v1/templates', {
-      body: Array.from({ length: 3 }, (_, t) => ({ name: `Twenty ${t}`, body: 'x', variables: Array.from({ length: 20 }, (_, v) => ({ name: `t${t}_v${v}`, required: false })) })),
+      body: Array.from({ length: 3 }, (_, t) => ({
+        name: `Twenty ${t}`,
+        body: 'x',
+        variables: Array.from({ length: 20 }, (_, v) => ({ name: `t${t}_v${v}`, required: false })),
+      })),
     });
     expect(made.status).toBe(201);
     const ids: string[] = made.body.data.map((t: any) => t.id);
-    const created = await h.api('POST', '/v1/incidents', { body: { title: 'Too many variables', severity: 'minor', template_ids: ids } });
+    const created = await h.api('POST', '/v1/incidents', {
+      body: { title: 'Too many variables', severity: 'minor', template_ids: ids },
+    });
     expect(created.status).toBe(422);
-    expect(created.body.errors).toEqual([expect.objectContaining({ field: 'template_ids', code: 'too_many_variables' })]);
+    expect(created.body.errors).toEqual([
+      expect.objectContaining({ field: 'template_ids', code: 'too_many_variables' }),
+    ]);
 
-    const inc = (await h.api('POST', '/v1/incidents', { body: { title: 'Two templates', severity: 'minor', template_ids: ids.slice(0, 2) } })).body;
+    const inc = (
+      await h.api('POST', '/v1/incidents', {
+        body: { title: 'Two templates', severity: 'minor', template_ids: ids.slice(0, 2) },
+      })
+    ).body;
     expect(inc.template_ids).toHaveLength(2);
     const patched = await h.api('PATCH', `/v1/incidents/${inc.id}`, { body: { template_ids: ids } });
     expect(patched.status).toBe(422);
     expect(patched.body.errors[0]).toMatchObject({ field: 'template_ids', code: 'too_many_variables' });
     // Re-sending the attached templates is not refused.
-    expect((await h.api('PATCH', `/v1/incidents/${inc.id}`, { body: { template_ids: ids.slice(0, 2), title: 'Two templates still' } })).status).toBe(200);
+    expect(
+      (
+        await h.api('PATCH', `/v1/incidents/${inc.id}`, {
+          body: { template_ids: ids.slice(0, 2), title: 'Two templates still' },
+        })
+      ).status,
+    ).toBe(200);
 
     const before = slack.callsTo('views.open').length;
     await client.command('new Too many from Slack');
@@ -309,7 +415,12 @@ describe('paced posts', () => {
 
   beforeAll(async () => {
     slack = await startSlack();
-    h = await startHerald({ SLACK_SIGNING_SECRET: SECRET, SLACK_BOT_TOKEN: 'xoxb-test', SLACK_API_URL: slack.apiUrl, HERALD_SLACK_CHANNEL: 'CBURST' });
+    h = await startHerald({
+      SLACK_SIGNING_SECRET: SECRET,
+      SLACK_BOT_TOKEN: 'xoxb-test',
+      SLACK_API_URL: slack.apiUrl,
+      HERALD_SLACK_CHANNEL: 'CBURST',
+    });
   });
 
   afterAll(async () => {
@@ -318,7 +429,11 @@ describe('paced posts', () => {
   });
 
   it('a burst of incidents over /v1 is announced one post a second, every one of them', async () => {
-    const made = await Promise.all(Array.from({ length: 4 }, (_, i) => h.api('POST', '/v1/incidents', { body: { title: `Burst ${i}`, severity: 'low' } })));
+    const made = await Promise.all(
+      Array.from({ length: 4 }, (_, i) =>
+        h.api('POST', '/v1/incidents', { body: { title: `Burst ${i}`, severity: 'low' } }),
+      ),
+    );
     expect(made.map((r) => r.status)).toEqual([201, 201, 201, 201]);
     const posts = await waitFor(
       () => {
@@ -336,10 +451,17 @@ describe('paced posts', () => {
     for (let n = 0; n < 10; n++) await h.api('PATCH', `/v1/incidents/${id}`, { body: { impact: `change ${n}` } });
     const changesTook = Date.now() - changesStarted;
     const last = await waitFor(
-      () => slack.callsTo('chat.update').slice(updatesBefore).find((c) => textOfBlocks(c.args.blocks as any[]).includes('change 9')),
+      () =>
+        slack
+          .callsTo('chat.update')
+          .slice(updatesBefore)
+          .find((c) => textOfBlocks(c.args.blocks as any[]).includes('change 9')),
       { what: 'the announcement showing the last change', timeoutMs: 30_000 },
     );
-    const updates = slack.callsTo('chat.update').slice(updatesBefore).filter((c) => JSON.stringify(c.args.blocks).includes(id));
+    const updates = slack
+      .callsTo('chat.update')
+      .slice(updatesBefore)
+      .filter((c) => JSON.stringify(c.args.blocks).includes(id));
     // One at once, then one per 2 s while the changes lasted, and one for the last state.
     expect(updates.length).toBeLessThanOrEqual(2 + Math.ceil(changesTook / 2000));
     for (let i = 1; i < updates.length; i++) expect(updates[i]!.at - updates[i - 1]!.at).toBeGreaterThanOrEqual(1900);

@@ -39,10 +39,21 @@ async function heraldWithLog(env: Record<string, string>) {
       done();
     },
   });
-  const config = loadConfig({ HERALD_KEY_PREFIX: prefix, HERALD_DATA_DIR: dataDir, HERALD_SECRET_KEY: randomBytes(32).toString('base64'), HERALD_ROLE: 'api', ...env });
+  const config = loadConfig({
+    HERALD_KEY_PREFIX: prefix,
+    HERALD_DATA_DIR: dataDir,
+    HERALD_SECRET_KEY: randomBytes(32).toString('base64'),
+    HERALD_ROLE: 'api',
+    ...env,
+  });
   const cleanup = () => rmSync(dataDir, { recursive: true, force: true });
   try {
-    const herald = await createHerald({ config, redisUrl: testRedisUrl(), log: createLogger('info', sink), worker: false });
+    const herald = await createHerald({
+      config,
+      redisUrl: testRedisUrl(),
+      log: createLogger('info', sink),
+      worker: false,
+    });
     return {
       herald,
       lines,
@@ -83,7 +94,12 @@ describe('Slack configuration', () => {
   });
 
   it('uses Socket Mode when SLACK_APP_TOKEN is set: connects out, and the same listeners answer over the socket', async () => {
-    const h = await heraldWithLog({ SLACK_BOT_TOKEN: 'xoxb-test', SLACK_APP_TOKEN: 'xapp-1-test', SLACK_API_URL: slack.apiUrl, HERALD_SLACK_ADMINS: 'UADMIN' });
+    const h = await heraldWithLog({
+      SLACK_BOT_TOKEN: 'xoxb-test',
+      SLACK_APP_TOKEN: 'xapp-1-test',
+      SLACK_API_URL: slack.apiUrl,
+      HERALD_SLACK_ADMINS: 'UADMIN',
+    });
     try {
       expect(h.herald.slack?.mode).toBe('socket');
       expect(h.lines.some((l) => /Socket Mode/.test(l.msg))).toBe(true);
@@ -95,32 +111,79 @@ describe('Slack configuration', () => {
       const res = await new Promise<number>((resolve) => {
         const server = h.herald.app.listen(0, '127.0.0.1', () => {
           const { port } = server.address() as AddressInfo;
-          fetch(`http://127.0.0.1:${port}/slack/events`, { method: 'POST', body: 'x' }).then((r) => server.close(() => resolve(r.status)), () => server.close(() => resolve(0)));
+          fetch(`http://127.0.0.1:${port}/slack/events`, { method: 'POST', body: 'x' }).then(
+            (r) => server.close(() => resolve(r.status)),
+            () => server.close(() => resolve(0)),
+          );
         });
       });
       expect(res).toBe(404);
 
       // A slash command arrives as an envelope; its ephemeral answer goes back in the ack.
-      const user = { user_id: 'UALICE', user_name: 'alice', team_id: 'T0HERALD', channel_id: 'CSOCK', api_app_id: 'A0HERALD' };
-      const help = await socket.ackOf(socket.send('slash_commands', { ...user, command: '/incident', text: 'help', trigger_id: '1.2.3', response_url: 'https://hooks.slack.com/commands/1' }));
+      const user = {
+        user_id: 'UALICE',
+        user_name: 'alice',
+        team_id: 'T0HERALD',
+        channel_id: 'CSOCK',
+        api_app_id: 'A0HERALD',
+      };
+      const help = await socket.ackOf(
+        socket.send('slash_commands', {
+          ...user,
+          command: '/incident',
+          text: 'help',
+          trigger_id: '1.2.3',
+          response_url: 'https://hooks.slack.com/commands/1',
+        }),
+      );
       expect(help.payload).toMatchObject({ response_type: 'ephemeral' });
       expect(JSON.stringify(help.payload.blocks)).toContain('/incident new');
 
       // `new` acks at once, then opens the modal through the Web API.
       const opened = slack.callsTo('views.open').length;
-      await socket.ackOf(socket.send('slash_commands', { ...user, command: '/incident', text: 'new Over the socket', trigger_id: '4.5.6', response_url: 'https://hooks.slack.com/commands/1' }));
+      await socket.ackOf(
+        socket.send('slash_commands', {
+          ...user,
+          command: '/incident',
+          text: 'new Over the socket',
+          trigger_id: '4.5.6',
+          response_url: 'https://hooks.slack.com/commands/1',
+        }),
+      );
       const view = await openedView(slack, opened);
       expect(view).toMatchObject({ callback_id: 'incident_create' });
 
       // Its submission (an interactive envelope) creates the incident, recorded with the Slack user.
-      const values = { title: { value: { type: 'plain_text_input', value: 'Over the socket' } }, severity: { value: { type: 'static_select', selected_option: { value: 'minor' } } } };
-      await socket.ackOf(socket.send('interactive', { type: 'view_submission', team: { id: 'T0HERALD' }, user: { id: 'UALICE', username: 'alice', name: 'alice' }, api_app_id: 'A0HERALD', view: { ...view, id: 'VSOCKET1', state: { values } } }));
-      const made = (await h.herald.services.incidents.list({}, { limit: 10, cursor: null })).data.find((i) => i.title === 'Over the socket');
+      const values = {
+        title: { value: { type: 'plain_text_input', value: 'Over the socket' } },
+        severity: { value: { type: 'static_select', selected_option: { value: 'minor' } } },
+      };
+      await socket.ackOf(
+        socket.send('interactive', {
+          type: 'view_submission',
+          team: { id: 'T0HERALD' },
+          user: { id: 'UALICE', username: 'alice', name: 'alice' },
+          api_app_id: 'A0HERALD',
+          view: { ...view, id: 'VSOCKET1', state: { values } },
+        }),
+      );
+      const made = (await h.herald.services.incidents.list({}, { limit: 10, cursor: null })).data.find(
+        (i) => i.title === 'Over the socket',
+      );
       expect(made?.created_by).toEqual({ type: 'slack_user', id: 'UALICE', name: 'alice' });
 
       // Events too: the App Home is published for the user who opened it.
-      socket.send('events_api', { type: 'event_callback', team_id: 'T0HERALD', api_app_id: 'A0HERALD', event: { type: 'app_home_opened', user: 'UADMIN', channel: 'D1', tab: 'home' }, event_id: 'Ev1', event_time: 1 });
-      const published = await waitFor(() => slack.callsTo('views.publish').find((c) => c.args.user_id === 'UADMIN'), { what: 'views.publish' });
+      socket.send('events_api', {
+        type: 'event_callback',
+        team_id: 'T0HERALD',
+        api_app_id: 'A0HERALD',
+        event: { type: 'app_home_opened', user: 'UADMIN', channel: 'D1', tab: 'home' },
+        event_id: 'Ev1',
+        event_time: 1,
+      });
+      const published = await waitFor(() => slack.callsTo('views.publish').find((c) => c.args.user_id === 'UADMIN'), {
+        what: 'views.publish',
+      });
       expect(JSON.stringify(published.args.view)).toContain('Over the socket');
     } finally {
       await h.close();

@@ -9,7 +9,13 @@ import { startHerald, type TestHerald } from '../support/herald.js';
 import { startSlack, type SlackPeer } from '../support/peers/slack.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/peers/webhook-receiver.js';
 import { testRedisUrl } from '../support/redis.js';
-import { slackClient, textOfBlocks, type SlackClient, newViewId, openedView as openedViewAt } from '../support/slack-client.js';
+import {
+  slackClient,
+  textOfBlocks,
+  type SlackClient,
+  newViewId,
+  openedView as openedViewAt,
+} from '../support/slack-client.js';
 import { waitFor } from '../support/wait.js';
 
 /**
@@ -30,7 +36,10 @@ let client: SlackClient;
 beforeAll(async () => {
   slack = await startSlack();
   receiver = await startWebhookReceiver();
-  api = await startHerald({ HERALD_ROLE: 'api', SLACK_SIGNING_SECRET: SECRET, SLACK_BOT_TOKEN: 'xoxb-api', SLACK_API_URL: slack.apiUrl }, { worker: false });
+  api = await startHerald(
+    { HERALD_ROLE: 'api', SLACK_SIGNING_SECRET: SECRET, SLACK_BOT_TOKEN: 'xoxb-api', SLACK_API_URL: slack.apiUrl },
+    { worker: false },
+  );
   workerDir = mkdtempSync(join(tmpdir(), 'herald-slack-worker-'));
   const config = loadConfig({
     HERALD_ROLE: 'worker',
@@ -65,14 +74,21 @@ describe('HERALD_ROLE=api + HERALD_ROLE=worker', () => {
   });
 
   it('the worker process posts the delivery receipts on the announcement', async () => {
-    const hook = (await api.api('POST', '/v1/connections', { body: { name: 'Split hook', type: 'webhook', config: { url: `${receiver.url}/hook` } } })).body;
+    const hook = (
+      await api.api('POST', '/v1/connections', {
+        body: { name: 'Split hook', type: 'webhook', config: { url: `${receiver.url}/hook` } },
+      })
+    ).body;
     receiver.setSecret(hook.signing_secret);
 
     let before = slack.callsTo('views.open').length;
     await client.command('new Split roles', { channel: 'CSPLIT' });
     await client.submit(await openedView(before), { severity: 'major' }, { viewId: viewId() });
     const incident = (await api.api('GET', '/v1/incidents')).body.data.find((i: any) => i.title === 'Split roles');
-    const post = await waitFor<any>(() => slack.callsTo('chat.postMessage').find((c) => JSON.stringify(c.args.blocks ?? []).includes(incident.id)), { what: 'announcement', timeoutMs: 25_000 });
+    const post = await waitFor<any>(
+      () => slack.callsTo('chat.postMessage').find((c) => JSON.stringify(c.args.blocks ?? []).includes(incident.id)),
+      { what: 'announcement', timeoutMs: 25_000 },
+    );
     expect(post.token).toBe('xoxb-api');
 
     // The first attempt fails (503, retried after ≥ 1 s): the API process has long shown the
@@ -92,7 +108,9 @@ describe('HERALD_ROLE=api + HERALD_ROLE=worker', () => {
         slack
           .callsTo('chat.update')
           .filter((c) => c.args.ts === post.args.ts || JSON.stringify(c.args.blocks ?? []).includes(incident.id))
-          .find((c) => c.token === 'xoxb-worker' && /delivered — \*Split hook\*/.test(textOfBlocks(c.args.blocks as any[]))),
+          .find(
+            (c) => c.token === 'xoxb-worker' && /delivered — \*Split hook\*/.test(textOfBlocks(c.args.blocks as any[])),
+          ),
       { what: 'receipts showing the delivery, from the worker', timeoutMs: 30_000 },
     );
     expect(delivered.args.channel).toBe('CSPLIT');

@@ -12,12 +12,23 @@ afterAll(async () => {
 });
 
 const uniq = (label: string) => `${label} ${randomBytes(4).toString('hex')}`;
-const create = (body: Record<string, unknown> = {}) => h.api('POST', '/v1/templates', { body: { name: uniq('Outage'), body: 'We are investigating {{incident.title}}. {{#eta}}ETA: {{eta}}{{/eta}}', ...body } });
+const create = (body: Record<string, unknown> = {}) =>
+  h.api('POST', '/v1/templates', {
+    body: {
+      name: uniq('Outage'),
+      body: 'We are investigating {{incident.title}}. {{#eta}}ETA: {{eta}}{{/eta}}',
+      ...body,
+    },
+  });
 const fields = (r: { body: { errors: { field: string }[] } }) => r.body.errors.map((e) => e.field);
 
 describe('templates over HTTP', () => {
   it('creates with 201, Location, ETag and the full shape; variables are derived', async () => {
-    const r = await create({ subject: '[{{incident.severity}}] {{area}}', description: 'For outages', variants: { slack: { body: ':red_circle: {{incident.title}}' } } });
+    const r = await create({
+      subject: '[{{incident.severity}}] {{area}}',
+      description: 'For outages',
+      variants: { slack: { body: ':red_circle: {{incident.title}}' } },
+    });
     expect(r.status).toBe(201);
     expect(r.headers.get('location')).toBe(`/v1/templates/${r.body.id}`);
     expect(r.headers.get('etag')).toBe('"r1"');
@@ -45,7 +56,11 @@ describe('templates over HTTP', () => {
     expect(strict.status).toBe(422);
     expect(fields(strict).sort()).toEqual(['colour', 'variants.sms']);
 
-    const undeclared = await create({ body: '{{eta}}', variables: [{ name: 'area' }], variants: { slack: { body: '{{owner}}' } } });
+    const undeclared = await create({
+      body: '{{eta}}',
+      variables: [{ name: 'area' }],
+      variants: { slack: { body: '{{owner}}' } },
+    });
     expect(undeclared.status).toBe(422);
     expect(undeclared.body.code).toBe('undeclared_variable');
     expect(fields(undeclared)).toEqual(['body', 'variants.slack.body']);
@@ -56,7 +71,9 @@ describe('templates over HTTP', () => {
 
     const syntax = await create({ variants: { email: { subject: '{{#open}}', body: 'x' } } });
     expect(syntax.status).toBe(422);
-    expect(syntax.body.errors).toEqual([expect.objectContaining({ field: 'variants.email.subject', code: 'invalid_syntax' })]);
+    expect(syntax.body.errors).toEqual([
+      expect.objectContaining({ field: 'variants.email.subject', code: 'invalid_syntax' }),
+    ]);
 
     const long = await create({ body: 'x'.repeat(20_001), name: 'n'.repeat(101) });
     expect(fields(long).sort()).toEqual(['body', 'name']);
@@ -104,7 +121,8 @@ describe('templates over HTTP', () => {
   it('searches by name with q: the first `limit` matches, newest first, in one page; a blank q or a cursor beside it is 422', async () => {
     const tag = randomBytes(4).toString('hex');
     const made = [];
-    for (const name of [`Pager ${tag} one`, `Unrelated ${tag}`, `PAGER ${tag} two`]) made.push((await create({ name })).body.id);
+    for (const name of [`Pager ${tag} one`, `Unrelated ${tag}`, `PAGER ${tag} two`])
+      made.push((await create({ name })).body.id);
     // Case-insensitive and trimmed, as the Slack template picker matches (TemplateService.search).
     const r = await h.api('GET', `/v1/templates?q=${encodeURIComponent(`  pager ${tag} `)}`);
     expect(r.status).toBe(200);
@@ -143,7 +161,10 @@ describe('templates over HTTP', () => {
     expect(versions.body.data.map((v: { version: number }) => v.version)).toEqual([2, 1]);
     expect(versions.body.pagination.next_cursor).toBeNull();
     const paged = await h.api('GET', `/v1/templates/${t.id}/versions?limit=1`);
-    const rest = await h.api('GET', `/v1/templates/${t.id}/versions?limit=1&cursor=${paged.body.pagination.next_cursor}`);
+    const rest = await h.api(
+      'GET',
+      `/v1/templates/${t.id}/versions?limit=1&cursor=${paged.body.pagination.next_cursor}`,
+    );
     expect(rest.body.data.map((v: { version: number }) => v.version)).toEqual([1]);
 
     const v1 = await h.api('GET', `/v1/templates/${t.id}/versions/1`);
@@ -164,18 +185,26 @@ describe('templates over HTTP', () => {
   it('a stale If-Match is 412 on PATCH and DELETE; the current one works', async () => {
     const { body: t } = await create();
     await h.api('PATCH', `/v1/templates/${t.id}`, { body: { description: 'changed' } });
-    const stale = await h.api('PATCH', `/v1/templates/${t.id}`, { body: { description: 'mine' }, headers: { 'If-Match': '"r1"' } });
+    const stale = await h.api('PATCH', `/v1/templates/${t.id}`, {
+      body: { description: 'mine' },
+      headers: { 'If-Match': '"r1"' },
+    });
     expect(stale.status).toBe(412);
     expect(stale.body.code).toBe('precondition_failed');
     expect((await h.api('DELETE', `/v1/templates/${t.id}`, { headers: { 'If-Match': '"r1"' } })).status).toBe(412);
-    const ok = await h.api('PATCH', `/v1/templates/${t.id}`, { body: { description: 'mine' }, headers: { 'If-Match': '"r2"' } });
+    const ok = await h.api('PATCH', `/v1/templates/${t.id}`, {
+      body: { description: 'mine' },
+      headers: { 'If-Match': '"r2"' },
+    });
     expect(ok.status).toBe(200);
     expect((await h.api('DELETE', `/v1/templates/${t.id}`, { headers: { 'If-Match': '"r3"' } })).status).toBe(204);
   });
 
   it('DELETE: 409 while a non-closed incident attaches it, 204 once the incident is closed', async () => {
     const { body: t } = await create();
-    const inc = await h.api('POST', '/v1/incidents', { body: { title: 'DB down', severity: 'critical', template_ids: [t.id] } });
+    const inc = await h.api('POST', '/v1/incidents', {
+      body: { title: 'DB down', severity: 'critical', template_ids: [t.id] },
+    });
     expect(inc.status).toBe(201);
     const inUse = await h.api('DELETE', `/v1/templates/${t.id}`);
     expect(inUse.status).toBe(409);
@@ -213,30 +242,42 @@ describe('templates over HTTP', () => {
 describe('bulk create', () => {
   it('an array creates all: 201 {"data": [...]}', async () => {
     const names = [uniq('Bulk'), uniq('Bulk'), uniq('Bulk')];
-    const r = await h.api('POST', '/v1/templates', { body: names.map((name) => ({ name, body: `Body of ${name} {{eta}}` })) });
+    const r = await h.api('POST', '/v1/templates', {
+      body: names.map((name) => ({ name, body: `Body of ${name} {{eta}}` })),
+    });
     expect(r.status).toBe(201);
     expect(r.body.data.map((t: { name: string }) => t.name)).toEqual(names);
-    expect(r.body.data.every((t: { version: number; variables: unknown[] }) => t.version === 1 && t.variables.length === 1)).toBe(true);
+    expect(
+      r.body.data.every((t: { version: number; variables: unknown[] }) => t.version === 1 && t.variables.length === 1),
+    ).toBe(true);
     for (const t of r.body.data) expect((await h.api('GET', `/v1/templates/${t.id}`)).status).toBe(200);
   });
 
   it('is all or nothing; errors point at the item', async () => {
     const items = Array.from({ length: 5 }, () => ({ name: uniq('Batch'), body: 'x' }));
-    const invalid = await h.api('POST', '/v1/templates', { body: items.map((t, i) => (i === 3 ? { ...t, name: '' } : t)) });
+    const invalid = await h.api('POST', '/v1/templates', {
+      body: items.map((t, i) => (i === 3 ? { ...t, name: '' } : t)),
+    });
     expect(invalid.status).toBe(422);
     expect(fields(invalid)).toEqual(['3.name']);
 
-    const undeclared = await h.api('POST', '/v1/templates', { body: items.map((t, i) => (i === 2 ? { ...t, body: '{{x}}', variables: [] } : t)) });
+    const undeclared = await h.api('POST', '/v1/templates', {
+      body: items.map((t, i) => (i === 2 ? { ...t, body: '{{x}}', variables: [] } : t)),
+    });
     expect(undeclared.status).toBe(422);
     expect(undeclared.body.code).toBe('undeclared_variable');
     expect(fields(undeclared)).toEqual(['2.body']);
 
-    const dup = await h.api('POST', '/v1/templates', { body: [...items, { ...items[0], name: items[0]!.name.toUpperCase() }] });
+    const dup = await h.api('POST', '/v1/templates', {
+      body: [...items, { ...items[0], name: items[0]!.name.toUpperCase() }],
+    });
     expect(dup.status).toBe(422);
     expect(dup.body.errors).toEqual([expect.objectContaining({ field: '5.name', code: 'duplicate_name' })]);
 
     const { body: existing } = await create();
-    const taken = await h.api('POST', '/v1/templates', { body: items.map((t, i) => (i === 3 ? { ...t, name: existing.name } : t)) });
+    const taken = await h.api('POST', '/v1/templates', {
+      body: items.map((t, i) => (i === 3 ? { ...t, name: existing.name } : t)),
+    });
     expect(taken.status).toBe(409);
     expect(taken.body.code).toBe('template_name_taken');
     expect(fields(taken)).toEqual(['3.name']);
@@ -267,7 +308,9 @@ describe('bulk create', () => {
       '3.name:duplicate_name',
       '4.body:undeclared_variable',
     ]);
-    expect((await h.api('GET', '/v1/templates?limit=100')).body.data.map((t: { name: string }) => t.name)).not.toContain(name);
+    expect(
+      (await h.api('GET', '/v1/templates?limit=100')).body.data.map((t: { name: string }) => t.name),
+    ).not.toContain(name);
   });
 
   it('refuses an empty batch and more than 100', async () => {
@@ -290,11 +333,15 @@ describe('render preview', () => {
       ],
       variants: { email: { subject: 'Mail: {{area}}', body: 'Hello\n{{area}}' } },
     });
-    const r = await h.api('POST', `/v1/templates/${t.id}/render`, { body: { variables: { area: '<!channel> @everyone *bold* <script>', unused: 'x' } } });
+    const r = await h.api('POST', `/v1/templates/${t.id}/render`, {
+      body: { variables: { area: '<!channel> @everyone *bold* <script>', unused: 'x' } },
+    });
     expect(r.status).toBe(200);
     expect(Object.keys(r.body.previews).sort()).toEqual([...CHANNEL_TYPES].sort());
     for (const type of CHANNEL_TYPES) {
-      expect(r.body.previews[type]).toEqual(expect.objectContaining({ subject: expect.any(String), body: expect.any(String) }));
+      expect(r.body.previews[type]).toEqual(
+        expect.objectContaining({ subject: expect.any(String), body: expect.any(String) }),
+      );
       if (type !== 'webhook' && type !== 'email') expect(r.body.previews[type].body).not.toMatch(/@everyone/);
     }
     const slack = r.body.previews.slack;
@@ -338,7 +385,9 @@ describe('render preview', () => {
     const { body: t } = await create({ body: 'static {{incident.title}}' });
     const none = await h.api('POST', `/v1/templates/${t.id}/render`);
     expect(none.status).toBe(200);
-    const bad = await h.api('POST', `/v1/templates/${t.id}/render`, { body: { variables: { 'bad-name': 'x', ok: 'x'.repeat(4001) }, extra: 1 } });
+    const bad = await h.api('POST', `/v1/templates/${t.id}/render`, {
+      body: { variables: { 'bad-name': 'x', ok: 'x'.repeat(4001) }, extra: 1 },
+    });
     expect(bad.status).toBe(422);
     expect(fields(bad).sort()).toEqual(['extra', 'variables.bad-name', 'variables.ok']);
     expect((await h.api('POST', '/v1/templates/tpl_01JZZZZZZZZZZZZZZZZZZZZZZZ/render', { body: {} })).status).toBe(404);

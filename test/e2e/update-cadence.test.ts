@@ -54,7 +54,10 @@ async function startedWorker(): Promise<{ worker: Child; startMs: number }> {
     }),
   );
   workers.push(w);
-  await waitFor(() => w.stdout().includes('Herald running (role worker'), { timeoutMs: CHILD_DEADLINE_MS, what: 'the worker to start' }).catch((e: unknown) => {
+  await waitFor(() => w.stdout().includes('Herald running (role worker'), {
+    timeoutMs: CHILD_DEADLINE_MS,
+    what: 'the worker to start',
+  }).catch((e: unknown) => {
     throw new Error(`${(e as Error).message}\n${tail(w)}`);
   });
   return { worker: w, startMs: Date.now() - t0 };
@@ -75,7 +78,10 @@ async function timeline(incidentId: string): Promise<Event[]> {
   const out: Event[] = [];
   let cursor: string | null = null;
   for (;;) {
-    const r = await h.api('GET', `/v1/incidents/${incidentId}/events?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+    const r = await h.api(
+      'GET',
+      `/v1/incidents/${incidentId}/events?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+    );
     expect(r.status).toBe(200);
     out.push(...(r.body.data as Event[]));
     cursor = r.body.pagination?.next_cursor ?? null;
@@ -88,11 +94,19 @@ const numbers = (events: Event[]) => overdue(events).map((e) => e.data.reminder 
 
 beforeAll(async () => {
   // The workers run a build of src/: one from before the update cadence has no reminders at all.
-  const built = process.env.HERALD_TEST_MAIN ? join(process.env.HERALD_TEST_MAIN, '..', 'delivery', 'reminder-loop.js') : join(ROOT, 'dist', 'delivery', 'reminder-loop.js');
-  if (!existsSync(built)) throw new Error(`${built} is missing: the build predates the update cadence (run \`npm run build\`)`);
+  const built = process.env.HERALD_TEST_MAIN
+    ? join(process.env.HERALD_TEST_MAIN, '..', 'delivery', 'reminder-loop.js')
+    : join(ROOT, 'dist', 'delivery', 'reminder-loop.js');
+  if (!existsSync(built))
+    throw new Error(`${built} is missing: the build predates the update cadence (run \`npm run build\`)`);
   sink = await startHttpSink();
-  h = await startHerald({ HERALD_ROLE: 'api', HERALD_SECRET_KEY: secretKey, HERALD_REMINDER_REPEAT: '10s', HERALD_RATE_LIMIT: '100000' }, { worker: false });
-  const con = await h.api('POST', '/v1/connections', { body: { name: 'status webhook', type: 'webhook', config: { url: `${sink.url}/hook` } } });
+  h = await startHerald(
+    { HERALD_ROLE: 'api', HERALD_SECRET_KEY: secretKey, HERALD_REMINDER_REPEAT: '10s', HERALD_RATE_LIMIT: '100000' },
+    { worker: false },
+  );
+  const con = await h.api('POST', '/v1/connections', {
+    body: { name: 'status webhook', type: 'webhook', config: { url: `${sink.url}/hook` } },
+  });
   expect(con.status).toBe(201);
 });
 afterAll(async () => {
@@ -102,19 +116,22 @@ afterAll(async () => {
 });
 
 describe('next_update_in validation', () => {
-  it.each(['30s', '0m', '59s', '25h', '1441m', '1d', 'soon', '', 15])('next_update_in %j is refused with 422 on that field, and nothing is executed', async (value) => {
-    const { body: inc } = await h.api('POST', '/v1/incidents', { body: { title: 'Bad cadence', severity: 'minor' } });
-    const r = await h.api('POST', `/v1/incidents/${inc.id}/execute`, { body: { next_update_in: value } });
-    expect(r.status).toBe(422);
-    expect(r.body.code).toBe('validation_failed');
-    // One error, on that field: a malformed value is not also judged by the 1m–24h range.
-    const fields: string[] = r.body.errors.map((e: { field: string }) => e.field);
-    expect(fields).toEqual(['next_update_in']);
-    const after = (await h.api('GET', `/v1/incidents/${inc.id}`)).body;
-    expect(after.execution_count).toBe(0);
-    expect(after.next_update_due_at).toBeNull();
-    expect(await h.herald.redis.zscore(`{${h.prefix}}:reminders`, inc.id)).toBeNull();
-  });
+  it.each(['30s', '0m', '59s', '25h', '1441m', '1d', 'soon', '', 15])(
+    'next_update_in %j is refused with 422 on that field, and nothing is executed',
+    async (value) => {
+      const { body: inc } = await h.api('POST', '/v1/incidents', { body: { title: 'Bad cadence', severity: 'minor' } });
+      const r = await h.api('POST', `/v1/incidents/${inc.id}/execute`, { body: { next_update_in: value } });
+      expect(r.status).toBe(422);
+      expect(r.body.code).toBe('validation_failed');
+      // One error, on that field: a malformed value is not also judged by the 1m–24h range.
+      const fields: string[] = r.body.errors.map((e: { field: string }) => e.field);
+      expect(fields).toEqual(['next_update_in']);
+      const after = (await h.api('GET', `/v1/incidents/${inc.id}`)).body;
+      expect(after.execution_count).toBe(0);
+      expect(after.next_update_due_at).toBeNull();
+      expect(await h.herald.redis.zscore(`{${h.prefix}}:reminders`, inc.id)).toBeNull();
+    },
+  );
 
   it.each(['1m', '24h', '1440m'])('next_update_in %j (the bounds) is accepted as a dry run', async (value) => {
     const { body: inc } = await h.api('POST', '/v1/incidents', { body: { title: 'Edge cadence', severity: 'minor' } });
@@ -124,94 +141,103 @@ describe('next_update_in validation', () => {
 });
 
 describe('the update cadence across worker processes', () => {
-  it('reminds once per interval, survives a SIGKILLed worker without a repeated number, and stops on resolve', { timeout: 300_000 }, async () => {
-    const first = await startedWorker();
-    const { body: inc } = await h.api('POST', '/v1/incidents', { body: { title: 'Payments degraded', severity: 'critical' } });
-    const before = Date.now();
-    const exe = await h.api('POST', `/v1/incidents/${inc.id}/execute`, { body: { next_update_in: '1m' } });
-    const after = Date.now();
-    expect(exe.status).toBe(202);
+  it(
+    'reminds once per interval, survives a SIGKILLed worker without a repeated number, and stops on resolve',
+    { timeout: 300_000 },
+    async () => {
+      const first = await startedWorker();
+      const { body: inc } = await h.api('POST', '/v1/incidents', {
+        body: { title: 'Payments degraded', severity: 'critical' },
+      });
+      const before = Date.now();
+      const exe = await h.api('POST', `/v1/incidents/${inc.id}/execute`, { body: { next_update_in: '1m' } });
+      const after = Date.now();
+      expect(exe.status).toBe(202);
 
-    // The due time: a minute from the execute.
-    const shown = (await h.api('GET', `/v1/incidents/${inc.id}`)).body;
-    const due = Date.parse(shown.next_update_due_at);
-    expect(due).toBeGreaterThanOrEqual(before + 60_000);
-    expect(due).toBeLessThanOrEqual(after + 60_000);
-    const scheduleKey = `{${h.prefix}}:reminders`;
-    expect(Number(await h.herald.redis.zscore(scheduleKey, inc.id))).toBe(due);
-    // The worker delivers the execute itself to the webhook meanwhile.
-    await sink.waitForRequests(1, 60_000);
+      // The due time: a minute from the execute.
+      const shown = (await h.api('GET', `/v1/incidents/${inc.id}`)).body;
+      const due = Date.parse(shown.next_update_due_at);
+      expect(due).toBeGreaterThanOrEqual(before + 60_000);
+      expect(due).toBeLessThanOrEqual(after + 60_000);
+      const scheduleKey = `{${h.prefix}}:reminders`;
+      expect(Number(await h.herald.redis.zscore(scheduleKey, inc.id))).toBe(due);
+      // The worker delivers the execute itself to the webhook meanwhile.
+      await sink.waitForRequests(1, 60_000);
 
-    // Reminder 1, after the due time (not before it).
-    const firstReminder = await waitFor(
-      async () => {
-        const evs = overdue(await timeline(inc.id));
-        return evs.length > 0 ? evs : undefined;
-      },
-      { timeoutMs: 120_000, intervalMs: 250, what: 'reminder 1 (incident.update_overdue)' },
-    ).catch((e: unknown) => {
-      throw new Error(`${(e as Error).message}\n${tail(first.worker)}`);
-    });
-    const seenAt = Date.now();
-    expect(firstReminder).toHaveLength(1);
-    const r1 = firstReminder[0]!;
-    expect(r1.data).toMatchObject({ due_at: shown.next_update_due_at, reminder: 1 });
-    expect(Date.parse(r1.at)).toBeGreaterThanOrEqual(due);
-    expect(r1.data.overdue_ms).toBe(Date.parse(r1.at) - due);
-    expect(r1.data.last_executed_by).toMatchObject({ type: 'api_key', name: 'admin' });
-    expect(r1.actor.type).toBe('system');
-    // Next in the schedule: reminder 2, one repeat after the due time.
-    expect(Number(await h.herald.redis.zscore(scheduleKey, inc.id))).toBeGreaterThanOrEqual(due + REPEAT_MS);
+      // Reminder 1, after the due time (not before it).
+      const firstReminder = await waitFor(
+        async () => {
+          const evs = overdue(await timeline(inc.id));
+          return evs.length > 0 ? evs : undefined;
+        },
+        { timeoutMs: 120_000, intervalMs: 250, what: 'reminder 1 (incident.update_overdue)' },
+      ).catch((e: unknown) => {
+        throw new Error(`${(e as Error).message}\n${tail(first.worker)}`);
+      });
+      const seenAt = Date.now();
+      expect(firstReminder).toHaveLength(1);
+      const r1 = firstReminder[0]!;
+      expect(r1.data).toMatchObject({ due_at: shown.next_update_due_at, reminder: 1 });
+      expect(Date.parse(r1.at)).toBeGreaterThanOrEqual(due);
+      expect(r1.data.overdue_ms).toBe(Date.parse(r1.at) - due);
+      expect(r1.data.last_executed_by).toMatchObject({ type: 'api_key', name: 'admin' });
+      expect(r1.actor.type).toBe('system');
+      // Next in the schedule: reminder 2, one repeat after the due time.
+      expect(Number(await h.herald.redis.zscore(scheduleKey, inc.id))).toBeGreaterThanOrEqual(due + REPEAT_MS);
 
-    // Kill -9 the worker; a new one takes over.
-    first.worker.proc.kill('SIGKILL');
-    await first.worker.exited;
-    const second = await startedWorker();
-    // Reminder 2 is due at due + 10 s; the new worker must have started before reminder 3's slot
-    // (due + 20 s) for it to be numbered 2 — reminders are numbered by the intervals passed.
-    const startedAt = Date.now();
-    const both = await waitFor(
-      async () => {
-        const evs = overdue(await timeline(inc.id));
-        return evs.length >= 2 ? evs : undefined;
-      },
-      { timeoutMs: 60_000, intervalMs: 250, what: 'reminder 2 from the new worker' },
-    ).catch((e: unknown) => {
-      throw new Error(`${(e as Error).message}\n${tail(second.worker)}`);
-    });
-    const context = `reminder 1 seen ${seenAt - due} ms after due; the new worker took ${second.startMs} ms to start (ready ${startedAt - due} ms after due)`;
-    expect(both.map((e) => e.data.reminder), context).toEqual([1, 2]);
-    const r2 = both[1]!;
-    expect(r2.data.due_at).toBe(shown.next_update_due_at);
-    expect(Date.parse(r2.at)).toBeGreaterThanOrEqual(due + REPEAT_MS);
-    expect(r2.data.overdue_ms).toBe(Date.parse(r2.at) - due);
+      // Kill -9 the worker; a new one takes over.
+      first.worker.proc.kill('SIGKILL');
+      await first.worker.exited;
+      const second = await startedWorker();
+      // Reminder 2 is due at due + 10 s; the new worker must have started before reminder 3's slot
+      // (due + 20 s) for it to be numbered 2 — reminders are numbered by the intervals passed.
+      const startedAt = Date.now();
+      const both = await waitFor(
+        async () => {
+          const evs = overdue(await timeline(inc.id));
+          return evs.length >= 2 ? evs : undefined;
+        },
+        { timeoutMs: 60_000, intervalMs: 250, what: 'reminder 2 from the new worker' },
+      ).catch((e: unknown) => {
+        throw new Error(`${(e as Error).message}\n${tail(second.worker)}`);
+      });
+      const context = `reminder 1 seen ${seenAt - due} ms after due; the new worker took ${second.startMs} ms to start (ready ${startedAt - due} ms after due)`;
+      expect(
+        both.map((e) => e.data.reminder),
+        context,
+      ).toEqual([1, 2]);
+      const r2 = both[1]!;
+      expect(r2.data.due_at).toBe(shown.next_update_due_at);
+      expect(Date.parse(r2.at)).toBeGreaterThanOrEqual(due + REPEAT_MS);
+      expect(r2.data.overdue_ms).toBe(Date.parse(r2.at) - due);
 
-    // Resolve: the due time and the schedule entry go.
-    const resolved = await h.api('PATCH', `/v1/incidents/${inc.id}`, { body: { status: 'resolved' } });
-    expect(resolved.status).toBe(200);
-    expect(resolved.body.next_update_due_at).toBeNull();
-    expect(await h.herald.redis.zscore(scheduleKey, inc.id)).toBeNull();
-    const settled = await timeline(inc.id);
-    expect(numbers(settled), context).toEqual([1, 2]);
-
-    // Absence, so a bounded look: until past reminder 3's slot (due + 20 s) with the poll's
-    // second to spare, at most 12 s, nothing is added to the timeline and no entry comes back.
-    const lookUntil = Math.min(Date.now() + 12_000, Math.max(Date.now() + 3_000, due + 2 * REPEAT_MS + 2_500));
-    while (Date.now() < lookUntil) {
-      const now = await timeline(inc.id);
-      expect(now.map((e) => e.id)).toEqual(settled.map((e) => e.id));
+      // Resolve: the due time and the schedule entry go.
+      const resolved = await h.api('PATCH', `/v1/incidents/${inc.id}`, { body: { status: 'resolved' } });
+      expect(resolved.status).toBe(200);
+      expect(resolved.body.next_update_due_at).toBeNull();
       expect(await h.herald.redis.zscore(scheduleKey, inc.id)).toBeNull();
-      await new Promise((r) => setTimeout(r, 500));
-    }
+      const settled = await timeline(inc.id);
+      expect(numbers(settled), context).toEqual([1, 2]);
 
-    // Each event once: no duplicate ids, no duplicate reminder numbers, across both workers.
-    const all = await timeline(inc.id);
-    expect(new Set(all.map((e) => e.id)).size).toBe(all.length);
-    expect(numbers(all)).toEqual([1, 2]);
-    expect(all.filter((e) => e.type === 'incident.executed')).toHaveLength(1);
-    expect(all.filter((e) => e.type === 'incident.status_changed')).toHaveLength(1);
-    // The worker that carried on is healthy (no failed reminder logged).
-    expect(second.worker.stdout()).not.toContain('update reminder failed');
-    await stopChild(second.worker);
-  });
+      // Absence, so a bounded look: until past reminder 3's slot (due + 20 s) with the poll's
+      // second to spare, at most 12 s, nothing is added to the timeline and no entry comes back.
+      const lookUntil = Math.min(Date.now() + 12_000, Math.max(Date.now() + 3_000, due + 2 * REPEAT_MS + 2_500));
+      while (Date.now() < lookUntil) {
+        const now = await timeline(inc.id);
+        expect(now.map((e) => e.id)).toEqual(settled.map((e) => e.id));
+        expect(await h.herald.redis.zscore(scheduleKey, inc.id)).toBeNull();
+        await new Promise((r) => setTimeout(r, 500));
+      }
+
+      // Each event once: no duplicate ids, no duplicate reminder numbers, across both workers.
+      const all = await timeline(inc.id);
+      expect(new Set(all.map((e) => e.id)).size).toBe(all.length);
+      expect(numbers(all)).toEqual([1, 2]);
+      expect(all.filter((e) => e.type === 'incident.executed')).toHaveLength(1);
+      expect(all.filter((e) => e.type === 'incident.status_changed')).toHaveLength(1);
+      // The worker that carried on is healthy (no failed reminder logged).
+      expect(second.worker.stdout()).not.toContain('update reminder failed');
+      await stopChild(second.worker);
+    },
+  );
 });

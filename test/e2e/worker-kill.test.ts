@@ -46,7 +46,10 @@ function startWorker(): Child {
 async function startedWorker(sent: () => number, n: number, underWayMs = 30_000): Promise<Child> {
   const w = startWorker();
   const tail = () => `worker output:\n${w.stdout().slice(-3000)}\n${w.stderr().slice(-3000)}`;
-  await waitFor(() => w.stdout().includes('Herald running (role worker'), { timeoutMs: CHILD_DEADLINE_MS, what: 'the worker to start' }).catch((e: unknown) => {
+  await waitFor(() => w.stdout().includes('Herald running (role worker'), {
+    timeoutMs: CHILD_DEADLINE_MS,
+    what: 'the worker to start',
+  }).catch((e: unknown) => {
     throw new Error(`${(e as Error).message}\n${tail()}`);
   });
   await waitFor(() => sent() >= n, { timeoutMs: underWayMs, what: `${n} sends under way` }).catch((e: unknown) => {
@@ -71,7 +74,9 @@ beforeAll(async () => {
   sink = await startHttpSink({ respond: () => ({ status: 200, delayMs: 150 }) });
   h = await startHerald({ HERALD_SECRET_KEY: secretKey, HERALD_RATE_LIMIT: '100000' }, { worker: false });
   for (let i = 0; i < CONNECTIONS; i++) {
-    const r = await h.api('POST', '/v1/connections', { body: { name: `sink ${i}`, type: 'webhook', config: { url: `${sink.url}/hook/${i}` } } });
+    const r = await h.api('POST', '/v1/connections', {
+      body: { name: `sink ${i}`, type: 'webhook', config: { url: `${sink.url}/hook/${i}` } },
+    });
     expect(r.status).toBe(201);
   }
 });
@@ -83,7 +88,9 @@ afterAll(async () => {
 
 describe('a worker killed with SIGKILL mid-fan-out', () => {
   it('loses no delivery: the restarted worker completes every one', { timeout: 180_000 }, async () => {
-    const { body: inc } = await h.api('POST', '/v1/incidents', { body: { title: 'Fan-out under fire', severity: 'critical' } });
+    const { body: inc } = await h.api('POST', '/v1/incidents', {
+      body: { title: 'Fan-out under fire', severity: 'critical' },
+    });
     const exe = await h.api('POST', `/v1/incidents/${inc.id}/execute`, { body: {} });
     expect(exe.status).toBe(202);
     expect(exe.body.deliveries).toHaveLength(CONNECTIONS);
@@ -103,61 +110,77 @@ describe('a worker killed with SIGKILL mid-fan-out', () => {
     const seen = new Set(sink.requests.map((r) => r.headers['webhook-id']));
     for (const d of done.deliveries) expect(seen.has(d.id)).toBe(true);
     // The kill hit mid-send: those attempts are on record as interrupted.
-    expect(done.deliveries.some((d: { attempts: { outcome: string }[] }) => d.attempts.some((a) => a.outcome === 'interrupted'))).toBe(true);
+    expect(
+      done.deliveries.some((d: { attempts: { outcome: string }[] }) =>
+        d.attempts.some((a) => a.outcome === 'interrupted'),
+      ),
+    ).toBe(true);
     // Sends cut off by the kill were retried and flagged, never silently repeated.
-    const repeated = new Set(sink.requests.map((r) => r.headers['webhook-id']).filter((id, i, all) => all.indexOf(id) !== i));
+    const repeated = new Set(
+      sink.requests.map((r) => r.headers['webhook-id']).filter((id, i, all) => all.indexOf(id) !== i),
+    );
     for (const d of done.deliveries) if (repeated.has(d.id)) expect(d.possible_duplicate).toBe(true);
   });
 });
 
 describe('a worker stopped with SIGTERM mid-fan-out', () => {
-  it('finishes the sends it started, exits 0 within 10 s, and leaves the rest queued for the next worker', { timeout: 180_000 }, async () => {
-    const { body: inc } = await h.api('POST', '/v1/incidents', { body: { title: 'Rolling deploy', severity: 'major' } });
-    const exe = await h.api('POST', `/v1/incidents/${inc.id}/execute`, { body: {} });
-    expect(exe.status).toBe(202);
-    const ids = new Set<string>(exe.body.deliveries.map((d: { id: string }) => d.id));
-    const ours = () => sink.requests.filter((r) => ids.has(String(r.headers['webhook-id'])));
+  it(
+    'finishes the sends it started, exits 0 within 10 s, and leaves the rest queued for the next worker',
+    { timeout: 180_000 },
+    async () => {
+      const { body: inc } = await h.api('POST', '/v1/incidents', {
+        body: { title: 'Rolling deploy', severity: 'major' },
+      });
+      const exe = await h.api('POST', `/v1/incidents/${inc.id}/execute`, { body: {} });
+      expect(exe.status).toBe(202);
+      const ids = new Set<string>(exe.body.deliveries.map((d: { id: string }) => d.id));
+      const ours = () => sink.requests.filter((r) => ids.has(String(r.headers['webhook-id'])));
 
-    const first = await startedWorker(() => ours().length, 60);
-    const stoppedAt = Date.now();
-    first.proc.kill('SIGTERM');
-    expect(await first.exited).toBe(0);
-    expect(Date.now() - stoppedAt).toBeLessThan(10_000);
+      const first = await startedWorker(() => ours().length, 60);
+      const stoppedAt = Date.now();
+      first.proc.kill('SIGTERM');
+      expect(await first.exited).toBe(0);
+      expect(Date.now() - stoppedAt).toBeLessThan(10_000);
 
-    // Nothing was left half-sent: every send it started was recorded before it exited.
-    const after = (await h.api('GET', `/v1/incidents/${inc.id}/executions/${exe.body.id}`)).body;
-    expect(after.deliveries.filter((d: { status: string }) => d.status === 'sending')).toEqual([]);
-    expect(ours().length).toBeLessThan(CONNECTIONS);
+      // Nothing was left half-sent: every send it started was recorded before it exited.
+      const after = (await h.api('GET', `/v1/incidents/${inc.id}/executions/${exe.body.id}`)).body;
+      expect(after.deliveries.filter((d: { status: string }) => d.status === 'sending')).toEqual([]);
+      expect(ours().length).toBeLessThan(CONNECTIONS);
 
-    startWorker();
-    const done = await allDelivered(inc.id, exe.body.id, 'every delivery delivered by the next worker', 60_000);
-    // A graceful stop cuts nothing off: one attempt each, no duplicates, nothing flagged.
-    for (const d of done.deliveries) {
-      expect(d.attempts.map((a: { outcome: string }) => a.outcome)).toEqual(['delivered']);
-      expect(d.possible_duplicate).toBe(false);
-    }
-    expect(ours()).toHaveLength(CONNECTIONS);
-  });
+      startWorker();
+      const done = await allDelivered(inc.id, exe.body.id, 'every delivery delivered by the next worker', 60_000);
+      // A graceful stop cuts nothing off: one attempt each, no duplicates, nothing flagged.
+      for (const d of done.deliveries) {
+        expect(d.attempts.map((a: { outcome: string }) => a.outcome)).toEqual(['delivered']);
+        expect(d.possible_duplicate).toBe(false);
+      }
+      expect(ours()).toHaveLength(CONNECTIONS);
+    },
+  );
 });
 
 describe('two workers sharing an execute', () => {
-  it("send each delivery exactly once: a dispatch job's deliveries are its worker's alone", { timeout: 180_000 }, async () => {
-    // Only these two run: the previous test's worker is stopped first.
-    for (let w = workers.pop(); w; w = workers.pop()) await stopChild(w);
-    const { body: inc } = await h.api('POST', '/v1/incidents', { body: { title: 'Two workers', severity: 'major' } });
-    const exe = await h.api('POST', `/v1/incidents/${inc.id}/execute`, { body: {} });
-    expect(exe.status).toBe(202);
-    const ids = new Set<string>(exe.body.deliveries.map((d: { id: string }) => d.id));
-    const ours = () => sink.requests.filter((r) => ids.has(String(r.headers['webhook-id'])));
-    startWorker();
-    startWorker();
-    const done = await allDelivered(inc.id, exe.body.id, 'every delivery delivered by the two workers', 90_000);
-    // 300 deliveries are six dispatch jobs of 50; whichever worker took one, each delivery went once.
-    expect(ours()).toHaveLength(CONNECTIONS);
-    expect(new Set(ours().map((r) => r.headers['webhook-id'])).size).toBe(CONNECTIONS);
-    for (const d of done.deliveries) {
-      expect(d.attempts.map((a: { outcome: string }) => a.outcome)).toEqual(['delivered']);
-      expect(d.possible_duplicate).toBe(false);
-    }
-  });
+  it(
+    "send each delivery exactly once: a dispatch job's deliveries are its worker's alone",
+    { timeout: 180_000 },
+    async () => {
+      // Only these two run: the previous test's worker is stopped first.
+      for (let w = workers.pop(); w; w = workers.pop()) await stopChild(w);
+      const { body: inc } = await h.api('POST', '/v1/incidents', { body: { title: 'Two workers', severity: 'major' } });
+      const exe = await h.api('POST', `/v1/incidents/${inc.id}/execute`, { body: {} });
+      expect(exe.status).toBe(202);
+      const ids = new Set<string>(exe.body.deliveries.map((d: { id: string }) => d.id));
+      const ours = () => sink.requests.filter((r) => ids.has(String(r.headers['webhook-id'])));
+      startWorker();
+      startWorker();
+      const done = await allDelivered(inc.id, exe.body.id, 'every delivery delivered by the two workers', 90_000);
+      // 300 deliveries are six dispatch jobs of 50; whichever worker took one, each delivery went once.
+      expect(ours()).toHaveLength(CONNECTIONS);
+      expect(new Set(ours().map((r) => r.headers['webhook-id'])).size).toBe(CONNECTIONS);
+      for (const d of done.deliveries) {
+        expect(d.attempts.map((a: { outcome: string }) => a.outcome)).toEqual(['delivered']);
+        expect(d.possible_duplicate).toBe(false);
+      }
+    },
+  );
 });

@@ -27,7 +27,10 @@ async function failOver(master: number, replica: number): Promise<void> {
   const rc = nodeClient(replica);
   try {
     await rc.call('CLUSTER', 'FAILOVER');
-    await waitFor(async () => (await cluster.roleOf(replica)) === 'master' && (await cluster.roleOf(master)) === 'slave', { timeoutMs: 30_000, intervalMs: 200, what: 'failover' });
+    await waitFor(
+      async () => (await cluster.roleOf(replica)) === 'master' && (await cluster.roleOf(master)) === 'slave',
+      { timeoutMs: 30_000, intervalMs: 200, what: 'failover' },
+    );
   } finally {
     rc.disconnect();
   }
@@ -62,7 +65,12 @@ describe('Redis Cluster', () => {
   it('connects through a node that does not own the slot, and reads the facts of every master', async () => {
     const keys = createKeys(uniquePrefix('cl'));
     const seed = await strangerTo(keys.tag);
-    const redis = open(connectRedis({ kind: 'cluster', nodes: [{ host: '127.0.0.1', port: seed }] }, { use: 'request', name: 'herald-test' }));
+    const redis = open(
+      connectRedis(
+        { kind: 'cluster', nodes: [{ host: '127.0.0.1', port: seed }] },
+        { use: 'request', name: 'herald-test' },
+      ),
+    );
     await redis.set(keys.meta('x'), 'v');
     expect(await redis.get(keys.meta('x'))).toBe('v');
     expect(await readRedisFacts(redis)).toEqual({ maxmemoryPolicy: 'noeviction', persistence: 'aof' });
@@ -70,16 +78,32 @@ describe('Redis Cluster', () => {
 
   it('runs multi-key Lua, MULTI and the rate limiter under the hash tag in one slot', async () => {
     const keys = createKeys(uniquePrefix('cl'));
-    const redis = open(connectRedis({ kind: 'cluster', nodes: [{ host: '127.0.0.1', port: cluster.nodes[0]!.port }] }, { use: 'request', name: 'herald-test' }));
+    const redis = open(
+      connectRedis(
+        { kind: 'cluster', nodes: [{ host: '127.0.0.1', port: cluster.nodes[0]!.port }] },
+        { use: 'request', name: 'herald-test' },
+      ),
+    );
     const a = keys.incident('a');
     const b = keys.incidents();
-    const r = await redis.eval("redis.call('SET', KEYS[1], ARGV[1]); redis.call('SADD', KEYS[2], ARGV[1]); return redis.call('SCARD', KEYS[2])", 2, a, b, 'one');
+    const r = await redis.eval(
+      "redis.call('SET', KEYS[1], ARGV[1]); redis.call('SADD', KEYS[2], ARGV[1]); return redis.call('SCARD', KEYS[2])",
+      2,
+      a,
+      b,
+      'one',
+    );
     expect(r).toBe(1);
     const res = await redis.multi().set(keys.incident('c'), '1').sadd(b, 'two').scard(b).exec();
     expect(res?.map(([err]) => err)).toEqual([null, null, null]);
     expect(res?.[2]?.[1]).toBe(2);
 
-    const limiter = new RateLimiterRedis({ storeClient: redis, keyPrefix: keys.rateLimitPrefix('default'), points: 2, duration: 60 });
+    const limiter = new RateLimiterRedis({
+      storeClient: redis,
+      keyPrefix: keys.rateLimitPrefix('default'),
+      points: 2,
+      duration: 60,
+    });
     await limiter.consume('k');
     await limiter.consume('k');
     await expect(limiter.consume('k')).rejects.toMatchObject({ remainingPoints: 0 });
@@ -118,7 +142,11 @@ describe('Redis Cluster', () => {
       expect(replica).not.toBeNull();
       await failOver(master, replica!);
       expect(seen.size, 'the failover should land mid fan-out').toBeLessThan(N);
-      await waitFor(() => seen.size === N, { timeoutMs: 45_000, intervalMs: 100, what: `all ${N} jobs after failover (saw ${seen.size})` });
+      await waitFor(() => seen.size === N, {
+        timeoutMs: 45_000,
+        intervalMs: 100,
+        what: `all ${N} jobs after failover (saw ${seen.size})`,
+      });
       expect(ids.every((id) => seen.has(id))).toBe(true);
     } finally {
       // Bounded like the worker role's own drain (src/delivery/worker.ts): a worker stuck on a
@@ -146,13 +174,23 @@ describe('Redis Cluster', () => {
     const prefix = uniquePrefix('cl');
     const seed = await strangerTo(createKeys(prefix).tag);
     const dataDir = mkdtempSync(join(tmpdir(), 'herald-cl-'));
-    const config = loadConfig({ REDIS_CLUSTER_NODES: `127.0.0.1:${seed}`, HERALD_KEY_PREFIX: prefix, HERALD_DATA_DIR: dataDir, LOG_LEVEL: 'silent' });
+    const config = loadConfig({
+      REDIS_CLUSTER_NODES: `127.0.0.1:${seed}`,
+      HERALD_KEY_PREFIX: prefix,
+      HERALD_DATA_DIR: dataDir,
+      LOG_LEVEL: 'silent',
+    });
     try {
       // Start-up (its CONFIG GET checks included) and a write through the API services.
       const herald = await createHerald({ config, redisUrl: redisTargetFromConfig(config), log, worker: false });
       let id: string;
       try {
-        id = (await herald.services.apiKeys.create({ name: 'ops', scopes: ['*'] }, { type: 'system', id: 'test', name: 'test' })).key.id;
+        id = (
+          await herald.services.apiKeys.create(
+            { name: 'ops', scopes: ['*'] },
+            { type: 'system', id: 'test', name: 'test' },
+          )
+        ).key.id;
       } finally {
         await herald.close();
       }

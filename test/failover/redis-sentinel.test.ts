@@ -6,7 +6,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectRedis, type RedisTarget } from '../../src/store/redis-connect.js';
 import { readRedisFacts } from '../../src/store/redis.js';
-import { expectStorySurvivesFailover, nodeClient, startSentinelGroup, type TestSentinelGroup } from '../support/redis-cluster.js';
+import {
+  expectStorySurvivesFailover,
+  nodeClient,
+  startSentinelGroup,
+  type TestSentinelGroup,
+} from '../support/redis-cluster.js';
 import { waitFor } from '../support/wait.js';
 
 let group: TestSentinelGroup;
@@ -14,7 +19,11 @@ let target: RedisTarget;
 
 beforeAll(async () => {
   group = await startSentinelGroup('herald');
-  target = { kind: 'sentinel', sentinels: group.sentinels.map((s) => ({ host: '127.0.0.1', port: s.port })), name: group.name };
+  target = {
+    kind: 'sentinel',
+    sentinels: group.sentinels.map((s) => ({ host: '127.0.0.1', port: s.port })),
+    name: group.name,
+  };
 }, 90_000);
 
 afterAll(async () => {
@@ -43,10 +52,17 @@ describe('Redis Sentinel', () => {
         } finally {
           s.disconnect();
         }
-        await waitFor(async () => (await group.primaryPort()) !== before, { timeoutMs: 30_000, intervalMs: 200, what: 'sentinel failover' });
+        await waitFor(async () => (await group.primaryPort()) !== before, {
+          timeoutMs: 30_000,
+          intervalMs: 200,
+          what: 'sentinel failover',
+        });
       },
       // No restart: Herald writes on the new primary.
-      async (h) => expect((await h.api('POST', '/v1/incidents', { body: { title: 'After failover', severity: 'minor' } })).status).toBe(201),
+      async (h) =>
+        expect(
+          (await h.api('POST', '/v1/incidents', { body: { title: 'After failover', severity: 'minor' } })).status,
+        ).toBe(201),
     );
   }, 150_000);
 });

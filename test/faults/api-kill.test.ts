@@ -22,9 +22,19 @@ let api: Child | undefined;
 
 beforeAll(async () => {
   sink = await startHttpSink({ respond: () => ({ status: 200 }) });
-  h = await startHerald({ HERALD_SECRET_KEY: secretKey, HERALD_RATE_LIMIT: '100000', HERALD_EXECUTE_RATE_LIMIT: '100000', HERALD_OUTBOX_SWEEP_MS: '1000' }, { worker: true });
+  h = await startHerald(
+    {
+      HERALD_SECRET_KEY: secretKey,
+      HERALD_RATE_LIMIT: '100000',
+      HERALD_EXECUTE_RATE_LIMIT: '100000',
+      HERALD_OUTBOX_SWEEP_MS: '1000',
+    },
+    { worker: true },
+  );
   for (let i = 0; i < CONNECTIONS; i++) {
-    const r = await h.api('POST', '/v1/connections', { body: { name: `sink ${i}`, type: 'webhook', config: { url: `${sink.url}/hook/${i}` } } });
+    const r = await h.api('POST', '/v1/connections', {
+      body: { name: `sink ${i}`, type: 'webhook', config: { url: `${sink.url}/hook/${i}` } },
+    });
     expect(r.status).toBe(201);
   }
 }, 60_000);
@@ -59,7 +69,9 @@ async function retry(base: string, c: Call): Promise<{ status: number; body: any
     try {
       const r = await send(base, c);
       if (!(r.status === 409 && r.body?.code === 'idempotency_key_in_use') && r.status !== 503) return r;
-      await new Promise((resolve) => setTimeout(resolve, 1000 * Math.min(Number(r.headers.get('retry-after') ?? '1'), 1)));
+      await new Promise((resolve) =>
+        setTimeout(resolve, 1000 * Math.min(Number(r.headers.get('retry-after') ?? '1'), 1)),
+      );
     } catch {
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
@@ -76,8 +88,18 @@ describe('the API SIGKILLed with idempotent creates and executes in flight', () 
       targets.push(r.body.id);
     }
     const calls: Call[] = [
-      ...Array.from({ length: N }, (_, i) => ({ key: `${tag}-create-${i}`, path: '/v1/incidents', body: JSON.stringify({ title: `${tag} created ${i}`, severity: 'minor' }), first: null })),
-      ...targets.map((id, i) => ({ key: `${tag}-execute-${i}`, path: `/v1/incidents/${id}/execute`, body: '{}', first: null })),
+      ...Array.from({ length: N }, (_, i) => ({
+        key: `${tag}-create-${i}`,
+        path: '/v1/incidents',
+        body: JSON.stringify({ title: `${tag} created ${i}`, severity: 'minor' }),
+        first: null,
+      })),
+      ...targets.map((id, i) => ({
+        key: `${tag}-execute-${i}`,
+        path: `/v1/incidents/${id}/execute`,
+        body: '{}',
+        first: null,
+      })),
     ];
 
     const port = await freePort();
@@ -101,7 +123,11 @@ describe('the API SIGKILLed with idempotent creates and executes in flight', () 
     // Also stopped by afterAll, should the test fail before the kill.
     api = child;
     const base = `http://127.0.0.1:${port}`;
-    await waitFor(async () => (await fetch(`${base}/readyz`)).status === 200, { timeoutMs: 60_000, intervalMs: 200, what: 'the API child ready' });
+    await waitFor(async () => (await fetch(`${base}/readyz`)).status === 200, {
+      timeoutMs: 60_000,
+      intervalMs: 200,
+      what: 'the API child ready',
+    });
 
     // All at once; the process dies as soon as the first answers come back: killed from the
     // callback of the 20th answer itself, not from a poll that a busy machine may run late,
@@ -142,16 +168,24 @@ describe('the API SIGKILLed with idempotent creates and executes in flight', () 
     const all: { id: string; title: string }[] = [];
     let cursor: string | null = null;
     do {
-      const page: { body: { data: { id: string; title: string }[]; pagination: { next_cursor: string | null } } } = await h.api('GET', `/v1/incidents?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+      const page: { body: { data: { id: string; title: string }[]; pagination: { next_cursor: string | null } } } =
+        await h.api('GET', `/v1/incidents?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
       all.push(...page.body.data);
       cursor = page.body.pagination.next_cursor;
     } while (cursor);
-    for (let i = 0; i < N; i++) expect(all.filter((x) => x.title === `${tag} created ${i}`), `create ${i}`).toHaveLength(1);
+    for (let i = 0; i < N; i++)
+      expect(
+        all.filter((x) => x.title === `${tag} created ${i}`),
+        `create ${i}`,
+      ).toHaveLength(1);
 
     // Exactly one execution per execute key, and it is the one the retry answered.
     for (let i = 0; i < N; i++) {
       const list = await h.api('GET', `/v1/incidents/${targets[i]}/executions`);
-      expect(list.body.data.map((e: { id: string }) => e.id), `execute ${i}`).toEqual([retried[N + i]!.body.id]);
+      expect(
+        list.body.data.map((e: { id: string }) => e.id),
+        `execute ${i}`,
+      ).toEqual([retried[N + i]!.body.id]);
     }
 
     // Each delivery arrives once at the sink.
@@ -169,8 +203,14 @@ describe('the API SIGKILLed with idempotent creates and executes in flight', () 
       { timeoutMs: 60_000, intervalMs: 250, what: 'every execution delivered' },
     );
     const seen = sink.requests.map((r) => String(r.headers['webhook-id']));
-    for (const id of deliveryIds) expect(seen.filter((s) => s === id), id).toHaveLength(1);
+    for (const id of deliveryIds)
+      expect(
+        seen.filter((s) => s === id),
+        id,
+      ).toHaveLength(1);
     expect(seen).toHaveLength(N * CONNECTIONS);
-    console.info(`api-kill: ${N * 2 - unanswered} answered before the kill, ${unanswered} cut off (${committedUnanswered} executes committed but never answered); all ${N * 2} retried to exactly one effect`);
+    console.info(
+      `api-kill: ${N * 2 - unanswered} answered before the kill, ${unanswered} cut off (${committedUnanswered} executes committed but never answered); all ${N * 2} retried to exactly one effect`,
+    );
   });
 });

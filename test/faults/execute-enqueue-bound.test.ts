@@ -22,7 +22,12 @@ describe('execute with a hanging queue', () => {
     const incidents = new RedisIncidentRepo(db.redis, keys);
     const repo = new RedisExecutionRepo(db.redis, keys);
     const actor = { type: 'system' as const, id: 't', name: 't' };
-    const incident = newIncident(ids.next('incident'), { title: 't', severity: 'low', description: '', impact: '', template_ids: [] }, actor, new Date().toISOString());
+    const incident = newIncident(
+      ids.next('incident'),
+      { title: 't', severity: 'low', description: '', impact: '', template_ids: [] },
+      actor,
+      new Date().toISOString(),
+    );
     expect(await incidents.create(incident, [])).toBe(true);
     const errors: string[] = [];
     const executions = new ExecutionService({
@@ -32,7 +37,8 @@ describe('execute with a hanging queue', () => {
       getTemplates: () => Promise.resolve([]),
       getTemplateVersion: () => Promise.resolve(null),
       conversations: new RedisConversationRepo(db.redis, keys),
-      listConnections: () => Promise.resolve([{ id: ids.next('connection'), type: 'webhook', enabled: true, config: {} }]),
+      listConnections: () =>
+        Promise.resolve([{ id: ids.next('connection'), type: 'webhook', enabled: true, config: {} }]),
       enqueue: () => new Promise<void>(() => undefined),
       clock: { now: () => new Date() },
       ids,

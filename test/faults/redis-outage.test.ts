@@ -5,7 +5,14 @@ import { startHerald, type TestHerald } from '../support/herald.js';
 import { startSlack, type SlackPeer } from '../support/peers/slack.js';
 import { slackClient, type SlackClient } from '../support/slack-client.js';
 import { waitFor } from '../support/wait.js';
-import { memoryLogger, recordingSenders, startPrivateRedis, startRelay, type PrivateRedis, type TcpRelay } from './support.js';
+import {
+  memoryLogger,
+  recordingSenders,
+  startPrivateRedis,
+  startRelay,
+  type PrivateRedis,
+  type TcpRelay,
+} from './support.js';
 
 /**
  * Redis faults, against a private redis-server (never the shared one) reached through a TCP relay:
@@ -28,7 +35,10 @@ let readToken: string;
 const recorder = recordingSenders();
 const logs = memoryLogger();
 const consoleErrors: string[] = [];
-const acknowledged: { incidents: string[]; executions: { incident: string; id: string; deliveries: string[] }[] } = { incidents: [], executions: [] };
+const acknowledged: { incidents: string[]; executions: { incident: string; id: string; deliveries: string[] }[] } = {
+  incidents: [],
+  executions: [],
+};
 
 beforeAll(async () => {
   // ioredis prints "[ioredis] Unhandled error event" through console.error when a client lacks
@@ -53,7 +63,9 @@ beforeAll(async () => {
   client = slackClient(h.url, SECRET);
   readToken = await h.tokenWith(['incidents:read', 'templates:read']);
   for (let i = 0; i < 2; i++) {
-    const c = await h.api('POST', '/v1/connections', { body: { name: `sink ${i}`, type: 'webhook', config: { url: `http://127.0.0.1:9/hook/${i}` } } });
+    const c = await h.api('POST', '/v1/connections', {
+      body: { name: `sink ${i}`, type: 'webhook', config: { url: `http://127.0.0.1:9/hook/${i}` } },
+    });
     expect(c.status).toBe(201);
   }
 }, 60_000);
@@ -71,12 +83,19 @@ afterAll(async () => {
 
 /** Creates an incident and executes it; both acknowledged, then every delivery is awaited. */
 async function acknowledgedWork(label: string): Promise<void> {
-  const inc = await h.api('POST', '/v1/incidents', { body: { title: `${label} ${randomBytes(3).toString('hex')}`, severity: 'major' }, headers: { 'Idempotency-Key': `ack-${label}` } });
+  const inc = await h.api('POST', '/v1/incidents', {
+    body: { title: `${label} ${randomBytes(3).toString('hex')}`, severity: 'major' },
+    headers: { 'Idempotency-Key': `ack-${label}` },
+  });
   expect(inc.status).toBe(201);
   acknowledged.incidents.push(inc.body.id);
   const exe = await h.api('POST', `/v1/incidents/${inc.body.id}/execute`, { body: {} });
   expect(exe.status).toBe(202);
-  acknowledged.executions.push({ incident: inc.body.id, id: exe.body.id, deliveries: exe.body.deliveries.map((d: { id: string }) => d.id) });
+  acknowledged.executions.push({
+    incident: inc.body.id,
+    id: exe.body.id,
+    deliveries: exe.body.deliveries.map((d: { id: string }) => d.id),
+  });
   await allDelivered();
 }
 
@@ -108,7 +127,14 @@ async function everyEndpointClass(): Promise<Timed[]> {
     ['auth (a read-only key)', () => h.api('GET', '/v1/templates', { token: readToken })],
     ['read', () => h.api('GET', `/v1/incidents/${someIncident}`)],
     ['list', () => h.api('GET', '/v1/incidents?limit=5')],
-    ['write (create)', () => h.api('POST', '/v1/incidents', { body: { title: 'during the outage', severity: 'minor' }, headers: { 'Idempotency-Key': `outage-${randomBytes(4).toString('hex')}` } })],
+    [
+      'write (create)',
+      () =>
+        h.api('POST', '/v1/incidents', {
+          body: { title: 'during the outage', severity: 'minor' },
+          headers: { 'Idempotency-Key': `outage-${randomBytes(4).toString('hex')}` },
+        }),
+    ],
     ['write (patch)', () => h.api('PATCH', `/v1/incidents/${someIncident}`, { body: { impact: 'during the outage' } })],
     ['execute', () => h.api('POST', `/v1/incidents/${someIncident}/execute`, { body: {} })],
     ['connections', () => h.api('GET', '/v1/connections')],
@@ -118,7 +144,14 @@ async function everyEndpointClass(): Promise<Timed[]> {
     [...requests, ...requests, ...requests, ...requests, ...requests].map(async ([name, send]) => {
       const start = Date.now();
       const r = await send();
-      return { name, status: r.status, ms: Date.now() - start, type: r.headers.get('content-type'), retryAfter: r.headers.get('retry-after'), code: r.body?.code };
+      return {
+        name,
+        status: r.status,
+        ms: Date.now() - start,
+        type: r.headers.get('content-type'),
+        retryAfter: r.headers.get('retry-after'),
+        code: r.body?.code,
+      };
     }),
   );
 }
@@ -151,16 +184,27 @@ async function slackDuringOutage(): Promise<void> {
   const clicked = Date.now();
   const ack = await client.click(ACTIONS.incidentExecute, acknowledged.incidents[0]!);
   expect(ack.status).toBe(200);
-  await waitFor(() => slack.callsTo('views.open').slice(before).find((c) => JSON.stringify(c.args.view ?? {}).includes("can't reach its database")), {
-    timeoutMs: 10_000,
-    what: 'the outage explanation modal',
-  });
+  await waitFor(
+    () =>
+      slack
+        .callsTo('views.open')
+        .slice(before)
+        .find((c) => JSON.stringify(c.args.view ?? {}).includes("can't reach its database")),
+    {
+      timeoutMs: 10_000,
+      what: 'the outage explanation modal',
+    },
+  );
   const openedMs = Date.now() - clicked;
   expect(openedMs, `modal opened ${openedMs} ms after the click`).toBeLessThan(3000);
 }
 
 async function recovers(label: string): Promise<void> {
-  await waitFor(async () => (await h.api('GET', '/readyz', { token: null })).status === 200, { timeoutMs: 30_000, intervalMs: 100, what: 'readyz 200 again' });
+  await waitFor(async () => (await h.api('GET', '/readyz', { token: null })).status === 200, {
+    timeoutMs: 30_000,
+    intervalMs: 100,
+    what: 'readyz 200 again',
+  });
   // Everything acknowledged before is still there.
   for (const id of acknowledged.incidents) expect((await h.api('GET', `/v1/incidents/${id}`)).status).toBe(200);
   await allDelivered();
@@ -168,7 +212,11 @@ async function recovers(label: string): Promise<void> {
   await acknowledgedWork(`after ${label}`);
   // Each delivery arrived exactly once.
   const ids = acknowledged.executions.flatMap((e) => e.deliveries);
-  for (const id of ids) expect(recorder.sent.filter((m) => m.deliveryId === id), id).toHaveLength(1);
+  for (const id of ids)
+    expect(
+      recorder.sent.filter((m) => m.deliveryId === id),
+      id,
+    ).toHaveLength(1);
 }
 
 describe('Redis faults: fast, honest 503s and recovery without a restart', () => {
@@ -221,7 +269,10 @@ describe('Redis faults: fast, honest 503s and recovery without a restart', () =>
     const perConnection = new Map<string, number>();
     for (const l of down) perConnection.set(String(l.connection), (perConnection.get(String(l.connection)) ?? 0) + 1);
     for (const [name, n] of perConnection) expect(n, name).toBeLessThanOrEqual(3);
-    console.info('redis-unreachable warnings per connection over 3 outages:', JSON.stringify(Object.fromEntries(perConnection)));
+    console.info(
+      'redis-unreachable warnings per connection over 3 outages:',
+      JSON.stringify(Object.fromEntries(perConnection)),
+    );
     expect(back.length).toBeGreaterThan(0);
     // The 503s themselves (a pause closes no connection): logged, but never one line per request.
     const answered = logs.lines().filter((l) => l.msg === 'answering 503 service_unavailable: Redis cannot be used');

@@ -34,13 +34,35 @@ export async function startPrivateRedis(): Promise<PrivateRedis> {
   const dir = mkdtempSync(join(tmpdir(), 'herald-faults-redis-'));
   const url = `redis://127.0.0.1:${port}`;
   const spawnIt = () =>
-    spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'yes', '--appendfsync', 'always', '--maxmemory-policy', 'noeviction'], {
-      stdio: 'ignore',
-    });
+    spawn(
+      'redis-server',
+      [
+        '--port',
+        String(port),
+        '--bind',
+        '127.0.0.1',
+        '--dir',
+        dir,
+        '--save',
+        '',
+        '--appendonly',
+        'yes',
+        '--appendfsync',
+        'always',
+        '--maxmemory-policy',
+        'noeviction',
+      ],
+      {
+        stdio: 'ignore',
+      },
+    );
   const ready = () => waitForRedis(url, 30_000);
   const state = { proc: spawnIt() };
   await ready();
-  const exited = (p: ChildProcess) => (p.exitCode !== null || p.signalCode !== null ? Promise.resolve() : new Promise<void>((r) => p.once('exit', () => r())));
+  const exited = (p: ChildProcess) =>
+    p.exitCode !== null || p.signalCode !== null
+      ? Promise.resolve()
+      : new Promise<void>((r) => p.once('exit', () => r()));
   const self: PrivateRedis = {
     port,
     url,

@@ -41,7 +41,8 @@ afterAll(async () => {
   await dns?.close();
 });
 
-const resolverFor = (opts: { deadlineMs?: number; timeoutMs?: number } = {}): Resolver => createBoundedResolver({ servers: [dns.address], timeoutMs: 200, tries: 2, ...opts });
+const resolverFor = (opts: { deadlineMs?: number; timeoutMs?: number } = {}): Resolver =>
+  createBoundedResolver({ servers: [dns.address], timeoutMs: 200, tries: 2, ...opts });
 
 async function timed<T>(p: Promise<T>): Promise<{ value?: T; error?: unknown; ms: number }> {
   const started = performance.now();
@@ -160,14 +161,22 @@ describe('the guard on resolved addresses', () => {
       const ok = await http.request({ method: 'POST', url: `https://sink.test:${port}/hook`, body: '{}' });
       expect(ok.status).toBe(200);
       expect(hosts).toEqual([`sink.test:${port}`]);
-      const err = await http.request({ method: 'POST', url: `https://private.x.test:${port}/hook`, body: '{}' }).catch((e: unknown) => e);
+      const err = await http
+        .request({ method: 'POST', url: `https://private.x.test:${port}/hook`, body: '{}' })
+        .catch((e: unknown) => e);
       expect(err).toMatchObject({ kind: 'blocked_by_policy' });
       expect(hosts).toHaveLength(1);
     });
 
     it('a dropped name fails the request inside its budget as dns_failure, not a hang', async () => {
-      const http = createOutboundHttp(allowLoopback, { resolver: resolverFor({ deadlineMs: 500 }), ca, connectTimeoutMs: 3_000 });
-      const r = await timed(http.request({ method: 'POST', url: `https://drop-http.bad.test:${port}/hook`, body: '{}', timeoutMs: 5_000 }));
+      const http = createOutboundHttp(allowLoopback, {
+        resolver: resolverFor({ deadlineMs: 500 }),
+        ca,
+        connectTimeoutMs: 3_000,
+      });
+      const r = await timed(
+        http.request({ method: 'POST', url: `https://drop-http.bad.test:${port}/hook`, body: '{}', timeoutMs: 5_000 }),
+      );
       expect(r.error).toMatchObject({ kind: 'dns_failure', retryable: true });
       expect(r.ms).toBeLessThan(2_500);
     });
@@ -179,9 +188,21 @@ describe('the connection test deadline', () => {
     const hanging: Resolver = () => new Promise(() => undefined); // a resolver stuck for ever
     const http = createOutboundHttp(OutboundAllow.none, { resolver: hanging });
     const smtp = createSmtpClient({ guard: http.guard });
-    const deps = { http, slackApiUrl: 'http://127.0.0.1:9/api/', telegramApiUrl: 'http://127.0.0.1:9', now: () => Date.now() };
+    const deps = {
+      http,
+      slackApiUrl: 'http://127.0.0.1:9/api/',
+      telegramApiUrl: 'http://127.0.0.1:9',
+      now: () => Date.now(),
+    };
     const adapters = await loadChannelAdapters();
-    const tester = createConnectionTester({ ...deps, adapters, senders: createChannelSenders(adapters, { ...deps, smtp }), smtp, clock: { now: () => new Date() }, deadlineMs: 400 });
+    const tester = createConnectionTester({
+      ...deps,
+      adapters,
+      senders: createChannelSenders(adapters, { ...deps, smtp }),
+      smtp,
+      clock: { now: () => new Date() },
+      deadlineMs: 400,
+    });
     const conn = {
       id: 'con_1',
       name: 'hook',
@@ -190,7 +211,13 @@ describe('the connection test deadline', () => {
       config: { url: 'https://stuck.example.test/hook', headers: {} },
       secrets: { secret: 'whsec_c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0' },
       rateLimitPerMinute: null,
-      health: { status: 'unknown', last_success_at: null, last_failure_at: null, last_error: null, consecutive_failures: 0 },
+      health: {
+        status: 'unknown',
+        last_success_at: null,
+        last_failure_at: null,
+        last_error: null,
+        consecutive_failures: 0,
+      },
     } as unknown as DeliveryConnection;
     const r = await timed(tester.test(conn, { sendMessage: true }));
     expect(r.value).toMatchObject({ ok: false, status: 'unreachable', sent_message: false });
@@ -203,12 +230,45 @@ describe('the connection test deadline', () => {
 describe('the delivery attempt deadline', () => {
   it('an attempt that never ends is a retryable, ambiguous failure at the deadline', async () => {
     const http = createOutboundHttp(OutboundAllow.none, { resolver: resolverFor() });
-    const stuck = { send: () => new Promise<never>(() => undefined), verify: () => new Promise<never>(() => undefined) };
-    const senders = createChannelSenders(await loadChannelAdapters(), { http, slackApiUrl: 'http://127.0.0.1:9/api/', telegramApiUrl: 'http://127.0.0.1:9', attemptDeadlineMs: 300, smtp: stuck });
-    const target = { id: 'con_1', name: 'mail', type: 'email', enabled: true, config: { host: 'smtp.example.test', port: 587, security: 'starttls', from: 'a@example.test', to: ['b@example.test'] }, secrets: {}, rateLimitPerMinute: null, health: {} } as unknown as Extract<DeliveryConnection, { type: 'email' }>;
-    const message = { deliveryId: 'dlv_1', executionId: 'exe_1', incident: { id: 'inc_1', title: 't', severity: 'low' as const, status: 'investigating' as const, url: null }, content: { subject: 's', body: 'b' } };
+    const stuck = {
+      send: () => new Promise<never>(() => undefined),
+      verify: () => new Promise<never>(() => undefined),
+    };
+    const senders = createChannelSenders(await loadChannelAdapters(), {
+      http,
+      slackApiUrl: 'http://127.0.0.1:9/api/',
+      telegramApiUrl: 'http://127.0.0.1:9',
+      attemptDeadlineMs: 300,
+      smtp: stuck,
+    });
+    const target = {
+      id: 'con_1',
+      name: 'mail',
+      type: 'email',
+      enabled: true,
+      config: {
+        host: 'smtp.example.test',
+        port: 587,
+        security: 'starttls',
+        from: 'a@example.test',
+        to: ['b@example.test'],
+      },
+      secrets: {},
+      rateLimitPerMinute: null,
+      health: {},
+    } as unknown as Extract<DeliveryConnection, { type: 'email' }>;
+    const message = {
+      deliveryId: 'dlv_1',
+      executionId: 'exe_1',
+      incident: { id: 'inc_1', title: 't', severity: 'low' as const, status: 'investigating' as const, url: null },
+      content: { subject: 's', body: 'b' },
+    };
     const r = await timed(senders.email.send(target, message));
-    expect(r.value).toMatchObject({ outcome: 'retryable', ambiguous: true, error: 'the attempt did not finish within 300 ms' });
+    expect(r.value).toMatchObject({
+      outcome: 'retryable',
+      ambiguous: true,
+      error: 'the attempt did not finish within 300 ms',
+    });
     expect(r.ms).toBeLessThan(2_000);
   });
 });
@@ -239,15 +299,29 @@ describe('a running Herald under slow and silent DNS', () => {
       expect(r.status).toBe(201);
       return r.body.id as string;
     };
-    const bad = await Promise.all(Array.from({ length: 40 }, (_, i) => create(`silent ${i}`, `https://drop-${i}.silent.test/hook`)));
+    const bad = await Promise.all(
+      Array.from({ length: 40 }, (_, i) => create(`silent ${i}`, `https://drop-${i}.silent.test/hook`)),
+    );
     const good = await create('healthy', `http://hook.ok.test:${port}/hook`);
     const slow = await create('slow dns', `http://slow.ok.test:${port}/hook`);
 
     const started = performance.now();
-    const badTests = bad.map((id) => timed(h.api('POST', `/v1/connections/${id}/test`, { body: { send_message: true } })));
-    const incidents = await Promise.all(Array.from({ length: 25 }, (_, i) => h.api('POST', '/v1/incidents', { body: { title: `DNS storm ${i}`, severity: 'minor' } })));
-    const executes = incidents.map((inc, i) => h.api('POST', `/v1/incidents/${inc.body.id}/execute`, { body: { connection_ids: [bad[i % bad.length], good] } }));
-    const goodTests = await Promise.all(Array.from({ length: 5 }, () => timed(h.api('POST', `/v1/connections/${good}/test`, { body: { send_message: true } }))));
+    const badTests = bad.map((id) =>
+      timed(h.api('POST', `/v1/connections/${id}/test`, { body: { send_message: true } })),
+    );
+    const incidents = await Promise.all(
+      Array.from({ length: 25 }, (_, i) =>
+        h.api('POST', '/v1/incidents', { body: { title: `DNS storm ${i}`, severity: 'minor' } }),
+      ),
+    );
+    const executes = incidents.map((inc, i) =>
+      h.api('POST', `/v1/incidents/${inc.body.id}/execute`, { body: { connection_ids: [bad[i % bad.length], good] } }),
+    );
+    const goodTests = await Promise.all(
+      Array.from({ length: 5 }, () =>
+        timed(h.api('POST', `/v1/connections/${good}/test`, { body: { send_message: true } })),
+      ),
+    );
     const slowTest = await timed(h.api('POST', `/v1/connections/${slow}/test`, { body: { send_message: true } }));
     for (const x of await Promise.all(executes)) expect(x.status).toBe(202);
 
@@ -260,10 +334,13 @@ describe('a running Herald under slow and silent DNS', () => {
     expect(slowTest.value?.body).toMatchObject({ ok: true, status: 'ok' });
     expect(slowTest.ms).toBeLessThan(4_000);
     // Every healthy delivery of the 25 executes arrives, well before the silent ones give up.
-    await waitFor(() => receiver.requests.filter((r) => JSON.stringify(r.body).includes('incident.executed')).length >= 25, {
-      timeoutMs: 5_000,
-      what: 'the 25 healthy deliveries',
-    });
+    await waitFor(
+      () => receiver.requests.filter((r) => JSON.stringify(r.body).includes('incident.executed')).length >= 25,
+      {
+        timeoutMs: 5_000,
+        what: 'the 25 healthy deliveries',
+      },
+    );
     const healthyDone = performance.now() - started;
     expect(healthyDone).toBeLessThan(6_000);
 

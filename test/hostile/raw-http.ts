@@ -31,9 +31,21 @@ export function rawClient(baseUrl: string, opts: { maxSockets?: number } = {}) {
     const started = performance.now();
     const body = r.body === undefined ? undefined : Buffer.isBuffer(r.body) ? r.body : Buffer.from(r.body, 'utf8');
     const headers: Record<string, string | string[]> = { ...r.headers };
-    if (body !== undefined && !Object.keys(headers).some((k) => k.toLowerCase() === 'content-length' || k.toLowerCase() === 'transfer-encoding')) headers['content-length'] = String(body.length);
+    if (
+      body !== undefined &&
+      !Object.keys(headers).some((k) => k.toLowerCase() === 'content-length' || k.toLowerCase() === 'transfer-encoding')
+    )
+      headers['content-length'] = String(body.length);
     return new Promise((resolve, reject) => {
-      const req = http.request({ host: base.hostname, port: base.port, method: r.method, path: r.path, headers, agent, insecureHTTPParser: false });
+      const req = http.request({
+        host: base.hostname,
+        port: base.port,
+        method: r.method,
+        path: r.path,
+        headers,
+        agent,
+        insecureHTTPParser: false,
+      });
       const timer = setTimeout(() => {
         req.destroy(new Error(`no answer to ${r.method} ${r.path.slice(0, 120)} within ${r.timeoutMs ?? 10_000} ms`));
       }, r.timeoutMs ?? 10_000);
@@ -58,7 +70,14 @@ export function rawClient(baseUrl: string, opts: { maxSockets?: number } = {}) {
           } catch {
             json = undefined;
           }
-          resolve({ status: res.statusCode ?? 0, headers: res.headers, body: buf, text, json, ms: performance.now() - started });
+          resolve({
+            status: res.statusCode ?? 0,
+            headers: res.headers,
+            body: buf,
+            text,
+            json,
+            ms: performance.now() - started,
+          });
         });
       });
       req.end(body);

@@ -24,12 +24,17 @@ const operations: Operation[] = Object.entries(doc.paths).flatMap(([path, ops]) 
     .filter(([method]) => ['get', 'post', 'patch', 'put', 'delete'].includes(method))
     .map(([method, op]) => {
       const documented = op['x-scope'] ?? /Scope[s]?:\s*`([a-z]+:[a-z]+)`/.exec(op.description ?? '')?.[1];
-      if (documented === undefined || !(SCOPES as readonly string[]).includes(documented)) throw new Error(`${method.toUpperCase()} ${path} documents no scope`);
+      if (documented === undefined || !(SCOPES as readonly string[]).includes(documented))
+        throw new Error(`${method.toUpperCase()} ${path} documents no scope`);
       return { method: method.toUpperCase(), path, scope: documented as Scope };
     }),
 );
 
-const FAKE: Record<string, string> = { id: 'x_01JZZZZZZZZZZZZZZZZZZZZZZZ', executionId: 'exe_01JZZZZZZZZZZZZZZZZZZZZZZZ', n: '1' };
+const FAKE: Record<string, string> = {
+  id: 'x_01JZZZZZZZZZZZZZZZZZZZZZZZ',
+  executionId: 'exe_01JZZZZZZZZZZZZZZZZZZZZZZZ',
+  n: '1',
+};
 const concrete = (path: string) => `/v1${path.replace(/\{(\w+)\}/g, (_m, name: string) => FAKE[name] ?? 'x')}`;
 
 let h: TestHerald;
@@ -43,7 +48,11 @@ afterAll(async () => {
   await h?.close();
 });
 
-function call(op: Operation, token: string | null, body: unknown = op.method === 'POST' || op.method === 'PATCH' ? {} : undefined) {
+function call(
+  op: Operation,
+  token: string | null,
+  body: unknown = op.method === 'POST' || op.method === 'PATCH' ? {} : undefined,
+) {
   return h.api(op.method, concrete(op.path), { token, body });
 }
 
@@ -53,21 +62,28 @@ describe('endpoint × scope', () => {
     expect(new Set(operations.map((o) => o.scope))).toEqual(new Set(SCOPES));
   });
 
-  it.each(operations.map((o) => [`${o.method} ${o.path}`, o] as const))('%s: allowed exactly by its documented scope', async (_name, op) => {
-    const verdicts: string[] = [];
-    const expected: string[] = [];
-    for (const scope of SCOPES) {
-      const r = await call(op, tokens.get(scope)!);
-      const allowed = r.status !== 401 && r.status !== 403;
-      verdicts.push(`${scope}:${allowed ? 'allowed' : `${r.status} ${r.body?.code} ${String(r.headers.get('www-authenticate'))}`}`);
-      expected.push(`${scope}:${scope === op.scope ? 'allowed' : `403 insufficient_scope Bearer realm="herald", error="insufficient_scope", scope="${op.scope}"`}`);
-      if (r.status >= 500) throw new Error(`${op.method} ${op.path} with ${scope} answered ${r.status}`);
-    }
-    expect(verdicts).toEqual(expected);
-    const none = await call(op, null);
-    expect(none.status).toBe(401);
-    expect(none.body).toMatchObject({ code: 'unauthenticated' });
-  });
+  it.each(operations.map((o) => [`${o.method} ${o.path}`, o] as const))(
+    '%s: allowed exactly by its documented scope',
+    async (_name, op) => {
+      const verdicts: string[] = [];
+      const expected: string[] = [];
+      for (const scope of SCOPES) {
+        const r = await call(op, tokens.get(scope)!);
+        const allowed = r.status !== 401 && r.status !== 403;
+        verdicts.push(
+          `${scope}:${allowed ? 'allowed' : `${r.status} ${r.body?.code} ${String(r.headers.get('www-authenticate'))}`}`,
+        );
+        expected.push(
+          `${scope}:${scope === op.scope ? 'allowed' : `403 insufficient_scope Bearer realm="herald", error="insufficient_scope", scope="${op.scope}"`}`,
+        );
+        if (r.status >= 500) throw new Error(`${op.method} ${op.path} with ${scope} answered ${r.status}`);
+      }
+      expect(verdicts).toEqual(expected);
+      const none = await call(op, null);
+      expect(none.status).toBe(401);
+      expect(none.body).toMatchObject({ code: 'unauthenticated' });
+    },
+  );
 
   it('render with incident_id needs incidents:read on top of templates:read', async () => {
     const render = operations.find((o) => o.path === '/templates/{id}/render')!;
@@ -75,7 +91,9 @@ describe('endpoint × scope', () => {
     for (const scope of SCOPES) {
       const r = await call(render, tokens.get(scope)!, body);
       expect(r.status, scope).toBe(403);
-      expect(r.headers.get('www-authenticate'), scope).toContain(`scope="${scope === 'templates:read' ? 'incidents:read' : 'templates:read'}"`);
+      expect(r.headers.get('www-authenticate'), scope).toContain(
+        `scope="${scope === 'templates:read' ? 'incidents:read' : 'templates:read'}"`,
+      );
     }
     const both = await h.tokenWith(['templates:read', 'incidents:read']);
     expect((await call(render, both, body)).status).toBe(404); // the template does not exist: past both checks

@@ -43,17 +43,60 @@ describe('checkSlackPayload', () => {
   const user = { id: 'U1' };
 
   it('passes what Herald listens to', () => {
-    expect(checkSlackPayload(form({ type: 'block_actions', user, actions: [{ action_id: 'incident_close', value: 'inc_1' }] }), FORM).verdict).toBe('pass');
-    expect(checkSlackPayload(form({ type: 'view_submission', user, view: { id: 'V1', callback_id: 'incident_create', blocks: [], state: { values: { b: { a: { type: 'plain_text_input', value: 'x' } } } } } }), FORM).verdict).toBe('pass');
-    expect(checkSlackPayload(Buffer.from('command=%2Fincident&text=help&user_id=U1&channel_id=C1&trigger_id=1.2'), `${FORM}; charset=utf-8`).verdict).toBe('pass');
-    expect(checkSlackPayload(Buffer.from(JSON.stringify({ type: 'url_verification', challenge: 'c' })), 'application/json').verdict).toBe('pass');
+    expect(
+      checkSlackPayload(
+        form({ type: 'block_actions', user, actions: [{ action_id: 'incident_close', value: 'inc_1' }] }),
+        FORM,
+      ).verdict,
+    ).toBe('pass');
+    expect(
+      checkSlackPayload(
+        form({
+          type: 'view_submission',
+          user,
+          view: {
+            id: 'V1',
+            callback_id: 'incident_create',
+            blocks: [],
+            state: { values: { b: { a: { type: 'plain_text_input', value: 'x' } } } },
+          },
+        }),
+        FORM,
+      ).verdict,
+    ).toBe('pass');
+    expect(
+      checkSlackPayload(
+        Buffer.from('command=%2Fincident&text=help&user_id=U1&channel_id=C1&trigger_id=1.2'),
+        `${FORM}; charset=utf-8`,
+      ).verdict,
+    ).toBe('pass');
+    expect(
+      checkSlackPayload(Buffer.from(JSON.stringify({ type: 'url_verification', challenge: 'c' })), 'application/json')
+        .verdict,
+    ).toBe('pass');
   });
 
   it('ignores well-formed kinds with no listener, refuses malformed ones', () => {
-    expect(checkSlackPayload(form({ type: 'block_actions', user, actions: [{ action_id: 'someone_elses' }] }), FORM).verdict).toBe('ignore');
-    expect(checkSlackPayload(Buffer.from('command=%2Fother&user_id=U1&channel_id=C1&trigger_id=1'), FORM).verdict).toBe('ignore');
-    expect(checkSlackPayload(form({ type: 'view_submission', user, view: { id: 'V1', callback_id: 'incident_create', blocks: {}, state: { values: {} } } }), FORM)).toEqual({ verdict: 'malformed', reason: 'view_submission: view.blocks is not an array' });
+    expect(
+      checkSlackPayload(form({ type: 'block_actions', user, actions: [{ action_id: 'someone_elses' }] }), FORM).verdict,
+    ).toBe('ignore');
+    expect(checkSlackPayload(Buffer.from('command=%2Fother&user_id=U1&channel_id=C1&trigger_id=1'), FORM).verdict).toBe(
+      'ignore',
+    );
+    expect(
+      checkSlackPayload(
+        form({
+          type: 'view_submission',
+          user,
+          view: { id: 'V1', callback_id: 'incident_create', blocks: {}, state: { values: {} } },
+        }),
+        FORM,
+      ),
+    ).toEqual({ verdict: 'malformed', reason: 'view_submission: view.blocks is not an array' });
     expect(checkSlackPayload(Buffer.from('payload=null'), FORM).verdict).toBe('malformed');
-    expect(checkSlackPayload(Buffer.from([0x7b, 0xff, 0x7d]), 'application/json')).toEqual({ verdict: 'malformed', reason: 'the body is not valid UTF-8' });
+    expect(checkSlackPayload(Buffer.from([0x7b, 0xff, 0x7d]), 'application/json')).toEqual({
+      verdict: 'malformed',
+      reason: 'the body is not valid UTF-8',
+    });
   });
 });

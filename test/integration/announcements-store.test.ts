@@ -39,7 +39,9 @@ describe('RedisAnnouncementRepo', () => {
     const ids = ['exe_01JA00000000000000000000A1', 'exe_01JA00000000000000000000A3', 'exe_01JA00000000000000000000A2'];
     await Promise.all(ids.map((id) => repo.trackExecution('inc_b', id)));
     expect((await repo.get('inc_b'))?.execution_id).toBe('exe_01JA00000000000000000000A3');
-    expect((await repo.trackExecution('inc_b', 'exe_01JA00000000000000000000A0'))?.execution_id).toBe('exe_01JA00000000000000000000A3');
+    expect((await repo.trackExecution('inc_b', 'exe_01JA00000000000000000000A0'))?.execution_id).toBe(
+      'exe_01JA00000000000000000000A3',
+    );
   });
 });
 
@@ -57,7 +59,9 @@ describe('refresh claims', () => {
   it('recovers when a holder died: the claim expires, and a change marked meanwhile is still rendered', async () => {
     expect(await repo.claimRefresh('inc_d', 'DEAD', 50)).toBe(true);
     expect(await repo.claimRefresh('inc_d', 'B', 50)).toBe(false);
-    await waitFor(async () => (await repo.claimRefresh('inc_d', 'C', 10_000)) && true, { what: 'the dead claim to expire' });
+    await waitFor(async () => (await repo.claimRefresh('inc_d', 'C', 10_000)) && true, {
+      what: 'the dead claim to expire',
+    });
     expect(await repo.finishRefresh('inc_d', 'C', 10_000)).toBe(false);
   });
 });

@@ -21,7 +21,15 @@ const deleted: string[] = [];
 
 /** A service over the shared repo and key; tests swap the allow list or add a tester. */
 const makeService = (over: Partial<ConstructorParameters<typeof ConnectionService>[0]> = {}) =>
-  new ConnectionService({ repo, box, clock: systemClock, ids: createIdGenerator(), crypto: nodeTokenCrypto, allow: parseOutboundAllow([]), ...over });
+  new ConnectionService({
+    repo,
+    box,
+    clock: systemClock,
+    ids: createIdGenerator(),
+    crypto: nodeTokenCrypto,
+    allow: parseOutboundAllow([]),
+    ...over,
+  });
 
 beforeAll(() => {
   redis = connectTestRedis();
@@ -44,14 +52,30 @@ const PASSWORD = 'smtp-password-PLAINTEXT';
 describe('connections on Redis', () => {
   it('stores secrets sealed: the raw record never holds a plaintext secret', async () => {
     const slack = await svc.create({ name: 'ops', type: 'slack', config: { bot_token: BOT_TOKEN, channel: 'C0123' } });
-    const hook = await svc.create({ name: 'sink', type: 'webhook', config: { url: 'https://example.com/h', headers: { 'X-Api-Key': HEADER } } });
+    const hook = await svc.create({
+      name: 'sink',
+      type: 'webhook',
+      config: { url: 'https://example.com/h', headers: { 'X-Api-Key': HEADER } },
+    });
     const mail = await svc.create({
       name: 'mail',
       type: 'email',
-      config: { host: 'smtp.example.com', port: 465, security: 'tls', username: 'u', password: PASSWORD, from: 'a@example.com', to: ['b@example.com'] },
+      config: {
+        host: 'smtp.example.com',
+        port: 465,
+        security: 'tls',
+        username: 'u',
+        password: PASSWORD,
+        from: 'a@example.com',
+        to: ['b@example.com'],
+      },
     });
     expect(hook.signingSecret).toMatch(/^whsec_[A-Za-z0-9+/]{32}$/);
-    const raw = await redis.mget(keys.connection(slack.connection.id), keys.connection(hook.connection.id), keys.connection(mail.connection.id));
+    const raw = await redis.mget(
+      keys.connection(slack.connection.id),
+      keys.connection(hook.connection.id),
+      keys.connection(mail.connection.id),
+    );
     const all = raw.join('\n');
     for (const secret of [BOT_TOKEN, HEADER, PASSWORD, hook.signingSecret!]) expect(all).not.toContain(secret);
     const stored = JSON.parse(raw[0]!);
@@ -64,13 +88,20 @@ describe('connections on Redis', () => {
     const conn = await svc.getForDelivery(slack.connection.id);
     expect(conn?.type === 'slack' && conn.config.bot_token).toBe(BOT_TOKEN);
     const hookConn = await svc.getForDelivery(hook.connection.id);
-    expect(hookConn?.type === 'webhook' && hookConn.config).toMatchObject({ secret: hook.signingSecret, headers: { 'X-Api-Key': HEADER } });
+    expect(hookConn?.type === 'webhook' && hookConn.config).toMatchObject({
+      secret: hook.signingSecret,
+      headers: { 'X-Api-Key': HEADER },
+    });
     expect(hookConn?.secrets['headers.X-Api-Key']).toBe(HEADER);
     expect(await svc.getForDelivery('con_01J00000000000000000000000')).toBeNull();
   });
 
   it('keeps sealed secrets untouched when a PATCH does not send them', async () => {
-    const { connection } = await svc.create({ name: 'ops2', type: 'slack', config: { bot_token: BOT_TOKEN, channel: 'C1' } });
+    const { connection } = await svc.create({
+      name: 'ops2',
+      type: 'slack',
+      config: { bot_token: BOT_TOKEN, channel: 'C1' },
+    });
     const before = JSON.parse((await redis.get(keys.connection(connection.id)))!);
     const next = await svc.update(connection.id, { config: { channel: 'C2' }, name: 'renamed' });
     const after = JSON.parse((await redis.get(keys.connection(connection.id)))!);
@@ -81,7 +112,12 @@ describe('connections on Redis', () => {
   it('lists newest first with type and enabled filters, paging without gaps', async () => {
     const made: string[] = [];
     for (let i = 0; i < 5; i++) {
-      const { connection } = await svc.create({ name: `mm${i}`, type: 'mattermost', enabled: i % 2 === 0, config: { webhook_url: `https://mm.example.com/hooks/${i}` } });
+      const { connection } = await svc.create({
+        name: `mm${i}`,
+        type: 'mattermost',
+        enabled: i % 2 === 0,
+        config: { webhook_url: `https://mm.example.com/hooks/${i}` },
+      });
       made.push(connection.id);
     }
     const p1 = await svc.list({ type: ['mattermost'] }, { limit: 2, cursor: null });
@@ -94,7 +130,11 @@ describe('connections on Redis', () => {
   });
 
   it('updates are compare-and-set: a stale record loses', async () => {
-    const { connection } = await svc.create({ name: 'cas', type: 'teams', config: { webhook_url: 'https://x.logic.azure.com/workflows/1' } });
+    const { connection } = await svc.create({
+      name: 'cas',
+      type: 'teams',
+      config: { webhook_url: 'https://x.logic.azure.com/workflows/1' },
+    });
     expect(await repo.update(connection, { ...connection, name: 'a', rev: 2 })).toBe(true);
     expect(await repo.update(connection, { ...connection, name: 'b', rev: 2 })).toBe(false);
     expect((await repo.get(connection.id))?.name).toBe('a');
@@ -102,14 +142,23 @@ describe('connections on Redis', () => {
   });
 
   it('records health, disables, stores the last test, under concurrency', async () => {
-    const { connection } = await svc.create({ name: 'h', type: 'google_chat', config: { webhook_url: 'https://chat.googleapis.com/v1/spaces/A/messages?key=k' } });
-    await Promise.all(Array.from({ length: 20 }, () => svc.recordHealth(connection.id, { ok: false, error: 'HTTP 503' })));
+    const { connection } = await svc.create({
+      name: 'h',
+      type: 'google_chat',
+      config: { webhook_url: 'https://chat.googleapis.com/v1/spaces/A/messages?key=k' },
+    });
+    await Promise.all(
+      Array.from({ length: 20 }, () => svc.recordHealth(connection.id, { ok: false, error: 'HTTP 503' })),
+    );
     let c = await svc.get(connection.id);
     expect(c.health).toMatchObject({ state: 'degraded', consecutive_failures: 20, last_error: 'HTTP 503' });
     expect(c.updated_at).toBe(connection.updated_at);
     await svc.disable(connection.id, 'HTTP 404 from the webhook: it was deleted');
     c = await svc.get(connection.id);
-    expect(c).toMatchObject({ enabled: false, health: { state: 'disabled', disabled_reason: 'HTTP 404 from the webhook: it was deleted' } });
+    expect(c).toMatchObject({
+      enabled: false,
+      health: { state: 'disabled', disabled_reason: 'HTTP 404 from the webhook: it was deleted' },
+    });
     const result: ConnectionTestResult = {
       ok: true,
       status: 'ok',
@@ -129,7 +178,11 @@ describe('connections on Redis', () => {
   });
 
   it('deletes atomically with its index entry and calls onDeleted', async () => {
-    const { connection } = await svc.create({ name: 'gone', type: 'telegram', config: { bot_token: '123:ABCDEFGHIJKLMNOPQRSTUVWXYZ', chat_id: '@herald_ops' } });
+    const { connection } = await svc.create({
+      name: 'gone',
+      type: 'telegram',
+      config: { bot_token: '123:ABCDEFGHIJKLMNOPQRSTUVWXYZ', chat_id: '@herald_ops' },
+    });
     await svc.delete(connection.id);
     expect(await redis.exists(keys.connection(connection.id))).toBe(0);
     expect(await redis.zscore(keys.connections(), connection.id)).toBeNull();
@@ -137,16 +190,35 @@ describe('connections on Redis', () => {
   });
 
   it('test(): the tester gets the opened connection; without one, network checks answer unreachable', async () => {
-    const { connection } = await svc.create({ name: 'bot', type: 'telegram', config: { bot_token: '123:ABCDEFGHIJKLMNOPQRSTUVWXYZ', chat_id: 42 } });
+    const { connection } = await svc.create({
+      name: 'bot',
+      type: 'telegram',
+      config: { bot_token: '123:ABCDEFGHIJKLMNOPQRSTUVWXYZ', chat_id: 42 },
+    });
     const untested = await svc.test(connection.id, undefined);
-    expect(untested).toMatchObject({ ok: false, status: 'unreachable', method: 'getMe', detail: 'connection testing is not available in this process' });
+    expect(untested).toMatchObject({
+      ok: false,
+      status: 'unreachable',
+      method: 'getMe',
+      detail: 'connection testing is not available in this process',
+    });
 
     const calls: { conn: DeliveryConnection; sendMessage: boolean }[] = [];
     const withTester = makeService({
       tester: {
         test: async (conn, opts) => {
           calls.push({ conn, sendMessage: opts.sendMessage });
-          return { ok: true, status: 'ok', method: 'getMe', sent_message: false, http_status: 200, provider_code: null, latency_ms: 5, checked_at: new Date().toISOString(), detail: 'bot @herald_bot' };
+          return {
+            ok: true,
+            status: 'ok',
+            method: 'getMe',
+            sent_message: false,
+            http_status: 200,
+            provider_code: null,
+            latency_ms: 5,
+            checked_at: new Date().toISOString(),
+            detail: 'bot @herald_bot',
+          };
         },
       },
     });
@@ -154,18 +226,28 @@ describe('connections on Redis', () => {
     expect(ok.status).toBe('ok');
     expect(calls).toHaveLength(1);
     expect(calls[0]!.sendMessage).toBe(true);
-    expect(calls[0]!.conn.type === 'telegram' && calls[0]!.conn.config.bot_token).toBe('123:ABCDEFGHIJKLMNOPQRSTUVWXYZ');
+    expect(calls[0]!.conn.type === 'telegram' && calls[0]!.conn.config.bot_token).toBe(
+      '123:ABCDEFGHIJKLMNOPQRSTUVWXYZ',
+    );
     expect((await svc.get(connection.id)).last_test).toEqual(ok);
 
     // A type with no read-only check never reaches the tester unless asked to send.
-    const { connection: teams } = await svc.create({ name: 't', type: 'teams', config: { webhook_url: 'https://x.logic.azure.com/workflows/1' } });
+    const { connection: teams } = await svc.create({
+      name: 't',
+      type: 'teams',
+      config: { webhook_url: 'https://x.logic.azure.com/workflows/1' },
+    });
     expect((await withTester.test(teams.id, {})).status).toBe('needs_send_message');
     expect(calls).toHaveLength(1);
   });
 
   it('test(): a stored config the rules no longer accept is invalid_config', async () => {
     const allowing = makeService({ allow: parseOutboundAllow(['discord.test']) });
-    const { connection } = await allowing.create({ name: 'd', type: 'discord', config: { webhook_url: 'https://discord.test/any/path' } });
+    const { connection } = await allowing.create({
+      name: 'd',
+      type: 'discord',
+      config: { webhook_url: 'https://discord.test/any/path' },
+    });
     const r = await svc.test(connection.id, {});
     expect(r).toMatchObject({ ok: false, status: 'invalid_config', sent_message: false });
     expect(r.detail).toMatch(/config.webhook_url/);

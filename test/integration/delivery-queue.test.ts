@@ -50,7 +50,10 @@ interface DispatchParts {
   concurrency?: number;
 }
 
-function worker(process: (id: string, hint: DeliveryHint | undefined) => Promise<ProcessOutcome>, parts: DispatchParts = {}): Worker {
+function worker(
+  process: (id: string, hint: DeliveryHint | undefined) => Promise<ProcessOutcome>,
+  parts: DispatchParts = {},
+): Worker {
   const connection = createRedis(testRedisUrl(), { worker: true });
   const w = startDeliveryWorker({
     connection,
@@ -70,12 +73,25 @@ function worker(process: (id: string, hint: DeliveryHint | undefined) => Promise
 /** A dispatch item as the job a delivery gets of its own (its id is its job id). */
 const jobOf =
   (b: DispatchBatch) =>
-  (x: DispatchBatch['deliveries'][number]): QueuedJob => ({ deliveryId: x.deliveryId, jobId: x.deliveryId, hint: { incidentId: b.incidentId, connectionId: x.connectionId, follows: x.follows } });
+  (x: DispatchBatch['deliveries'][number]): QueuedJob => ({
+    deliveryId: x.deliveryId,
+    jobId: x.deliveryId,
+    hint: { incidentId: b.incidentId, connectionId: x.connectionId, follows: x.follows },
+  });
 
 /** A dispatch batch of `n` deliveries (ids end in `tag` and a number). */
 function batchOf(tag: string, n: number): DispatchBatch {
-  const deliveries = Array.from({ length: n }, (_, i) => ({ deliveryId: `dlv_01J0000000000000000000${tag}${String(i).padStart(2, '0')}`, connectionId: `con_01J0000000000000000000${tag}${String(i).padStart(2, '0')}`, follows: false }));
-  return { jobId: `dsp-${deliveries[0]!.deliveryId}`, incidentId: 'inc_01J0000000000000000000DSP1', claim: 1, deliveries };
+  const deliveries = Array.from({ length: n }, (_, i) => ({
+    deliveryId: `dlv_01J0000000000000000000${tag}${String(i).padStart(2, '0')}`,
+    connectionId: `con_01J0000000000000000000${tag}${String(i).padStart(2, '0')}`,
+    follows: false,
+  }));
+  return {
+    jobId: `dsp-${deliveries[0]!.deliveryId}`,
+    incidentId: 'inc_01J0000000000000000000DSP1',
+    claim: 1,
+    deliveries,
+  };
 }
 
 /**
@@ -115,7 +131,11 @@ describe('the delivery queue', () => {
   it("a job carries its delivery's hint to the worker; a job without one (an older version's) runs without", async () => {
     const withHint = 'dlv_01J0000000000000000000HNT1';
     const without = 'dlv_01J0000000000000000000HNT2';
-    const hint = { incidentId: 'inc_01J0000000000000000000HNT1', connectionId: 'con_01J0000000000000000000HNT1', follows: true };
+    const hint = {
+      incidentId: 'inc_01J0000000000000000000HNT1',
+      connectionId: 'con_01J0000000000000000000HNT1',
+      follows: true,
+    };
     const seen = new Map<string, DeliveryHint | undefined>();
     worker((deliveryId, h) => {
       seen.set(deliveryId, h);
@@ -153,16 +173,31 @@ describe('the delivery queue', () => {
         runs.set(deliveryId, (runs.get(deliveryId) ?? 0) + 1);
         hints.set(deliveryId, hint);
         // `c` must wait once (a retry's backoff): the second run is its own job's.
-        return Promise.resolve(deliveryId === c!.deliveryId && runs.get(deliveryId) === 1 ? { kind: 'delay', ms: 300, reason: 'retry' } : { kind: 'done', status: 'delivered' });
+        return Promise.resolve(
+          deliveryId === c!.deliveryId && runs.get(deliveryId) === 1
+            ? { kind: 'delay', ms: 300, reason: 'retry' }
+            : { kind: 'done', status: 'delivered' },
+        );
       },
       { claimDispatch: () => Promise.resolve({ mine: [a!, b!, c!], theirs: [d!] }) },
     );
     await queue.dispatch([batch]);
-    await waitFor(() => runs.size === 4 && runs.get(c!.deliveryId) === 2, { timeoutMs: 15_000, what: 'every delivery to be sent' });
-    expect(Object.fromEntries(runs)).toEqual({ [a!.deliveryId]: 1, [b!.deliveryId]: 1, [c!.deliveryId]: 2, [d!.deliveryId]: 1 });
+    await waitFor(() => runs.size === 4 && runs.get(c!.deliveryId) === 2, {
+      timeoutMs: 15_000,
+      what: 'every delivery to be sent',
+    });
+    expect(Object.fromEntries(runs)).toEqual({
+      [a!.deliveryId]: 1,
+      [b!.deliveryId]: 1,
+      [c!.deliveryId]: 2,
+      [d!.deliveryId]: 1,
+    });
     expect(hints.get(a!.deliveryId)).toEqual(a!.hint);
     // The hand-off and the delayed one ran as jobs of their own, under their delivery ids.
-    await waitFor(async () => (await queue.queue.getJobCounts('active', 'waiting', 'delayed')).active === 0, { timeoutMs: 10_000, what: 'the queue to drain' });
+    await waitFor(async () => (await queue.queue.getJobCounts('active', 'waiting', 'delayed')).active === 0, {
+      timeoutMs: 10_000,
+      what: 'the queue to drain',
+    });
     expect(await queue.queue.getJob(batch.jobId)).toBeUndefined();
   });
 
@@ -199,16 +234,27 @@ describe('the delivery queue', () => {
         sent.push(deliveryId);
         // `a` must wait once; its hand-off fails, and the job's second run hands it on again.
         const first = sent.filter((x) => x === deliveryId).length === 1;
-        return Promise.resolve(deliveryId === a!.deliveryId && first ? { kind: 'delay', ms: 50, reason: 'pacing' } : { kind: 'done', status: 'delivered' });
+        return Promise.resolve(
+          deliveryId === a!.deliveryId && first
+            ? { kind: 'delay', ms: 50, reason: 'pacing' }
+            : { kind: 'done', status: 'delivered' },
+        );
       },
       {
         // The first run takes both; the second (the retry) takes nothing and hands `a` on.
-        claimDispatch: () => Promise.resolve(++claims === 1 ? { mine: [a!, b!], theirs: [] } : { mine: [], theirs: [a!] }),
-        handOff: vi.fn<WorkerOptions['handOff']>().mockRejectedValueOnce(new Error('Connection is closed.')).mockImplementation((jobs) => queue.enqueue(jobs)),
+        claimDispatch: () =>
+          Promise.resolve(++claims === 1 ? { mine: [a!, b!], theirs: [] } : { mine: [], theirs: [a!] }),
+        handOff: vi
+          .fn<WorkerOptions['handOff']>()
+          .mockRejectedValueOnce(new Error('Connection is closed.'))
+          .mockImplementation((jobs) => queue.enqueue(jobs)),
       },
     );
     await queue.dispatch([batch]);
-    await waitFor(() => claims === 2 && sent.filter((x) => x === a!.deliveryId).length === 2, { timeoutMs: 20_000, what: 'the job to run again and hand a on' });
+    await waitFor(() => claims === 2 && sent.filter((x) => x === a!.deliveryId).length === 2, {
+      timeoutMs: 20_000,
+      what: 'the job to run again and hand a on',
+    });
     expect(sent.filter((x) => x === b!.deliveryId)).toHaveLength(1);
   });
 
@@ -232,7 +278,10 @@ describe('the delivery queue', () => {
     // What BullMQ's lock manager tells when it could not extend the job's lock.
     w.emit('lockRenewalFailed', [batch.jobId]);
     release();
-    await waitFor(async () => (await queue.queue.getJob(batch.jobId)) === undefined, { timeoutMs: 15_000, what: 'the job to end' });
+    await waitFor(async () => (await queue.queue.getJob(batch.jobId)) === undefined, {
+      timeoutMs: 15_000,
+      what: 'the job to end',
+    });
     expect(started).toEqual([batch.deliveries[0]!.deliveryId]);
     expect(handedOn).toEqual([]);
   });

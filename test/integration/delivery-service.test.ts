@@ -5,7 +5,14 @@ import { createIdGenerator } from '../../src/domain/common/ids.js';
 import { newIncident, type Incident } from '../../src/domain/incident/incident.js';
 import type { IncidentEvent } from '../../src/domain/incident/incident-event.js';
 import type { PacingRule } from '../../src/domain/execution/delivery-policy.js';
-import type { ChannelSenders, DeliveryTarget, OutboundMessage, ProcessOutcome, QueuedJob, SendResult } from '../../src/ports/index.js';
+import type {
+  ChannelSenders,
+  DeliveryTarget,
+  OutboundMessage,
+  ProcessOutcome,
+  QueuedJob,
+  SendResult,
+} from '../../src/ports/index.js';
 import { DeliveryService, type DeliveryServiceDeps } from '../../src/services/deliveries.js';
 import { RedisConversationRepo } from '../../src/store/conversations.js';
 import { RedisExecutionRepo } from '../../src/store/executions.js';
@@ -25,7 +32,15 @@ const db = useTestRedis('dlvsvc');
 const { keys } = db;
 
 const delivered: SendResult = { outcome: 'delivered', httpStatus: 200, providerCode: null, latencyMs: 1 };
-const retryable = (retryAfterMs: number | null = null, ambiguous = false): SendResult => ({ outcome: 'retryable', httpStatus: 503, providerCode: null, latencyMs: 1, retryAfterMs, error: 'HTTP 503', ambiguous });
+const retryable = (retryAfterMs: number | null = null, ambiguous = false): SendResult => ({
+  outcome: 'retryable',
+  httpStatus: 503,
+  providerCode: null,
+  latencyMs: 1,
+  retryAfterMs,
+  error: 'HTTP 503',
+  ambiguous,
+});
 
 interface Rig {
   service: DeliveryService;
@@ -53,15 +68,47 @@ async function rig(over: Partial<DeliveryServiceDeps> = {}): Promise<Rig> {
   const incidents = new RedisIncidentRepo(db.redis, keys);
   const repo = new RedisExecutionRepo(db.redis, keys, () => now.ms);
   const actor = { type: 'system' as const, id: 't', name: 't' };
-  const incident = newIncident(ids.next('incident'), { title: 'Search is slow', severity: 'minor', description: '', impact: '', template_ids: [] }, actor, new Date(now.ms).toISOString());
+  const incident = newIncident(
+    ids.next('incident'),
+    { title: 'Search is slow', severity: 'minor', description: '', impact: '', template_ids: [] },
+    actor,
+    new Date(now.ms).toISOString(),
+  );
   expect(await incidents.create(incident, [])).toBe(true);
-  const target: DeliveryTarget = targetOf('webhook', { url: 'https://hooks.example.com/in', secret: 'whsec_dGVzdHRlc3R0ZXN0dGVzdA==' });
-  const execution: Execution = { id: ids.next('execution'), incident_id: incident.id, variables: {}, created_at: '', template_versions: {}, delivery_ids: [] };
-  const delivery = newDelivery({ id: ids.next('delivery'), executionId: execution.id, incidentId: incident.id, connectionId: target.id, connectionType: 'webhook', templateId: null, templateVersion: null, content: { subject: 's', body: 'b' } });
+  const target: DeliveryTarget = targetOf('webhook', {
+    url: 'https://hooks.example.com/in',
+    secret: 'whsec_dGVzdHRlc3R0ZXN0dGVzdA==',
+  });
+  const execution: Execution = {
+    id: ids.next('execution'),
+    incident_id: incident.id,
+    variables: {},
+    created_at: '',
+    template_versions: {},
+    delivery_ids: [],
+  };
+  const delivery = newDelivery({
+    id: ids.next('delivery'),
+    executionId: execution.id,
+    incidentId: incident.id,
+    connectionId: target.id,
+    connectionType: 'webhook',
+    templateId: null,
+    templateVersion: null,
+    content: { subject: 's', body: 'b' },
+  });
   execution.delivery_ids = [delivery.id];
   expect(await repo.create(execution, [delivery], incident, { ...incident, rev: incident.rev + 1 }, [])).toBe(true);
 
-  const r = { sends: [] as OutboundMessage[], reserves: [] as PacingRule[], errors: [] as string[], script: [delivered], pacing: [] as number[], tokens: [] as number[], takes: 0 };
+  const r = {
+    sends: [] as OutboundMessage[],
+    reserves: [] as PacingRule[],
+    errors: [] as string[],
+    script: [delivered],
+    pacing: [] as number[],
+    tokens: [] as number[],
+    takes: 0,
+  };
   const sender = {
     send: (_t: DeliveryTarget, m: OutboundMessage) => {
       r.sends.push(m);
@@ -70,7 +117,11 @@ async function rig(over: Partial<DeliveryServiceDeps> = {}): Promise<Rig> {
   };
   const service = new DeliveryService({
     repo,
-    targets: { get: () => Promise.resolve(target), disable: () => Promise.resolve(), recordOutcome: () => Promise.resolve() },
+    targets: {
+      get: () => Promise.resolve(target),
+      disable: () => Promise.resolve(),
+      recordOutcome: () => Promise.resolve(),
+    },
     senders: { webhook: sender } as unknown as ChannelSenders,
     pacer: {
       reserve: (_id, rule) => {
@@ -170,7 +221,11 @@ describe('the delivery use case', () => {
         reset: (id) => redisPacer.reset(id),
         // A cancel lands between the engine's read and its last step before the send.
         paceAndStart: async (prev, sending, rule, reserveFirst) => {
-          if (cancelled++ === 0) await db.redis.set(keys.delivery(prev.id), JSON.stringify({ ...prev, status: 'cancelled', rev: prev.rev + 1 }));
+          if (cancelled++ === 0)
+            await db.redis.set(
+              keys.delivery(prev.id),
+              JSON.stringify({ ...prev, status: 'cancelled', rev: prev.rev + 1 }),
+            );
           return redisPacer.paceAndStart(prev, sending, rule, reserveFirst);
         },
       },
@@ -179,7 +234,9 @@ describe('the delivery use case', () => {
     expect(r.sends).toEqual([]);
     expect((await r.get()).status).toBe('cancelled');
     // The connection's first slot and token are still free.
-    expect(await redisPacer.paceSend(r.delivery.connection_id, { perSecond: 1, burst: 1 }, true)).toEqual({ step: 'send' });
+    expect(await redisPacer.paceSend(r.delivery.connection_id, { perSecond: 1, burst: 1 }, true)).toEqual({
+      step: 'send',
+    });
   });
 
   it("with Redis' pacer, a delivery that may go is stored as `sending` by that step before it is sent", async () => {
@@ -212,7 +269,11 @@ describe('the delivery use case', () => {
     expect(d.attempts).toHaveLength(MAX_ATTEMPTS);
     let failed = (await r.events()).filter((e) => e.type === 'delivery.failed');
     expect(failed).toHaveLength(1);
-    expect(failed[0]!.data).toMatchObject({ delivery_id: d.id, connection_id: d.connection_id, error: expect.stringContaining(`gave up after ${MAX_ATTEMPTS} attempts`) });
+    expect(failed[0]!.data).toMatchObject({
+      delivery_id: d.id,
+      connection_id: d.connection_id,
+      error: expect.stringContaining(`gave up after ${MAX_ATTEMPTS} attempts`),
+    });
 
     expect(await r.service.requeueFailed([d], { type: 'system', id: 't', name: 't' })).toBe(1);
     expect(await runToEnd(r)).toEqual({ kind: 'done', status: 'failed' });
@@ -240,7 +301,10 @@ describe('the delivery use case', () => {
 
   it("a failing bookkeeping step (connection health) is reported and never changes the delivery's outcome", async () => {
     // A connection already degraded: both the failure and the success change its health.
-    const degraded = { ...targetOf('webhook', { url: 'https://hooks.example.com/in', secret: 'whsec_dGVzdHRlc3R0ZXN0dGVzdA==' }), health: { state: 'degraded' as const, consecutive_failures: 1, last_error: 'HTTP 503', disabled_reason: null } };
+    const degraded = {
+      ...targetOf('webhook', { url: 'https://hooks.example.com/in', secret: 'whsec_dGVzdHRlc3R0ZXN0dGVzdA==' }),
+      health: { state: 'degraded' as const, consecutive_failures: 1, last_error: 'HTTP 503', disabled_reason: null },
+    };
     const r = await rig({
       targets: {
         get: () => Promise.resolve(degraded),
@@ -256,7 +320,10 @@ describe('the delivery use case', () => {
   });
 
   it('records health only when the outcome changes it: a success on a healthy connection writes nothing', async () => {
-    const healthy = targetOf('webhook', { url: 'https://hooks.example.com/in', secret: 'whsec_dGVzdHRlc3R0ZXN0dGVzdA==' });
+    const healthy = targetOf('webhook', {
+      url: 'https://hooks.example.com/in',
+      secret: 'whsec_dGVzdHRlc3R0ZXN0dGVzdA==',
+    });
     let seen = healthy;
     const recorded: boolean[] = [];
     const r = await rig({
@@ -274,14 +341,23 @@ describe('the delivery use case', () => {
     expect(await r.service.process(r.delivery.id)).toEqual({ kind: 'delay', ms: 10_000, reason: 'retry' });
     expect(recorded).toEqual([false]);
     // The connection as the next send reads it: degraded, so the success that heals it is recorded.
-    seen = { ...healthy, health: { state: 'degraded', consecutive_failures: 1, last_error: 'HTTP 503', disabled_reason: null } };
+    seen = {
+      ...healthy,
+      health: { state: 'degraded', consecutive_failures: 1, last_error: 'HTTP 503', disabled_reason: null },
+    };
     r.now.ms += 10_000;
     expect(await r.service.process(r.delivery.id)).toEqual({ kind: 'done', status: 'delivered' });
     expect(recorded).toEqual([false, true]);
 
     // A second delivery to the (now healthy) connection: its success is not written at all.
     seen = healthy;
-    const again = await rig({ targets: { get: () => Promise.resolve(seen), disable: () => Promise.resolve(), recordOutcome: (_id, ok) => (recorded.push(ok), Promise.resolve()) } });
+    const again = await rig({
+      targets: {
+        get: () => Promise.resolve(seen),
+        disable: () => Promise.resolve(),
+        recordOutcome: (_id, ok) => (recorded.push(ok), Promise.resolve()),
+      },
+    });
     again.script = [delivered];
     expect(await again.service.process(again.delivery.id)).toEqual({ kind: 'done', status: 'delivered' });
     expect(recorded).toEqual([false, true]);
@@ -292,7 +368,10 @@ describe('the delivery use case', () => {
     let readStatus: () => Promise<string> = () => Promise.resolve('');
     const r = await rig({
       targets: {
-        get: () => Promise.resolve(targetOf('webhook', { url: 'https://hooks.example.com/in', secret: 'whsec_dGVzdHRlc3R0ZXN0dGVzdA==' })),
+        get: () =>
+          Promise.resolve(
+            targetOf('webhook', { url: 'https://hooks.example.com/in', secret: 'whsec_dGVzdHRlc3R0ZXN0dGVzdA==' }),
+          ),
         recordOutcome: async () => {
           steps.push(`health (delivery ${await readStatus()})`);
         },
@@ -302,7 +381,16 @@ describe('the delivery use case', () => {
       },
     });
     readStatus = async () => (await r.get()).status;
-    r.script = [{ outcome: 'permanent', httpStatus: 404, providerCode: null, latencyMs: 1, error: 'HTTP 404', disable: 'HTTP 404 from the webhook URL' }];
+    r.script = [
+      {
+        outcome: 'permanent',
+        httpStatus: 404,
+        providerCode: null,
+        latencyMs: 1,
+        error: 'HTTP 404',
+        disable: 'HTTP 404 from the webhook URL',
+      },
+    ];
     expect(await r.service.process(r.delivery.id)).toEqual({ kind: 'done', status: 'failed' });
     expect(steps).toEqual(['health (delivery sending)', 'disable: HTTP 404 from the webhook URL (delivery sending)']);
     expect((await r.get()).status).toBe('failed');
@@ -319,7 +407,9 @@ describe('the delivery use case', () => {
           get: (id) => {
             order.push('connection?');
             asked.push(id);
-            return Promise.resolve(targetOf('webhook', { url: 'https://hooks.example.com/in', secret: 'whsec_dGVzdHRlc3R0ZXN0dGVzdA==' }));
+            return Promise.resolve(
+              targetOf('webhook', { url: 'https://hooks.example.com/in', secret: 'whsec_dGVzdHRlc3R0ZXN0dGVzdA==' }),
+            );
           },
           disable: () => Promise.resolve(),
           recordOutcome: () => Promise.resolve(),
@@ -352,7 +442,9 @@ describe('the delivery use case', () => {
 
     // A hint naming another connection is checked against the record: the record's is read and used.
     const c = await tracked();
-    expect(await c.r.service.process(c.r.delivery.id, { ...c.hint, connectionId: a.r.delivery.connection_id })).toEqual({ kind: 'done', status: 'delivered' });
+    expect(await c.r.service.process(c.r.delivery.id, { ...c.hint, connectionId: a.r.delivery.connection_id })).toEqual(
+      { kind: 'done', status: 'delivered' },
+    );
     expect(c.asked).toEqual([a.r.delivery.connection_id, c.r.delivery.connection_id]);
   });
 
@@ -376,11 +468,27 @@ describe('the delivery use case', () => {
   });
 
   it('a send cut off by a dead worker is recorded as interrupted, flagged, and counts against the budget', async () => {
-    const cuts = (n: number, at: number) => Array.from({ length: n }, () => ({ at: new Date(at).toISOString(), outcome: 'interrupted' as const, http_status: null, provider_code: null, latency_ms: null, retry_after_ms: null, error: 'cut' }));
+    const cuts = (n: number, at: number) =>
+      Array.from({ length: n }, () => ({
+        at: new Date(at).toISOString(),
+        outcome: 'interrupted' as const,
+        http_status: null,
+        provider_code: null,
+        latency_ms: null,
+        retry_after_ms: null,
+        error: 'cut',
+      }));
     /** The delivery as a dead worker left it: `sending`, after `n` earlier cut-off attempts. */
     const leftSending = async (r: Rig, n: number) => {
       const d = await r.get();
-      const sending: Delivery = { ...d, status: 'sending', attempts: cuts(n, r.now.ms), sending_since: new Date(r.now.ms).toISOString(), possible_duplicate: n > 0, rev: d.rev + 1 };
+      const sending: Delivery = {
+        ...d,
+        status: 'sending',
+        attempts: cuts(n, r.now.ms),
+        sending_since: new Date(r.now.ms).toISOString(),
+        possible_duplicate: n > 0,
+        rev: d.rev + 1,
+      };
       expect(await r.repo.updateDelivery(d, sending)).toBe(true);
     };
 

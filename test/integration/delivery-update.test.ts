@@ -95,10 +95,17 @@ describe('RedisExecutionRepo.updateDelivery', () => {
     const repo = new RedisExecutionRepo(redis, keys, () => now);
     const d = await stored(aDelivery());
     const next: Delivery = { ...d, rev: d.rev + 1 };
-    const events = [1, 2].map((n) => newEvent(ids.next('event'), 'delivery.failed', new Date(now).toISOString(), SYSTEM_ACTOR, { delivery_id: d.id, n }));
+    const events = [1, 2].map((n) =>
+      newEvent(ids.next('event'), 'delivery.failed', new Date(now).toISOString(), SYSTEM_ACTOR, {
+        delivery_id: d.id,
+        n,
+      }),
+    );
     expect(await repo.updateDelivery(d, next, { outbox: true, events })).toBe(true);
     expect(await redis.zscore(keys.deliveryOutbox(), d.id)).toBe(String(now));
-    expect((await redis.lrange(keys.incidentEvents(d.incident_id), 0, -1)).map((e) => JSON.parse(e) as unknown)).toEqual(events);
+    expect(
+      (await redis.lrange(keys.incidentEvents(d.incident_id), 0, -1)).map((e) => JSON.parse(e) as unknown),
+    ).toEqual(events);
     // Without them, neither is touched.
     const again: Delivery = { ...next, rev: next.rev + 1 };
     await redis.zrem(keys.deliveryOutbox(), d.id);

@@ -36,11 +36,32 @@ describe('the execute commit', () => {
     const ids = createIdGenerator(() => now);
     const actor = { type: 'system' as const, id: 't', name: 't' };
     const fanOut = async () => {
-      const incident = newIncident(ids.next('incident'), { title: 'Big fan-out', severity: 'major', description: '', impact: '', template_ids: [] }, actor, new Date(now).toISOString());
+      const incident = newIncident(
+        ids.next('incident'),
+        { title: 'Big fan-out', severity: 'major', description: '', impact: '', template_ids: [] },
+        actor,
+        new Date(now).toISOString(),
+      );
       expect(await new RedisIncidentRepo(bulk, keys).create(incident, [])).toBe(true);
-      const execution: Execution = { id: ids.next('execution'), incident_id: incident.id, variables: {}, created_at: '', template_versions: {}, delivery_ids: [] };
+      const execution: Execution = {
+        id: ids.next('execution'),
+        incident_id: incident.id,
+        variables: {},
+        created_at: '',
+        template_versions: {},
+        delivery_ids: [],
+      };
       const deliveries = Array.from({ length: 5000 }, () =>
-        newDelivery({ id: ids.next('delivery'), executionId: execution.id, incidentId: incident.id, connectionId: 'con_01JH3ZK6X2B8V4N0Q7R5T9W1YC', connectionType: 'webhook', templateId: null, templateVersion: null, content: { subject: 's', body: 'b'.repeat(2000) } }),
+        newDelivery({
+          id: ids.next('delivery'),
+          executionId: execution.id,
+          incidentId: incident.id,
+          connectionId: 'con_01JH3ZK6X2B8V4N0Q7R5T9W1YC',
+          connectionType: 'webhook',
+          templateId: null,
+          templateVersion: null,
+          content: { subject: 's', body: 'b'.repeat(2000) },
+        }),
       );
       execution.delivery_ids = deliveries.map((d) => d.id);
       return { incident, execution, deliveries, next: { ...incident, rev: incident.rev + 1 } };
@@ -48,7 +69,9 @@ describe('the execute commit', () => {
 
     // Over the tightly bounded connection alone, such a commit times out (Redis may still apply it).
     const a = await fanOut();
-    await expect(new RedisExecutionRepo(tight, keys, () => now, tight).create(a.execution, a.deliveries, a.incident, a.next, [])).rejects.toThrow(/timed out/i);
+    await expect(
+      new RedisExecutionRepo(tight, keys, () => now, tight).create(a.execution, a.deliveries, a.incident, a.next, []),
+    ).rejects.toThrow(/timed out/i);
 
     const b = await fanOut();
     const repo = new RedisExecutionRepo(tight, keys, () => now, bulk);

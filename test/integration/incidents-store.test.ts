@@ -24,7 +24,12 @@ beforeAll(() => {
   redis = connectTestRedis();
   keys = createKeys(prefix);
   repo = new RedisIncidentRepo(redis, keys);
-  svc = new IncidentService({ incidents: repo, templatesExist: (t) => Promise.resolve(t.map(() => true)), clock: { now: () => new Date() }, ids });
+  svc = new IncidentService({
+    incidents: repo,
+    templatesExist: (t) => Promise.resolve(t.map(() => true)),
+    clock: { now: () => new Date() },
+    ids,
+  });
 });
 afterAll(async () => {
   await dropPrefix(redis, prefix);
@@ -46,7 +51,12 @@ const allEvents = async (id: string, limit: number): Promise<IncidentEvent[]> =>
 async function writeOldFormat(): Promise<{ incident: Incident; created: IncidentEvent }> {
   const now = new Date().toISOString();
   // Every field present, as JSON.stringify of a new record wrote it.
-  const incident = newIncident(ids.next('incident'), { title: 'Old', severity: 'major', description: 'from before', impact: '', template_ids: [] }, actor, now);
+  const incident = newIncident(
+    ids.next('incident'),
+    { title: 'Old', severity: 'major', description: 'from before', impact: '', template_ids: [] },
+    actor,
+    now,
+  );
   const created = newEvent(ids.next('event'), 'incident.created', now, actor, { title: 'Old', severity: 'major' });
   await redis
     .multi()
@@ -62,7 +72,14 @@ describe('RedisIncidentRepo: the stored form', () => {
   it('stores a new incident without its default fields and reads it back whole, in wire order', async () => {
     const i = await svc.create({ title: 'Compact', severity: 'minor', description: 'd' }, actor);
     const raw = (await redis.get(keys.incident(i.id)))!;
-    expect(Object.keys(JSON.parse(raw) as object)).toEqual(['id', 'title', 'severity', 'description', 'created_at', 'created_by']);
+    expect(Object.keys(JSON.parse(raw) as object)).toEqual([
+      'id',
+      'title',
+      'severity',
+      'description',
+      'created_at',
+      'created_by',
+    ]);
     const back = (await repo.get(i.id))!;
     expect(JSON.stringify(presentIncident(back))).toBe(JSON.stringify(presentIncident(i)));
     expect(back).toEqual(i);
@@ -81,7 +98,14 @@ describe('RedisIncidentRepo: the stored form', () => {
     const executions = new RedisExecutionRepo(redis, keys);
     const prev = await svc.get(i.id);
     const next = { ...prev, execution_count: 1, last_executed_at: new Date().toISOString(), rev: prev.rev + 1 };
-    const exe = { id: ids.next('execution'), incident_id: i.id, variables: {}, created_at: '', template_versions: {}, delivery_ids: [] };
+    const exe = {
+      id: ids.next('execution'),
+      incident_id: i.id,
+      variables: {},
+      created_at: '',
+      template_versions: {},
+      delivery_ids: [],
+    };
     expect(await executions.create(exe, [], prev, next, [])).toBe(true);
     expect(await svc.get(i.id)).toEqual(next);
     const closed = await svc.close(i.id, {}, actor);
@@ -89,11 +113,11 @@ describe('RedisIncidentRepo: the stored form', () => {
     expect(closed).toMatchObject({ status: 'closed', execution_count: 1, resolution_summary: '', rev: 4 });
   });
 
-  it('reads unchanged text as one shared record, and any change at once: its own, or another process\' write', async () => {
+  it("reads unchanged text as one shared record, and any change at once: its own, or another process' write", async () => {
     const i = await svc.create({ title: 'Shared', severity: 'minor' }, actor);
     const a = (await repo.get(i.id))!;
     expect(await repo.get(i.id)).toBe(a);
-    const [fromList] = (await repo.getMany([i.id]));
+    const [fromList] = await repo.getMany([i.id]);
     expect(fromList).toBe(a);
     expect(Object.isFrozen(a)).toBe(true);
     const u = await svc.update(i.id, { title: 'Shared, renamed' }, actor);
@@ -101,7 +125,11 @@ describe('RedisIncidentRepo: the stored form', () => {
     expect(b).not.toBe(a);
     expect(b).toEqual(u);
     // Another process (another Herald, or a restore) writes the key: the next read has it.
-    const other = JSON.stringify({ ...JSON.parse((await redis.get(keys.incident(i.id)))!), title: 'From elsewhere', rev: 9 });
+    const other = JSON.stringify({
+      ...JSON.parse((await redis.get(keys.incident(i.id)))!),
+      title: 'From elsewhere',
+      rev: 9,
+    });
     await redis.set(keys.incident(i.id), other);
     const c = (await repo.get(i.id))!;
     expect(c).toMatchObject({ title: 'From elsewhere', rev: 9 });
@@ -120,15 +148,34 @@ describe('RedisIncidentRepo: the stored form', () => {
     const executions = new RedisExecutionRepo(redis, keys);
     const prev = await svc.get(incident.id);
     const next = { ...prev, execution_count: 1, rev: prev.rev + 1 };
-    const exe = { id: ids.next('execution'), incident_id: incident.id, variables: {}, created_at: '', template_versions: {}, delivery_ids: [] };
-    expect(await executions.create(exe, [], prev, next, [newEvent(ids.next('event'), 'incident.executed', prev.updated_at, actor, {})])).toBe(true);
+    const exe = {
+      id: ids.next('execution'),
+      incident_id: incident.id,
+      variables: {},
+      created_at: '',
+      template_versions: {},
+      delivery_ids: [],
+    };
+    expect(
+      await executions.create(exe, [], prev, next, [
+        newEvent(ids.next('event'), 'incident.executed', prev.updated_at, actor, {}),
+      ]),
+    ).toBe(true);
     const closed = await svc.close(incident.id, { resolution_summary: 'fixed' }, actor);
     expect(closed).toMatchObject({ status: 'closed', resolution_summary: 'fixed', execution_count: 1, rev: 4 });
     expect(await svc.get(incident.id)).toEqual(closed);
     const events = await allEvents(incident.id, 2);
-    expect(events.map((e) => e.type)).toEqual(['incident.created', 'incident.updated', 'incident.status_changed', 'incident.executed', 'incident.closed']);
+    expect(events.map((e) => e.type)).toEqual([
+      'incident.created',
+      'incident.updated',
+      'incident.status_changed',
+      'incident.executed',
+      'incident.closed',
+    ]);
     expect(events[0]).toEqual(created);
-    expect((await svc.list({ status: ['closed'] }, { limit: 100, cursor: null })).data.map((i) => i.id)).toContain(incident.id);
+    expect((await svc.list({ status: ['closed'] }, { limit: 100, cursor: null })).data.map((i) => i.id)).toContain(
+      incident.id,
+    );
   });
 });
 
@@ -136,7 +183,13 @@ describe('RedisIncidentRepo: the timeline', () => {
   it('implies the created event: no list until a second event, the same page whatever the page size', async () => {
     const i = await svc.create({ title: 'First', severity: 'critical' }, actor);
     expect(await redis.exists(keys.incidentEvents(i.id))).toBe(0);
-    const created = { id: createdEventId(i.id), type: 'incident.created', at: i.created_at, actor, data: { title: 'First', severity: 'critical' } };
+    const created = {
+      id: createdEventId(i.id),
+      type: 'incident.created',
+      at: i.created_at,
+      actor,
+      data: { title: 'First', severity: 'critical' },
+    };
     expect(await svc.events(i.id, { limit: 5, cursor: null })).toEqual({ data: [created], nextCursor: null });
     expect(JSON.stringify((await svc.events(i.id, { limit: 5, cursor: null })).data[0])).toBe(JSON.stringify(created));
 
@@ -144,21 +197,38 @@ describe('RedisIncidentRepo: the timeline', () => {
     await svc.update(i.id, { severity: 'low' }, actor);
     await svc.update(i.id, { title: 'Third', status: 'monitoring' }, actor);
     await svc.close(i.id, {}, actor);
-    const types = ['incident.created', 'incident.updated', 'incident.updated', 'incident.updated', 'incident.status_changed', 'incident.closed'];
+    const types = [
+      'incident.created',
+      'incident.updated',
+      'incident.updated',
+      'incident.updated',
+      'incident.status_changed',
+      'incident.closed',
+    ];
     for (const limit of [1, 2, 3, 5, 6, 7, 100]) {
       const events = await allEvents(i.id, limit);
       expect(events.map((e) => e.type)).toEqual(types);
       // The created event still says what the incident was created as.
       expect(events[0]).toEqual(created);
     }
-    expect(await svc.events(i.id, { limit: 2, cursor: { offset: 4 } })).toMatchObject({ data: [{ type: 'incident.status_changed' }, { type: 'incident.closed' }], nextCursor: null });
+    expect(await svc.events(i.id, { limit: 2, cursor: { offset: 4 } })).toMatchObject({
+      data: [{ type: 'incident.status_changed' }, { type: 'incident.closed' }],
+      nextCursor: null,
+    });
     expect(await svc.events(i.id, { limit: 2, cursor: { offset: 6 } })).toEqual({ data: [], nextCursor: null });
   });
 
   it('keeps a created event given in another shape as it was given', async () => {
     const now = new Date().toISOString();
-    const incident: Incident = { ...(await svc.create({ title: 'x', severity: 'low' }, actor)), id: ids.next('incident') };
-    const odd = newEvent(ids.next('event'), 'incident.created', now, actor, { title: 'x', severity: 'low', note: 'more' });
+    const incident: Incident = {
+      ...(await svc.create({ title: 'x', severity: 'low' }, actor)),
+      id: ids.next('incident'),
+    };
+    const odd = newEvent(ids.next('event'), 'incident.created', now, actor, {
+      title: 'x',
+      severity: 'low',
+      note: 'more',
+    });
     expect(await repo.create(incident, [odd])).toBe(true);
     expect((await repo.listEvents(incident.id, { limit: 10, cursor: null })).data).toEqual([odd]);
   });
@@ -167,7 +237,8 @@ describe('RedisIncidentRepo: the timeline', () => {
 describe('RedisIncidentRepo: lists', () => {
   it('pages every status together, newest first, without the all-incidents index', async () => {
     const made: Incident[] = [];
-    for (let n = 0; n < 7; n++) made.push(await svc.create({ title: `L${n}`, severity: n % 2 ? 'minor' : 'major' }, actor));
+    for (let n = 0; n < 7; n++)
+      made.push(await svc.create({ title: `L${n}`, severity: n % 2 ? 'minor' : 'major' }, actor));
     await svc.update(made[1]!.id, { status: 'resolved' }, actor);
     await svc.close(made[3]!.id, {}, actor);
     await svc.update(made[5]!.id, { status: 'identified' }, actor);
@@ -183,7 +254,10 @@ describe('RedisIncidentRepo: lists', () => {
     expect(seen.slice(0, 7)).toEqual(newest);
     expect(seen).toEqual([...seen].sort().reverse());
     expect(new Set(seen).size).toBe(seen.length);
-    const minor = await svc.list({ severity: ['minor'], status: ['resolved', 'closed', 'identified'] }, { limit: 2, cursor: null });
+    const minor = await svc.list(
+      { severity: ['minor'], status: ['resolved', 'closed', 'identified'] },
+      { limit: 2, cursor: null },
+    );
     expect(minor.data.map((i) => i.id)).toEqual([made[5]!.id, made[3]!.id]);
     expect(minor.nextCursor).not.toBeNull();
   });

@@ -34,7 +34,11 @@ afterAll(async () => {
 function sweepOnlyService(repo: RedisExecutionRepo, ids: IdGenerator, queued: QueuedJob[]): DeliveryService {
   return new DeliveryService({
     repo,
-    targets: { get: () => Promise.resolve(null), disable: () => Promise.resolve(), recordOutcome: () => Promise.resolve() },
+    targets: {
+      get: () => Promise.resolve(null),
+      disable: () => Promise.resolve(),
+      recordOutcome: () => Promise.resolve(),
+    },
     senders: {} as never,
     pacer: { reserve: () => Promise.resolve(0), take: () => Promise.resolve(0), reset: () => Promise.resolve() },
     queue: { enqueue: (jobs) => Promise.resolve(void queued.push(...jobs)), remove: () => Promise.resolve() },
@@ -58,7 +62,12 @@ function executionService(o: {
   dispatch?: (batches: DispatchBatch[]) => Promise<void>;
   onError?: (what: string) => void;
 }): ExecutionService {
-  const connections = Array.from({ length: o.connections }, () => ({ id: o.ids.next('connection'), type: 'webhook' as const, enabled: true, config: {} }));
+  const connections = Array.from({ length: o.connections }, () => ({
+    id: o.ids.next('connection'),
+    type: 'webhook' as const,
+    enabled: true,
+    config: {},
+  }));
   return new ExecutionService({
     incidents: o.incidents,
     repo: o.repo,
@@ -82,7 +91,12 @@ async function withStoredIncident(k = keys) {
   const incidents = new RedisIncidentRepo(redis, k);
   const repo = new RedisExecutionRepo(redis, k, () => now);
   const actor = { type: 'system' as const, id: 't', name: 't' };
-  const incident = newIncident(ids.next('incident'), { title: 't', severity: 'low', description: '', impact: '', template_ids: [] }, actor, new Date(now).toISOString());
+  const incident = newIncident(
+    ids.next('incident'),
+    { title: 't', severity: 'low', description: '', impact: '', template_ids: [] },
+    actor,
+    new Date(now).toISOString(),
+  );
   expect(await incidents.create(incident, [])).toBe(true);
   return { ids, incidents, repo, incident, actor };
 }
@@ -90,9 +104,25 @@ async function withStoredIncident(k = keys) {
 describe('the enqueue outbox', () => {
   it('re-queues deliveries committed but never queued, once they are older than the sweep age', async () => {
     const { ids, repo, incident } = await withStoredIncident();
-    const execution: Execution = { id: ids.next('execution'), incident_id: incident.id, variables: {}, created_at: new Date(now).toISOString(), template_versions: {}, delivery_ids: [] };
+    const execution: Execution = {
+      id: ids.next('execution'),
+      incident_id: incident.id,
+      variables: {},
+      created_at: new Date(now).toISOString(),
+      template_versions: {},
+      delivery_ids: [],
+    };
     const deliveries = [1, 2, 3].map(() =>
-      newDelivery({ id: ids.next('delivery'), executionId: execution.id, incidentId: incident.id, connectionId: 'con_x', connectionType: 'webhook', templateId: null, templateVersion: null, content: { subject: 's', body: 'b' } }),
+      newDelivery({
+        id: ids.next('delivery'),
+        executionId: execution.id,
+        incidentId: incident.id,
+        connectionId: 'con_x',
+        connectionType: 'webhook',
+        templateId: null,
+        templateVersion: null,
+        content: { subject: 's', body: 'b' },
+      }),
     );
     execution.delivery_ids = deliveries.map((d) => d.id);
     expect(await repo.create(execution, deliveries, incident, { ...incident, rev: incident.rev + 1 }, [])).toBe(true);
@@ -115,7 +145,15 @@ describe('the enqueue outbox', () => {
     const queued: QueuedJob[] = [];
     const deliveries = sweepOnlyService(repo, ids, queued);
     const errors: string[] = [];
-    const executions = executionService({ ids, incidents, repo, deliveries, connections: 1, enqueue: () => Promise.reject(new Error('queue connection lost')), onError: (what) => errors.push(what) });
+    const executions = executionService({
+      ids,
+      incidents,
+      repo,
+      deliveries,
+      connections: 1,
+      enqueue: () => Promise.reject(new Error('queue connection lost')),
+      onError: (what) => errors.push(what),
+    });
     // A 5xx here would invite a client retry that sends everything twice; the commit stands.
     const r = await executions.execute(incident.id, {}, actor, { dryRun: false });
     if (r.dryRun) throw new Error('expected an execution');
@@ -146,7 +184,14 @@ describe('dispatch jobs and the outbox', () => {
     const queued: QueuedJob[] = [];
     const batches: DispatchBatch[] = [];
     const deliveries = sweepOnlyService(repo, ids, queued);
-    const executions = executionService({ ids, incidents, repo, deliveries, connections: n, dispatch: (b) => Promise.resolve(void batches.push(...b)) });
+    const executions = executionService({
+      ids,
+      incidents,
+      repo,
+      deliveries,
+      connections: n,
+      dispatch: (b) => Promise.resolve(void batches.push(...b)),
+    });
     const r = await executions.execute(incident.id, {}, actor, { dryRun: false });
     if (r.dryRun) throw new Error('expected an execution');
     return { repo, deliveries, queued, batches, r, k };
@@ -169,7 +214,11 @@ describe('dispatch jobs and the outbox', () => {
     const { repo, deliveries, batches, r } = await dispatchedExecute(3);
     const first = await deliveries.claimDispatch(batches[0]!);
     expect(first.mine.map((j) => j.deliveryId)).toEqual(r.deliveries.map((d) => d.id));
-    expect(first.mine[0]!.hint).toEqual({ incidentId: r.execution.incident_id, connectionId: r.deliveries[0]!.connection_id, follows: false });
+    expect(first.mine[0]!.hint).toEqual({
+      incidentId: r.execution.incident_id,
+      connectionId: r.deliveries[0]!.connection_id,
+      follows: false,
+    });
     expect(first.theirs).toEqual([]);
     // Taken: the sweep no longer sees them, however late it runs.
     now += DISPATCH_LEASE_MS * 2;
@@ -185,7 +234,8 @@ describe('dispatch jobs and the outbox', () => {
   it('what the sweep took first is handed on, not sent by the dispatch job as well', async () => {
     const { repo, deliveries, queued, batches, r, k } = await dispatchedExecute(3);
     // The process died before marking them dispatched, and the job waited past the sweep's age.
-    for (const d of r.deliveries) await redis.zadd(k.deliveryOutbox(), String(Date.parse(r.execution.created_at)), d.id);
+    for (const d of r.deliveries)
+      await redis.zadd(k.deliveryOutbox(), String(Date.parse(r.execution.created_at)), d.id);
     now += 6000;
     expect(await deliveries.sweepOutbox(5000)).toBe(3);
     expect(queued.map((j) => j.jobId).sort()).toEqual(r.deliveries.map((d) => d.id).sort());

@@ -56,7 +56,9 @@ describe('RedisPacer (GCRA token bucket with reservations)', () => {
 
   it('gives concurrent takers distinct slots in order: a backlog asks once each, no herd', async () => {
     const rule = { perSecond: 1, burst: 1 };
-    const waits = (await Promise.all(Array.from({ length: 10 }, () => pacer.reserve('con_race', rule)))).sort((a, b) => a - b);
+    const waits = (await Promise.all(Array.from({ length: 10 }, () => pacer.reserve('con_race', rule)))).sort(
+      (a, b) => a - b,
+    );
     expect(waits[0]).toBe(0);
     // Slot n is n seconds out (give or take Redis' clock between the calls).
     waits.forEach((w, n) => expect(Math.abs(w - n * 1000)).toBeLessThan(100));
@@ -103,12 +105,22 @@ describe('RedisPacer (GCRA token bucket with reservations)', () => {
     const ids = createIdGenerator();
     /** A queued delivery stored as the engine reads it, and the `sending` record it would write. */
     async function queued(connectionId = ids.next('connection')): Promise<{ read: Delivery; sending: Delivery }> {
-      const d = newDelivery({ id: ids.next('delivery'), executionId: ids.next('execution'), incidentId: ids.next('incident'), connectionId, connectionType: 'webhook', templateId: null, templateVersion: null, content: { subject: 'S', body: 'B' } });
+      const d = newDelivery({
+        id: ids.next('delivery'),
+        executionId: ids.next('execution'),
+        incidentId: ids.next('incident'),
+        connectionId,
+        connectionType: 'webhook',
+        templateId: null,
+        templateVersion: null,
+        content: { subject: 'S', body: 'B' },
+      });
       await redis.set(keys.delivery(d.id), JSON.stringify(d));
       const [read] = await new RedisExecutionRepo(redis, keys).getDeliveries([d.id]);
       return { read: read!, sending: startSending(read!, new Date()) as Delivery };
     }
-    const stored = async (d: Delivery): Promise<Delivery> => JSON.parse((await redis.get(keys.delivery(d.id)))!) as Delivery;
+    const stored = async (d: Delivery): Promise<Delivery> =>
+      JSON.parse((await redis.get(keys.delivery(d.id)))!) as Delivery;
 
     it('with a slot and a token now, writes the `sending` record over the one read and keeps the active index', async () => {
       const { read, sending } = await queued();

@@ -8,7 +8,9 @@ import { testRedisUrl, useTestRedis } from '../support/redis.js';
  * otherwise a promoted one keeps later batches alive through young-generation collections, which
  * cost the API its p99 on Node 24. And nothing a caller sees changes.
  */
-const t = useTestRedis('pipeline-release', () => connectRedis({ kind: 'standalone', url: testRedisUrl() }, { use: 'request', name: 'herald-test-pipeline-release' }));
+const t = useTestRedis('pipeline-release', () =>
+  connectRedis({ kind: 'standalone', url: testRedisUrl() }, { use: 'request', name: 'herald-test-pipeline-release' }),
+);
 const { prefix } = t;
 const k = (s: string) => `{${prefix}}:${s}`;
 
@@ -37,7 +39,9 @@ async function pipelinesDuring<T>(run: () => Promise<T>): Promise<{ value: T; ma
 describe('settled pipelines', () => {
   it('an auto-pipelined batch answers every command, then its pipeline holds none of them', async () => {
     await t.redis.mset(k('a'), 'A', k('b'), 'B');
-    const { value, made } = await pipelinesDuring(() => Promise.all(Array.from({ length: 64 }, (_, i) => t.redis.mget(k(i % 2 ? 'a' : 'b'), k('none')))));
+    const { value, made } = await pipelinesDuring(() =>
+      Promise.all(Array.from({ length: 64 }, (_, i) => t.redis.mget(k(i % 2 ? 'a' : 'b'), k('none')))),
+    );
     expect(value).toHaveLength(64);
     value.forEach((v, i) => expect(v).toEqual([i % 2 ? 'A' : 'B', null]));
     // The batch went out as (at least) one auto-pipeline, and each has let go once settled.

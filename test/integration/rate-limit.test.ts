@@ -20,7 +20,12 @@ describe('RedisRateLimiter', () => {
     const counting = new Proxy(db.redis, {
       get(target, prop, receiver) {
         const v = Reflect.get(target, prop, receiver) as unknown;
-        if (typeof v !== 'function' || typeof prop !== 'string' || ['on', 'once', 'off', 'removeListener', 'emit', 'defineCommand'].includes(prop)) return v;
+        if (
+          typeof v !== 'function' ||
+          typeof prop !== 'string' ||
+          ['on', 'once', 'off', 'removeListener', 'emit', 'defineCommand'].includes(prop)
+        )
+          return v;
         return (...args: unknown[]) => {
           calls++;
           return (v as (...a: unknown[]) => unknown).apply(target, args);
@@ -91,7 +96,12 @@ describe('RedisRateLimiter', () => {
     const flaky = new Proxy(db.redis, {
       get(target, prop, receiver) {
         const v = Reflect.get(target, prop, receiver) as unknown;
-        if (typeof v !== 'function' || typeof prop !== 'string' || ['on', 'once', 'off', 'removeListener', 'emit', 'defineCommand'].includes(prop)) return v;
+        if (
+          typeof v !== 'function' ||
+          typeof prop !== 'string' ||
+          ['on', 'once', 'off', 'removeListener', 'emit', 'defineCommand'].includes(prop)
+        )
+          return v;
         return (...args: unknown[]) => {
           if (fail) return new Promise((_, reject) => setTimeout(() => reject(new Error('Command timed out')), 200));
           return (v as (...a: unknown[]) => unknown).apply(target, args);

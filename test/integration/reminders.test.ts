@@ -48,12 +48,20 @@ function world(opts: { repeatMs: number; leaseMs: number }) {
   const schedule = new RedisReminderSchedule(db.redis, keys);
   let nowMs = T0;
   const clock = { now: () => new Date(nowMs) };
-  const incidents = new IncidentService({ incidents: repo, templatesExist: (t) => Promise.resolve(t.map(() => true)), clock, ids });
+  const incidents = new IncidentService({
+    incidents: repo,
+    templatesExist: (t) => Promise.resolve(t.map(() => true)),
+    clock,
+    ids,
+  });
   const calls: Call[] = [];
   const errors: { what: string; err: unknown }[] = [];
 
   /** A ReminderService "worker"; `notify` stands in for the Slack thread (default: records the call). */
-  const worker = (name: string, notify?: (incident: Incident, reminder: number, overdueMs: number) => Promise<void>) => {
+  const worker = (
+    name: string,
+    notify?: (incident: Incident, reminder: number, overdueMs: number) => Promise<void>,
+  ) => {
     const notifier: ReminderNotifier = {
       async remind(incident, reminder, overdueMs) {
         calls.push({ worker: name, incidentId: incident.id, reminder, overdueMs });
@@ -78,8 +86,18 @@ function world(opts: { repeatMs: number; leaseMs: number }) {
       const cur = (await repo.get(id))!;
       const now = clock.now();
       const cadence = cadenceAfterExecute(nextUpdateIn, now, oncall);
-      const next: Incident = { ...cur, execution_count: cur.execution_count + 1, last_executed_at: now.toISOString(), ...cadence, rev: cur.rev + 1 };
-      const event = newEvent(ids.next('event'), 'incident.executed', now.toISOString(), oncall, { execution_id: ids.next('execution'), deliveries: 0, template_versions: {} });
+      const next: Incident = {
+        ...cur,
+        execution_count: cur.execution_count + 1,
+        last_executed_at: now.toISOString(),
+        ...cadence,
+        rev: cur.rev + 1,
+      };
+      const event = newEvent(ids.next('event'), 'incident.executed', now.toISOString(), oncall, {
+        execution_id: ids.next('execution'),
+        deliveries: 0,
+        template_versions: {},
+      });
       if (await repo.update(cur, next, [event])) return next;
     }
     throw new Error('execute kept losing');
@@ -87,14 +105,21 @@ function world(opts: { repeatMs: number; leaseMs: number }) {
 
   /** A new incident, executed now with `next_update_in`. */
   const dueIncident = async (nextUpdateIn: string): Promise<Incident> => {
-    const inc = newIncident(ids.next('incident'), { title: 'Checkout is down', severity: 'critical', description: '', impact: '', template_ids: [] }, oncall, clock.now().toISOString());
+    const inc = newIncident(
+      ids.next('incident'),
+      { title: 'Checkout is down', severity: 'critical', description: '', impact: '', template_ids: [] },
+      oncall,
+      clock.now().toISOString(),
+    );
     expect(await repo.create(inc, [])).toBe(true);
     return execute(inc.id, nextUpdateIn);
   };
 
-  const events = async (id: string): Promise<IncidentEvent[]> => (await db.redis.lrange(keys.incidentEvents(id), 0, -1)).map((s) => JSON.parse(s) as IncidentEvent);
+  const events = async (id: string): Promise<IncidentEvent[]> =>
+    (await db.redis.lrange(keys.incidentEvents(id), 0, -1)).map((s) => JSON.parse(s) as IncidentEvent);
   const overdueEvents = async (id: string) => (await events(id)).filter((e) => e.type === 'incident.update_overdue');
-  const reminderNumbers = async (id: string) => (await overdueEvents(id)).map((e) => (e.data as { reminder: number }).reminder);
+  const reminderNumbers = async (id: string) =>
+    (await overdueEvents(id)).map((e) => (e.data as { reminder: number }).reminder);
   const score = async (id: string): Promise<number | null> => {
     const s = await db.redis.zscore(keys.reminders(), id);
     return s === null ? null : Number(s);
@@ -163,7 +188,10 @@ describe('reminders over the real store', () => {
     for (let t = T0; t <= due + 4.5 * R; t += 2_500) {
       w.set(t);
       const [x, y] = Math.abs(Math.floor((t - due) / R)) % 2 === 0 ? [a, b] : [b, a];
-      const n = (await x.runDue()) + (await y.runDue()) + (await Promise.all([a.runDue(), b.runDue(), a.runDue(), b.runDue()])).reduce((p, q) => p + q, 0);
+      const n =
+        (await x.runDue()) +
+        (await y.runDue()) +
+        (await Promise.all([a.runDue(), b.runDue(), a.runDue(), b.runDue()])).reduce((p, q) => p + q, 0);
       expect(n).toBeLessThanOrEqual(1);
       if (n === 1) recordedAt.push(t);
     }
@@ -172,7 +200,12 @@ describe('reminders over the real store', () => {
     expect(recordedAt).toEqual([0, 1, 2, 3, 4].map((k) => due + k * R));
     const evs = await w.overdueEvents(inc.id);
     expect(evs.map((e) => e.data)).toEqual(
-      [1, 2, 3, 4, 5].map((k) => ({ due_at: new Date(due).toISOString(), overdue_ms: (k - 1) * R, reminder: k, last_executed_by: oncall })),
+      [1, 2, 3, 4, 5].map((k) => ({
+        due_at: new Date(due).toISOString(),
+        overdue_ms: (k - 1) * R,
+        reminder: k,
+        last_executed_by: oncall,
+      })),
     );
     expect(evs.map((e) => e.at)).toEqual(recordedAt.map((t) => new Date(t).toISOString()));
     expect(new Set(evs.map((e) => e.id)).size).toBe(5);
@@ -234,7 +267,12 @@ describe('reminders over the real store', () => {
     expect(w.calls.map((c) => [c.worker, c.reminder])).toEqual([['B', 1]]);
     const evs = await w.overdueEvents(inc.id);
     expect(evs).toHaveLength(1);
-    expect(evs[0]!.data).toEqual({ due_at: new Date(due).toISOString(), overdue_ms: 200 + L, reminder: 1, last_executed_by: oncall });
+    expect(evs[0]!.data).toEqual({
+      due_at: new Date(due).toISOString(),
+      overdue_ms: 200 + L,
+      reminder: 1,
+      last_executed_by: oncall,
+    });
     expect(await w.score(inc.id)).toBe(due + R);
   });
 
@@ -342,7 +380,9 @@ describe('reminders over the real store', () => {
     expect(await b.runDue()).toBe(1);
     expect(await b.runDue()).toBe(0);
     const evs = await w.overdueEvents(inc.id);
-    expect(evs.map((e) => e.data)).toEqual([{ due_at: new Date(newDue).toISOString(), overdue_ms: 0, reminder: 1, last_executed_by: oncall }]);
+    expect(evs.map((e) => e.data)).toEqual([
+      { due_at: new Date(newDue).toISOString(), overdue_ms: 0, reminder: 1, last_executed_by: oncall },
+    ]);
   });
 
   it('a new execute landing while a worker is mid-reminder wins: that reminder is not recorded and the schedule keeps the new time', async () => {
@@ -376,7 +416,7 @@ describe('reminders over the real store', () => {
     expect((evs[1]!.data as { due_at: string }).due_at).toBe(new Date(newDue).toISOString());
   });
 
-  it('a stale lease\'s release leaves alone the time an execute set meanwhile (store level)', async () => {
+  it("a stale lease's release leaves alone the time an execute set meanwhile (store level)", async () => {
     const w = world({ repeatMs: 15 * MIN, leaseMs: 10_000 });
     const inc = await w.dueIncident('15m');
     const due = T0 + 15 * MIN;
@@ -390,7 +430,9 @@ describe('reminders over the real store', () => {
     expect(await w.score(inc.id)).toBe(newDue);
     // A release under the lease still held does move it.
     w.set(newDue);
-    const [{ lease: mine }] = (await w.schedule.claimDue(w.now(), 10_000, 50)) as [{ incidentId: string; lease: number }];
+    const [{ lease: mine }] = (await w.schedule.claimDue(w.now(), 10_000, 50)) as [
+      { incidentId: string; lease: number },
+    ];
     expect(mine).toBe(newDue + 10_000);
     await w.schedule.release(inc.id, mine, newDue + 5);
     expect(await w.score(inc.id)).toBe(newDue + 5);

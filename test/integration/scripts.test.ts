@@ -8,7 +8,9 @@ import { testRedisUrl, useTestRedis } from '../support/redis.js';
  * client's commands when it began. A script must still run when it is first used in the middle
  * of such a batch (ioredis would otherwise throw "pipeline[name] is not a function").
  */
-const t = useTestRedis('scripts', () => connectRedis({ kind: 'standalone', url: testRedisUrl() }, { use: 'request', name: 'herald-test-scripts' }));
+const t = useTestRedis('scripts', () =>
+  connectRedis({ kind: 'standalone', url: testRedisUrl() }, { use: 'request', name: 'herald-test-scripts' }),
+);
 const { prefix } = t;
 const k = (s: string) => `{${prefix}}:${s}`;
 const INCR = luaScript('test_incr', "return redis.call('INCRBY', KEYS[1], ARGV[1])");
@@ -21,7 +23,12 @@ describe('Lua scripts on an auto-pipelining connection', () => {
 
   it('runs a script declared after the client connected, first used in the middle of a batch', async () => {
     const late = luaScript(`test_late_${prefix}`, "return redis.call('INCRBY', KEYS[1], ARGV[1])");
-    const batch = [t.redis.get(k('b')), runScript(t.redis, late, [k('b')], [5]), t.redis.get(k('b')), runScript(t.redis, late, [k('b')], [5])];
+    const batch = [
+      t.redis.get(k('b')),
+      runScript(t.redis, late, [k('b')], [5]),
+      t.redis.get(k('b')),
+      runScript(t.redis, late, [k('b')], [5]),
+    ];
     const [before, first, between, second] = await Promise.all(batch);
     expect([before, Number(first), between, Number(second)]).toEqual([null, 5, '5', 10]);
     expect(Number(await runScript(t.redis, late, [k('b')], [1]))).toBe(11);

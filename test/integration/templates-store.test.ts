@@ -80,7 +80,11 @@ describe('RedisTemplateRepo', () => {
     const a = make();
     const b = make();
     await repo.create([a, b]);
-    expect(await repo.update(a, bump(a, { name: b.name.toUpperCase() }))).toEqual({ ok: false, reason: 'name_taken', indexes: [0] });
+    expect(await repo.update(a, bump(a, { name: b.name.toUpperCase() }))).toEqual({
+      ok: false,
+      reason: 'name_taken',
+      indexes: [0],
+    });
     const renamed = bump(a, { name: uniqueName('Renamed') });
     expect(await repo.update(a, renamed)).toEqual({ ok: true });
     expect(await redis.hget(keys.templateNames(), a.name.toLowerCase())).toBeNull();

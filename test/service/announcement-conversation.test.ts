@@ -18,7 +18,12 @@ const routed = () => routedAnnouncements({ defaultChannel: null });
 function deliver(w: World, deliveries: Delivery[], permalink: (d: Delivery) => string | null) {
   for (const d of deliveries) {
     const stored = w.repos.executions.deliveries.get(d.id)!;
-    w.repos.executions.deliveries.set(d.id, { ...stored, status: 'delivered', delivered_at: w.clock.now().toISOString(), message: { id: `ts-${d.id}`, channel: 'C0OPS', permalink: permalink(d) } });
+    w.repos.executions.deliveries.set(d.id, {
+      ...stored,
+      status: 'delivered',
+      delivered_at: w.clock.now().toISOString(),
+      message: { id: `ts-${d.id}`, channel: 'C0OPS', permalink: permalink(d) },
+    });
   }
 }
 
@@ -34,7 +39,11 @@ async function lastUpdate(t: ReturnType<typeof routed>) {
 }
 
 /** The receipts once an update shows `executionId` and passes `check` (executed/deliveryChanged run in the background). */
-async function receiptsOf(t: ReturnType<typeof routed>, executionId: string, check: (r: AnnouncementReceipts) => boolean = () => true): Promise<AnnouncementReceipts> {
+async function receiptsOf(
+  t: ReturnType<typeof routed>,
+  executionId: string,
+  check: (r: AnnouncementReceipts) => boolean = () => true,
+): Promise<AnnouncementReceipts> {
   const deadline = Date.now() + 2000;
   for (;;) {
     await t.router.idle();
@@ -55,12 +64,19 @@ describe('announcement receipts', () => {
     const r = await executed(t.w, i.id);
     t.router.executed(i.id, r.execution.id);
     let receipts = await receiptsOf(t, r.execution.id);
-    expect(receipts).toMatchObject({ executionId: r.execution.id, kind: 'announcement', targetExecutionId: null, correctableExecutionId: null });
+    expect(receipts).toMatchObject({
+      executionId: r.execution.id,
+      kind: 'announcement',
+      targetExecutionId: null,
+      correctableExecutionId: null,
+    });
 
-    deliver(t.w, r.deliveries, (d) => (d.connection_id === ops.id ? 'https://herald-test.slack.com/archives/C0OPS/p1?thread_ts=1.2&cid=C0OPS' : null));
+    deliver(t.w, r.deliveries, (d) =>
+      d.connection_id === ops.id ? 'https://herald-test.slack.com/archives/C0OPS/p1?thread_ts=1.2&cid=C0OPS' : null,
+    );
     t.router.deliveryChanged(r.deliveries[0]!);
     receipts = await receiptsOf(t, r.execution.id, (x) => x.correctableExecutionId === r.execution.id);
-        expect(receipts.lines.map((l) => [l.connectionName, l.status, l.permalink]).sort()).toEqual([
+    expect(receipts.lines.map((l) => [l.connectionName, l.status, l.permalink]).sort()).toEqual([
       ['Hook', 'delivered', null],
       ['Ops', 'delivered', 'https://herald-test.slack.com/archives/C0OPS/p1?thread_ts=1.2&cid=C0OPS'],
     ]);
@@ -76,10 +92,19 @@ describe('announcement receipts', () => {
     const c = await t.w.services.executions.correct(i.id, r.execution.id, { note: 'Wrong ETA.' }, slackActor);
     t.router.executed(i.id, c.execution.id);
     const receipts = await receiptsOf(t, c.execution.id);
-    expect(receipts).toMatchObject({ executionId: c.execution.id, kind: 'correction', targetExecutionId: r.execution.id, correctableExecutionId: r.execution.id });
+    expect(receipts).toMatchObject({
+      executionId: c.execution.id,
+      kind: 'correction',
+      targetExecutionId: r.execution.id,
+      correctableExecutionId: r.execution.id,
+    });
     const x = await t.w.services.executions.retract(i.id, r.execution.id, { reason: 'Wrong incident.' }, slackActor);
     t.router.executed(i.id, x.execution.id);
-    expect(await receiptsOf(t, x.execution.id)).toMatchObject({ kind: 'retraction', targetExecutionId: r.execution.id, correctableExecutionId: null });
+    expect(await receiptsOf(t, x.execution.id)).toMatchObject({
+      kind: 'retraction',
+      targetExecutionId: r.execution.id,
+      correctableExecutionId: null,
+    });
   });
 });
 

@@ -42,7 +42,9 @@ describe('AnnouncementService', () => {
   it('refreshExclusively releases the claim after a failed render and reports the failure', async () => {
     const repo = new InMemoryAnnouncementRepo();
     const svc = new AnnouncementService(repo);
-    await expect(svc.refreshExclusively('inc_1', 'a', () => Promise.reject(new Error('slack down')))).rejects.toThrow('slack down');
+    await expect(svc.refreshExclusively('inc_1', 'a', () => Promise.reject(new Error('slack down')))).rejects.toThrow(
+      'slack down',
+    );
     expect(repo.claims.size).toBe(0);
   });
 });
@@ -122,7 +124,9 @@ describe('AnnouncementRouter.incidentChanged', () => {
     const resolved = await w.services.incidents.update(i.id, { status: 'resolved' }, slackActor);
     router.incidentChanged(resolved, 'updated');
     await router.idle();
-    expect(chat.updates.map((u) => [u.message, u.content.incident.status])).toEqual([[{ channel: 'C1', ts: '1.000001' }, 'resolved']]);
+    expect(chat.updates.map((u) => [u.message, u.content.incident.status])).toEqual([
+      [{ channel: 'C1', ts: '1.000001' }, 'resolved'],
+    ]);
   });
 
   it('has nothing to update for an incident never announced', async () => {

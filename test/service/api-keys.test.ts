@@ -10,9 +10,19 @@ import { world } from './world.js';
 describe('ApiKeyService.create', () => {
   it('returns the token once and stores only its SHA-256; scopes deduplicated, * alone when granted', async () => {
     const w = world();
-    const { key, token } = await w.services.apiKeys.create({ name: 'ci', scopes: ['incidents:read', 'incidents:read', 'templates:read'] }, slackActor);
+    const { key, token } = await w.services.apiKeys.create(
+      { name: 'ci', scopes: ['incidents:read', 'incidents:read', 'templates:read'] },
+      slackActor,
+    );
     expect(token).toMatch(TOKEN_PATTERN);
-    expect(key).toMatchObject({ name: 'ci', scopes: ['incidents:read', 'templates:read'], expires_at: null, revoked_at: null, last_used_at: null, created_by: slackActor });
+    expect(key).toMatchObject({
+      name: 'ci',
+      scopes: ['incidents:read', 'templates:read'],
+      expires_at: null,
+      revoked_at: null,
+      last_used_at: null,
+      created_by: slackActor,
+    });
     expect(JSON.stringify([...w.repos.apiKeys.keys.values()])).not.toContain(token);
     expect([...w.repos.apiKeys.byHash.keys()]).toEqual([createHash('sha256').update(token).digest('hex')]);
     const all = await w.services.apiKeys.create({ name: 'admin', scopes: ['incidents:read', '*'] }, slackActor);
@@ -22,9 +32,14 @@ describe('ApiKeyService.create', () => {
 
   it('sets expires_at from expires_in, and refuses a malformed duration on expires_in', async () => {
     const w = world();
-    const { key } = await w.services.apiKeys.create({ name: 'short', scopes: ['incidents:read'], expires_in: '12h' }, slackActor);
+    const { key } = await w.services.apiKeys.create(
+      { name: 'short', scopes: ['incidents:read'], expires_in: '12h' },
+      slackActor,
+    );
     expect(key.expires_at).toBe('2026-11-22T22:00:00.000Z');
-    const e = await refusal(w.services.apiKeys.create({ name: 'bad', scopes: ['incidents:read'], expires_in: 'soon' }, slackActor));
+    const e = await refusal(
+      w.services.apiKeys.create({ name: 'bad', scopes: ['incidents:read'], expires_in: 'soon' }, slackActor),
+    );
     expect(e.code).toBe('validation_failed');
     expect(fieldsOf(e)).toEqual(['expires_in:invalid_format']);
   });
@@ -33,7 +48,9 @@ describe('ApiKeyService.create', () => {
     const w = world();
     const e = await refusal(w.services.apiKeys.create({ name: ' ', scopes: [] }, slackActor));
     expect(e.errors.map((x) => x.field).sort()).toEqual(['name', 'scopes']);
-    expect((await refusal(w.services.apiKeys.create({ name: 'x', scopes: ['everything'] }, slackActor))).errors[0]!.field).toMatch(/^scopes/);
+    expect(
+      (await refusal(w.services.apiKeys.create({ name: 'x', scopes: ['everything'] }, slackActor))).errors[0]!.field,
+    ).toMatch(/^scopes/);
     expect(w.repos.apiKeys.keys.size).toBe(0);
   });
 });
@@ -50,7 +67,10 @@ describe('ApiKeyService.authenticate', () => {
   it('refuses a missing, malformed, unknown, revoked or expired token as unauthenticated', async () => {
     const w = world();
     const { key, token } = await w.services.apiKeys.create({ name: 'ci', scopes: ['*'] }, slackActor);
-    const { token: short } = await w.services.apiKeys.create({ name: 'short', scopes: ['*'], expires_in: '30m' }, slackActor);
+    const { token: short } = await w.services.apiKeys.create(
+      { name: 'short', scopes: ['*'], expires_in: '30m' },
+      slackActor,
+    );
     expect((await refusal(w.services.apiKeys.authenticate(null))).code).toBe('unauthenticated');
     expect((await refusal(w.services.apiKeys.authenticate('hld_nope'))).code).toBe('unauthenticated');
     // Well-formed (checksum holds) but never issued.
@@ -85,7 +105,12 @@ describe('ApiKeyService.authenticate: the per-process cache', () => {
     await w.services.apiKeys.authenticate(token);
     await w.services.apiKeys.authenticate(token2);
     // Another instance sharing the same Redis.
-    const other = new ApiKeyService({ repo: w.repos.apiKeys, clock: w.clock, ids: w.ids, crypto: new FakeTokenCrypto() });
+    const other = new ApiKeyService({
+      repo: w.repos.apiKeys,
+      clock: w.clock,
+      ids: w.ids,
+      crypto: new FakeTokenCrypto(),
+    });
     await other.revoke(key.id);
     await expect(w.services.apiKeys.authenticate(token)).resolves.toMatchObject({ id: key.id });
     w.clock.advance(AUTH_CACHE_MS);
@@ -184,7 +209,10 @@ describe('ApiKeyService.revoke / get / list / requireScope', () => {
       raced = true;
       w.repos.apiKeys.keys.set(id, { ...w.repos.apiKeys.keys.get(id)!, last_used_at: 'meanwhile' });
     };
-    expect(await w.services.apiKeys.revoke(key.id)).toMatchObject({ last_used_at: 'meanwhile', revoked_at: '2026-11-22T10:00:00.000Z' });
+    expect(await w.services.apiKeys.revoke(key.id)).toMatchObject({
+      last_used_at: 'meanwhile',
+      revoked_at: '2026-11-22T10:00:00.000Z',
+    });
   });
 
   it('gets (404 when unknown) and lists newest first', async () => {

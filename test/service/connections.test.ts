@@ -25,10 +25,27 @@ describe('ConnectionService.create', () => {
 
   it('names every bad field in one answer and stores nothing', async () => {
     const w = world();
-    const e = await refusal(w.services.connections.create({ type: 'email', extra: true, config: { host: 'smtp.example.com', port: 70000, security: 'ssl', from: 'x', to: ['ok@example.com', 'nope'] } }));
+    const e = await refusal(
+      w.services.connections.create({
+        type: 'email',
+        extra: true,
+        config: { host: 'smtp.example.com', port: 70000, security: 'ssl', from: 'x', to: ['ok@example.com', 'nope'] },
+      }),
+    );
     expect(e.code).toBe('validation_failed');
-    expect(e.errors.map((x) => x.field).sort()).toEqual(['config.from', 'config.port', 'config.security', 'config.to.1', 'extra', 'name']);
-    expect((await refusal(w.services.connections.create({ name: 'x', type: 'pagerduty', config: {} }))).errors.map((x) => x.field)).toEqual(['type']);
+    expect(e.errors.map((x) => x.field).sort()).toEqual([
+      'config.from',
+      'config.port',
+      'config.security',
+      'config.to.1',
+      'extra',
+      'name',
+    ]);
+    expect(
+      (await refusal(w.services.connections.create({ name: 'x', type: 'pagerduty', config: {} }))).errors.map(
+        (x) => x.field,
+      ),
+    ).toEqual(['type']);
     expect(w.repos.connections.writes).toBe(0);
   });
 
@@ -44,7 +61,13 @@ describe('ConnectionService.create', () => {
       expect(e.errors[0]!.field).toBe(field);
     }
     const lenient = world({ allow: OutboundAllow.parse(['10.0.0.0/8']) });
-    await expect(lenient.services.connections.create({ name: 'ok', type: 'mattermost', config: { webhook_url: 'https://10.0.0.1/hooks/x' } })).resolves.toBeDefined();
+    await expect(
+      lenient.services.connections.create({
+        name: 'ok',
+        type: 'mattermost',
+        config: { webhook_url: 'https://10.0.0.1/hooks/x' },
+      }),
+    ).resolves.toBeDefined();
   });
 });
 
@@ -63,8 +86,14 @@ describe('ConnectionService.get / list / listAll', () => {
     expect(hooks.data.map((c) => c.name)).toEqual(['W2', 'W1']);
     const rest = await w.services.connections.list({ type: ['webhook'] }, { limit: 2, cursor: hooks.nextCursor });
     expect(rest.data.map((c) => c.name)).toEqual(['W0']);
-    expect((await refusal(() => w.services.connections.list({}, { limit: 2, cursor: { offset: 0 } }))).code).toBe('invalid_cursor');
-    for (let n = 3; n < 205; n++) w.repos.connections.connections.set(idOf('connection', 10_000 + n), { ...hooks.data[0]!, id: idOf('connection', 10_000 + n) });
+    expect((await refusal(() => w.services.connections.list({}, { limit: 2, cursor: { offset: 0 } }))).code).toBe(
+      'invalid_cursor',
+    );
+    for (let n = 3; n < 205; n++)
+      w.repos.connections.connections.set(idOf('connection', 10_000 + n), {
+        ...hooks.data[0]!,
+        id: idOf('connection', 10_000 + n),
+      });
     expect((await w.services.connections.listAll()).length).toBe(206);
   });
 });
@@ -74,8 +103,17 @@ describe('ConnectionService.update', () => {
     const w = world();
     const { connection: c } = await w.services.connections.create(BODIES.discord!);
     w.clock.advance(1000);
-    const next = await w.services.connections.update(c.id, { name: 'Discord #ops', config: { username: 'Status', thread_id: null }, rate_limit_per_minute: 20 });
-    expect(next).toMatchObject({ name: 'Discord #ops', rate_limit_per_minute: 20, rev: 2, updated_at: '2026-11-22T10:00:01.000Z' });
+    const next = await w.services.connections.update(c.id, {
+      name: 'Discord #ops',
+      config: { username: 'Status', thread_id: null },
+      rate_limit_per_minute: 20,
+    });
+    expect(next).toMatchObject({
+      name: 'Discord #ops',
+      rate_limit_per_minute: 20,
+      rev: 2,
+      updated_at: '2026-11-22T10:00:01.000Z',
+    });
     // Stored without the removed thread_id (presenting shows unset optionals as null).
     expect(next.config).toEqual({ username: 'Status' });
     expect(next.secrets).toEqual(c.secrets);
@@ -90,7 +128,9 @@ describe('ConnectionService.update', () => {
     expect(fieldsOf(await refusal(w.services.connections.update(c.id, {})))).toEqual([':empty_patch']);
     const both = await refusal(w.services.connections.update(c.id, { name: '', config: { username: 42 } }));
     expect(both.errors.map((x) => x.field).sort()).toEqual(['config.username', 'name']);
-    expect(fieldsOf(await refusal(w.services.connections.update(c.id, { config: { colour: 'blue' } })))).toEqual(['config.colour:unknown_field']);
+    expect(fieldsOf(await refusal(w.services.connections.update(c.id, { config: { colour: 'blue' } })))).toEqual([
+      'config.colour:unknown_field',
+    ]);
   });
 
   it('needs the secrets again when the destination moves to another host (secret_required)', async () => {
@@ -99,9 +139,13 @@ describe('ConnectionService.update', () => {
     const moved = await refusal(w.services.connections.update(mail.id, { config: { host: 'smtp.elsewhere.example' } }));
     expect(moved.code).toBe('secret_required');
     expect(fieldsOf(moved)).toEqual(['config.password:secret_required']);
-    const ok = await w.services.connections.update(mail.id, { config: { host: 'smtp.elsewhere.example', password: 'another-password' } });
+    const ok = await w.services.connections.update(mail.id, {
+      config: { host: 'smtp.elsewhere.example', password: 'another-password' },
+    });
     expect(ok.secrets.password!.last4).toBe('word');
-    await expect(w.services.connections.update(mail.id, { config: { port: 2525 } })).resolves.toMatchObject({ config: { port: 2525 } });
+    await expect(w.services.connections.update(mail.id, { config: { port: 2525 } })).resolves.toMatchObject({
+      config: { port: 2525 },
+    });
   });
 
   it('applies the address policy to a changed destination', async () => {
@@ -115,12 +159,17 @@ describe('ConnectionService.update', () => {
   it('honours If-Match (412 when stale), tells the delivery layer on disabling, and re-enabling resets health', async () => {
     const w = world();
     const { connection: c } = await w.services.connections.create(BODIES.teams!);
-    expect((await refusal(w.services.connections.update(c.id, { enabled: false }, 7))).code).toBe('precondition_failed');
+    expect((await refusal(w.services.connections.update(c.id, { enabled: false }, 7))).code).toBe(
+      'precondition_failed',
+    );
     expect(w.seen.disabled).toEqual([]);
     await w.services.connections.update(c.id, { enabled: false }, 1);
     expect(w.seen.disabled).toEqual([c.id]);
     await w.services.connections.disable(c.id, 'HTTP 404 from the webhook URL');
-    expect((await w.services.connections.get(c.id)).health).toMatchObject({ state: 'disabled', disabled_reason: 'HTTP 404 from the webhook URL' });
+    expect((await w.services.connections.get(c.id)).health).toMatchObject({
+      state: 'disabled',
+      disabled_reason: 'HTTP 404 from the webhook URL',
+    });
     const on = await w.services.connections.update(c.id, { enabled: true });
     expect(on.health).toEqual({ state: 'ok', consecutive_failures: 0, last_error: null, disabled_reason: null });
   });
@@ -175,12 +224,18 @@ describe('ConnectionService.test', () => {
     const { connection: c } = await w.services.connections.create(BODIES.teams!);
     const r = await w.services.connections.test(c.id, { send_message: true });
     expect(r.status).toBe('ok');
-    expect(w.tester!.calls).toEqual([{ id: c.id, sendMessage: true, config: expect.objectContaining({ webhook_url: SECRETS.teams }) }]);
+    expect(w.tester!.calls).toEqual([
+      { id: c.id, sendMessage: true, config: expect.objectContaining({ webhook_url: SECRETS.teams }) },
+    ]);
   });
 
   it('answers blocked_by_policy for a destination no longer allowed, without the tester', async () => {
     const lenient = world({ allow: OutboundAllow.parse(['127.0.0.1']) });
-    const { connection: c } = await lenient.services.connections.create({ name: 'local', type: 'webhook', config: { url: 'http://127.0.0.1:9/hook' } });
+    const { connection: c } = await lenient.services.connections.create({
+      name: 'local',
+      type: 'webhook',
+      config: { url: 'http://127.0.0.1:9/hook' },
+    });
     const strict = world();
     strict.repos.connections.connections.set(c.id, c);
     const r = await strict.services.connections.test(c.id, { send_message: true });
@@ -199,7 +254,8 @@ describe('ConnectionService.test', () => {
     const { connection: c } = await w.services.connections.create(BODIES.teams!);
     const bad = await refusal(w.services.connections.test(c.id, { send_message: 'yes', dry: 1 }));
     expect(bad.errors.map((x) => x.field).sort()).toEqual(['dry', 'send_message']);
-    expect((await refusal(w.services.connections.test(idOf('connection', 9), { send_message: 'yes' }))).code).toBe('not_found');
+    expect((await refusal(w.services.connections.test(idOf('connection', 9), { send_message: 'yes' }))).code).toBe(
+      'not_found',
+    );
   });
 });
-

@@ -14,10 +14,14 @@ const marker = (name: string) => `‹${name}›`;
 async function setup(opts: { connections?: string[]; templates?: Record<string, unknown>[]; w?: World } = {}) {
   const w = opts.w ?? world();
   const connections = [];
-  for (const name of opts.connections ?? ['Hook A', 'Hook B']) connections.push((await w.services.connections.create(webhookBody(name))).connection);
+  for (const name of opts.connections ?? ['Hook A', 'Hook B'])
+    connections.push((await w.services.connections.create(webhookBody(name))).connection);
   const templates = [];
   for (const t of opts.templates ?? []) templates.push(await w.services.templates.create(t));
-  const incident = await w.services.incidents.create({ title: 'Checkout down', severity: 'major', template_ids: templates.map((t) => t.id) }, apiActor);
+  const incident = await w.services.incidents.create(
+    { title: 'Checkout down', severity: 'major', template_ids: templates.map((t) => t.id) },
+    apiActor,
+  );
   return { w, s: w.services, connections, templates, incident };
 }
 
@@ -35,16 +39,29 @@ describe('ExecutionService.execute', () => {
     if (r.dryRun) throw new Error('expected a real execute');
     const e = r.execution;
     expect(r.deliveries).toHaveLength(3);
-    expect(r.deliveries.map((d) => `${d.template_id === templates[0]!.id ? 'Everyone' : 'Only A'}→${d.connection_id === connections[0]!.id ? 'A' : 'B'}`)).toEqual(['Everyone→B', 'Everyone→A', 'Only A→A']);
+    expect(
+      r.deliveries.map(
+        (d) =>
+          `${d.template_id === templates[0]!.id ? 'Everyone' : 'Only A'}→${d.connection_id === connections[0]!.id ? 'A' : 'B'}`,
+      ),
+    ).toEqual(['Everyone→B', 'Everyone→A', 'Only A→A']);
     expect(r.deliveries.every((d) => d.status === 'queued')).toBe(true);
     expect(e.variables).toEqual({ eta: '1h' });
     // Queued and confirmed: nothing left in the outbox.
     expect(w.queue.jobs.map((j) => j.deliveryId)).toEqual(r.deliveries.map((d) => d.id));
     expect(w.repos.executions.outbox.size).toBe(0);
     const after = await s.incidents.get(incident.id);
-    expect(after).toMatchObject({ execution_count: 1, last_executed_at: '2026-11-22T10:00:01.000Z', rev: incident.rev + 1 });
+    expect(after).toMatchObject({
+      execution_count: 1,
+      last_executed_at: '2026-11-22T10:00:01.000Z',
+      rev: incident.rev + 1,
+    });
     const event = w.repos.incidents.events.get(incident.id)!.at(-1)!;
-    expect(event).toMatchObject({ type: 'incident.executed', actor: slackActor, data: { execution_id: e.id, deliveries: 3, template_versions: { [templates[0]!.id]: 1, [templates[1]!.id]: 2 } } });
+    expect(event).toMatchObject({
+      type: 'incident.executed',
+      actor: slackActor,
+      data: { execution_id: e.id, deliveries: 3, template_versions: { [templates[0]!.id]: 1, [templates[1]!.id]: 2 } },
+    });
     const stored = [...w.repos.executions.deliveries.values()].find((d) => d.template_id === templates[0]!.id)!;
     expect(stored.content.body).toBe('Checkout down: 1h');
   });
@@ -56,17 +73,35 @@ describe('ExecutionService.execute', () => {
       webhookBody('Hook A'),
       webhookBody('Hook B'),
       { ...BODIES.telegram!, name: 'TG html' },
-      { ...BODIES.telegram!, name: 'TG markdown', config: { ...(BODIES.telegram!.config as object), parse_mode: 'MarkdownV2' } },
-      { ...BODIES.telegram!, name: 'TG plain', config: { ...(BODIES.telegram!.config as object), parse_mode: undefined } },
+      {
+        ...BODIES.telegram!,
+        name: 'TG markdown',
+        config: { ...(BODIES.telegram!.config as object), parse_mode: 'MarkdownV2' },
+      },
+      {
+        ...BODIES.telegram!,
+        name: 'TG plain',
+        config: { ...(BODIES.telegram!.config as object), parse_mode: undefined },
+      },
       BODIES.slack_bot!,
       BODIES.email!,
     ]) {
       made.push((await w.services.connections.create(body)).connection);
     }
-    const { s, incident, templates } = await setup({ w, connections: [], templates: [{ name: 'All', subject: 'Down: {{what}}', body: 'Cause: {{what}}' }] });
-    const r = await s.executions.execute(incident.id, { variables: { what: '<db1> *primary_1* & co.' } }, apiActor, { dryRun: false });
+    const { s, incident, templates } = await setup({
+      w,
+      connections: [],
+      templates: [{ name: 'All', subject: 'Down: {{what}}', body: 'Cause: {{what}}' }],
+    });
+    const r = await s.executions.execute(incident.id, { variables: { what: '<db1> *primary_1* & co.' } }, apiActor, {
+      dryRun: false,
+    });
     if (r.dryRun) throw new Error('expected a real execute');
-    const ctx = { incident: incidentView({ ...incident, description: '', impact: '', resolution_summary: null }), execution: { id: r.execution.id }, variables: { what: '<db1> *primary_1* & co.' } };
+    const ctx = {
+      incident: incidentView({ ...incident, description: '', impact: '', resolution_summary: null }),
+      execution: { id: r.execution.id },
+      variables: { what: '<db1> *primary_1* & co.' },
+    };
     const source = { subject: templates[0]!.subject, body: templates[0]!.body };
     for (const c of made) {
       const d = r.deliveries.find((x) => x.connection_id === c.id)!;
@@ -75,7 +110,9 @@ describe('ExecutionService.execute', () => {
       expect({ name: c.name, ...d.content }).toEqual({ name: c.name, ...expected });
     }
     // The three Telegram renderings are three different texts.
-    const tg = made.filter((c) => c.type === 'telegram').map((c) => r.deliveries.find((x) => x.connection_id === c.id)!.content.body);
+    const tg = made
+      .filter((c) => c.type === 'telegram')
+      .map((c) => r.deliveries.find((x) => x.connection_id === c.id)!.content.body);
     expect(new Set(tg).size).toBe(3);
   });
 
@@ -105,31 +142,49 @@ describe('ExecutionService.execute', () => {
 
   it('judges dry_run after 404 and 409, and refuses a value that is not a boolean', async () => {
     const { s, incident } = await setup();
-    expect((await refusal(s.executions.execute(idOf('incident', 999), {}, apiActor, { dryRun: 'maybe' }))).code).toBe('not_found');
+    expect((await refusal(s.executions.execute(idOf('incident', 999), {}, apiActor, { dryRun: 'maybe' }))).code).toBe(
+      'not_found',
+    );
     const bad = await refusal(s.executions.execute(incident.id, {}, apiActor, { dryRun: 'maybe' }));
     expect(bad.code).toBe('validation_failed');
     expect(bad.errors.map((e) => e.field)).toEqual(['dry_run']);
     await s.incidents.close(incident.id, {}, apiActor);
-    expect((await refusal(s.executions.execute(incident.id, {}, apiActor, { dryRun: 'maybe' }))).code).toBe('incident_closed');
+    expect((await refusal(s.executions.execute(incident.id, {}, apiActor, { dryRun: 'maybe' }))).code).toBe(
+      'incident_closed',
+    );
   });
 
   it('names each missing required variable, and takes defaults for blank values', async () => {
-    const { w, s, incident } = await setup({ templates: [{ name: 'T', body: '{{a}} {{b}} {{c}}', variables: [{ name: 'a' }, { name: 'b' }, { name: 'c', default: 'C' }] }] });
+    const { w, s, incident } = await setup({
+      templates: [
+        {
+          name: 'T',
+          body: '{{a}} {{b}} {{c}}',
+          variables: [{ name: 'a' }, { name: 'b' }, { name: 'c', default: 'C' }],
+        },
+      ],
+    });
     const e = await refusal(s.executions.execute(incident.id, { variables: { b: '  ' } }, apiActor, { dryRun: false }));
     expect(e.code).toBe('missing_variables');
     expect(e.errors.map((x) => x.field)).toEqual(['variables.a', 'variables.b']);
     expect(w.repos.executions.executions.size).toBe(0);
-    const r = await s.executions.execute(incident.id, { variables: { a: 'A', b: 'B', c: '' } }, apiActor, { dryRun: true });
+    const r = await s.executions.execute(incident.id, { variables: { a: 'A', b: 'B', c: '' } }, apiActor, {
+      dryRun: true,
+    });
     if (!r.dryRun) throw new Error('expected a dry run');
     expect(r.deliveries[0]!.body).toBe('A B C');
   });
 
   it('refuses a bad body: unknown fields, bad variable names, an empty connection list', async () => {
     const { s, incident } = await setup();
-    const e = await refusal(s.executions.execute(incident.id, { extra: 1, variables: { 'bad-name': 'x' } }, apiActor, { dryRun: false }));
+    const e = await refusal(
+      s.executions.execute(incident.id, { extra: 1, variables: { 'bad-name': 'x' } }, apiActor, { dryRun: false }),
+    );
     expect(e.code).toBe('validation_failed');
     expect(e.errors.map((x) => x.field).sort()).toEqual(['extra', 'variables.bad-name']);
-    expect((await refusal(s.executions.execute(incident.id, { connection_ids: [] }, apiActor, { dryRun: false }))).code).toBe('validation_failed');
+    expect(
+      (await refusal(s.executions.execute(incident.id, { connection_ids: [] }, apiActor, { dryRun: false }))).code,
+    ).toBe('validation_failed');
   });
 
   it('targets only the listed connections; unknown ones are unknown_connection, disabled ones no_connections, a repeat counts once', async () => {
@@ -138,23 +193,31 @@ describe('ExecutionService.execute', () => {
     const r = await s.executions.execute(incident.id, { connection_ids: [b, b] }, apiActor, { dryRun: true });
     if (!r.dryRun) throw new Error('expected a dry run');
     expect(r.deliveries.map((d) => d.connection_id)).toEqual([b]);
-    const unknown = await refusal(s.executions.execute(incident.id, { connection_ids: [a, idOf('connection', 999)] }, apiActor, { dryRun: false }));
+    const unknown = await refusal(
+      s.executions.execute(incident.id, { connection_ids: [a, idOf('connection', 999)] }, apiActor, { dryRun: false }),
+    );
     expect(unknown.code).toBe('unknown_connection');
     expect(fieldsOf(unknown)).toEqual(['connection_ids.1:unknown_connection']);
     await s.connections.update(c, { enabled: false });
-    const disabled = await refusal(s.executions.execute(incident.id, { connection_ids: [a, c] }, apiActor, { dryRun: false }));
+    const disabled = await refusal(
+      s.executions.execute(incident.id, { connection_ids: [a, c] }, apiActor, { dryRun: false }),
+    );
     expect(disabled.code).toBe('no_connections');
     expect(fieldsOf(disabled)).toEqual(['connection_ids.1:connection_disabled']);
   });
 
   it('answers no_connections when nothing is enabled, or no template targets an enabled connection', async () => {
     const none = await setup({ connections: [] });
-    expect((await refusal(none.s.executions.execute(none.incident.id, {}, apiActor, { dryRun: false }))).code).toBe('no_connections');
+    expect((await refusal(none.s.executions.execute(none.incident.id, {}, apiActor, { dryRun: false }))).code).toBe(
+      'no_connections',
+    );
     const { s, templates, incident } = await setup({ templates: [{ name: 'T', body: 'x' }] });
     const other = (await s.connections.create(webhookBody('Other'))).connection;
     await s.templates.update(templates[0]!.id, { connection_ids: [other.id] });
     await s.connections.update(other.id, { enabled: false });
-    expect((await refusal(s.executions.execute(incident.id, {}, apiActor, { dryRun: false }))).code).toBe('no_connections');
+    expect((await refusal(s.executions.execute(incident.id, {}, apiActor, { dryRun: false }))).code).toBe(
+      'no_connections',
+    );
   });
 
   it('answers 202 although the queue failed: the deliveries stay in the outbox and the failure is reported', async () => {
@@ -190,13 +253,17 @@ describe('ExecutionService.precheck', () => {
     const { w, s, incident } = await setup({ templates: [{ name: 'T', body: '{{eta}}' }] });
     expect((await refusal(s.executions.precheck(idOf('incident', 999), {}))).code).toBe('not_found');
     expect((await refusal(s.executions.precheck(incident.id, { extra: 1 }))).code).toBe('validation_failed');
-    expect((await refusal(s.executions.precheck(incident.id, { connection_ids: [idOf('connection', 999)] }))).code).toBe('unknown_connection');
+    expect(
+      (await refusal(s.executions.precheck(incident.id, { connection_ids: [idOf('connection', 999)] }))).code,
+    ).toBe('unknown_connection');
     expect(fieldsOf(await refusal(s.executions.precheck(incident.id, {})))).toEqual(['variables.eta:required']);
     await expect(s.executions.precheck(incident.id, { variables: { eta: '1h' } })).resolves.toBeUndefined();
     expect(w.repos.executions.executions.size).toBe(0);
     expect(w.queue.jobs).toEqual([]);
     await s.incidents.close(incident.id, {}, apiActor);
-    expect((await refusal(s.executions.precheck(incident.id, { variables: { eta: '1h' } }))).code).toBe('incident_closed');
+    expect((await refusal(s.executions.precheck(incident.id, { variables: { eta: '1h' } }))).code).toBe(
+      'incident_closed',
+    );
   });
 });
 
@@ -204,8 +271,19 @@ describe('ExecutionService.prepare / preview', () => {
   it('merges the variables of the templates that will be sent, with prefill and previews with markers', async () => {
     const { s, connections, incident } = await setup({
       templates: [
-        { name: 'First', body: '{{eta}} {{x}}', variables: [{ name: 'eta', required: false }, { name: 'x', required: false }] },
-        { name: 'Second', body: '{{eta}}', variables: [{ name: 'eta', description: 'ETA', required: true, default: '1h' }] },
+        {
+          name: 'First',
+          body: '{{eta}} {{x}}',
+          variables: [
+            { name: 'eta', required: false },
+            { name: 'x', required: false },
+          ],
+        },
+        {
+          name: 'Second',
+          body: '{{eta}}',
+          variables: [{ name: 'eta', description: 'ETA', required: true, default: '1h' }],
+        },
       ],
     });
     const p = await s.executions.prepare(incident.id, { limit: 10, placeholder: marker });
@@ -245,23 +323,40 @@ describe('ExecutionService.prepare / preview', () => {
   });
 
   it('renders only `limit` deliveries and counts the rest; honours a connection subset', async () => {
-    const { s, connections, incident } = await setup({ connections: ['A', 'B', 'C', 'D'], templates: [{ name: 'T', body: 'x' }] });
+    const { s, connections, incident } = await setup({
+      connections: ['A', 'B', 'C', 'D'],
+      templates: [{ name: 'T', body: 'x' }],
+    });
     const p = await s.executions.prepare(incident.id, { limit: 1, placeholder: marker });
     expect(p.total).toBe(4);
     expect(p.deliveries).toHaveLength(1);
-    const subset = await s.executions.prepare(incident.id, { connection_ids: [connections[2]!.id], limit: 10, placeholder: marker });
+    const subset = await s.executions.prepare(incident.id, {
+      connection_ids: [connections[2]!.id],
+      limit: 10,
+      placeholder: marker,
+    });
     expect(subset.deliveries.map((d) => d.connection_name)).toEqual(['C']);
-    expect((await refusal(s.executions.prepare(incident.id, { connection_ids: [], limit: 10, placeholder: marker }))).code).toBe('validation_failed');
+    expect(
+      (await refusal(s.executions.prepare(incident.id, { connection_ids: [], limit: 10, placeholder: marker }))).code,
+    ).toBe('validation_failed');
   });
 
   it('refuses what execute would before anything is typed: 404, closed, no connections', async () => {
     const none = await setup({ connections: [] });
-    expect((await refusal(none.s.executions.prepare(none.incident.id, { limit: 10, placeholder: marker }))).code).toBe('no_connections');
-    expect((await refusal(none.s.executions.preview(none.incident.id, { limit: 10, placeholder: marker }))).code).toBe('no_connections');
+    expect((await refusal(none.s.executions.prepare(none.incident.id, { limit: 10, placeholder: marker }))).code).toBe(
+      'no_connections',
+    );
+    expect((await refusal(none.s.executions.preview(none.incident.id, { limit: 10, placeholder: marker }))).code).toBe(
+      'no_connections',
+    );
     const { s, incident } = await setup();
-    expect((await refusal(s.executions.prepare(idOf('incident', 999), { limit: 10, placeholder: marker }))).code).toBe('not_found');
+    expect((await refusal(s.executions.prepare(idOf('incident', 999), { limit: 10, placeholder: marker }))).code).toBe(
+      'not_found',
+    );
     await s.incidents.close(incident.id, {}, apiActor);
-    expect((await refusal(s.executions.prepare(incident.id, { limit: 10, placeholder: marker }))).code).toBe('incident_closed');
+    expect((await refusal(s.executions.prepare(incident.id, { limit: 10, placeholder: marker }))).code).toBe(
+      'incident_closed',
+    );
   });
 });
 
@@ -292,8 +387,12 @@ describe('ExecutionService.get / list', () => {
     const p2 = await s.executions.list(incident.id, { limit: 2, cursor: p1.nextCursor });
     expect(p2.data.map((e) => e.execution.id)).toEqual([ids[0]]);
     expect(p2.nextCursor).toBeNull();
-    expect((await refusal(s.executions.list(incident.id, { limit: 2, cursor: { offset: 2 } }))).code).toBe('invalid_cursor');
-    expect((await refusal(s.executions.list(idOf('incident', 999), { limit: 2, cursor: null }))).code).toBe('not_found');
+    expect((await refusal(s.executions.list(incident.id, { limit: 2, cursor: { offset: 2 } }))).code).toBe(
+      'invalid_cursor',
+    );
+    expect((await refusal(s.executions.list(idOf('incident', 999), { limit: 2, cursor: null }))).code).toBe(
+      'not_found',
+    );
   });
 });
 
@@ -302,9 +401,22 @@ describe('ExecutionService.redeliver', () => {
     const t = await setup();
     const r = await t.s.executions.execute(t.incident.id, {}, apiActor, { dryRun: false });
     if (r.dryRun) throw new Error('expected a real execute');
-    const [failed, delivered] = r.deliveries.map((d) => t.w.repos.executions.deliveries.get(d.id)!) as [Delivery, Delivery];
-    t.w.repos.executions.deliveries.set(failed.id, { ...failed, status: 'failed', finished_at: '2026-11-22T10:05:00.000Z', rev: failed.rev + 1 });
-    t.w.repos.executions.deliveries.set(delivered.id, { ...delivered, status: 'delivered', finished_at: '2026-11-22T10:05:00.000Z', rev: delivered.rev + 1 });
+    const [failed, delivered] = r.deliveries.map((d) => t.w.repos.executions.deliveries.get(d.id)!) as [
+      Delivery,
+      Delivery,
+    ];
+    t.w.repos.executions.deliveries.set(failed.id, {
+      ...failed,
+      status: 'failed',
+      finished_at: '2026-11-22T10:05:00.000Z',
+      rev: failed.rev + 1,
+    });
+    t.w.repos.executions.deliveries.set(delivered.id, {
+      ...delivered,
+      status: 'delivered',
+      finished_at: '2026-11-22T10:05:00.000Z',
+      rev: delivered.rev + 1,
+    });
     t.w.queue.jobs.length = 0;
     return { ...t, executionId: r.execution.id, failed, delivered };
   }
@@ -314,7 +426,13 @@ describe('ExecutionService.redeliver', () => {
     const found = await s.executions.redeliver(incident.id, executionId, {}, apiActor);
     expect(found.deliveries.find((d) => d.id === failed.id)!.status).toBe('queued');
     expect(found.deliveries.find((d) => d.id === delivered.id)!.status).toBe('delivered');
-    expect(w.queue.jobs).toEqual([{ deliveryId: failed.id, jobId: `${failed.id}-r1`, hint: { incidentId: incident.id, connectionId: failed.connection_id, follows: false } }]);
+    expect(w.queue.jobs).toEqual([
+      {
+        deliveryId: failed.id,
+        jobId: `${failed.id}-r1`,
+        hint: { incidentId: incident.id, connectionId: failed.connection_id, follows: false },
+      },
+    ]);
     // Nothing failed any more: a second redeliver queues nothing.
     await s.executions.redeliver(incident.id, executionId, undefined, apiActor);
     expect(w.queue.jobs).toHaveLength(1);
@@ -322,10 +440,16 @@ describe('ExecutionService.redeliver', () => {
 
   it('refuses an unknown execution (404) before a closed incident (409), and a non-empty body', async () => {
     const { w, s, incident, executionId } = await executedWithOneFailed();
-    expect((await refusal(s.executions.redeliver(incident.id, executionId, { force: true }, apiActor))).code).toBe('validation_failed');
+    expect((await refusal(s.executions.redeliver(incident.id, executionId, { force: true }, apiActor))).code).toBe(
+      'validation_failed',
+    );
     await s.incidents.close(incident.id, {}, apiActor);
-    expect((await refusal(s.executions.redeliver(incident.id, idOf('execution', 999), {}, apiActor))).code).toBe('not_found');
-    expect((await refusal(s.executions.redeliver(incident.id, executionId, {}, apiActor))).code).toBe('incident_closed');
+    expect((await refusal(s.executions.redeliver(incident.id, idOf('execution', 999), {}, apiActor))).code).toBe(
+      'not_found',
+    );
+    expect((await refusal(s.executions.redeliver(incident.id, executionId, {}, apiActor))).code).toBe(
+      'incident_closed',
+    );
     expect(w.queue.jobs).toEqual([]);
   });
 });

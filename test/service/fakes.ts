@@ -9,7 +9,11 @@ import { createHash } from 'node:crypto';
 import { OutboundAllow } from '../../src/domain/connection/address-policy.js';
 import type { Actor } from '../../src/domain/common/actor.js';
 import type { ApiKey } from '../../src/domain/common/api-key.js';
-import type { ConnectionRecord, ConnectionTestResult, DeliveryConnection } from '../../src/domain/connection/connection.js';
+import type {
+  ConnectionRecord,
+  ConnectionTestResult,
+  DeliveryConnection,
+} from '../../src/domain/connection/connection.js';
 import { DomainError } from '../../src/domain/common/errors.js';
 import type { Delivery, Execution } from '../../src/domain/execution/execution.js';
 import { ID_PREFIX, type IdKind } from '../../src/domain/common/ids.js';
@@ -143,7 +147,9 @@ export class InMemoryIncidentRepo implements IncidentRepo {
   }
   list(filter: IncidentFilter, page: PageRequest): Promise<Page<Incident>> {
     const all = [...this.incidents.values()].filter(
-      (i) => (!filter.status || filter.status.includes(i.status)) && (!filter.severity || filter.severity.includes(i.severity)),
+      (i) =>
+        (!filter.status || filter.status.includes(i.status)) &&
+        (!filter.severity || filter.severity.includes(i.severity)),
     );
     return Promise.resolve(pageById(all, page));
   }
@@ -171,7 +177,9 @@ export class InMemoryTemplateRepo implements TemplateRepo {
     return Promise.resolve(t ? copy(t) : null);
   }
   private nameTakenBy(name: string, except: string | null): boolean {
-    return [...this.templates.values()].some((t) => t.id !== except && templateNameKey(t.name) === templateNameKey(name));
+    return [...this.templates.values()].some(
+      (t) => t.id !== except && templateNameKey(t.name) === templateNameKey(name),
+    );
   }
   create(templates: Template[]): Promise<TemplateWriteOutcome> {
     const taken = templates.flatMap((t, i) => (this.nameTakenBy(t.name, null) ? [i] : []));
@@ -255,7 +263,11 @@ export class InMemoryConnectionRepo implements ConnectionRepo {
     return Promise.resolve(true);
   }
   list(filter: ConnectionFilter, page: PageRequest): Promise<Page<ConnectionRecord>> {
-    const all = [...this.connections.values()].filter((c) => (!filter.type || filter.type.includes(c.type)) && (filter.enabled === undefined || c.enabled === filter.enabled));
+    const all = [...this.connections.values()].filter(
+      (c) =>
+        (!filter.type || filter.type.includes(c.type)) &&
+        (filter.enabled === undefined || c.enabled === filter.enabled),
+    );
     return Promise.resolve(pageById(all, page));
   }
 }
@@ -355,7 +367,13 @@ export class InMemoryExecutionRepo implements ExecutionRepo {
     private readonly conversations?: InMemoryConversationRepo,
   ) {}
 
-  async create(execution: Execution, deliveries: Delivery[], incidentPrev: Incident, incidentNext: Incident, events: IncidentEvent[]): Promise<boolean> {
+  async create(
+    execution: Execution,
+    deliveries: Delivery[],
+    incidentPrev: Incident,
+    incidentNext: Incident,
+    events: IncidentEvent[],
+  ): Promise<boolean> {
     if (!(await this.incidents.update(incidentPrev, incidentNext, events))) return false;
     this.conversations?.advance(deliveries);
     this.creates++;
@@ -371,7 +389,12 @@ export class InMemoryExecutionRepo implements ExecutionRepo {
     return Promise.resolve(e ? copy(e) : null);
   }
   listForIncident(incidentId: string, page: PageRequest): Promise<Page<Execution>> {
-    return Promise.resolve(pageById([...this.executions.values()].filter((e) => e.incident_id === incidentId), page));
+    return Promise.resolve(
+      pageById(
+        [...this.executions.values()].filter((e) => e.incident_id === incidentId),
+        page,
+      ),
+    );
   }
   getDeliveries(ids: string[]): Promise<(Delivery | null)[]> {
     return Promise.all(ids.map((id) => this.getDelivery(id)));
@@ -380,7 +403,11 @@ export class InMemoryExecutionRepo implements ExecutionRepo {
     const d = this.deliveries.get(id);
     return Promise.resolve(d ? copy(d) : null);
   }
-  updateDelivery(prev: Delivery, next: Delivery, opts?: { outbox?: boolean; events?: IncidentEvent[] }): Promise<boolean> {
+  updateDelivery(
+    prev: Delivery,
+    next: Delivery,
+    opts?: { outbox?: boolean; events?: IncidentEvent[] },
+  ): Promise<boolean> {
     const stored = this.deliveries.get(prev.id);
     if (!stored || !same(stored, prev)) return Promise.resolve(false);
     this.deliveries.set(next.id, copy(next));
@@ -388,7 +415,11 @@ export class InMemoryExecutionRepo implements ExecutionRepo {
     return Promise.resolve(true);
   }
   activeForConnection(connectionId: string): Promise<string[]> {
-    return Promise.resolve([...this.deliveries.values()].filter((d) => d.connection_id === connectionId && !['delivered', 'failed', 'cancelled'].includes(d.status)).map((d) => d.id));
+    return Promise.resolve(
+      [...this.deliveries.values()]
+        .filter((d) => d.connection_id === connectionId && !['delivered', 'failed', 'cancelled'].includes(d.status))
+        .map((d) => d.id),
+    );
   }
   takeOutbox(): Promise<string[]> {
     return Promise.resolve([...this.outbox]);
@@ -419,7 +450,11 @@ export class FakeQueue implements DeliveryQueue {
   }
 }
 
-export const noPacing: Pacer = { reserve: () => Promise.resolve(0), take: () => Promise.resolve(0), reset: () => Promise.resolve() };
+export const noPacing: Pacer = {
+  reserve: () => Promise.resolve(0),
+  take: () => Promise.resolve(0),
+  reset: () => Promise.resolve(),
+};
 
 // ── announcements ────────────────────────────────────────────────────────────────────────────
 
@@ -450,7 +485,8 @@ export class InMemoryAnnouncementRepo implements AnnouncementRepo, AnnouncementR
     return Promise.resolve(a ? { announcement: copy(a), lastReminder: this.lastReminders.get(incidentId) ?? 0 } : null);
   }
   recordReminder(incidentId: string, reminder: number): Promise<void> {
-    if (this.announcements.has(incidentId) && (this.lastReminders.get(incidentId) ?? 0) < reminder) this.lastReminders.set(incidentId, reminder);
+    if (this.announcements.has(incidentId) && (this.lastReminders.get(incidentId) ?? 0) < reminder)
+      this.lastReminders.set(incidentId, reminder);
     return Promise.resolve();
   }
   claimRefresh(incidentId: string, token: string): Promise<boolean> {
@@ -548,7 +584,8 @@ export class InMemoryConversationRepo implements ConversationRepo {
   }
   /** What the execute commit writes (the in-memory execution repo calls it). */
   advance(deliveries: Delivery[]): void {
-    for (const d of deliveries) this.threadStates.set(`${d.incident_id}/${d.connection_id}`, `${d.sequence ?? 1}|${d.id}`);
+    for (const d of deliveries)
+      this.threadStates.set(`${d.incident_id}/${d.connection_id}`, `${d.sequence ?? 1}|${d.id}`);
   }
   root(incidentId: string, connectionId: string): Promise<ThreadRoot | null> {
     return Promise.resolve(this.roots.get(`${incidentId}/${connectionId}`) ?? null);

@@ -15,7 +15,17 @@ describe('IncidentService.create', () => {
   it('creates an investigating incident at rev 1, by the actor, with a created event, and tells onChange', async () => {
     const w = world();
     const i = await w.services.incidents.create(body({ description: 'd' }), slackActor);
-    expect(i).toMatchObject({ title: 'Checkout down', severity: 'major', status: 'investigating', rev: 1, description: 'd', impact: '', template_ids: [], execution_count: 0, created_by: slackActor });
+    expect(i).toMatchObject({
+      title: 'Checkout down',
+      severity: 'major',
+      status: 'investigating',
+      rev: 1,
+      description: 'd',
+      impact: '',
+      template_ids: [],
+      execution_count: 0,
+      created_by: slackActor,
+    });
     expect(i.created_at).toBe('2026-11-22T10:00:00.000Z');
     const events = w.repos.incidents.events.get(i.id)!;
     expect(events.map((e) => e.type)).toEqual(['incident.created']);
@@ -49,7 +59,9 @@ describe('IncidentService.create', () => {
   it('names each template id that does not exist by its index', async () => {
     const w = world();
     const t = await template(w, 'A');
-    const e = await refusal(w.services.incidents.create(body({ template_ids: [t.id, idOf('template', 999), 'tpl_bad'] }), apiActor));
+    const e = await refusal(
+      w.services.incidents.create(body({ template_ids: [t.id, idOf('template', 999), 'tpl_bad'] }), apiActor),
+    );
     expect(e.code).toBe('unknown_template');
     expect(fieldsOf(e)).toEqual(['template_ids.1:unknown_template', 'template_ids.2:unknown_template']);
     expect(w.repos.incidents.writes).toBe(0);
@@ -57,13 +69,27 @@ describe('IncidentService.create', () => {
 
   it(`refuses templates declaring more than ${LIMITS.variables} variables together, counting a shared name once`, async () => {
     const w = world();
-    const a = await template(w, 'A', Array.from({ length: 30 }, (_, i) => `a${i}`));
-    const b = await template(w, 'B', Array.from({ length: 21 }, (_, i) => `b${i}`));
-    const shared = await template(w, 'C', Array.from({ length: 20 }, (_, i) => `a${i}`));
+    const a = await template(
+      w,
+      'A',
+      Array.from({ length: 30 }, (_, i) => `a${i}`),
+    );
+    const b = await template(
+      w,
+      'B',
+      Array.from({ length: 21 }, (_, i) => `b${i}`),
+    );
+    const shared = await template(
+      w,
+      'C',
+      Array.from({ length: 20 }, (_, i) => `a${i}`),
+    );
     const e = await refusal(w.services.incidents.create(body({ template_ids: [a.id, b.id] }), apiActor));
     expect(fieldsOf(e)).toEqual(['template_ids:too_many_variables']);
     // 30 + 20 names, 20 of them shared: 30 distinct.
-    await expect(w.services.incidents.create(body({ template_ids: [a.id, shared.id] }), apiActor)).resolves.toMatchObject({ template_ids: [a.id, shared.id] });
+    await expect(
+      w.services.incidents.create(body({ template_ids: [a.id, shared.id] }), apiActor),
+    ).resolves.toMatchObject({ template_ids: [a.id, shared.id] });
   });
 });
 
@@ -88,7 +114,10 @@ describe('IncidentService.list', () => {
   it('pages newest first with a cursor, and filters by status and severity', async () => {
     const w = world();
     const made = [];
-    for (let n = 0; n < 5; n++) made.push(await w.services.incidents.create(body({ title: `I${n}`, severity: n % 2 ? 'minor' : 'major' }), apiActor));
+    for (let n = 0; n < 5; n++)
+      made.push(
+        await w.services.incidents.create(body({ title: `I${n}`, severity: n % 2 ? 'minor' : 'major' }), apiActor),
+      );
     await w.services.incidents.close(made[0]!.id, {}, apiActor);
     const first = await w.services.incidents.list({}, { limit: 2, cursor: null });
     expect(first.data.map((i) => i.title)).toEqual(['I4', 'I3']);
@@ -97,13 +126,18 @@ describe('IncidentService.list', () => {
     const last = await w.services.incidents.list({}, { limit: 2, cursor: second.nextCursor });
     expect(last.data.map((i) => i.title)).toEqual(['I0']);
     expect(last.nextCursor).toBeNull();
-    const open = await w.services.incidents.list({ status: ['investigating'], severity: ['major'] }, { limit: 10, cursor: null });
+    const open = await w.services.incidents.list(
+      { status: ['investigating'], severity: ['major'] },
+      { limit: 10, cursor: null },
+    );
     expect(open.data.map((i) => i.title)).toEqual(['I4', 'I2']);
   });
 
   it('refuses a cursor issued by a timeline (offset)', async () => {
     const w = world();
-    expect((await refusal(() => w.services.incidents.list({}, { limit: 2, cursor: { offset: 3 } }))).code).toBe('invalid_cursor');
+    expect((await refusal(() => w.services.incidents.list({}, { limit: 2, cursor: { offset: 3 } }))).code).toBe(
+      'invalid_cursor',
+    );
   });
 });
 
@@ -113,7 +147,12 @@ describe('IncidentService.update', () => {
     const i = await w.services.incidents.create(body(), apiActor);
     w.clock.advance(60_000);
     const next = await w.services.incidents.update(i.id, { title: 'Checkout slow', status: 'identified' }, slackActor);
-    expect(next).toMatchObject({ title: 'Checkout slow', status: 'identified', rev: 2, updated_at: '2026-11-22T10:01:00.000Z' });
+    expect(next).toMatchObject({
+      title: 'Checkout slow',
+      status: 'identified',
+      rev: 2,
+      updated_at: '2026-11-22T10:01:00.000Z',
+    });
     const events = w.repos.incidents.events.get(i.id)!;
     expect(events.map((e) => e.type)).toEqual(['incident.created', 'incident.updated', 'incident.status_changed']);
     expect(events[1]!.data).toEqual({ changes: { title: { from: 'Checkout down', to: 'Checkout slow' } } });
@@ -142,7 +181,11 @@ describe('IncidentService.update', () => {
   it('answers a patch that changes nothing with the incident untouched: same rev, no event, no onChange', async () => {
     const w = world();
     const i = await w.services.incidents.create(body(), apiActor);
-    const same = await w.services.incidents.update(i.id, { title: 'Checkout down', severity: 'major', status: 'investigating' }, apiActor);
+    const same = await w.services.incidents.update(
+      i.id,
+      { title: 'Checkout down', severity: 'major', status: 'investigating' },
+      apiActor,
+    );
     expect(same).toEqual(i);
     expect(w.repos.incidents.events.get(i.id)).toHaveLength(1);
     expect(w.seen.changes).toHaveLength(1);
@@ -164,7 +207,10 @@ describe('IncidentService.update', () => {
     const e = await refusal(w.services.incidents.update(i.id, { title: 'Three' }, apiActor, 1));
     expect(e.code).toBe('precondition_failed');
     expect((await w.services.incidents.get(i.id)).title).toBe('Two');
-    await expect(w.services.incidents.update(i.id, { title: 'Three' }, apiActor, 2)).resolves.toMatchObject({ title: 'Three', rev: 3 });
+    await expect(w.services.incidents.update(i.id, { title: 'Three' }, apiActor, 2)).resolves.toMatchObject({
+      title: 'Three',
+      rev: 3,
+    });
   });
 
   it('answers incident_closed for a closed incident before judging the body', async () => {
@@ -181,7 +227,9 @@ describe('IncidentService.update', () => {
     const e = await refusal(w.services.incidents.update(i.id, { template_ids: [idOf('template', 77)] }, apiActor));
     expect(fieldsOf(e)).toEqual(['template_ids.0:unknown_template']);
     const t = await template(w, 'A', ['eta']);
-    await expect(w.services.incidents.update(i.id, { template_ids: [t.id] }, apiActor)).resolves.toMatchObject({ template_ids: [t.id] });
+    await expect(w.services.incidents.update(i.id, { template_ids: [t.id] }, apiActor)).resolves.toMatchObject({
+      template_ids: [t.id],
+    });
   });
 
   it('re-reads and retries when it loses a compare-and-set race, keeping the concurrent change', async () => {
@@ -218,7 +266,9 @@ describe('IncidentService.update', () => {
 
   it('answers not_found for an unknown incident', async () => {
     const w = world();
-    expect((await refusal(w.services.incidents.update(idOf('incident', 5), { title: 'x' }, apiActor))).code).toBe('not_found');
+    expect((await refusal(w.services.incidents.update(idOf('incident', 5), { title: 'x' }, apiActor))).code).toBe(
+      'not_found',
+    );
   });
 });
 
@@ -228,9 +278,19 @@ describe('IncidentService.close', () => {
     const i = await w.services.incidents.create(body(), apiActor);
     w.clock.advance(1000);
     const closed = await w.services.incidents.close(i.id, { resolution_summary: 'Rolled back' }, slackActor);
-    expect(closed).toMatchObject({ status: 'closed', resolution_summary: 'Rolled back', closed_at: '2026-11-22T10:00:01.000Z', resolved_at: '2026-11-22T10:00:01.000Z', rev: 2 });
+    expect(closed).toMatchObject({
+      status: 'closed',
+      resolution_summary: 'Rolled back',
+      closed_at: '2026-11-22T10:00:01.000Z',
+      resolved_at: '2026-11-22T10:00:01.000Z',
+      rev: 2,
+    });
     const events = w.repos.incidents.events.get(i.id)!;
-    expect(events.at(-1)).toMatchObject({ type: 'incident.closed', actor: slackActor, data: { from: 'investigating', resolution_summary: 'Rolled back' } });
+    expect(events.at(-1)).toMatchObject({
+      type: 'incident.closed',
+      actor: slackActor,
+      data: { from: 'investigating', resolution_summary: 'Rolled back' },
+    });
     expect(w.seen.changes.at(-1)).toEqual({ id: i.id, kind: 'closed' });
   });
 
@@ -248,7 +308,9 @@ describe('IncidentService.close', () => {
     const w = world();
     const i = await w.services.incidents.create(body(), apiActor);
     expect((await refusal(w.services.incidents.close(i.id, {}, apiActor, 9))).code).toBe('precondition_failed');
-    expect((await refusal(w.services.incidents.close(i.id, { resolution_summary: 5 }, apiActor))).code).toBe('validation_failed');
+    expect((await refusal(w.services.incidents.close(i.id, { resolution_summary: 5 }, apiActor))).code).toBe(
+      'validation_failed',
+    );
     await w.services.incidents.close(i.id, {}, apiActor, 1);
     expect((await refusal(w.services.incidents.close(i.id, {}, apiActor))).code).toBe('incident_closed');
   });
@@ -265,7 +327,11 @@ describe('IncidentService.events', () => {
     const rest = await w.services.incidents.events(i.id, { limit: 2, cursor: first.nextCursor });
     expect(rest.data).toHaveLength(1);
     expect(rest.nextCursor).toBeNull();
-    expect((await refusal(w.services.incidents.events(i.id, { limit: 2, cursor: { after: i.id } }))).code).toBe('invalid_cursor');
-    expect((await refusal(w.services.incidents.events(idOf('incident', 3), { limit: 2, cursor: null }))).code).toBe('not_found');
+    expect((await refusal(w.services.incidents.events(i.id, { limit: 2, cursor: { after: i.id } }))).code).toBe(
+      'invalid_cursor',
+    );
+    expect((await refusal(w.services.incidents.events(idOf('incident', 3), { limit: 2, cursor: null }))).code).toBe(
+      'not_found',
+    );
   });
 });

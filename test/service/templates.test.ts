@@ -9,8 +9,17 @@ import { webhookBody, world } from './world.js';
 describe('TemplateService.create', () => {
   it('stores version 1 with variables derived from the placeholders (sections optional)', async () => {
     const w = world();
-    const t = await w.services.templates.create({ name: 'Outage', subject: '{{area}}', body: '{{incident.title}} {{#eta}}ETA {{eta}}{{/eta}}' });
-    expect(t).toMatchObject({ name: 'Outage', version: 1, created_at: '2026-11-22T10:00:00.000Z', updated_at: '2026-11-22T10:00:00.000Z' });
+    const t = await w.services.templates.create({
+      name: 'Outage',
+      subject: '{{area}}',
+      body: '{{incident.title}} {{#eta}}ETA {{eta}}{{/eta}}',
+    });
+    expect(t).toMatchObject({
+      name: 'Outage',
+      version: 1,
+      created_at: '2026-11-22T10:00:00.000Z',
+      updated_at: '2026-11-22T10:00:00.000Z',
+    });
     expect(t.variables).toEqual([
       { name: 'area', description: '', required: true, default: null },
       { name: 'eta', description: '', required: false, default: null },
@@ -23,7 +32,9 @@ describe('TemplateService.create', () => {
     const strict = await refusal(w.services.templates.create({ name: '', body: 'x', colour: 'red' }));
     expect(strict.code).toBe('validation_failed');
     expect(strict.errors.map((e) => e.field).sort()).toEqual(['colour', 'name']);
-    const undeclared = await refusal(w.services.templates.create({ name: 'U', body: '{{eta}}', variables: [{ name: 'area' }] }));
+    const undeclared = await refusal(
+      w.services.templates.create({ name: 'U', body: '{{eta}}', variables: [{ name: 'area' }] }),
+    );
     expect(undeclared.code).toBe('undeclared_variable');
     expect(fieldsOf(undeclared)).toEqual(['body:undeclared_variable']);
     expect(w.repos.templates.writes).toBe(0);
@@ -40,10 +51,14 @@ describe('TemplateService.create', () => {
   it('refuses connection_ids that do not exist, naming each', async () => {
     const w = world();
     const { connection } = await w.services.connections.create(webhookBody());
-    const e = await refusal(w.services.templates.create({ name: 'T', body: 'x', connection_ids: [connection.id, idOf('connection', 999)] }));
+    const e = await refusal(
+      w.services.templates.create({ name: 'T', body: 'x', connection_ids: [connection.id, idOf('connection', 999)] }),
+    );
     expect(e.code).toBe('unknown_connection');
     expect(fieldsOf(e)).toEqual(['connection_ids.1:unknown_connection']);
-    await expect(w.services.templates.create({ name: 'T', body: 'x', connection_ids: [connection.id] })).resolves.toMatchObject({ connection_ids: [connection.id] });
+    await expect(
+      w.services.templates.create({ name: 'T', body: 'x', connection_ids: [connection.id] }),
+    ).resolves.toMatchObject({ connection_ids: [connection.id] });
   });
 });
 
@@ -70,7 +85,13 @@ describe('TemplateService.createMany', () => {
       ]),
     );
     expect(e.code).toBe('validation_failed');
-    expect(fieldsOf(e).sort()).toEqual(['1.colour:unknown_field', '1.name:required', '2.body:unescaped_placeholder', '3.name:duplicate_name', '4.body:undeclared_variable']);
+    expect(fieldsOf(e).sort()).toEqual([
+      '1.colour:unknown_field',
+      '1.name:required',
+      '2.body:unescaped_placeholder',
+      '3.name:duplicate_name',
+      '4.body:undeclared_variable',
+    ]);
     expect(w.repos.templates.templates.size).toBe(0);
   });
 
@@ -94,7 +115,12 @@ describe('TemplateService.createMany', () => {
     const w = world();
     expect((await refusal(w.services.templates.createMany([]))).code).toBe('validation_failed');
     expect((await refusal(w.services.templates.createMany(items(101)))).code).toBe('validation_failed');
-    const e = await refusal(w.services.templates.createMany([{ name: 'A', body: 'x' }, { name: 'B', body: 'x', connection_ids: [idOf('connection', 5)] }]));
+    const e = await refusal(
+      w.services.templates.createMany([
+        { name: 'A', body: 'x' },
+        { name: 'B', body: 'x', connection_ids: [idOf('connection', 5)] },
+      ]),
+    );
     expect(fieldsOf(e)).toEqual(['1.connection_ids.0:unknown_connection']);
   });
 });
@@ -117,16 +143,26 @@ describe('TemplateService.get / getMany / list', () => {
     const p2 = await w.services.templates.list({ limit: 2, cursor: p1.nextCursor });
     expect(p2.data.map((t) => t.name)).toEqual(['A']);
     expect(p2.nextCursor).toBeNull();
-    expect((await refusal(() => w.services.templates.list({ limit: 2, cursor: { offset: 1 } }))).code).toBe('invalid_cursor');
+    expect((await refusal(() => w.services.templates.list({ limit: 2, cursor: { offset: 1 } }))).code).toBe(
+      'invalid_cursor',
+    );
   });
 });
 
 describe('TemplateService.search', () => {
   it('matches names containing the query, case-insensitively and trimmed, newest first, up to the limit', async () => {
     const w = world();
-    for (const n of ['Checkout outage', 'Payments', 'checkout degraded', 'API CHECKOUT']) await w.services.templates.create({ name: n, body: 'x' });
-    expect((await w.services.templates.search('  Checkout ', 10)).map((t) => t.name)).toEqual(['API CHECKOUT', 'checkout degraded', 'Checkout outage']);
-    expect((await w.services.templates.search('checkout', 2)).map((t) => t.name)).toEqual(['API CHECKOUT', 'checkout degraded']);
+    for (const n of ['Checkout outage', 'Payments', 'checkout degraded', 'API CHECKOUT'])
+      await w.services.templates.create({ name: n, body: 'x' });
+    expect((await w.services.templates.search('  Checkout ', 10)).map((t) => t.name)).toEqual([
+      'API CHECKOUT',
+      'checkout degraded',
+      'Checkout outage',
+    ]);
+    expect((await w.services.templates.search('checkout', 2)).map((t) => t.name)).toEqual([
+      'API CHECKOUT',
+      'checkout degraded',
+    ]);
     expect(await w.services.templates.search('nothing like it', 10)).toEqual([]);
   });
 
@@ -143,7 +179,11 @@ describe('TemplateService.search', () => {
     let pages = 0;
     w.repos.templates.list = () => {
       const n = pages++;
-      const data = Array.from({ length: 100 }, (_, i) => ({ ...t, id: idOf('template', 100_000 - n * 100 - i), name: n === 25 && i === 0 ? 'needle' : `hay ${n}.${i}` }));
+      const data = Array.from({ length: 100 }, (_, i) => ({
+        ...t,
+        id: idOf('template', 100_000 - n * 100 - i),
+        name: n === 25 && i === 0 ? 'needle' : `hay ${n}.${i}`,
+      }));
       return Promise.resolve({ data, nextCursor: { after: data.at(-1)!.id } });
     };
     expect(await w.services.templates.search('needle', 10)).toEqual([]);
@@ -161,7 +201,12 @@ describe('TemplateService.update', () => {
     const t = await w.services.templates.create({ name: 'A', body: '{{eta}}' });
     w.clock.advance(1000);
     const next = await w.services.templates.update(t.id, { body: '{{owner}}' });
-    expect(next).toMatchObject({ version: 2, body: '{{owner}}', updated_at: '2026-11-22T10:00:01.000Z', created_at: t.created_at });
+    expect(next).toMatchObject({
+      version: 2,
+      body: '{{owner}}',
+      updated_at: '2026-11-22T10:00:01.000Z',
+      created_at: t.created_at,
+    });
     expect(next.variables.map((v) => v.name)).toEqual(['owner']);
     expect((await w.services.templates.version(t.id, '1')).body).toBe('{{eta}}');
   });
@@ -235,16 +280,23 @@ describe('TemplateService.versions / version', () => {
     expect(p1.data.map((v) => v.version)).toEqual([3, 2]);
     const p2 = await w.services.templates.versions(t.id, { limit: 2, cursor: p1.nextCursor });
     expect(p2.data.map((v) => v.version)).toEqual([1]);
-    for (const raw of ['4', '0', '01', '1.0', 'latest', '-1']) expect((await refusal(w.services.templates.version(t.id, raw))).code).toBe('not_found');
+    for (const raw of ['4', '0', '01', '1.0', 'latest', '-1'])
+      expect((await refusal(w.services.templates.version(t.id, raw))).code).toBe('not_found');
     expect((await w.services.templates.version(t.id, '2')).body).toBe('v2');
-    expect((await refusal(w.services.templates.versions(idOf('template', 99), { limit: 2, cursor: null }))).code).toBe('not_found');
+    expect((await refusal(w.services.templates.versions(idOf('template', 99), { limit: 2, cursor: null }))).code).toBe(
+      'not_found',
+    );
   });
 });
 
 describe('TemplateService.render', () => {
   it('renders every channel type with defaults applied and unused variables ignored', async () => {
     const w = world();
-    const t = await w.services.templates.create({ name: 'A', body: '{{area}} ETA {{eta}}', variables: [{ name: 'area' }, { name: 'eta', required: false, default: 'unknown' }] });
+    const t = await w.services.templates.create({
+      name: 'A',
+      body: '{{area}} ETA {{eta}}',
+      variables: [{ name: 'area' }, { name: 'eta', required: false, default: 'unknown' }],
+    });
     const previews = await w.services.templates.render(t.id, { variables: { area: 'EU', unused: 'x' } });
     expect(Object.keys(previews).sort()).toEqual([...CHANNEL_TYPES].sort());
     expect(previews.webhook.body).toBe('EU ETA unknown');

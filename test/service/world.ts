@@ -55,13 +55,24 @@ export function world(opts: WorldOptions = {}) {
   const errors: string[] = [];
   const tester =
     opts.tester === undefined
-      ? new FakeTester(() => ({ ok: true, status: 'ok', method: 'check', sent_message: false, http_status: 200, provider_code: null, latency_ms: 5, checked_at: clock.now().toISOString(), detail: '' }))
+      ? new FakeTester(() => ({
+          ok: true,
+          status: 'ok',
+          method: 'check',
+          sent_message: false,
+          http_status: 200,
+          provider_code: null,
+          latency_ms: 5,
+          checked_at: clock.now().toISOString(),
+          detail: '',
+        }))
       : opts.tester;
 
   const incidents = new IncidentService({
     incidents: incidentRepo,
     templatesExist: (tids) => Promise.resolve(tids.map((t) => templateRepo.templates.has(t))),
-    templateVariables: (tids) => Promise.resolve(tids.map((t) => templateRepo.templates.get(t)?.variables.map((v) => v.name) ?? null)),
+    templateVariables: (tids) =>
+      Promise.resolve(tids.map((t) => templateRepo.templates.get(t)?.variables.map((v) => v.name) ?? null)),
     clock,
     ids,
     onChange: (incident: Incident, kind) => changes.push({ id: incident.id, kind }),
@@ -125,7 +136,13 @@ export function world(opts: WorldOptions = {}) {
     box,
     queue,
     tester,
-    repos: { incidents: incidentRepo, templates: templateRepo, connections: connectionRepo, executions: executionRepo, apiKeys: apiKeyRepo },
+    repos: {
+      incidents: incidentRepo,
+      templates: templateRepo,
+      connections: connectionRepo,
+      executions: executionRepo,
+      apiKeys: apiKeyRepo,
+    },
     services: { incidents, templates, connections, executions, deliveries, apiKeys },
     seen: { changes, deleted, disabled, errors },
   };
@@ -134,4 +151,9 @@ export function world(opts: WorldOptions = {}) {
 export type World = ReturnType<typeof world>;
 
 /** A webhook connection body (public destination, no secrets needed). */
-export const webhookBody = (name = 'Hook', over: Record<string, unknown> = {}) => ({ name, type: 'webhook', config: { url: 'https://hooks.example.com/herald' }, ...over });
+export const webhookBody = (name = 'Hook', over: Record<string, unknown> = {}) => ({
+  name,
+  type: 'webhook',
+  config: { url: 'https://hooks.example.com/herald' },
+  ...over,
+});

@@ -53,7 +53,13 @@ function track(proc: ChildProcess): Child {
  * directly. `nodeArgs` are node's own flags (some, like V8's heap sizes, NODE_OPTIONS refuses).
  */
 export function spawnEntry(entry: Entry, args: string[], env: NodeJS.ProcessEnv, nodeArgs: string[] = []): Child {
-  return track(spawn(process.execPath, [...nodeArgs, ENTRIES[entry], ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] }));
+  return track(
+    spawn(process.execPath, [...nodeArgs, ENTRIES[entry], ...args], {
+      cwd: ROOT,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    }),
+  );
 }
 
 /** Starts `npm start` itself (npm, its shell, then node), as an init system or a container would. */
@@ -68,7 +74,12 @@ export interface RunResult {
 }
 
 /** Runs `node dist/<entry> ...args` to completion (killed only at the deadline). */
-export async function runEntry(entry: Entry, args: string[], env: NodeJS.ProcessEnv, timeoutMs = CHILD_DEADLINE_MS): Promise<RunResult> {
+export async function runEntry(
+  entry: Entry,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  timeoutMs = CHILD_DEADLINE_MS,
+): Promise<RunResult> {
   const child = spawnEntry(entry, args, env);
   const timer = setTimeout(() => child.proc.kill('SIGKILL'), timeoutMs);
   const code = await child.exited.finally(() => clearTimeout(timer));
@@ -97,7 +108,11 @@ export function freePort(): Promise<number> {
 /** A private redis-server on a free TCP port with extra arguments; kill() it when done. */
 export async function startPrivateRedis(extra: string[]): Promise<{ url: string; proc: ChildProcess; kill(): void }> {
   const port = await freePort();
-  const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', '/tmp', ...extra], { stdio: 'ignore' });
+  const proc = spawn(
+    'redis-server',
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', '/tmp', ...extra],
+    { stdio: 'ignore' },
+  );
   const url = `redis://127.0.0.1:${port}`;
   await waitForRedis(url, 10_000);
   return { url, proc, kill: () => proc.kill('SIGKILL') };

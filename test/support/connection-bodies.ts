@@ -15,18 +15,55 @@ export const CONNECTION_SECRETS = {
 };
 
 export const CONNECTION_BODIES: Record<string, Record<string, unknown>> = {
-  slack: { name: 'Slack #incidents', type: 'slack', config: { webhook_url: CONNECTION_SECRETS.slackWebhook, username: 'Herald', icon_emoji: ':rotating_light:' } },
-  slack_bot: { name: 'Slack bot', type: 'slack', config: { bot_token: CONNECTION_SECRETS.slackBot, channel: 'C0123456' } },
+  slack: {
+    name: 'Slack #incidents',
+    type: 'slack',
+    config: { webhook_url: CONNECTION_SECRETS.slackWebhook, username: 'Herald', icon_emoji: ':rotating_light:' },
+  },
+  slack_bot: {
+    name: 'Slack bot',
+    type: 'slack',
+    config: { bot_token: CONNECTION_SECRETS.slackBot, channel: 'C0123456' },
+  },
   teams: { name: 'Teams', type: 'teams', config: { webhook_url: CONNECTION_SECRETS.teams } },
-  discord: { name: 'Discord', type: 'discord', config: { webhook_url: CONNECTION_SECRETS.discord, username: 'Herald', thread_id: '998877' } },
+  discord: {
+    name: 'Discord',
+    type: 'discord',
+    config: { webhook_url: CONNECTION_SECRETS.discord, username: 'Herald', thread_id: '998877' },
+  },
   email: {
     name: 'Status mail',
     type: 'email',
     rate_limit_per_minute: 30,
-    config: { host: 'smtp.example.com', port: 587, security: 'starttls', username: 'herald', password: CONNECTION_SECRETS.smtpPassword, from: 'Herald <status@example.com>', to: ['ops@example.com'], cc: ['cto@example.com'] },
+    config: {
+      host: 'smtp.example.com',
+      port: 587,
+      security: 'starttls',
+      username: 'herald',
+      password: CONNECTION_SECRETS.smtpPassword,
+      from: 'Herald <status@example.com>',
+      to: ['ops@example.com'],
+      cc: ['cto@example.com'],
+    },
   },
-  mattermost: { name: 'Mattermost', type: 'mattermost', config: { webhook_url: CONNECTION_SECRETS.mattermost, channel: 'incidents' } },
-  google_chat: { name: 'Google Chat', type: 'google_chat', config: { webhook_url: CONNECTION_SECRETS.googleChat, thread_key: 'incidents' } },
-  telegram: { name: 'Telegram', type: 'telegram', config: { bot_token: CONNECTION_SECRETS.telegram, chat_id: '-1001234567890', parse_mode: 'HTML' } },
-  webhook: { name: 'Webhook', type: 'webhook', config: { url: 'https://hooks.example.com/herald', headers: { Authorization: CONNECTION_SECRETS.header } } },
+  mattermost: {
+    name: 'Mattermost',
+    type: 'mattermost',
+    config: { webhook_url: CONNECTION_SECRETS.mattermost, channel: 'incidents' },
+  },
+  google_chat: {
+    name: 'Google Chat',
+    type: 'google_chat',
+    config: { webhook_url: CONNECTION_SECRETS.googleChat, thread_key: 'incidents' },
+  },
+  telegram: {
+    name: 'Telegram',
+    type: 'telegram',
+    config: { bot_token: CONNECTION_SECRETS.telegram, chat_id: '-1001234567890', parse_mode: 'HTML' },
+  },
+  webhook: {
+    name: 'Webhook',
+    type: 'webhook',
+    config: { url: 'https://hooks.example.com/herald', headers: { Authorization: CONNECTION_SECRETS.header } },
+  },
 };

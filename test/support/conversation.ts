@@ -10,7 +10,18 @@ import { waitFor } from './wait.js';
  * a test sees only its own messages however many ran before it on the same peers.
  */
 
-export const KINDS = ['slack_bot', 'slack_webhook', 'teams', 'discord_forum', 'discord', 'email', 'mattermost', 'google_chat', 'telegram', 'webhook'] as const;
+export const KINDS = [
+  'slack_bot',
+  'slack_webhook',
+  'teams',
+  'discord_forum',
+  'discord',
+  'email',
+  'mattermost',
+  'google_chat',
+  'telegram',
+  'webhook',
+] as const;
 export type Kind = (typeof KINDS)[number];
 
 /** Continue the first message (thread, reply, mail thread, threadKey, sequence). */
@@ -86,7 +97,11 @@ export interface ConversationSet {
 }
 
 /** Creates one connection of every kind in `only` (default all) on this set's own destinations. */
-export async function conversationSet(h: TestHerald, peers: AllPeers, opts: { only?: Kind[]; over?: Partial<Record<Kind, Record<string, unknown>>> } = {}): Promise<ConversationSet> {
+export async function conversationSet(
+  h: TestHerald,
+  peers: AllPeers,
+  opts: { only?: Kind[]; over?: Partial<Record<Kind, Record<string, unknown>>> } = {},
+): Promise<ConversationSet> {
   const tag = `t${randomBytes(5).toString('hex')}`;
   const snowflake = () => `1${String(randomInt(1e9)).padStart(9, '0')}${String(randomInt(1e8)).padStart(8, '0')}`;
   const forumHook = snowflake();
@@ -101,20 +116,37 @@ export async function conversationSet(h: TestHerald, peers: AllPeers, opts: { on
     teams: { type: 'teams', config: { webhook_url: peers.teams.webhookUrl(tag) } },
     discord_forum: { type: 'discord', config: { webhook_url: peers.discord.webhookUrl(forumHook), forum: true } },
     discord: { type: 'discord', config: { webhook_url: peers.discord.webhookUrl(plainHook) } },
-    email: { type: 'email', config: { host: peers.smtp.host, port: peers.smtp.port, security: 'none', from: 'herald@example.com', to: [mail] } },
+    email: {
+      type: 'email',
+      config: {
+        host: peers.smtp.host,
+        port: peers.smtp.port,
+        security: 'none',
+        from: 'herald@example.com',
+        to: [mail],
+      },
+    },
     mattermost: { type: 'mattermost', config: { webhook_url: peers.mattermost.webhookUrl(tag) } },
     google_chat: { type: 'google_chat', config: { webhook_url: peers.chat.webhookUrl(tag) } },
-    telegram: { type: 'telegram', config: { bot_token: '123456:AAliving-updates-token-0123456789', chat_id: telegramChat } },
+    telegram: {
+      type: 'telegram',
+      config: { bot_token: '123456:AAliving-updates-token-0123456789', chat_id: telegramChat },
+    },
     webhook: { type: 'webhook', config: { url: `${peers.hook.url}/${tag}`, secret: HOOK_SECRET } },
   };
   const ids = {} as Record<Kind, string>;
   for (const kind of opts.only ?? KINDS) {
-    const r = await h.api('POST', '/v1/connections', { body: { name: `${kind} ${tag}`, ...bodies[kind], ...opts.over?.[kind] } });
+    const r = await h.api('POST', '/v1/connections', {
+      body: { name: `${kind} ${tag}`, ...bodies[kind], ...opts.over?.[kind] },
+    });
     expect(r.status, JSON.stringify(r.body)).toBe(201);
     ids[kind] = r.body.id;
   }
-  const bodiesAt = (reqs: { path: string; answered: number | 'reset' | null; body: unknown }[], path: (p: string) => boolean, ok: number) =>
-    reqs.filter((r) => path(r.path) && r.answered === ok).map((r) => r.body as Record<string, unknown>);
+  const bodiesAt = (
+    reqs: { path: string; answered: number | 'reset' | null; body: unknown }[],
+    path: (p: string) => boolean,
+    ok: number,
+  ) => reqs.filter((r) => path(r.path) && r.answered === ok).map((r) => r.body as Record<string, unknown>);
   return {
     tag,
     ids,
@@ -130,8 +162,12 @@ export async function conversationSet(h: TestHerald, peers: AllPeers, opts: { on
     mattermost: () => bodiesAt(peers.mattermost.requests, (p) => p === `/hooks/${tag}`, 200),
     chat: () => peers.chat.messages.filter((m) => m.name.startsWith(`spaces/${tag}/`)),
     mails: () => peers.smtp.messages.filter((m) => m.to.includes(mail)),
-    hooks: () => peers.hook.requests.filter((r) => r.path === `/${tag}` && r.verified).map((r) => r.body as Record<string, unknown>),
-    discord: (kind) => peers.discord.messages.filter((m) => m.webhookId === (kind === 'discord' ? plainHook : forumHook)),
+    hooks: () =>
+      peers.hook.requests
+        .filter((r) => r.path === `/${tag}` && r.verified)
+        .map((r) => r.body as Record<string, unknown>),
+    discord: (kind) =>
+      peers.discord.messages.filter((m) => m.webhookId === (kind === 'discord' ? plainHook : forumHook)),
     telegram: () => {
       const first = peers.telegram.messages.find((m) => m.chatId === telegramChat);
       return peers.telegram.messages.filter((m) => first !== undefined && m.chat === first.chat);

@@ -11,7 +11,11 @@ import type { ConversationContext, MessageRef, OutboundMessage, SendResult } fro
 
 let seq = 0;
 
-export function targetOf<T extends ChannelType>(type: T, config: ConfigOf<T>, name = `${type} test`): Extract<DeliveryConnection, { type: T }> {
+export function targetOf<T extends ChannelType>(
+  type: T,
+  config: ConfigOf<T>,
+  name = `${type} test`,
+): Extract<DeliveryConnection, { type: T }> {
   return {
     id: `con_01J0000000000000000000${String(++seq).padStart(4, '0')}`,
     name,
@@ -24,19 +28,30 @@ export function targetOf<T extends ChannelType>(type: T, config: ConfigOf<T>, na
   } as unknown as Extract<DeliveryConnection, { type: T }>;
 }
 
-export function messageOf(over: Partial<OutboundMessage> & { subject?: string; body?: string; html?: string } = {}): OutboundMessage {
+export function messageOf(
+  over: Partial<OutboundMessage> & { subject?: string; body?: string; html?: string } = {},
+): OutboundMessage {
   const { subject = 'Database outage', body = 'The primary database is down. ETA 30 min.', html, ...rest } = over;
   return {
     deliveryId: `dlv_01J00000000000000000${String(++seq).padStart(6, '0')}`,
     executionId: 'exe_01J000000000000000000000EX',
-    incident: { id: 'inc_01J000000000000000000000IN', title: 'Database outage', severity: 'critical', status: 'investigating', url: 'https://herald.example.com/v1/incidents/inc_01J000000000000000000000IN' },
+    incident: {
+      id: 'inc_01J000000000000000000000IN',
+      title: 'Database outage',
+      severity: 'critical',
+      status: 'investigating',
+      url: 'https://herald.example.com/v1/incidents/inc_01J000000000000000000000IN',
+    },
     content: { subject, body, ...(html !== undefined ? { html } : {}) },
     ...rest,
   };
 }
 
 /** A message's place in a conversation, for a sender test: number `sequence`, threaded, an announcement. */
-export const conversationContext = (sequence: number, over: Partial<ConversationContext> = {}): ConversationContext => ({
+export const conversationContext = (
+  sequence: number,
+  over: Partial<ConversationContext> = {},
+): ConversationContext => ({
   sequence,
   previousDeliveryId: sequence === 1 ? null : 'dlv_previous',
   kind: 'announcement',

@@ -7,10 +7,7 @@ import dnsPacket from 'dns-packet';
  * after a delay, or to DROP the query (no answer ever, like a resolver behind a broken firewall).
  * Point Herald at it with HERALD_DNS_SERVERS=`server.address`.
  */
-export type DnsAction =
-  | { answer: string[]; delayMs?: number }
-  | { nxdomain: true; delayMs?: number }
-  | { drop: true };
+export type DnsAction = { answer: string[]; delayMs?: number } | { nxdomain: true; delayMs?: number } | { drop: true };
 
 /** `type` is the question's record type: 'A', 'AAAA', or whatever else a client asks. */
 export type DnsRule = (name: string, type: string) => DnsAction;
@@ -45,7 +42,13 @@ export async function startDnsServer(rule: DnsRule): Promise<DnsServer> {
       'answer' in action
         ? action.answer
             .filter((ip) => (question.type === 'AAAA' ? ip.includes(':') : question.type === 'A' && !ip.includes(':')))
-            .map((ip) => ({ type: question.type === 'AAAA' ? ('AAAA' as const) : ('A' as const), name: question.name, ttl: 1, class: 'IN' as const, data: ip }))
+            .map((ip) => ({
+              type: question.type === 'AAAA' ? ('AAAA' as const) : ('A' as const),
+              name: question.name,
+              ttl: 1,
+              class: 'IN' as const,
+              data: ip,
+            }))
         : [];
     const flags = dnsPacket.RECURSION_DESIRED | dnsPacket.RECURSION_AVAILABLE | ('nxdomain' in action ? 3 : 0);
     const reply = dnsPacket.encode({ type: 'response', id: q.id, flags, questions: q.questions, answers });

@@ -13,7 +13,12 @@ let child: ChildProcess | undefined;
 let dir: string | undefined;
 
 async function reachable(url: string): Promise<boolean> {
-  const r = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 1000 });
+  const r = new Redis(url, {
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+    connectTimeout: 1000,
+  });
   r.on('error', () => undefined);
   try {
     await r.connect();
@@ -43,7 +48,11 @@ export default async function setup(): Promise<() => Promise<void>> {
   } else {
     const port = await freePort();
     dir = mkdtempSync(join(tmpdir(), 'herald-test-redis-'));
-    child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: 'ignore' });
+    child = spawn(
+      'redis-server',
+      ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir],
+      { stdio: 'ignore' },
+    );
     const url = `redis://127.0.0.1:${port}`;
     const deadline = Date.now() + 10_000;
     while (!(await reachable(url))) {

@@ -46,7 +46,13 @@ export interface TestHerald {
  * A real Herald on a random port over the shared test Redis, with its own key prefix, data
  * directory and an all-scopes API key. Everything it made is removed by close().
  */
-export async function startHerald(env: Record<string, string> = {}, opts: Pick<HeraldOptions, 'senders' | 'worker'> & { redisUrl?: HeraldOptions['redisUrl']; log?: HeraldOptions['log'] } = {}): Promise<TestHerald> {
+export async function startHerald(
+  env: Record<string, string> = {},
+  opts: Pick<HeraldOptions, 'senders' | 'worker'> & {
+    redisUrl?: HeraldOptions['redisUrl'];
+    log?: HeraldOptions['log'];
+  } = {},
+): Promise<TestHerald> {
   const prefix = env.HERALD_KEY_PREFIX ?? uniquePrefix('h');
   const dataDir = mkdtempSync(join(tmpdir(), 'herald-test-'));
   const config = loadConfig({
@@ -58,13 +64,19 @@ export async function startHerald(env: Record<string, string> = {}, opts: Pick<H
     ...env,
   });
   const { redisUrl, ...rest } = opts;
-  const herald = await createHerald({ config, redisUrl: redisUrl ?? testRedisUrl(), log: createLogger(config.LOG_LEVEL), ...rest });
+  const herald = await createHerald({
+    config,
+    redisUrl: redisUrl ?? testRedisUrl(),
+    log: createLogger(config.LOG_LEVEL),
+    ...rest,
+  });
   const server: Server = await new Promise((resolve) => {
     const s = herald.app.listen(0, '127.0.0.1', () => resolve(s));
   });
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const system = { type: 'system' as const, id: 'test', name: 'test' };
-  const tokenWith = async (scopes: (Scope | '*')[], name = 'test key') => (await herald.services.apiKeys.create({ name, scopes }, system)).token;
+  const tokenWith = async (scopes: (Scope | '*')[], name = 'test key') =>
+    (await herald.services.apiKeys.create({ name, scopes }, system)).token;
   const token = await tokenWith(['*'], 'admin');
 
   const api = async (method: string, path: string, opts: RequestOptions = {}): Promise<ApiResponse> => {

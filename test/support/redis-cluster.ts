@@ -51,7 +51,11 @@ async function cli(port: number, ...args: string[]): Promise<string> {
 }
 
 async function waitPing(port: number): Promise<void> {
-  await waitFor(async () => (await cli(port, 'PING')).trim() === 'PONG', { timeoutMs: 30_000, intervalMs: 100, what: `redis on ${port}` });
+  await waitFor(async () => (await cli(port, 'PING')).trim() === 'PONG', {
+    timeoutMs: 30_000,
+    intervalMs: 100,
+    what: `redis on ${port}`,
+  });
 }
 
 export interface TestNode {
@@ -75,41 +79,86 @@ export async function startCluster(): Promise<TestCluster> {
   for (let i = 0; i < 6; i++) {
     const port = await freePort(true);
     const proc = startServer([
-      '--port', String(port), '--bind', '127.0.0.1', '--cluster-enabled', 'yes',
-      '--cluster-config-file', join(dir, `nodes-${port}.conf`), '--cluster-node-timeout', '2000',
-      '--dir', dir, '--dbfilename', `dump-${port}.rdb`, '--appendfilename', `aof-${port}.aof`, '--appenddirname', `aof-${port}`,
-      '--save', '', '--appendonly', 'yes', '--maxmemory-policy', 'noeviction',
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--cluster-enabled',
+      'yes',
+      '--cluster-config-file',
+      join(dir, `nodes-${port}.conf`),
+      '--cluster-node-timeout',
+      '2000',
+      '--dir',
+      dir,
+      '--dbfilename',
+      `dump-${port}.rdb`,
+      '--appendfilename',
+      `aof-${port}.aof`,
+      '--appenddirname',
+      `aof-${port}`,
+      '--save',
+      '',
+      '--appendonly',
+      'yes',
+      '--maxmemory-policy',
+      'noeviction',
     ]);
     nodes.push({ port, process: proc });
   }
   const stop = async () => {
     for (const n of nodes) n.process.kill('SIGKILL');
-    await waitFor(() => nodes.every((n) => n.process.exitCode !== null || n.process.signalCode !== null), { timeoutMs: 10_000, what: 'cluster nodes to exit' }).catch(() => undefined);
+    await waitFor(() => nodes.every((n) => n.process.exitCode !== null || n.process.signalCode !== null), {
+      timeoutMs: 10_000,
+      what: 'cluster nodes to exit',
+    }).catch(() => undefined);
     rmSync(dir, { recursive: true, force: true });
   };
   try {
     for (const n of nodes) await waitPing(n.port);
-    await run('redis-cli', ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', '1', '--cluster-yes'], { timeout: 60_000 });
+    await run(
+      'redis-cli',
+      ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', '1', '--cluster-yes'],
+      { timeout: 60_000 },
+    );
     for (const n of nodes) {
-      await waitFor(async () => (await cli(n.port, 'CLUSTER', 'INFO')).includes('cluster_state:ok'), { timeoutMs: 45_000, intervalMs: 200, what: `cluster_state:ok on ${n.port}` });
+      await waitFor(async () => (await cli(n.port, 'CLUSTER', 'INFO')).includes('cluster_state:ok'), {
+        timeoutMs: 45_000,
+        intervalMs: 200,
+        what: `cluster_state:ok on ${n.port}`,
+      });
     }
     // Replica assignments spread by gossip after cluster_state:ok: wait until every node knows
     // all three replicas, and every replica has synced, so a failover has somewhere to go.
     for (const n of nodes) {
-      await waitFor(async () => {
-        const lines = (await cli(n.port, 'CLUSTER', 'NODES')).trim().split('\n').map((l) => l.split(' '));
-        return lines.filter((f) => f[2]?.includes('slave') && f[3] !== '-').length === 3;
-      }, { timeoutMs: 45_000, intervalMs: 200, what: `replicas known to ${n.port}` });
+      await waitFor(
+        async () => {
+          const lines = (await cli(n.port, 'CLUSTER', 'NODES'))
+            .trim()
+            .split('\n')
+            .map((l) => l.split(' '));
+          return lines.filter((f) => f[2]?.includes('slave') && f[3] !== '-').length === 3;
+        },
+        { timeoutMs: 45_000, intervalMs: 200, what: `replicas known to ${n.port}` },
+      );
       const info = await cli(n.port, 'INFO', 'replication');
       if (info.includes('role:slave')) {
-        await waitFor(async () => (await cli(n.port, 'INFO', 'replication')).includes('master_link_status:up'), { timeoutMs: 45_000, intervalMs: 200, what: `replica ${n.port} in sync` });
+        await waitFor(async () => (await cli(n.port, 'INFO', 'replication')).includes('master_link_status:up'), {
+          timeoutMs: 45_000,
+          intervalMs: 200,
+          what: `replica ${n.port} in sync`,
+        });
       }
     }
   } catch (e) {
     await stop();
     throw e;
   }
-  const table = async (port: number) => (await cli(port, 'CLUSTER', 'NODES')).trim().split('\n').map((l) => l.split(' '));
+  const table = async (port: number) =>
+    (await cli(port, 'CLUSTER', 'NODES'))
+      .trim()
+      .split('\n')
+      .map((l) => l.split(' '));
   return {
     nodes,
     async roleOf(port) {
@@ -119,10 +168,15 @@ export async function startCluster(): Promise<TestCluster> {
     async ownerOf(key) {
       const slot = Number((await cli(nodes[0]!.port, 'CLUSTER', 'KEYSLOT', key)).trim());
       const rows = await table(nodes[0]!.port);
-      const master = rows.find((f) => f[2]?.includes('master') && !f[2].includes('fail') && f.slice(8).some((r) => {
-        const [a, b] = r.split('-').map(Number);
-        return a !== undefined && slot >= a && slot <= (b ?? a);
-      }));
+      const master = rows.find(
+        (f) =>
+          f[2]?.includes('master') &&
+          !f[2].includes('fail') &&
+          f.slice(8).some((r) => {
+            const [a, b] = r.split('-').map(Number);
+            return a !== undefined && slot >= a && slot <= (b ?? a);
+          }),
+      );
       if (!master) throw new Error(`no master for slot ${slot}`);
       const replica = rows.find((f) => f[3] === master[0] && !f[2]?.includes('fail'));
       const portOf = (f: string[]) => Number(f[1]?.split('@')[0]?.split(':')[1]);
@@ -150,34 +204,65 @@ export async function startSentinelGroup(name = 'herald'): Promise<TestSentinelG
     const port = await freePort(false);
     const node = {
       port,
-      process: startServer(['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--dbfilename', `dump-${port}.rdb`, '--appendfilename', `aof-${port}.aof`, '--appenddirname', `aof-${port}`,
-        '--save', '', '--appendonly', 'yes', '--maxmemory-policy', 'noeviction', ...extra]),
+      process: startServer([
+        '--port',
+        String(port),
+        '--bind',
+        '127.0.0.1',
+        '--dir',
+        dir,
+        '--dbfilename',
+        `dump-${port}.rdb`,
+        '--appendfilename',
+        `aof-${port}.aof`,
+        '--appenddirname',
+        `aof-${port}`,
+        '--save',
+        '',
+        '--appendonly',
+        'yes',
+        '--maxmemory-policy',
+        'noeviction',
+        ...extra,
+      ]),
     };
     all.push(node);
     return node;
   };
   const stop = async () => {
     for (const n of all) n.process.kill('SIGKILL');
-    await waitFor(() => all.every((n) => n.process.exitCode !== null || n.process.signalCode !== null), { timeoutMs: 10_000, what: 'sentinel group to exit' }).catch(() => undefined);
+    await waitFor(() => all.every((n) => n.process.exitCode !== null || n.process.signalCode !== null), {
+      timeoutMs: 10_000,
+      what: 'sentinel group to exit',
+    }).catch(() => undefined);
     rmSync(dir, { recursive: true, force: true });
   };
   try {
     const master = await server([]);
     await waitPing(master.port);
-    const replicas = [await server(['--replicaof', '127.0.0.1', String(master.port)]), await server(['--replicaof', '127.0.0.1', String(master.port)])];
+    const replicas = [
+      await server(['--replicaof', '127.0.0.1', String(master.port)]),
+      await server(['--replicaof', '127.0.0.1', String(master.port)]),
+    ];
     for (const r of replicas) await waitPing(r.port);
     const sentinels: TestNode[] = [];
     for (let i = 0; i < 3; i++) {
       const port = await freePort(false);
       const conf = join(dir, `sentinel-${port}.conf`);
       // Sentinel rewrites its config file, so each gets its own.
-      writeFileSync(conf, [
-        `port ${port}`, 'bind 127.0.0.1', `dir ${dir}`,
-        `sentinel monitor ${name} 127.0.0.1 ${master.port} 2`,
-        `sentinel down-after-milliseconds ${name} 1500`,
-        `sentinel failover-timeout ${name} 6000`,
-        `sentinel parallel-syncs ${name} 1`, '',
-      ].join('\n'));
+      writeFileSync(
+        conf,
+        [
+          `port ${port}`,
+          'bind 127.0.0.1',
+          `dir ${dir}`,
+          `sentinel monitor ${name} 127.0.0.1 ${master.port} 2`,
+          `sentinel down-after-milliseconds ${name} 1500`,
+          `sentinel failover-timeout ${name} 6000`,
+          `sentinel parallel-syncs ${name} 1`,
+          '',
+        ].join('\n'),
+      );
       const node = { port, process: startServer([conf, '--sentinel']) };
       all.push(node);
       sentinels.push(node);
@@ -185,15 +270,22 @@ export async function startSentinelGroup(name = 'herald'): Promise<TestSentinelG
     for (const s of sentinels) await waitPing(s.port);
     // Ready when every sentinel knows both replicas and the other two sentinels.
     for (const s of sentinels) {
-      await waitFor(async () => {
-        const info = await cli(s.port, 'SENTINEL', 'MASTER', name);
-        const f = info.trim().split('\n');
-        const v = (k: string) => Number(f[f.indexOf(k) + 1]);
-        return v('num-slaves') >= 2 && v('num-other-sentinels') >= 2;
-      }, { timeoutMs: 45_000, intervalMs: 200, what: `sentinel ${s.port} to see the group` });
+      await waitFor(
+        async () => {
+          const info = await cli(s.port, 'SENTINEL', 'MASTER', name);
+          const f = info.trim().split('\n');
+          const v = (k: string) => Number(f[f.indexOf(k) + 1]);
+          return v('num-slaves') >= 2 && v('num-other-sentinels') >= 2;
+        },
+        { timeoutMs: 45_000, intervalMs: 200, what: `sentinel ${s.port} to see the group` },
+      );
     }
     return {
-      name, master, replicas, sentinels, stop,
+      name,
+      master,
+      replicas,
+      sentinels,
+      stop,
       async primaryPort() {
         const out = (await cli(sentinels[0]!.port, 'SENTINEL', 'GET-MASTER-ADDR-BY-NAME', name)).trim().split('\n');
         return Number(out[1]);
@@ -206,7 +298,8 @@ export async function startSentinelGroup(name = 'herald'): Promise<TestSentinelG
 }
 
 /** A plain connection to one node, for a test's own checks. */
-export const nodeClient = (port: number): Redis => new Redis({ host: '127.0.0.1', port, maxRetriesPerRequest: 3, lazyConnect: false, commandTimeout: 10_000 });
+export const nodeClient = (port: number): Redis =>
+  new Redis({ host: '127.0.0.1', port, maxRetriesPerRequest: 3, lazyConnect: false, commandTimeout: 10_000 });
 
 /**
  * After a failover mid fan-out: waits for the execution to finish, then checks that it delivered
@@ -222,7 +315,9 @@ export async function expectFanOutSurvived(
   const done = await waitFor(
     async () => {
       const e = await h.api('GET', executionPath);
-      return e.status === 200 && !['queued', 'in_progress'].includes(e.body.status) ? (e.body as { status: string; deliveries: { status: string; possible_duplicate: boolean }[] }) : undefined;
+      return e.status === 200 && !['queued', 'in_progress'].includes(e.body.status)
+        ? (e.body as { status: string; deliveries: { status: string; possible_duplicate: boolean }[] })
+        : undefined;
     },
     { timeoutMs: 60_000, intervalMs: 250, what: 'execution to finish after the failover' },
   );
@@ -253,10 +348,15 @@ export async function expectStorySurvivesFailover(
   rx.script(...Array.from({ length: n + 10 }, () => ({ delayMs: 250 })));
   let h: TestHerald | null = null;
   try {
-    h = await startHerald({ HERALD_RATE_LIMIT: '100000', HERALD_EXECUTE_RATE_LIMIT: '100000', HERALD_WORKER_CONCURRENCY: '8' }, { redisUrl: redis });
+    h = await startHerald(
+      { HERALD_RATE_LIMIT: '100000', HERALD_EXECUTE_RATE_LIMIT: '100000', HERALD_WORKER_CONCURRENCY: '8' },
+      { redisUrl: redis },
+    );
     const api = h.api.bind(h);
     for (let i = 0; i < n; i++) {
-      const c = await api('POST', '/v1/connections', { body: { name: `sink-${i}`, type: 'webhook', config: { url: `${rx.url}/hook/${i}` } } });
+      const c = await api('POST', '/v1/connections', {
+        body: { name: `sink-${i}`, type: 'webhook', config: { url: `${rx.url}/hook/${i}` } },
+      });
       expect(c.status).toBe(201);
     }
     const { body: inc } = await api('POST', '/v1/incidents', { body: { title: 'Checkout down', severity: 'major' } });

@@ -66,7 +66,10 @@ export interface TestRedis<C extends Redis | Cluster = Redis> {
  */
 export function useTestRedis(label: string): TestRedis;
 export function useTestRedis<C extends Redis | Cluster>(label: string, connect: () => C): TestRedis<C>;
-export function useTestRedis(label: string, connect: () => Redis | Cluster = connectTestRedis): TestRedis<Redis | Cluster> {
+export function useTestRedis(
+  label: string,
+  connect: () => Redis | Cluster = connectTestRedis,
+): TestRedis<Redis | Cluster> {
   const prefix = uniquePrefix(label);
   let client: Redis | Cluster | undefined;
   beforeAll(() => {

@@ -45,25 +45,41 @@ export function signature(secret: string, timestamp: number, body: string): stri
   return `v0=${createHmac('sha256', secret).update(`v0:${timestamp}:${body}`).digest('hex')}`;
 }
 
-export const newTriggerId = (): string => `${Date.now()}.${randomBytes(4).readUInt32BE()}.${randomBytes(8).toString('hex')}`;
+export const newTriggerId = (): string =>
+  `${Date.now()}.${randomBytes(4).readUInt32BE()}.${randomBytes(8).toString('hex')}`;
 
 export interface SlackClient {
   post(body: string, opts?: SignOptions): Promise<SlackResponse>;
-  command(text: string, opts?: { user?: SlackUser; channel?: string; triggerId?: string; command?: string }): Promise<SlackResponse>;
+  command(
+    text: string,
+    opts?: { user?: SlackUser; channel?: string; triggerId?: string; command?: string },
+  ): Promise<SlackResponse>;
   /** A button click; `view` is the home or modal it was in (container), else a channel message. */
-  click(actionId: string, value: string, opts?: { user?: SlackUser; channel?: string; triggerId?: string; inHome?: boolean; blockId?: string }): Promise<SlackResponse>;
+  click(
+    actionId: string,
+    value: string,
+    opts?: { user?: SlackUser; channel?: string; triggerId?: string; inHome?: boolean; blockId?: string },
+  ): Promise<SlackResponse>;
   /**
    * Submits a modal as opened through views.open: `values` fills inputs by block id (text, an
    * option value, or a list for multi-selects and checkboxes); inputs left out keep their
    * initial values, as in Slack.
    */
-  submit(view: any, values?: Record<string, string | string[] | null>, opts?: { user?: SlackUser; viewId?: string }): Promise<SlackResponse>;
+  submit(
+    view: any,
+    values?: Record<string, string | string[] | null>,
+    opts?: { user?: SlackUser; viewId?: string },
+  ): Promise<SlackResponse>;
   event(event: Record<string, unknown>): Promise<SlackResponse>;
   /** What Slack sends as the user types into an external select of an open modal (block_suggestion). */
   suggest(view: any, blockId: string, value: string, opts?: { user?: SlackUser }): Promise<SlackResponse>;
 }
 
-export function slackClient(baseUrl: string, secret: string, defaultUser: SlackUser = { id: 'UALICE', name: 'alice' }): SlackClient {
+export function slackClient(
+  baseUrl: string,
+  secret: string,
+  defaultUser: SlackUser = { id: 'UALICE', name: 'alice' },
+): SlackClient {
   const post = async (body: string, opts: SignOptions = {}): Promise<SlackResponse> => {
     const ts = Math.floor(Date.now() / 1000) + (opts.skewSeconds ?? 0);
     const started = performance.now();
@@ -89,14 +105,19 @@ export function slackClient(baseUrl: string, secret: string, defaultUser: SlackU
     // breaks its limits: either fails the test that caused it, here.
     if (!opts.unchecked && res.status === 200) {
       ackTimes.push(ms);
-      if (ms > LIMITS.ackMs) throw new Error(`Herald answered Slack after ${Math.round(ms)} ms (Slack waits ${LIMITS.ackMs} ms): ${what(body)}`);
+      if (ms > LIMITS.ackMs)
+        throw new Error(
+          `Herald answered Slack after ${Math.round(ms)} ms (Slack waits ${LIMITS.ackMs} ms): ${what(body)}`,
+        );
       const broken = checkAnswer(what(body), json);
-      if (broken.length > 0) throw new Error(`Herald answered Slack with a payload Slack refuses:\n${describeViolations(broken)}`);
+      if (broken.length > 0)
+        throw new Error(`Herald answered Slack with a payload Slack refuses:\n${describeViolations(broken)}`);
     }
     return { status: res.status, text, json, ms };
   };
 
-  const interaction = (payload: Record<string, unknown>) => post(new URLSearchParams({ payload: JSON.stringify(payload) }).toString());
+  const interaction = (payload: Record<string, unknown>) =>
+    post(new URLSearchParams({ payload: JSON.stringify(payload) }).toString());
   const userOf = (u: SlackUser) => ({ id: u.id, username: u.name, name: u.name, team_id: TEAM.id });
 
   return {
@@ -123,10 +144,24 @@ export function slackClient(baseUrl: string, secret: string, defaultUser: SlackU
     click(actionId, value, opts = {}) {
       const user = opts.user ?? defaultUser;
       const channel = opts.channel ?? 'CGENERAL';
-      const action = { type: 'button', action_id: actionId, block_id: opts.blockId ?? 'b', value, text: { type: 'plain_text', text: actionId }, action_ts: `${Date.now() / 1000}` };
+      const action = {
+        type: 'button',
+        action_id: actionId,
+        block_id: opts.blockId ?? 'b',
+        value,
+        text: { type: 'plain_text', text: actionId },
+        action_ts: `${Date.now() / 1000}`,
+      };
       const where = opts.inHome
-        ? { container: { type: 'view', view_id: 'VHOME' }, view: { id: 'VHOME', type: 'home', blocks: [], state: { values: {} } } }
-        : { container: { type: 'message', message_ts: '1.1', channel_id: channel, is_ephemeral: false }, channel: { id: channel, name: 'general' }, message: { ts: '1.1', text: '' } };
+        ? {
+            container: { type: 'view', view_id: 'VHOME' },
+            view: { id: 'VHOME', type: 'home', blocks: [], state: { values: {} } },
+          }
+        : {
+            container: { type: 'message', message_ts: '1.1', channel_id: channel, is_ephemeral: false },
+            channel: { id: channel, name: 'general' },
+            message: { ts: '1.1', text: '' },
+          };
       return interaction({
         type: 'block_actions',
         team: TEAM,
@@ -148,7 +183,13 @@ export function slackClient(baseUrl: string, secret: string, defaultUser: SlackU
         api_app_id: 'A0HERALD',
         token: 'legacy-verification-token',
         trigger_id: newTriggerId(),
-        view: { ...view, id: opts.viewId ?? view.id ?? 'V0SUBMIT', team_id: TEAM.id, hash: 'h', state: { values: stateOf(view, values) } },
+        view: {
+          ...view,
+          id: opts.viewId ?? view.id ?? 'V0SUBMIT',
+          team_id: TEAM.id,
+          hash: 'h',
+          state: { values: stateOf(view, values) },
+        },
         response_urls: [],
       });
     },
@@ -185,7 +226,10 @@ export function slackClient(baseUrl: string, secret: string, defaultUser: SlackU
 }
 
 /** Builds `view.state.values` the way Slack does from the view's input blocks. */
-export function stateOf(view: any, values: Record<string, string | string[] | null>): Record<string, Record<string, unknown>> {
+export function stateOf(
+  view: any,
+  values: Record<string, string | string[] | null>,
+): Record<string, Record<string, unknown>> {
   const out: Record<string, Record<string, unknown>> = {};
   for (const block of view.blocks ?? []) {
     if (block.type !== 'input') continue;
@@ -197,15 +241,32 @@ export function stateOf(view: any, values: Record<string, string | string[] | nu
         state = { type: el.type, value: given !== undefined ? given : (el.initial_value ?? null) };
         break;
       case 'static_select': {
-        const opt = given !== undefined ? (el.options ?? []).find((o: any) => o.value === given) ?? (given === null ? null : { text: { type: 'plain_text', text: String(given) }, value: given }) : (el.initial_option ?? null);
+        const opt =
+          given !== undefined
+            ? ((el.options ?? []).find((o: any) => o.value === given) ??
+              (given === null ? null : { text: { type: 'plain_text', text: String(given) }, value: given }))
+            : (el.initial_option ?? null);
         state = { type: el.type, selected_option: opt };
         break;
       }
       case 'multi_static_select':
       case 'multi_external_select':
       case 'checkboxes': {
-        const list = given !== undefined ? (Array.isArray(given) ? given : given === null ? [] : [given]) : (el.initial_options ?? []).map((o: any) => o.value);
-        state = { type: el.type, selected_options: list.map((v: string) => (el.options ?? []).find((o: any) => o.value === v) ?? { text: { type: 'plain_text', text: v }, value: v }) };
+        const list =
+          given !== undefined
+            ? Array.isArray(given)
+              ? given
+              : given === null
+                ? []
+                : [given]
+            : (el.initial_options ?? []).map((o: any) => o.value);
+        state = {
+          type: el.type,
+          selected_options: list.map(
+            (v: string) =>
+              (el.options ?? []).find((o: any) => o.value === v) ?? { text: { type: 'plain_text', text: v }, value: v },
+          ),
+        };
         break;
       }
       default:
@@ -238,7 +299,11 @@ function what(body: string): string {
   const payload = form.get('payload');
   if (payload !== null) {
     try {
-      const p = JSON.parse(payload) as { type?: string; view?: { callback_id?: string }; actions?: { action_id?: string }[] };
+      const p = JSON.parse(payload) as {
+        type?: string;
+        view?: { callback_id?: string };
+        actions?: { action_id?: string }[];
+      };
       return [p.type, p.view?.callback_id, p.actions?.[0]?.action_id].filter(Boolean).join(' ');
     } catch {
       return 'interaction';
@@ -251,7 +316,11 @@ function what(body: string): string {
 export const newViewId = (): string => `V${randomBytes(5).toString('hex').toUpperCase()}`;
 
 interface ViewCalls {
-  waitForCalls(method: string, n: number, timeoutMs?: number): Promise<{ args: Record<string, unknown>; viewId?: string }[]>;
+  waitForCalls(
+    method: string,
+    n: number,
+    timeoutMs?: number,
+  ): Promise<{ args: Record<string, unknown>; viewId?: string }[]>;
   callsTo(method: string): { args: Record<string, unknown>; viewId?: string }[];
 }
 
@@ -262,11 +331,17 @@ export const LOADING_CALLBACK = 'herald_loading';
  * The view a user ends up seeing from one views.open call: Herald opens modals that need data
  * with a loading placeholder and fills them in with views.update on the same view id.
  */
-export async function shownView(slack: ViewCalls, opened: { args: Record<string, unknown>; viewId?: string }): Promise<any> {
+export async function shownView(
+  slack: ViewCalls,
+  opened: { args: Record<string, unknown>; viewId?: string },
+): Promise<any> {
   const view = opened.args.view as { callback_id?: string } | undefined;
   if (view?.callback_id !== LOADING_CALLBACK) return view;
   const id = opened.viewId;
-  const update = await waitFor(() => slack.callsTo('views.update').find((c) => c.args.view_id === id), { what: `views.update of the loading view ${id}`, timeoutMs: 15_000 });
+  const update = await waitFor(() => slack.callsTo('views.update').find((c) => c.args.view_id === id), {
+    what: `views.update of the loading view ${id}`,
+    timeoutMs: 15_000,
+  });
   return { ...(update.args.view as object), id };
 }
 

@@ -94,7 +94,8 @@ class Checker {
   option(o: Json, path: string): void {
     if (!isObj(o)) return this.add(path, 'is not an option');
     this.text(o.text, `${path}.text`, LIMITS.optionText);
-    if (typeof o.value !== 'string' || o.value.length > LIMITS.optionValue) this.add(`${path}.value`, `must be a string of at most ${LIMITS.optionValue} characters`);
+    if (typeof o.value !== 'string' || o.value.length > LIMITS.optionValue)
+      this.add(`${path}.value`, `must be a string of at most ${LIMITS.optionValue} characters`);
     if (o.description !== undefined) this.text(o.description, `${path}.description`, LIMITS.optionText);
   }
 
@@ -105,7 +106,8 @@ class Checker {
     switch (e.type) {
       case 'button':
         this.plainText(e.text, `${path}.text`, LIMITS.buttonText);
-        if (typeof e.value === 'string' && e.value.length > LIMITS.buttonValue) this.add(`${path}.value`, `over ${LIMITS.buttonValue} characters`);
+        if (typeof e.value === 'string' && e.value.length > LIMITS.buttonValue)
+          this.add(`${path}.value`, `over ${LIMITS.buttonValue} characters`);
         if (isObj(e.confirm)) {
           this.plainText(e.confirm.title, `${path}.confirm.title`, 100);
           this.text(e.confirm.text, `${path}.confirm.text`, 300);
@@ -117,7 +119,10 @@ class Checker {
         const max = typeof e.max_length === 'number' ? e.max_length : LIMITS.plainTextInput;
         if (max > LIMITS.plainTextInput) this.add(`${path}.max_length`, `is ${max}, over ${LIMITS.plainTextInput}`);
         if (typeof e.initial_value === 'string' && e.initial_value.length > Math.min(max, LIMITS.plainTextInput)) {
-          this.add(`${path}.initial_value`, `is ${e.initial_value.length} characters, over the input's max_length ${Math.min(max, LIMITS.plainTextInput)}`);
+          this.add(
+            `${path}.initial_value`,
+            `is ${e.initial_value.length} characters, over the input's max_length ${Math.min(max, LIMITS.plainTextInput)}`,
+          );
         }
         break;
       }
@@ -127,7 +132,8 @@ class Checker {
       case 'checkboxes':
       case 'overflow': {
         const options = Array.isArray(e.options) ? e.options : [];
-        if (options.length > LIMITS.options) this.add(`${path}.options`, `has ${options.length} options, over ${LIMITS.options}`);
+        if (options.length > LIMITS.options)
+          this.add(`${path}.options`, `has ${options.length} options, over ${LIMITS.options}`);
         if (options.length === 0 && !Array.isArray(e.option_groups)) this.add(`${path}.options`, 'has no options');
         options.forEach((o, i) => this.option(o, `${path}.options[${i}]`));
         break;
@@ -136,7 +142,8 @@ class Checker {
         break;
     }
     if (isObj(e.initial_option)) this.option(e.initial_option, `${path}.initial_option`);
-    if (Array.isArray(e.initial_options)) e.initial_options.forEach((o, i) => this.option(o, `${path}.initial_options[${i}]`));
+    if (Array.isArray(e.initial_options))
+      e.initial_options.forEach((o, i) => this.option(o, `${path}.initial_options[${i}]`));
   }
 
   block(b: Json, path: string): void {
@@ -147,7 +154,8 @@ class Checker {
         if (b.text === undefined && b.fields === undefined) this.add(path, 'a section needs text or fields');
         this.text(b.text, `${path}.text`);
         const fields = Array.isArray(b.fields) ? b.fields : [];
-        if (fields.length > LIMITS.sectionFields) this.add(`${path}.fields`, `has ${fields.length} fields, over ${LIMITS.sectionFields}`);
+        if (fields.length > LIMITS.sectionFields)
+          this.add(`${path}.fields`, `has ${fields.length} fields, over ${LIMITS.sectionFields}`);
         fields.forEach((f, i) => this.text(f, `${path}.fields[${i}]`, LIMITS.fieldText));
         if (b.accessory !== undefined) this.element(b.accessory, `${path}.accessory`);
         break;
@@ -157,7 +165,8 @@ class Checker {
         break;
       case 'context': {
         const els = Array.isArray(b.elements) ? b.elements : [];
-        if (els.length === 0 || els.length > LIMITS.contextElements) this.add(`${path}.elements`, `has ${els.length} elements (1..${LIMITS.contextElements})`);
+        if (els.length === 0 || els.length > LIMITS.contextElements)
+          this.add(`${path}.elements`, `has ${els.length} elements (1..${LIMITS.contextElements})`);
         els.forEach((el, i) => {
           if (isObj(el) && (el.type === 'mrkdwn' || el.type === 'plain_text')) this.text(el, `${path}.elements[${i}]`);
         });
@@ -192,7 +201,8 @@ class Checker {
     if (!isObj(v)) return this.add(path, 'is not a view', 'invalid_arguments');
     this.blocks(v.blocks, `${path}.blocks`, LIMITS.viewBlocks);
     this.id(v.callback_id, `${path}.callback_id`);
-    if (typeof v.private_metadata === 'string' && v.private_metadata.length > LIMITS.privateMetadata) this.add(`${path}.private_metadata`, `over ${LIMITS.privateMetadata} characters`, 'invalid_arguments');
+    if (typeof v.private_metadata === 'string' && v.private_metadata.length > LIMITS.privateMetadata)
+      this.add(`${path}.private_metadata`, `over ${LIMITS.privateMetadata} characters`, 'invalid_arguments');
     if (v.type === 'modal') {
       this.plainText(v.title, `${path}.title`, LIMITS.modalTitle);
       if (v.submit !== undefined) this.plainText(v.submit, `${path}.submit`, LIMITS.modalTitle);
@@ -207,12 +217,19 @@ class Checker {
     const text = m.text;
     const blocks = m.blocks;
     const hasBlocks = Array.isArray(blocks) && blocks.length > 0;
-    if ((typeof text !== 'string' || text.trim() === '') && !hasBlocks && m.attachments === undefined) this.add(`${path}text`, 'a message needs text or blocks', 'no_text');
-    if (typeof text === 'string' && text.length > LIMITS.messageText) this.add(`${path}text`, `is ${text.length} characters, over ${LIMITS.messageText}`, 'msg_too_long');
+    if ((typeof text !== 'string' || text.trim() === '') && !hasBlocks && m.attachments === undefined)
+      this.add(`${path}text`, 'a message needs text or blocks', 'no_text');
+    if (typeof text === 'string' && text.length > LIMITS.messageText)
+      this.add(`${path}text`, `is ${text.length} characters, over ${LIMITS.messageText}`, 'msg_too_long');
     this.blocks(blocks, `${path}blocks`, LIMITS.messageBlocks);
     if (Array.isArray(blocks)) {
       const total = blockTextLength(blocks);
-      if (total > LIMITS.messageBlocksText) this.add(`${path}blocks`, `hold ${total} characters of text, over ~${LIMITS.messageBlocksText}`, 'msg_too_long');
+      if (total > LIMITS.messageBlocksText)
+        this.add(
+          `${path}blocks`,
+          `hold ${total} characters of text, over ~${LIMITS.messageBlocksText}`,
+          'msg_too_long',
+        );
     }
   }
 }
@@ -243,14 +260,23 @@ export function triggerAgeMs(triggerId: unknown, nowMs: number): number | null {
 }
 
 /** The violations of one Web API call, each with the error Slack would answer. */
-export function checkApiCall(method: string, args: Record<string, unknown>, nowMs: number = Date.now()): (Violation & { refusal: SlackRefusal })[] {
+export function checkApiCall(
+  method: string,
+  args: Record<string, unknown>,
+  nowMs: number = Date.now(),
+): (Violation & { refusal: SlackRefusal })[] {
   const c = new Checker(method);
   c.surrogates(args, '');
   switch (method) {
     case 'views.open':
     case 'views.push': {
       const age = triggerAgeMs(args.trigger_id, nowMs);
-      if (age !== null && age > LIMITS.triggerMs) c.add('trigger_id', `used ${age} ms after the interaction (valid for ${LIMITS.triggerMs} ms)`, 'expired_trigger_id');
+      if (age !== null && age > LIMITS.triggerMs)
+        c.add(
+          'trigger_id',
+          `used ${age} ms after the interaction (valid for ${LIMITS.triggerMs} ms)`,
+          'expired_trigger_id',
+        );
       c.view(args.view, 'view');
       break;
     }
@@ -280,9 +306,11 @@ export function checkAnswer(where: string, json: unknown): Violation[] {
   if (!isObj(json)) return c.found;
   if (json.response_action === 'update' || json.response_action === 'push') c.view(json.view, 'view');
   else if (json.response_action === 'errors') {
-    if (!isObj(json.errors) || Object.keys(json.errors).length === 0) c.add('errors', 'errors must name at least one block', 'invalid_arguments');
+    if (!isObj(json.errors) || Object.keys(json.errors).length === 0)
+      c.add('errors', 'errors must name at least one block', 'invalid_arguments');
   } else if (Array.isArray(json.options)) {
-    if (json.options.length > LIMITS.options) c.add('options', `has ${json.options.length} options, over ${LIMITS.options}`);
+    if (json.options.length > LIMITS.options)
+      c.add('options', `has ${json.options.length} options, over ${LIMITS.options}`);
     json.options.forEach((o, i) => c.option(o, `options[${i}]`));
   } else if (json.text !== undefined || json.blocks !== undefined) c.message(json, '');
   return c.found.map(({ refusal: _refusal, ...v }) => v);

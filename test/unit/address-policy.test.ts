@@ -53,7 +53,15 @@ describe('isPublicUnicast', () => {
     expect(addressRange(ip)).toBe(range);
   });
 
-  it.each(['8.8.8.8', '1.1.1.1', '93.184.216.34', '2001:4860::8888', '2606:4700:4700::1111', '[2001:4860:4860::8888]', '::ffff:8.8.8.8'])('accepts public %s', (ip) => {
+  it.each([
+    '8.8.8.8',
+    '1.1.1.1',
+    '93.184.216.34',
+    '2001:4860::8888',
+    '2606:4700:4700::1111',
+    '[2001:4860:4860::8888]',
+    '::ffff:8.8.8.8',
+  ])('accepts public %s', (ip) => {
     expect(isPublicUnicast(ip)).toBe(true);
   });
 
@@ -72,7 +80,15 @@ describe('isPublicUnicast', () => {
 });
 
 describe('OutboundAllow', () => {
-  const allow = parseOutboundAllow(['127.0.0.1/32', '10.1.0.0/16', '::1/128', 'localhost', 'Sink.Test.', '*.internal.example', '192.168.7.7']);
+  const allow = parseOutboundAllow([
+    '127.0.0.1/32',
+    '10.1.0.0/16',
+    '::1/128',
+    'localhost',
+    'Sink.Test.',
+    '*.internal.example',
+    '192.168.7.7',
+  ]);
 
   it('allows addresses inside listed CIDRs, IPv4-mapped forms included', () => {
     expect(allow.allows('127.0.0.1')).toBe(true);
@@ -106,7 +122,9 @@ describe('OutboundAllow', () => {
   });
 
   it('refuses bad entries, naming them', () => {
-    expect(() => parseOutboundAllow(['127.0.0.1/33', 'ok.example', 'bad host', '10.0.0.0/8/9'])).toThrow(OutboundAllowError);
+    expect(() => parseOutboundAllow(['127.0.0.1/33', 'ok.example', 'bad host', '10.0.0.0/8/9'])).toThrow(
+      OutboundAllowError,
+    );
     try {
       parseOutboundAllow(['127.0.0.1/33', 'bad host']);
     } catch (e) {

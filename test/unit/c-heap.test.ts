@@ -44,17 +44,20 @@ describe('the C heap given back (runtime/c-heap.ts)', () => {
     trim = null;
   });
 
-  it.runIf(process.platform === 'linux')('gives back the free pages in the middle of the heap, which glibc keeps by itself', async () => {
-    const c = await loadCHeapRelease();
-    if (!('release' in c)) throw new Error(`expected malloc_trim on this glibc machine: ${c.unavailable}`);
-    const { survivors, grownMB, heldMB } = await fragmentTheCHeap();
-    expect(grownMB).toBeGreaterThan(60);
-    expect(heldMB).toBeGreaterThan(grownMB - 15); // collected, and still resident
-    const held = rssMB();
-    c.release();
-    expect(held - rssMB()).toBeGreaterThan(40);
-    expect(survivors).toHaveLength(400);
-  });
+  it.runIf(process.platform === 'linux')(
+    'gives back the free pages in the middle of the heap, which glibc keeps by itself',
+    async () => {
+      const c = await loadCHeapRelease();
+      if (!('release' in c)) throw new Error(`expected malloc_trim on this glibc machine: ${c.unavailable}`);
+      const { survivors, grownMB, heldMB } = await fragmentTheCHeap();
+      expect(grownMB).toBeGreaterThan(60);
+      expect(heldMB).toBeGreaterThan(grownMB - 15); // collected, and still resident
+      const held = rssMB();
+      c.release();
+      expect(held - rssMB()).toBeGreaterThan(40);
+      expect(survivors).toHaveLength(400);
+    },
+  );
 
   it('says why, instead of throwing, where there is no glibc', async () => {
     const platform = Object.getOwnPropertyDescriptor(process, 'platform');
@@ -67,43 +70,46 @@ describe('the C heap given back (runtime/c-heap.ts)', () => {
     }
   });
 
-  it.runIf(process.platform === 'linux')("Herald's idle trimmer gives it back after its collection (startMemoryTrim)", async () => {
-    const lines: string[] = [];
-    const log = createLogger(
-      'debug',
-      new Writable({
-        write(chunk: Buffer, _enc, done) {
-          lines.push(chunk.toString());
-          done();
-        },
-      }),
-    );
-    const started = await startMemoryTrim({ idleMs: 0, log });
-    if (!started) throw new Error('this Node has an inspector: the trimmer must start');
-    trim = started;
-    const { survivors, heldMB } = await fragmentTheCHeap();
-    expect(heldMB).toBeGreaterThan(45);
-    const held = rssMB();
-    // The trimmer collects only after the young generation grew by 8 MB: grow it as a burst does.
-    const young = () => getHeapSpaceStatistics().find((x) => x.space_name === 'new_space')?.space_size ?? 0;
-    let keep: { i: number }[] = [];
-    const floor = young();
-    while (young() < floor + 9 * MB) {
-      for (let i = 0; i < 100_000; i++) {
-        keep.push({ i });
-        if (keep.length > 50_000) keep = [];
+  it.runIf(process.platform === 'linux')(
+    "Herald's idle trimmer gives it back after its collection (startMemoryTrim)",
+    async () => {
+      const lines: string[] = [];
+      const log = createLogger(
+        'debug',
+        new Writable({
+          write(chunk: Buffer, _enc, done) {
+            lines.push(chunk.toString());
+            done();
+          },
+        }),
+      );
+      const started = await startMemoryTrim({ idleMs: 0, log });
+      if (!started) throw new Error('this Node has an inspector: the trimmer must start');
+      trim = started;
+      const { survivors, heldMB } = await fragmentTheCHeap();
+      expect(heldMB).toBeGreaterThan(45);
+      const held = rssMB();
+      // The trimmer collects only after the young generation grew by 8 MB: grow it as a burst does.
+      const young = () => getHeapSpaceStatistics().find((x) => x.space_name === 'new_space')?.space_size ?? 0;
+      let keep: { i: number }[] = [];
+      const floor = young();
+      while (young() < floor + 9 * MB) {
+        for (let i = 0; i < 100_000; i++) {
+          keep.push({ i });
+          if (keep.length > 50_000) keep = [];
+        }
       }
-    }
-    keep = [];
-    // Then idle: each look measures the loop since the previous one, so pause between looks.
-    const deadline = Date.now() + 60_000;
-    while (!lines.some((l) => l.includes("the C library's free memory given back"))) {
-      if (Date.now() > deadline) throw new Error(`no release logged; the log: ${lines.join('')}`);
-      await new Promise((r) => setTimeout(r, 100));
-      await started.check();
-    }
-    expect(lines.some((l) => l.includes('idle: memory given back'))).toBe(true);
-    expect(held - rssMB()).toBeGreaterThan(30);
-    expect(survivors).toHaveLength(400);
-  });
+      keep = [];
+      // Then idle: each look measures the loop since the previous one, so pause between looks.
+      const deadline = Date.now() + 60_000;
+      while (!lines.some((l) => l.includes("the C library's free memory given back"))) {
+        if (Date.now() > deadline) throw new Error(`no release logged; the log: ${lines.join('')}`);
+        await new Promise((r) => setTimeout(r, 100));
+        await started.check();
+      }
+      expect(lines.some((l) => l.includes('idle: memory given back'))).toBe(true);
+      expect(held - rssMB()).toBeGreaterThan(30);
+      expect(survivors).toHaveLength(400);
+    },
+  );
 });

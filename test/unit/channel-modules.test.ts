@@ -28,11 +28,15 @@ describe('channel modules', () => {
     expect(folders).toEqual(CHANNEL_TYPES.map(folderOf).sort());
   });
 
-  it.each(CHANNEL_TYPES.map((t) => [t]))('%s has its config, sender and module files, and the README lists it', (type) => {
-    for (const file of ['config.ts', 'send.ts', 'index.ts']) expect(existsSync(join(CHANNELS_DIR, folderOf(type), file)), `${folderOf(type)}/${file}`).toBe(true);
-    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-    expect(readme).toContain(`| \`${type}\` | \`${folderOf(type)}/\` |`);
-  });
+  it.each(CHANNEL_TYPES.map((t) => [t]))(
+    '%s has its config, sender and module files, and the README lists it',
+    (type) => {
+      for (const file of ['config.ts', 'send.ts', 'index.ts'])
+        expect(existsSync(join(CHANNELS_DIR, folderOf(type), file)), `${folderOf(type)}/${file}`).toBe(true);
+      const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+      expect(readme).toContain(`| \`${type}\` | \`${folderOf(type)}/\` |`);
+    },
+  );
 
   it.each(CHANNEL_TYPES.map((t) => [t]))('%s declares every piece', async (type) => {
     const m = channelOf(type);
@@ -62,8 +66,10 @@ describe('channel modules', () => {
       expect(Array.isArray(m.destinations(parsed))).toBe(true);
       expect(typeof m.format(parsed).escape('x')).toBe('string');
       // A read-only check the config names must exist in the sender module.
-      if (m.readOnlyCheck(parsed) !== null) expect(adapter.check, `${type} names ${m.readOnlyCheck(parsed)} but send.ts has no check`).not.toBeNull();
+      if (m.readOnlyCheck(parsed) !== null)
+        expect(adapter.check, `${type} names ${m.readOnlyCheck(parsed)} but send.ts has no check`).not.toBeNull();
     }
-    if (adapter.check === null) for (const { config } of configs) expect(m.readOnlyCheck(m.createConfigSchema.parse(config))).toBeNull();
+    if (adapter.check === null)
+      for (const { config } of configs) expect(m.readOnlyCheck(m.createConfigSchema.parse(config))).toBeNull();
   });
 });

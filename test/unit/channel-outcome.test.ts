@@ -1,11 +1,22 @@
 import { describe, expect, it } from 'vitest';
-import { fromHttpStatus, fromOutboundError, parseRetryAfter, scrubResult } from '../../src/channels/common/http-outcome.js';
+import {
+  fromHttpStatus,
+  fromOutboundError,
+  parseRetryAfter,
+  scrubResult,
+} from '../../src/channels/common/http-outcome.js';
 import { safeSlice, splitText, subjectOf, truncate } from '../../src/channels/common/message-text.js';
 import { OutboundError } from '../../src/delivery/outbound/error.js';
 import type { OutboundResponse } from '../../src/delivery/outbound/http.js';
 import { messageOf } from '../support/delivery-targets.js';
 
-const res = (status: number, headers: Record<string, string> = {}): OutboundResponse => ({ status, headers, body: '', truncated: false, latencyMs: 12 });
+const res = (status: number, headers: Record<string, string> = {}): OutboundResponse => ({
+  status,
+  headers,
+  body: '',
+  truncated: false,
+  latencyMs: 12,
+});
 const now = Date.parse('2026-11-22T10:00:00.000Z');
 
 describe('parseRetryAfter', () => {
@@ -20,8 +31,17 @@ describe('parseRetryAfter', () => {
 });
 
 describe('fromHttpStatus', () => {
-  const read = (status: number, type: 'webhook' | 'slack' | 'telegram' = 'webhook', headers: Record<string, string> = {}, slackWebhookMode = false) =>
-    fromHttpStatus(res(status, headers), { urlAddressed: type === 'webhook' || (type === 'slack' && slackWebhookMode), who: 'example.com', nowMs: now });
+  const read = (
+    status: number,
+    type: 'webhook' | 'slack' | 'telegram' = 'webhook',
+    headers: Record<string, string> = {},
+    slackWebhookMode = false,
+  ) =>
+    fromHttpStatus(res(status, headers), {
+      urlAddressed: type === 'webhook' || (type === 'slack' && slackWebhookMode),
+      who: 'example.com',
+      nowMs: now,
+    });
 
   it('2xx delivered; 408/425/429/5xx retryable; 3xx and other 4xx permanent', () => {
     expect(read(204)).toMatchObject({ outcome: 'delivered', httpStatus: 204, latencyMs: 12 });
@@ -39,23 +59,53 @@ describe('fromHttpStatus', () => {
   });
 
   it('honours Retry-After, and gives up on a wait longer than Herald retries', () => {
-    expect(read(429, 'webhook', { 'retry-after': '12' })).toMatchObject({ outcome: 'retryable', retryAfterMs: 12_000, cause: 'rate_limited' });
-    expect(read(503, 'webhook', { 'retry-after': String(2 * 3600) })).toMatchObject({ outcome: 'permanent', disable: null });
+    expect(read(429, 'webhook', { 'retry-after': '12' })).toMatchObject({
+      outcome: 'retryable',
+      retryAfterMs: 12_000,
+      cause: 'rate_limited',
+    });
+    expect(read(503, 'webhook', { 'retry-after': String(2 * 3600) })).toMatchObject({
+      outcome: 'permanent',
+      disable: null,
+    });
   });
 });
 
 describe('fromOutboundError', () => {
   it('maps refusals and redirects to permanent, network trouble to retryable (ambiguous once sent)', () => {
-    expect(fromOutboundError(new OutboundError('blocked_by_policy', '10.0.0.1 is private'))).toMatchObject({ outcome: 'permanent', cause: 'policy', disable: null });
-    expect(fromOutboundError(new OutboundError('redirect', 'moved', { httpStatus: 301 }))).toMatchObject({ outcome: 'permanent', httpStatus: 301 });
-    expect(fromOutboundError(new OutboundError('connection_refused', 'refused'))).toMatchObject({ outcome: 'retryable', ambiguous: false });
-    expect(fromOutboundError(new OutboundError('timeout', 'slow', { sent: true }))).toMatchObject({ outcome: 'retryable', ambiguous: true });
+    expect(fromOutboundError(new OutboundError('blocked_by_policy', '10.0.0.1 is private'))).toMatchObject({
+      outcome: 'permanent',
+      cause: 'policy',
+      disable: null,
+    });
+    expect(fromOutboundError(new OutboundError('redirect', 'moved', { httpStatus: 301 }))).toMatchObject({
+      outcome: 'permanent',
+      httpStatus: 301,
+    });
+    expect(fromOutboundError(new OutboundError('connection_refused', 'refused'))).toMatchObject({
+      outcome: 'retryable',
+      ambiguous: false,
+    });
+    expect(fromOutboundError(new OutboundError('timeout', 'slow', { sent: true }))).toMatchObject({
+      outcome: 'retryable',
+      ambiguous: true,
+    });
   });
 });
 
 describe('scrubResult', () => {
   it('removes secret values a platform echoed back', () => {
-    const r = scrubResult({ outcome: 'permanent', httpStatus: 400, providerCode: null, latencyMs: 1, error: 'bad token xoxb-123456', disable: null }, ['xoxb-123456']);
+    const r = scrubResult(
+      {
+        outcome: 'permanent',
+        httpStatus: 400,
+        providerCode: null,
+        latencyMs: 1,
+        error: 'bad token xoxb-123456',
+        disable: null,
+      },
+      ['xoxb-123456'],
+    );
     expect(r.outcome === 'permanent' && r.error).toBe('bad token [secret]');
   });
 });

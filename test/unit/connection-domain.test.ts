@@ -31,9 +31,19 @@ const errorOf = domainErrorOf;
 
 const VALID: Record<(typeof CHANNEL_TYPES)[number], Record<string, unknown>> = {
   slack: { webhook_url: 'https://hooks.slack.com/services/T000/B000/XXXXXXXXXXXXXXXX' },
-  teams: { webhook_url: 'https://prod-01.westeurope.logic.azure.com/workflows/abc/triggers/manual/paths/invoke?sig=xyz' },
+  teams: {
+    webhook_url: 'https://prod-01.westeurope.logic.azure.com/workflows/abc/triggers/manual/paths/invoke?sig=xyz',
+  },
   discord: { webhook_url: 'https://discord.com/api/webhooks/123456789/abcDEF_-token' },
-  email: { host: 'smtp.example.com', port: 587, security: 'starttls', username: 'u', password: 'pass-word-123', from: 'Herald <alerts@example.com>', to: ['ops@example.com'] },
+  email: {
+    host: 'smtp.example.com',
+    port: 587,
+    security: 'starttls',
+    username: 'u',
+    password: 'pass-word-123',
+    from: 'Herald <alerts@example.com>',
+    to: ['ops@example.com'],
+  },
   mattermost: { webhook_url: 'https://mm.example.com/hooks/xyz', channel: 'town-square' },
   google_chat: { webhook_url: 'https://chat.googleapis.com/v1/spaces/AAA/messages?key=k&token=t', thread_key: 'inc' },
   telegram: { bot_token: '123456:ABCdefGhIJKlmnOPQrstUVwxyz012345', chat_id: -1001234567890 },
@@ -63,14 +73,35 @@ describe('the type registry', () => {
 
 describe('create validation', () => {
   it('reports every bad field at once, config fields under config.', () => {
-    const e = errorOf(() => parseConnectionCreate({ type: 'email', colour: 'red', config: { host: 'bad host!', port: 0, security: 'ssl', from: 'nope', to: [], extra: 1 } }));
+    const e = errorOf(() =>
+      parseConnectionCreate({
+        type: 'email',
+        colour: 'red',
+        config: { host: 'bad host!', port: 0, security: 'ssl', from: 'nope', to: [], extra: 1 },
+      }),
+    );
     expect(e.code).toBe('validation_failed');
     const fields = e.errors.map((x) => x.field).sort();
-    expect(fields).toEqual(['colour', 'config.extra', 'config.from', 'config.host', 'config.port', 'config.security', 'config.to', 'name']);
+    expect(fields).toEqual([
+      'colour',
+      'config.extra',
+      'config.from',
+      'config.host',
+      'config.port',
+      'config.security',
+      'config.to',
+      'name',
+    ]);
   });
 
   it('validates e-mail recipients one by one', () => {
-    const e = errorOf(() => parseConnectionCreate({ name: 'm', type: 'email', config: { ...VALID.email, to: ['ok@example.com', 'not-an-address'], cc: ['x'] } }));
+    const e = errorOf(() =>
+      parseConnectionCreate({
+        name: 'm',
+        type: 'email',
+        config: { ...VALID.email, to: ['ok@example.com', 'not-an-address'], cc: ['x'] },
+      }),
+    );
     expect(e.errors.map((x) => x.field).sort()).toEqual(['config.cc.0', 'config.to.1']);
   });
 
@@ -80,25 +111,54 @@ describe('create validation', () => {
   });
 
   it('slack: exactly one mode; bot mode needs a channel', () => {
-    const both = errorOf(() => parseConnectionCreate({ name: 's', type: 'slack', config: { webhook_url: 'https://hooks.slack.com/x', bot_token: 'xoxb-1-2-3' } }));
+    const both = errorOf(() =>
+      parseConnectionCreate({
+        name: 's',
+        type: 'slack',
+        config: { webhook_url: 'https://hooks.slack.com/x', bot_token: 'xoxb-1-2-3' },
+      }),
+    );
     expect(both.errors.map((x) => x.field)).toEqual(['config.bot_token']);
     const neither = errorOf(() => parseConnectionCreate({ name: 's', type: 'slack', config: { username: 'herald' } }));
     expect(neither.errors.map((x) => x.field)).toEqual(['config.webhook_url']);
-    const noChannel = errorOf(() => parseConnectionCreate({ name: 's', type: 'slack', config: { bot_token: 'xoxb-1-2-3' } }));
+    const noChannel = errorOf(() =>
+      parseConnectionCreate({ name: 's', type: 'slack', config: { bot_token: 'xoxb-1-2-3' } }),
+    );
     expect(noChannel.errors).toEqual([expect.objectContaining({ field: 'config.channel', code: 'required' })]);
-    expect(parseConnectionCreate({ name: 's', type: 'slack', config: { bot_token: 'xoxb-1-2-3', channel: 'C0123' } }).config).toMatchObject({ channel: 'C0123' });
+    expect(
+      parseConnectionCreate({ name: 's', type: 'slack', config: { bot_token: 'xoxb-1-2-3', channel: 'C0123' } }).config,
+    ).toMatchObject({ channel: 'C0123' });
   });
 
   it('telegram: parse_mode is HTML or MarkdownV2; chat_id a number or @name', () => {
-    const e = errorOf(() => parseConnectionCreate({ name: 't', type: 'telegram', config: { ...VALID.telegram, parse_mode: 'Markdown', chat_id: 'general' } }));
+    const e = errorOf(() =>
+      parseConnectionCreate({
+        name: 't',
+        type: 'telegram',
+        config: { ...VALID.telegram, parse_mode: 'Markdown', chat_id: 'general' },
+      }),
+    );
     expect(e.errors.map((x) => x.field).sort()).toEqual(['config.chat_id', 'config.parse_mode']);
   });
 
   it('webhook: reserved or malformed header names and bad secrets are refused', () => {
     const e = errorOf(() =>
-      parseConnectionCreate({ name: 'w', type: 'webhook', config: { url: 'https://example.com', secret: 'plain', headers: { 'Webhook-Signature': 'x', 'Bad Name': 'y', Host: 'z' } } }),
+      parseConnectionCreate({
+        name: 'w',
+        type: 'webhook',
+        config: {
+          url: 'https://example.com',
+          secret: 'plain',
+          headers: { 'Webhook-Signature': 'x', 'Bad Name': 'y', Host: 'z' },
+        },
+      }),
     );
-    expect(e.errors.map((x) => x.field).sort()).toEqual(['config.headers.Bad Name', 'config.headers.Host', 'config.headers.Webhook-Signature', 'config.secret']);
+    expect(e.errors.map((x) => x.field).sort()).toEqual([
+      'config.headers.Bad Name',
+      'config.headers.Host',
+      'config.headers.Webhook-Signature',
+      'config.secret',
+    ]);
   });
 });
 
@@ -117,7 +177,9 @@ describe('type rules and the address policy', () => {
     const e = errorOf(() => checkConfigRules('discord', { webhook_url: 'https://example.com/api/webhooks/1/x' }, none));
     expect(e.code).toBe('validation_failed');
     expect(e.errors[0]).toMatchObject({ field: 'config.webhook_url', code: 'invalid_format' });
-    expect(() => checkConfigRules('discord', { webhook_url: 'https://discordapp.com/api/v10/webhooks/1/tok' }, none)).not.toThrow();
+    expect(() =>
+      checkConfigRules('discord', { webhook_url: 'https://discordapp.com/api/v10/webhooks/1/tok' }, none),
+    ).not.toThrow();
     expect(() => checkConfigRules('discord', { webhook_url: 'http://127.0.0.1:9999/anything' }, local)).not.toThrow();
   });
 
@@ -125,11 +187,18 @@ describe('type rules and the address policy', () => {
     const loop = errorOf(() => checkConfigRules('mattermost', { webhook_url: 'https://127.0.0.1/hooks/x' }, none));
     expect(loop.code).toBe('destination_not_allowed');
     expect(loop.errors[0]).toMatchObject({ field: 'config.webhook_url', code: 'destination_not_allowed' });
-    expect(errorOf(() => checkConfigRules('webhook', { url: 'https://[::ffff:7f00:1]/x', secret: 'whsec_x' }, none)).code).toBe('destination_not_allowed');
-    expect(errorOf(() => checkConfigRules('webhook', { url: 'https://169.254.169.254/latest/meta-data', secret: 's' }, none)).code).toBe('destination_not_allowed');
+    expect(
+      errorOf(() => checkConfigRules('webhook', { url: 'https://[::ffff:7f00:1]/x', secret: 'whsec_x' }, none)).code,
+    ).toBe('destination_not_allowed');
+    expect(
+      errorOf(() => checkConfigRules('webhook', { url: 'https://169.254.169.254/latest/meta-data', secret: 's' }, none))
+        .code,
+    ).toBe('destination_not_allowed');
     const http = errorOf(() => checkConfigRules('google_chat', { webhook_url: 'http://chat.example.com/x' }, none));
     expect(http.errors[0]).toMatchObject({ field: 'config.webhook_url', code: 'https_required' });
-    expect(errorOf(() => checkConfigRules('email', { ...VALID.email, host: '10.0.0.5' }, none)).errors[0]?.field).toBe('config.host');
+    expect(errorOf(() => checkConfigRules('email', { ...VALID.email, host: '10.0.0.5' }, none)).errors[0]?.field).toBe(
+      'config.host',
+    );
     expect(() => checkConfigRules('mattermost', { webhook_url: 'http://127.0.0.1:8080/hooks/x' }, local)).not.toThrow();
     // Names are judged at connect time, not here.
     expect(() => checkConfigRules('webhook', { url: 'https://internal.corp/x', secret: 's' }, none)).not.toThrow();
@@ -138,7 +207,11 @@ describe('type rules and the address policy', () => {
 
 describe('secrets', () => {
   it('splits secrets (header values as headers.<Name>) and joins them back', () => {
-    const config = { url: 'https://example.com/h', secret: 'whsec_abc', headers: { 'X-Api-Key': 'k1', Authorization: 'Bearer t' } };
+    const config = {
+      url: 'https://example.com/h',
+      secret: 'whsec_abc',
+      headers: { 'X-Api-Key': 'k1', Authorization: 'Bearer t' },
+    };
     const { plain, secrets } = splitSecrets('webhook', config);
     expect(plain).toEqual({ url: 'https://example.com/h' });
     expect(secrets).toEqual({ secret: 'whsec_abc', 'headers.X-Api-Key': 'k1', 'headers.Authorization': 'Bearer t' });
@@ -150,7 +223,9 @@ describe('secrets', () => {
     expect(generated.secret).toBe(`whsec_${Buffer.alloc(24, 1).toString('base64')}`);
     expect(signingSecretOf('webhook', generated)).toBe(generated.secret);
     const given = `whsec_${Buffer.alloc(32, 2).toString('base64')}`;
-    expect(completeConfig('webhook', { url: 'https://example.com', secret: given }, () => Buffer.alloc(0)).secret).toBe(given);
+    expect(completeConfig('webhook', { url: 'https://example.com', secret: given }, () => Buffer.alloc(0)).secret).toBe(
+      given,
+    );
     expect(signingSecretOf('slack', VALID.slack)).toBeNull();
   });
 
@@ -187,7 +262,9 @@ describe('PATCH: merge and secret_required', () => {
     const before = { url: 'https://a.example/h', secret: 's', headers: { 'X-One': '1', 'X-Two': '2' } };
     const patch = { url: 'https://b.example/h', headers: { 'X-One': 'new' } };
     const after = mergeConfig('webhook', before, patch);
-    expect(missingSecrets('webhook', before, after, patch)).toEqual([expect.objectContaining({ field: 'config.headers.X-Two', code: 'secret_required' })]);
+    expect(missingSecrets('webhook', before, after, patch)).toEqual([
+      expect.objectContaining({ field: 'config.headers.X-Two', code: 'secret_required' }),
+    ]);
     // Same host, other path: nothing needed.
     const samePatch = { url: 'https://a.example/other' };
     expect(missingSecrets('webhook', before, mergeConfig('webhook', before, samePatch), samePatch)).toEqual([]);
@@ -206,7 +283,9 @@ describe('PATCH: merge and secret_required', () => {
   it('only changed destinations are re-judged by the policy', () => {
     const changed = changedDestinations('webhook', { url: 'http://127.0.0.1/x', secret: 's' });
     expect(() => checkConfigRules('webhook', { url: 'http://127.0.0.1/x', secret: 's' }, none, changed)).not.toThrow();
-    expect(() => checkConfigRules('webhook', { url: 'http://127.0.0.1/y', secret: 's' }, none, changed)).toThrow(DomainError);
+    expect(() => checkConfigRules('webhook', { url: 'http://127.0.0.1/y', secret: 's' }, none, changed)).toThrow(
+      DomainError,
+    );
   });
 });
 

@@ -44,7 +44,7 @@ describe('DecodedCache (store/decoded-cache.ts)', () => {
     }).toThrow(TypeError);
     expect(() => r.tags.push('b')).toThrow(TypeError);
     expect(() => {
-      (r.by).name = 'y';
+      r.by.name = 'y';
     }).toThrow(TypeError);
   });
 
@@ -62,14 +62,26 @@ describe('DecodedCache (store/decoded-cache.ts)', () => {
 
 describe('pageJson (http/presenters/page.ts)', () => {
   it('is exactly JSON.stringify of presentPage, from items written as JSON', () => {
-    const item = fc.record({ id: fc.string(), n: fc.integer(), note: fc.option(fc.string(), { nil: null }), tags: fc.array(fc.string()) });
+    const item = fc.record({
+      id: fc.string(),
+      n: fc.integer(),
+      note: fc.option(fc.string(), { nil: null }),
+      tags: fc.array(fc.string()),
+    });
     fc.assert(
-      fc.property(fc.array(item, { maxLength: 30 }), fc.option(fc.record({ offset: fc.nat() }), { nil: null }), fc.integer({ min: 1, max: 100 }), (data, nextCursor, limit) => {
-        const page = { data, nextCursor };
-        const req = { limit, cursor: null };
-        const present = (x: (typeof data)[number]) => ({ id: x.id, n: x.n, note: x.note, tags: x.tags });
-        expect(pageJson(page, req, (x) => JSON.stringify(present(x)))).toBe(JSON.stringify(presentPage(page, req, present)));
-      }),
+      fc.property(
+        fc.array(item, { maxLength: 30 }),
+        fc.option(fc.record({ offset: fc.nat() }), { nil: null }),
+        fc.integer({ min: 1, max: 100 }),
+        (data, nextCursor, limit) => {
+          const page = { data, nextCursor };
+          const req = { limit, cursor: null };
+          const present = (x: (typeof data)[number]) => ({ id: x.id, n: x.n, note: x.note, tags: x.tags });
+          expect(pageJson(page, req, (x) => JSON.stringify(present(x)))).toBe(
+            JSON.stringify(presentPage(page, req, present)),
+          );
+        },
+      ),
     );
   });
 });

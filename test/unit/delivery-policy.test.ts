@@ -1,5 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { classifyHttpStatus, classifySmtpCode, decideRetry, disablesConnection, MAX_ATTEMPTS, pacingFor, retryDelayMs, RETRY_WINDOW_MS } from '../../src/domain/execution/delivery-policy.js';
+import {
+  classifyHttpStatus,
+  classifySmtpCode,
+  decideRetry,
+  disablesConnection,
+  MAX_ATTEMPTS,
+  pacingFor,
+  retryDelayMs,
+  RETRY_WINDOW_MS,
+} from '../../src/domain/execution/delivery-policy.js';
 import { executionStatus } from '../../src/domain/execution/execution.js';
 
 describe('retry policy', () => {
@@ -17,12 +26,24 @@ describe('retry policy', () => {
 
   it('retries up to 8 attempts within about an hour of the first', () => {
     const random = () => 1;
-    expect(decideRetry({ attemptsMade: 1, retryAfterMs: null, elapsedMs: 0, random })).toEqual({ retry: true, delayMs: 2000 });
-    expect(decideRetry({ attemptsMade: 7, retryAfterMs: null, elapsedMs: 200_000, random })).toEqual({ retry: true, delayMs: 128_000 });
+    expect(decideRetry({ attemptsMade: 1, retryAfterMs: null, elapsedMs: 0, random })).toEqual({
+      retry: true,
+      delayMs: 2000,
+    });
+    expect(decideRetry({ attemptsMade: 7, retryAfterMs: null, elapsedMs: 200_000, random })).toEqual({
+      retry: true,
+      delayMs: 128_000,
+    });
     expect(decideRetry({ attemptsMade: 8, retryAfterMs: null, elapsedMs: 0, random })).toMatchObject({ retry: false });
     // The backoff alone never reaches the window (2+4+…+128 s ≈ 4 min); a long Retry-After can.
-    expect(decideRetry({ attemptsMade: 2, retryAfterMs: 30 * 60_000, elapsedMs: 31 * 60_000, random })).toMatchObject({ retry: false, reason: expect.stringMatching(/hour/) });
-    expect(decideRetry({ attemptsMade: 2, retryAfterMs: 30 * 60_000, elapsedMs: 29 * 60_000, random })).toEqual({ retry: true, delayMs: 30 * 60_000 });
+    expect(decideRetry({ attemptsMade: 2, retryAfterMs: 30 * 60_000, elapsedMs: 31 * 60_000, random })).toMatchObject({
+      retry: false,
+      reason: expect.stringMatching(/hour/),
+    });
+    expect(decideRetry({ attemptsMade: 2, retryAfterMs: 30 * 60_000, elapsedMs: 29 * 60_000, random })).toEqual({
+      retry: true,
+      delayMs: 30 * 60_000,
+    });
     expect(RETRY_WINDOW_MS).toBe(3_600_000);
   });
 
@@ -53,7 +74,8 @@ describe('retry policy', () => {
 });
 
 describe('execution status', () => {
-  const of = (...s: ('queued' | 'sending' | 'delivered' | 'retrying' | 'failed' | 'cancelled')[]) => executionStatus(s.map((status) => ({ status })));
+  const of = (...s: ('queued' | 'sending' | 'delivered' | 'retrying' | 'failed' | 'cancelled')[]) =>
+    executionStatus(s.map((status) => ({ status })));
   it('is derived from the deliveries', () => {
     expect(of('queued', 'queued')).toBe('queued');
     expect(of('queued', 'delivered')).toBe('in_progress');

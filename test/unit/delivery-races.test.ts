@@ -2,7 +2,13 @@ import { describe, expect, it } from 'vitest';
 import { InMemoryConversationRepo } from '../service/fakes.js';
 import { createIdGenerator } from '../../src/domain/common/ids.js';
 import { newDelivery, type Attempt, type Delivery } from '../../src/domain/execution/execution.js';
-import type { ChannelSenders, DeliveryTarget, ExecutionRepo, OutboundMessage, SendResult } from '../../src/ports/index.js';
+import type {
+  ChannelSenders,
+  DeliveryTarget,
+  ExecutionRepo,
+  OutboundMessage,
+  SendResult,
+} from '../../src/ports/index.js';
 import type { Incident } from '../../src/domain/incident/incident.js';
 import { DeliveryService } from '../../src/services/deliveries.js';
 import { DELIVERY_WRITE_ATTEMPTS } from '../../src/services/retry.js';
@@ -48,7 +54,10 @@ class MemoryRepo {
 
 function rig(getIncident: (id: string) => Promise<Incident | null> = () => Promise.resolve(null)) {
   const ids = createIdGenerator(() => NOW);
-  const target = targetOf('webhook', { url: 'https://hooks.example.com/in', secret: 'whsec_dGVzdHRlc3R0ZXN0dGVzdA==' }) as DeliveryTarget;
+  const target = targetOf('webhook', {
+    url: 'https://hooks.example.com/in',
+    secret: 'whsec_dGVzdHRlc3R0ZXN0dGVzdA==',
+  }) as DeliveryTarget;
   const repo = new MemoryRepo();
   const sends: OutboundMessage[] = [];
   const attempts: Attempt[] = [];
@@ -56,7 +65,16 @@ function rig(getIncident: (id: string) => Promise<Incident | null> = () => Promi
   let onSend: () => void = () => undefined;
   const add = (over: Partial<Delivery> = {}): Delivery => {
     const d = {
-      ...newDelivery({ id: ids.next('delivery'), executionId: 'exe_1', incidentId: 'inc_1', connectionId: target.id, connectionType: 'webhook', templateId: null, templateVersion: null, content: { subject: 's', body: 'b' } }),
+      ...newDelivery({
+        id: ids.next('delivery'),
+        executionId: 'exe_1',
+        incidentId: 'inc_1',
+        connectionId: target.id,
+        connectionType: 'webhook',
+        templateId: null,
+        templateVersion: null,
+        content: { subject: 's', body: 'b' },
+      }),
       ...over,
     };
     repo.rows.set(d.id, d);
@@ -64,7 +82,11 @@ function rig(getIncident: (id: string) => Promise<Incident | null> = () => Promi
   };
   const service = new DeliveryService({
     repo: repo as unknown as ExecutionRepo,
-    targets: { get: () => Promise.resolve(target), disable: () => Promise.resolve(), recordOutcome: () => Promise.resolve() },
+    targets: {
+      get: () => Promise.resolve(target),
+      disable: () => Promise.resolve(),
+      recordOutcome: () => Promise.resolve(),
+    },
     senders: {
       webhook: {
         send: (_t: DeliveryTarget, m: OutboundMessage) => {
@@ -122,7 +144,13 @@ describe('the delivery service under racing writes', () => {
     // While the message is out, its connection is deleted and the delivery cancelled.
     r.onSend = () => {
       const cur = r.repo.rows.get(d.id)!;
-      r.repo.rows.set(d.id, { ...cur, status: 'cancelled', sending_since: null, finished_at: new Date(NOW).toISOString(), rev: cur.rev + 1 });
+      r.repo.rows.set(d.id, {
+        ...cur,
+        status: 'cancelled',
+        sending_since: null,
+        finished_at: new Date(NOW).toISOString(),
+        rev: cur.rev + 1,
+      });
     };
     expect(await r.service.process(d.id)).toEqual({ kind: 'done', status: 'delivered' });
     const stored = r.repo.rows.get(d.id)!;
@@ -150,7 +178,11 @@ describe('the delivery service under racing writes', () => {
     const queued = r.add();
     const retrying = r.add({ status: 'retrying', attempts: [], not_before: new Date(NOW + 5000).toISOString() });
     const sending = r.add({ status: 'sending', sending_since: new Date(NOW).toISOString() });
-    const done = r.add({ status: 'delivered', delivered_at: new Date(NOW).toISOString(), finished_at: new Date(NOW).toISOString() });
+    const done = r.add({
+      status: 'delivered',
+      delivered_at: new Date(NOW).toISOString(),
+      finished_at: new Date(NOW).toISOString(),
+    });
     expect(await r.service.cancelForConnection(r.target.id, 'connection deleted')).toBe(2);
     expect(r.repo.rows.get(queued.id)!.status).toBe('cancelled');
     expect(r.repo.rows.get(retrying.id)!.status).toBe('cancelled');

@@ -20,7 +20,14 @@ import {
   type Transitioned,
 } from '../../src/domain/execution/delivery-state.js';
 import { DomainError } from '../../src/domain/common/errors.js';
-import { ATTEMPT_OUTCOMES, DELIVERY_STATUSES, newDelivery, type Attempt, type Delivery, type DeliveryStatus } from '../../src/domain/execution/execution.js';
+import {
+  ATTEMPT_OUTCOMES,
+  DELIVERY_STATUSES,
+  newDelivery,
+  type Attempt,
+  type Delivery,
+  type DeliveryStatus,
+} from '../../src/domain/execution/execution.js';
 
 /**
  * Every edge of the delivery state machine: each legal transition from each status gives exactly
@@ -39,7 +46,14 @@ const OLD_NOT_BEFORE = '2026-11-22T09:30:00.000Z';
 const attempt = (outcome: Attempt['outcome'], at = T0): Attempt => ({
   at,
   outcome,
-  http_status: outcome === 'delivered' ? 200 : outcome === 'retryable_failure' ? 503 : outcome === 'permanent_failure' ? 400 : null,
+  http_status:
+    outcome === 'delivered'
+      ? 200
+      : outcome === 'retryable_failure'
+        ? 503
+        : outcome === 'permanent_failure'
+          ? 400
+          : null,
   provider_code: null,
   latency_ms: outcome === 'interrupted' || outcome === 'cancelled' ? null : 12,
   retry_after_ms: null,
@@ -114,7 +128,15 @@ const EDGES: Record<DeliveryTransition, Edge> = {
       possible_duplicate: true,
       attempts: [
         ...d.attempts,
-        { at: NOW_ISO, outcome: 'interrupted', http_status: null, provider_code: null, latency_ms: null, retry_after_ms: null, error: 'the attempt was cut off (worker stopped); it may have been delivered' },
+        {
+          at: NOW_ISO,
+          outcome: 'interrupted',
+          http_status: null,
+          provider_code: null,
+          latency_ms: null,
+          retry_after_ms: null,
+          error: 'the attempt was cut off (worker stopped); it may have been delivered',
+        },
       ],
       rev: 8,
     }),
@@ -122,18 +144,43 @@ const EDGES: Record<DeliveryTransition, Edge> = {
   recordDelivered: {
     legalFrom: ['sending'],
     run: (d) => recordDelivered(d, DELIVERED, NOW),
-    expected: (d) => ({ ...d, status: 'delivered', attempts: [...d.attempts, DELIVERED], sending_since: null, delivered_at: NOW_ISO, finished_at: NOW_ISO, rev: 8 }),
+    expected: (d) => ({
+      ...d,
+      status: 'delivered',
+      attempts: [...d.attempts, DELIVERED],
+      sending_since: null,
+      delivered_at: NOW_ISO,
+      finished_at: NOW_ISO,
+      rev: 8,
+    }),
   },
   recordRetry: {
     legalFrom: ['sending'],
     prepare: (d) => ({ ...d, paced: true }),
     run: (d) => recordRetry(d, RETRYABLE, { notBefore: LATER, ambiguous: false }),
-    expected: (d) => ({ ...d, status: 'retrying', attempts: [...d.attempts, RETRYABLE], sending_since: null, not_before: LATER_ISO, paced: false, possible_duplicate: false, rev: 8 }),
+    expected: (d) => ({
+      ...d,
+      status: 'retrying',
+      attempts: [...d.attempts, RETRYABLE],
+      sending_since: null,
+      not_before: LATER_ISO,
+      paced: false,
+      possible_duplicate: false,
+      rev: 8,
+    }),
   },
   recordFailed: {
     legalFrom: ['sending'],
     run: (d) => recordFailed(d, PERMANENT, NOW),
-    expected: (d) => ({ ...d, status: 'failed', attempts: [...d.attempts, PERMANENT], sending_since: null, finished_at: NOW_ISO, possible_duplicate: false, rev: 8 }),
+    expected: (d) => ({
+      ...d,
+      status: 'failed',
+      attempts: [...d.attempts, PERMANENT],
+      sending_since: null,
+      finished_at: NOW_ISO,
+      possible_duplicate: false,
+      rev: 8,
+    }),
   },
   cancel: {
     legalFrom: ['queued', 'retrying', 'sending'],
@@ -145,14 +192,34 @@ const EDGES: Record<DeliveryTransition, Edge> = {
       sending_since: null,
       not_before: null,
       paced: false,
-      attempts: [...d.attempts, { at: NOW_ISO, outcome: 'cancelled', http_status: null, provider_code: null, latency_ms: null, retry_after_ms: null, error: 'connection deleted' }],
+      attempts: [
+        ...d.attempts,
+        {
+          at: NOW_ISO,
+          outcome: 'cancelled',
+          http_status: null,
+          provider_code: null,
+          latency_ms: null,
+          retry_after_ms: null,
+          error: 'connection deleted',
+        },
+      ],
       rev: 8,
     }),
   },
   requeue: {
     legalFrom: ['failed'],
     run: (d) => requeue(d),
-    expected: (d) => ({ ...d, status: 'queued', finished_at: null, round: 2, round_start: 3, not_before: null, paced: false, rev: 8 }),
+    expected: (d) => ({
+      ...d,
+      status: 'queued',
+      finished_at: null,
+      round: 2,
+      round_start: 3,
+      not_before: null,
+      paced: false,
+      rev: 8,
+    }),
   },
 };
 
@@ -164,7 +231,9 @@ describe('the delivery state machine', () => {
   });
 
   const legal = DELIVERY_TRANSITIONS.flatMap((t) => EDGES[t].legalFrom.map((s) => [t, s] as const));
-  const illegal = DELIVERY_TRANSITIONS.flatMap((t) => DELIVERY_STATUSES.filter((s) => !EDGES[t].legalFrom.includes(s)).map((s) => [t, s] as const));
+  const illegal = DELIVERY_TRANSITIONS.flatMap((t) =>
+    DELIVERY_STATUSES.filter((s) => !EDGES[t].legalFrom.includes(s)).map((s) => [t, s] as const),
+  );
 
   it('has the edges of README "Delivery semantics" and no others', () => {
     // 2 + 2 + 1 + 1 + 1 + 1 + 3 + 1 legal edges; the other 48 − 12 pairs are refused.
@@ -210,10 +279,18 @@ describe('rules beyond the status', () => {
 
   const recorders = {
     recordDelivered: { ok: ['delivered'], run: (d: Delivery, a: Attempt) => recordDelivered(d, a, NOW) },
-    recordRetry: { ok: ['retryable_failure'], run: (d: Delivery, a: Attempt) => recordRetry(d, a, { notBefore: LATER, ambiguous: false }) },
-    recordFailed: { ok: ['retryable_failure', 'permanent_failure', 'interrupted'], run: (d: Delivery, a: Attempt) => recordFailed(d, a, NOW) },
+    recordRetry: {
+      ok: ['retryable_failure'],
+      run: (d: Delivery, a: Attempt) => recordRetry(d, a, { notBefore: LATER, ambiguous: false }),
+    },
+    recordFailed: {
+      ok: ['retryable_failure', 'permanent_failure', 'interrupted'],
+      run: (d: Delivery, a: Attempt) => recordFailed(d, a, NOW),
+    },
   } as const;
-  const cases = Object.entries(recorders).flatMap(([name, r]) => ATTEMPT_OUTCOMES.map((o) => [name, o, (r.ok as readonly string[]).includes(o)] as const));
+  const cases = Object.entries(recorders).flatMap(([name, r]) =>
+    ATTEMPT_OUTCOMES.map((o) => [name, o, (r.ok as readonly string[]).includes(o)] as const),
+  );
 
   it.each(cases)('%s with a %s attempt: accepted = %s', (name, outcome, ok) => {
     const r = recorders[name as keyof typeof recorders].run(fixture('sending'), attempt(outcome, SENT_AT));
@@ -227,16 +304,31 @@ describe('rules beyond the status', () => {
 
   it('recordRetry: an ambiguous failure flags possible_duplicate, and a set flag stays', () => {
     const s = fixture('sending');
-    expect((recordRetry(s, RETRYABLE, { notBefore: LATER, ambiguous: true }) as Delivery).possible_duplicate).toBe(true);
-    expect((recordRetry({ ...s, possible_duplicate: true }, RETRYABLE, { notBefore: LATER, ambiguous: false }) as Delivery).possible_duplicate).toBe(true);
+    expect((recordRetry(s, RETRYABLE, { notBefore: LATER, ambiguous: true }) as Delivery).possible_duplicate).toBe(
+      true,
+    );
+    expect(
+      (recordRetry({ ...s, possible_duplicate: true }, RETRYABLE, { notBefore: LATER, ambiguous: false }) as Delivery)
+        .possible_duplicate,
+    ).toBe(true);
   });
 
   it('recordFailed: an interrupted last attempt flags possible_duplicate; a set flag stays; other failures leave it', () => {
     const s = fixture('sending');
     const cut = interruptedAttempt(NOW);
-    expect(recordFailed(s, cut, NOW)).toEqual({ ...s, status: 'failed', attempts: [...s.attempts, cut], sending_since: null, finished_at: NOW_ISO, possible_duplicate: true, rev: 8 });
+    expect(recordFailed(s, cut, NOW)).toEqual({
+      ...s,
+      status: 'failed',
+      attempts: [...s.attempts, cut],
+      sending_since: null,
+      finished_at: NOW_ISO,
+      possible_duplicate: true,
+      rev: 8,
+    });
     expect((recordFailed(s, RETRYABLE, NOW) as Delivery).possible_duplicate).toBe(false);
-    expect((recordFailed({ ...s, possible_duplicate: true }, PERMANENT, NOW) as Delivery).possible_duplicate).toBe(true);
+    expect((recordFailed({ ...s, possible_duplicate: true }, PERMANENT, NOW) as Delivery).possible_duplicate).toBe(
+      true,
+    );
   });
 
   it('recordInterrupted keeps a flag already set and any wait the record carries', () => {
@@ -257,21 +349,44 @@ describe('rules beyond the status', () => {
 
 describe('attempt records and the round budget', () => {
   it('interruptedAttempt: at now, no transport facts, the cut-off error', () => {
-    expect(interruptedAttempt(NOW)).toEqual({ at: NOW_ISO, outcome: 'interrupted', http_status: null, provider_code: null, latency_ms: null, retry_after_ms: null, error: INTERRUPTED_ERROR });
+    expect(interruptedAttempt(NOW)).toEqual({
+      at: NOW_ISO,
+      outcome: 'interrupted',
+      http_status: null,
+      provider_code: null,
+      latency_ms: null,
+      retry_after_ms: null,
+      error: INTERRUPTED_ERROR,
+    });
   });
 
   it('sendAttempt maps each send outcome, starting at sending_since, latency rounded', () => {
     const s = fixture('sending');
-    expect(sendAttempt(s, { outcome: 'delivered', httpStatus: 200, providerCode: 'ok', latencyMs: 12.6 }, NOW)).toEqual({
-      at: SENT_AT,
-      outcome: 'delivered',
-      http_status: 200,
-      provider_code: 'ok',
-      latency_ms: 13,
-      retry_after_ms: null,
-      error: null,
-    });
-    expect(sendAttempt(s, { outcome: 'retryable', httpStatus: 429, providerCode: null, latencyMs: null, retryAfterMs: 5000, error: 'HTTP 429' }, NOW)).toEqual({
+    expect(sendAttempt(s, { outcome: 'delivered', httpStatus: 200, providerCode: 'ok', latencyMs: 12.6 }, NOW)).toEqual(
+      {
+        at: SENT_AT,
+        outcome: 'delivered',
+        http_status: 200,
+        provider_code: 'ok',
+        latency_ms: 13,
+        retry_after_ms: null,
+        error: null,
+      },
+    );
+    expect(
+      sendAttempt(
+        s,
+        {
+          outcome: 'retryable',
+          httpStatus: 429,
+          providerCode: null,
+          latencyMs: null,
+          retryAfterMs: 5000,
+          error: 'HTTP 429',
+        },
+        NOW,
+      ),
+    ).toEqual({
       at: SENT_AT,
       outcome: 'retryable_failure',
       http_status: 429,
@@ -280,10 +395,31 @@ describe('attempt records and the round budget', () => {
       retry_after_ms: 5000,
       error: 'HTTP 429',
     });
-    const permanent = { outcome: 'permanent', httpStatus: 404, providerCode: 'gone', latencyMs: 3.2, error: 'HTTP 404', retryAfterMs: 9 } as const;
-    expect(sendAttempt(s, permanent, NOW)).toEqual({ at: SENT_AT, outcome: 'permanent_failure', http_status: 404, provider_code: 'gone', latency_ms: 3, retry_after_ms: null, error: 'HTTP 404' });
+    const permanent = {
+      outcome: 'permanent',
+      httpStatus: 404,
+      providerCode: 'gone',
+      latencyMs: 3.2,
+      error: 'HTTP 404',
+      retryAfterMs: 9,
+    } as const;
+    expect(sendAttempt(s, permanent, NOW)).toEqual({
+      at: SENT_AT,
+      outcome: 'permanent_failure',
+      http_status: 404,
+      provider_code: 'gone',
+      latency_ms: 3,
+      retry_after_ms: null,
+      error: 'HTTP 404',
+    });
     // No start on record: the attempt is dated now.
-    expect(sendAttempt({ ...s, sending_since: null }, { outcome: 'delivered', httpStatus: 200, providerCode: null, latencyMs: 1 }, NOW).at).toBe(NOW_ISO);
+    expect(
+      sendAttempt(
+        { ...s, sending_since: null },
+        { outcome: 'delivered', httpStatus: 200, providerCode: null, latencyMs: 1 },
+        NOW,
+      ).at,
+    ).toBe(NOW_ISO);
   });
 
   it('roundBudgetAfter counts the attempts of the current round, the new one included, and the time since its first', () => {
@@ -291,9 +427,15 @@ describe('attempt records and the round budget', () => {
     expect(roundBudgetAfter(s, RETRYABLE, NOW)).toEqual({ attemptsMade: 3, elapsedMs: NOW.getTime() - Date.parse(T0) });
     // A fresh round (redeliver): the new attempt is its first.
     const fresh = { ...s, round_start: 3 };
-    expect(roundBudgetAfter(fresh, RETRYABLE, NOW)).toEqual({ attemptsMade: 1, elapsedMs: NOW.getTime() - Date.parse(SENT_AT) });
+    expect(roundBudgetAfter(fresh, RETRYABLE, NOW)).toEqual({
+      attemptsMade: 1,
+      elapsedMs: NOW.getTime() - Date.parse(SENT_AT),
+    });
     // Never negative (an attempt dated after now).
-    expect(roundBudgetAfter(fresh, attempt('retryable_failure', LATER_ISO), NOW)).toEqual({ attemptsMade: 1, elapsedMs: 0 });
+    expect(roundBudgetAfter(fresh, attempt('retryable_failure', LATER_ISO), NOW)).toEqual({
+      attemptsMade: 1,
+      elapsedMs: 0,
+    });
   });
 
   it('supersede puts the computed record on top of the latest revision', () => {

@@ -4,7 +4,13 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { otherClients, presence, probe, sendShutdown, serverProcessId } from '../../src/runtime/embedded-redis/client.js';
+import {
+  otherClients,
+  presence,
+  probe,
+  sendShutdown,
+  serverProcessId,
+} from '../../src/runtime/embedded-redis/client.js';
 import { waitFor } from '../support/wait.js';
 
 /**
@@ -64,7 +70,9 @@ describe('probe', () => {
   });
 
   it('a server loading its AOF, or closing without an answer, is `busy`', async () => {
-    expect(await probe(await answering('loading.sock', '-LOADING Redis is loading the dataset in memory\r\n'))).toEqual({ kind: 'busy' });
+    expect(await probe(await answering('loading.sock', '-LOADING Redis is loading the dataset in memory\r\n'))).toEqual(
+      { kind: 'busy' },
+    );
     expect(await quietly(async () => probe(await fake('closing.sock', (s) => s.end())))).toEqual({ kind: 'busy' });
   });
 
@@ -76,7 +84,10 @@ describe('probe', () => {
   });
 
   it('an error reply, or an answer that is not RESP, is `refused` with what was said', async () => {
-    expect(await probe(await answering('noauth.sock', '-NOAUTH Authentication required.\r\n'))).toEqual({ kind: 'refused', reply: 'NOAUTH Authentication required.' });
+    expect(await probe(await answering('noauth.sock', '-NOAUTH Authentication required.\r\n'))).toEqual({
+      kind: 'refused',
+      reply: 'NOAUTH Authentication required.',
+    });
     expect(await probe(await answering('int.sock', ':1\r\n'))).toEqual({ kind: 'refused', reply: '1' });
     const http = await quietly(async () => probe(await answering('http.sock', 'HTTP/1.1 400 Bad Request\r\n\r\n')));
     expect(http.kind).toBe('refused');
@@ -88,7 +99,9 @@ describe('the commands of the lifecycle, on fakes', () => {
     const list = 'id=3 name=herald-1\nid=4 name=herald-2\nid=5 name=\n';
     expect(await otherClients(await answering('list.sock', `$${Buffer.byteLength(list)}\r\n${list}\r\n`))).toBe(2);
     const info = '# Server\r\nredis_version:7.0.0\r\nprocess_id:4242\r\n';
-    expect(await serverProcessId(await answering('info.sock', `$${Buffer.byteLength(info)}\r\n${info}\r\n`))).toBe(4242);
+    expect(await serverProcessId(await answering('info.sock', `$${Buffer.byteLength(info)}\r\n${info}\r\n`))).toBe(
+      4242,
+    );
   });
 
   it('without a server: no clients, no pid, no presence, and nothing printed', async () => {
@@ -105,8 +118,28 @@ describe('on a real redis-server', () => {
   let socket: string;
   beforeAll(async () => {
     socket = join(dir, 'real.sock');
-    server = spawn('redis-server', ['--port', '0', '--unixsocket', socket, '--unixsocketperm', '700', '--dir', dir, '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
-    await waitFor(async () => (await probe(socket)).kind === 'up', { timeoutMs: 10_000, what: 'redis-server to answer' });
+    server = spawn(
+      'redis-server',
+      [
+        '--port',
+        '0',
+        '--unixsocket',
+        socket,
+        '--unixsocketperm',
+        '700',
+        '--dir',
+        dir,
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+      ],
+      { stdio: 'ignore' },
+    );
+    await waitFor(async () => (await probe(socket)).kind === 'up', {
+      timeoutMs: 10_000,
+      what: 'redis-server to answer',
+    });
   });
   afterAll(() => {
     if (server.exitCode === null) server.kill('SIGKILL');

@@ -9,7 +9,11 @@ import { DomainError } from '../../src/domain/common/errors.js';
  * execute would refuse, without rendering or storing) and `preview` (only the deliveries shown are
  * rendered). Against in-memory fakes: nothing here may be stored or queued.
  */
-const incident = anIncident({ id: 'inc_01JABCDEFGHJKMNPQRSTVWXYZ0', title: 'Checkout down', description: 'd'.repeat(10_000) });
+const incident = anIncident({
+  id: 'inc_01JABCDEFGHJKMNPQRSTVWXYZ0',
+  title: 'Checkout down',
+  description: 'd'.repeat(10_000),
+});
 
 function template(id: string, over: Partial<Template> = {}): Template {
   return {
@@ -70,13 +74,20 @@ function service(opts: { templates: Template[]; connections: ExecuteConnection[]
   return { svc: new ExecutionService(deps), writes };
 }
 
-const connections = (count: number): ExecuteConnection[] => Array.from({ length: count }, (_, i) => ({ id: `con_${i}`, type: 'webhook', enabled: true, config: {} }));
+const connections = (count: number): ExecuteConnection[] =>
+  Array.from({ length: count }, (_, i) => ({ id: `con_${i}`, type: 'webhook', enabled: true, config: {} }));
 
 describe('ExecutionService.preview', () => {
   it('renders only the deliveries it shows, counts the rest, and asks for the variables of the templates that will be sent', async () => {
     const templates = Array.from({ length: 20 }, (_, i) => template(`tpl_${i}`));
     // A template that targets no enabled connection is not sent: its variables are not asked for.
-    templates.push(template('tpl_unused', { connection_ids: ['con_gone'], variables: [{ name: 'unused', description: '', required: true, default: null }], body: '{{unused}}' }));
+    templates.push(
+      template('tpl_unused', {
+        connection_ids: ['con_gone'],
+        variables: [{ name: 'unused', description: '', required: true, default: null }],
+        body: '{{unused}}',
+      }),
+    );
     const { svc, writes } = service({ templates, connections: connections(200) });
     const p = await svc.preview(incident.id, { limit: 10, placeholder: (name) => `‹${name}›` });
     expect(p.total).toBe(4000);
@@ -109,7 +120,11 @@ describe('ExecutionService.precheck', () => {
   });
 
   it('refuses a closed incident', async () => {
-    const { svc } = service({ templates: [], connections: connections(1), incident: anIncident({ ...incident, status: 'closed' }) });
+    const { svc } = service({
+      templates: [],
+      connections: connections(1),
+      incident: anIncident({ ...incident, status: 'closed' }),
+    });
     expect((await catchDomainError(svc.precheck(incident.id, {}))).code).toBe('incident_closed');
   });
 });

@@ -3,7 +3,13 @@ import type { DomainError } from '../../src/domain/common/errors.js';
 import { applyPatch, closeIncident, newIncident, type Incident } from '../../src/domain/incident/incident.js';
 
 const actor = { type: 'system' as const, id: 't', name: 't' };
-const base = (): Incident => newIncident('inc_01', { title: 't', severity: 'minor', description: '', impact: '', template_ids: [] }, actor, '2026-01-01T00:00:00.000Z');
+const base = (): Incident =>
+  newIncident(
+    'inc_01',
+    { title: 't', severity: 'minor', description: '', impact: '', template_ids: [] },
+    actor,
+    '2026-01-01T00:00:00.000Z',
+  );
 const T1 = '2026-01-01T01:00:00.000Z';
 
 const codeOf = (fn: () => unknown): string => {

@@ -37,7 +37,12 @@ const sameRecord = (a: unknown, b: unknown) => {
 };
 
 const actor = { type: 'api_key' as const, id: 'key_01M889X2ENAAPM65S2Q1HTHDFK', name: 'bench' };
-const fresh = newIncident('inc_01M889X7AT8DQKG4WFKWM82TZJ', { title: 'Checkout errors', severity: 'major', description: 'x', impact: '', template_ids: [] }, actor, '2026-11-25T02:52:40.154Z');
+const fresh = newIncident(
+  'inc_01M889X7AT8DQKG4WFKWM82TZJ',
+  { title: 'Checkout errors', severity: 'major', description: 'x', impact: '', template_ids: [] },
+  actor,
+  '2026-11-25T02:52:40.154Z',
+);
 
 /** A stored record: any subset of the wire fields (old and compact forms, and broken ones), plus extras. */
 const storedRecord = fc
@@ -68,7 +73,11 @@ const storedRecord = fc
     { requiredKeys: [] },
   )
   // Stored field order varies too (records written by other versions).
-  .chain((r) => fc.shuffledSubarray(Object.keys(r), { minLength: Object.keys(r).length }).map((keys) => Object.fromEntries(keys.map((k) => [k, (r as Stored)[k]]))));
+  .chain((r) =>
+    fc
+      .shuffledSubarray(Object.keys(r), { minLength: Object.keys(r).length })
+      .map((keys) => Object.fromEntries(keys.map((k) => [k, (r as Stored)[k]]))),
+  );
 
 describe('decodeIncident', () => {
   it('reads any stored record as the table-driven decode does: same fields, same order, same defaults', () => {

@@ -16,7 +16,10 @@ describe('logs', () => {
       {
         headers: { authorization: 'Bearer hld_secret' },
         token: 'hld_abc',
-        connection: { config: { webhook_url: 'https://hooks.slack.com/services/T/B/secret', bot_token: 'xoxb-1' }, secrets: { password: 'p' } },
+        connection: {
+          config: { webhook_url: 'https://hooks.slack.com/services/T/B/secret', bot_token: 'xoxb-1' },
+          secrets: { password: 'p' },
+        },
         password: 'hunter2',
       },
       'something happened',

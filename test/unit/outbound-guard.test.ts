@@ -120,8 +120,12 @@ describe('refuses non-public addresses at connect time', () => {
     const dns = fakeDns({ 'hooks.evil.test': ['10.1.2.3'], 'mapped.evil.test': ['::ffff:169.254.169.254'] });
     const http = createOutboundHttp(NOTHING, { resolver: dns });
     // The refusal comes from the guarded lookup itself, so the socket never gets an address.
-    expect((await failure(http.request({ method: 'POST', url: 'https://hooks.evil.test/x' }))).kind).toBe('blocked_by_policy');
-    expect((await failure(http.request({ method: 'POST', url: 'https://mapped.evil.test/x' }))).kind).toBe('blocked_by_policy');
+    expect((await failure(http.request({ method: 'POST', url: 'https://hooks.evil.test/x' }))).kind).toBe(
+      'blocked_by_policy',
+    );
+    expect((await failure(http.request({ method: 'POST', url: 'https://mapped.evil.test/x' }))).kind).toBe(
+      'blocked_by_policy',
+    );
     expect(dns.calls).toEqual(['hooks.evil.test', 'mapped.evil.test']);
   });
 
@@ -149,7 +153,12 @@ describe('refuses non-public addresses at connect time', () => {
 describe('the allow list opens holes on purpose', () => {
   it('a CIDR 127.0.0.1/32 lets a literal loopback through, over plain http too', async () => {
     const http = createOutboundHttp(allow('127.0.0.1/32'));
-    const res = await http.request({ method: 'POST', url: `${sink.url}/hook?x=1`, headers: { 'content-type': 'application/json' }, body: '{"text":"hi"}' });
+    const res = await http.request({
+      method: 'POST',
+      url: `${sink.url}/hook?x=1`,
+      headers: { 'content-type': 'application/json' },
+      body: '{"text":"hi"}',
+    });
     expect(res.status).toBe(200);
     expect(res.truncated).toBe(false);
     expect(res.latencyMs).toBeGreaterThanOrEqual(0);
@@ -210,7 +219,8 @@ describe('operator-trusted API bases (SLACK_API_URL, TELEGRAM_API_URL)', () => {
 
 describe('https, redirects and failures', () => {
   const open = createOutboundHttp(allow('127.0.0.1/32'));
-  const post = (path: string, extra: Partial<OutboundRequest> = {}) => open.request({ method: 'POST', url: `${sink.url}${path}`, body: '{}', ...extra });
+  const post = (path: string, extra: Partial<OutboundRequest> = {}) =>
+    open.request({ method: 'POST', url: `${sink.url}${path}`, body: '{}', ...extra });
 
   it('refuses plain http to a host the allow list does not name, before resolving it', async () => {
     const dns = fakeDns({ 'hooks.example.com': [PUBLIC_IP] });
@@ -232,19 +242,29 @@ describe('https, redirects and failures', () => {
   });
 
   it('refuses what is not an http(s) URL', async () => {
-    for (const url of ['ftp://example.com/x', 'not a url', 'file:///etc/passwd']) expect((await failure(open.request({ method: 'GET', url }))).kind).toBe('invalid_url');
+    for (const url of ['ftp://example.com/x', 'not a url', 'file:///etc/passwd'])
+      expect((await failure(open.request({ method: 'GET', url }))).kind).toBe('invalid_url');
   });
 
   it('never follows a redirect: a 3xx is a permanent "redirect" failure', async () => {
     sink.script({ status: 302, headers: { location: `${sink.url}/elsewhere` } });
     const err = await failure(post('/hook'));
-    expect(err).toMatchObject({ kind: 'redirect', httpStatus: 302, location: `${sink.url}/elsewhere`, retryable: false, ambiguous: false });
+    expect(err).toMatchObject({
+      kind: 'redirect',
+      httpStatus: 302,
+      location: `${sink.url}/elsewhere`,
+      retryable: false,
+      ambiguous: false,
+    });
     expect(err.message).not.toContain(sink.url); // URLs carry secrets: messages name hosts only
     expect(sink.requests.map((r) => r.path)).toEqual(['/hook']);
   });
 
   it('returns 4xx and 5xx as data, with headers such as Retry-After', async () => {
-    sink.script({ status: 429, headers: { 'retry-after': '7' }, body: 'rate_limited' }, { status: 503, body: { error: 'down' } });
+    sink.script(
+      { status: 429, headers: { 'retry-after': '7' }, body: 'rate_limited' },
+      { status: 503, body: { error: 'down' } },
+    );
     const r1 = await post('/a');
     expect(r1).toMatchObject({ status: 429, body: 'rate_limited' });
     expect(r1.headers['retry-after']).toBe('7');
@@ -318,20 +338,37 @@ describe('https, redirects and failures', () => {
 describe('resolveGuardedSmtpHost', () => {
   it('resolves once and hands back the checked IP plus the name for TLS', async () => {
     const dns = fakeDns({ 'smtp.example.test': [PUBLIC_IP] });
-    await expect(resolveGuardedSmtpHost('smtp.example.test', NOTHING, { resolver: dns })).resolves.toEqual({ address: PUBLIC_IP, family: 4, servername: 'smtp.example.test' });
+    await expect(resolveGuardedSmtpHost('smtp.example.test', NOTHING, { resolver: dns })).resolves.toEqual({
+      address: PUBLIC_IP,
+      family: 4,
+      servername: 'smtp.example.test',
+    });
     expect(dns.calls).toEqual(['smtp.example.test']);
   });
 
   it('refuses private, loopback and metadata destinations, literal or resolved', async () => {
     const dns = fakeDns({ 'mail.internal.test': ['192.168.1.10'] });
-    for (const host of ['127.0.0.1', '169.254.169.254', '[::1]', '::ffff:10.0.0.1', 'mail.internal.test', 'localhost']) {
-      const err = await failure(resolveGuardedSmtpHost(host, NOTHING, { resolver: host === 'localhost' ? undefined : dns }));
+    for (const host of [
+      '127.0.0.1',
+      '169.254.169.254',
+      '[::1]',
+      '::ffff:10.0.0.1',
+      'mail.internal.test',
+      'localhost',
+    ]) {
+      const err = await failure(
+        resolveGuardedSmtpHost(host, NOTHING, { resolver: host === 'localhost' ? undefined : dns }),
+      );
       expect(err.kind).toBe('blocked_by_policy');
     }
   });
 
   it('honours the allow list', async () => {
-    await expect(resolveGuardedSmtpHost('127.0.0.1', allow('127.0.0.1/32'))).resolves.toEqual({ address: '127.0.0.1', family: 4, servername: null });
+    await expect(resolveGuardedSmtpHost('127.0.0.1', allow('127.0.0.1/32'))).resolves.toEqual({
+      address: '127.0.0.1',
+      family: 4,
+      servername: null,
+    });
     const viaName = await resolveGuardedSmtpHost('localhost', allow('localhost'));
     expect(['127.0.0.1', '::1']).toContain(viaName.address);
     expect(viaName.servername).toBe('localhost');

@@ -15,7 +15,13 @@ describe('Redis unavailable: one classification for both edges', () => {
     ['a command time-out', new Error('Command timed out')],
     ['a closed connection', new Error('Connection is closed.')],
     ['no offline queue', new Error("Stream isn't writeable and enableOfflineQueue options is false")],
-    ['retries exhausted', named('Reached the max retries per request limit (which is 1). Refer to "maxRetriesPerRequest" option for details.', 'MaxRetriesPerRequestError')],
+    [
+      'retries exhausted',
+      named(
+        'Reached the max retries per request limit (which is 1). Refer to "maxRetriesPerRequest" option for details.',
+        'MaxRetriesPerRequestError',
+      ),
+    ],
     ['a refused connection', withCode('connect ECONNREFUSED 127.0.0.1:6379', 'ECONNREFUSED')],
     ['a reset connection', withCode('read ECONNRESET', 'ECONNRESET')],
     ['a loading Redis', new Error('LOADING Redis is loading the dataset in memory')],

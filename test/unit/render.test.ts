@@ -4,16 +4,29 @@ import { CHANNEL_TYPES, channelOf, type ChannelType } from '../../src/channels/i
 import { escapeMarkdown, neutraliseMentions } from '../../src/channels/common/escape.js';
 import { escapeSlack } from '../../src/channels/slack/escape.js';
 import { escapeTelegram } from '../../src/channels/telegram/escape.js';
-import { defaultMessageSource, incidentUrl, incidentView, renderMessage, sampleIncident, type RenderContext } from '../../src/domain/template/render.js';
+import {
+  defaultMessageSource,
+  incidentUrl,
+  incidentView,
+  renderMessage,
+  sampleIncident,
+  type RenderContext,
+} from '../../src/domain/template/render.js';
 import { sourceForChannel } from '../../src/domain/template/template.js';
 
 const Z = '\u200B';
 const EVIL = '<!channel> @everyone *bold* <script>';
 
-const ctx = (variables: Record<string, string> = {}, incident = sampleIncident()): RenderContext => ({ incident, execution: { id: 'exe_1' }, variables });
+const ctx = (variables: Record<string, string> = {}, incident = sampleIncident()): RenderContext => ({
+  incident,
+  execution: { id: 'exe_1' },
+  variables,
+});
 /** The format of a channel, as its module gives it for a config (null: no connection, a preview). */
-const format = (channel: ChannelType, config: Record<string, unknown> | null = null) => channelOf(channel).format(config);
-const render = (body: string, channel: ChannelType, variables: Record<string, string> = {}, subject = '') => renderMessage({ subject, body }, ctx(variables), format(channel));
+const format = (channel: ChannelType, config: Record<string, unknown> | null = null) =>
+  channelOf(channel).format(config);
+const render = (body: string, channel: ChannelType, variables: Record<string, string> = {}, subject = '') =>
+  renderMessage({ subject, body }, ctx(variables), format(channel));
 
 /** Removes what a renderer would consume, to see what the reader would see. */
 const unescapeMarkdown = (s: string) => s.replace(/\\([!-/:-@[-`{-~])/g, '$1');
@@ -41,15 +54,20 @@ describe('the hostile value on every channel', () => {
     expect(body).toContain(`${Z}*${Z}bold${Z}*${Z}`);
   });
 
-  it.each(['teams', 'discord', 'mattermost'] as const)('%s: backslash-escaped Markdown, reader sees the value as typed', (channel) => {
-    const { body } = render('{{v}}', channel, { v: `${EVIL} [x](http://e) <@123> ||spoiler|| ~x~ \`code\`` });
-    // Every markup character is preceded by a backslash.
-    expect(body).not.toMatch(/(?<!\\)[<>*[\]|~`]/);
-    expect(body).toContain('\\<!channel\\>');
-    expect(body).toContain('\\*bold\\*');
-    expect(body).toContain('\\<script\\>');
-    expect(unescapeMarkdown(body).replace(new RegExp(Z, 'g'), '')).toBe(`${EVIL} [x](http://e) <@123> ||spoiler|| ~x~ \`code\``);
-  });
+  it.each(['teams', 'discord', 'mattermost'] as const)(
+    '%s: backslash-escaped Markdown, reader sees the value as typed',
+    (channel) => {
+      const { body } = render('{{v}}', channel, { v: `${EVIL} [x](http://e) <@123> ||spoiler|| ~x~ \`code\`` });
+      // Every markup character is preceded by a backslash.
+      expect(body).not.toMatch(/(?<!\\)[<>*[\]|~`]/);
+      expect(body).toContain('\\<!channel\\>');
+      expect(body).toContain('\\*bold\\*');
+      expect(body).toContain('\\<script\\>');
+      expect(unescapeMarkdown(body).replace(new RegExp(Z, 'g'), '')).toBe(
+        `${EVIL} [x](http://e) <@123> ||spoiler|| ~x~ \`code\``,
+      );
+    },
+  );
 
   it('google_chat: no escape syntax, so markers are broken with U+200B and < cannot open a tag', () => {
     const { body } = render('{{v}}', 'google_chat', { v: `${EVIL} <users/all> _i_ ~s~` });
@@ -64,18 +82,32 @@ describe('the hostile value on every channel', () => {
   it('telegram: plain text by default, HTML and MarkdownV2 when the connection says so', () => {
     const plain = renderMessage({ subject: '', body: '{{v}}' }, ctx({ v: EVIL }), format('telegram'));
     expect(plain.body).toBe(`<!channel> @${Z}everyone *bold* <script>`);
-    const html = renderMessage({ subject: '', body: '<b>{{v}}</b>' }, ctx({ v: EVIL }), format('telegram', { parse_mode: 'HTML' }));
+    const html = renderMessage(
+      { subject: '', body: '<b>{{v}}</b>' },
+      ctx({ v: EVIL }),
+      format('telegram', { parse_mode: 'HTML' }),
+    );
     expect(html.body).toBe(`<b>&lt;!channel&gt; @${Z}everyone *bold* &lt;script&gt;</b>`);
-    const md = renderMessage({ subject: '', body: '*{{v}}*' }, ctx({ v: 'a_b *c* [d](e). 1-2!' }), format('telegram', { parse_mode: 'MarkdownV2' }));
+    const md = renderMessage(
+      { subject: '', body: '*{{v}}*' },
+      ctx({ v: 'a_b *c* [d](e). 1-2!' }),
+      format('telegram', { parse_mode: 'MarkdownV2' }),
+    );
     expect(md.body).toBe('*a\\_b \\*c\\* \\[d\\]\\(e\\)\\. 1\\-2\\!*');
     expect(escapeTelegram('a_b *c* `d` [e]', 'Markdown')).toBe('a\\_b \\*c\\* \\`d\\` \\[e]');
   });
 
   it('email: text part as typed, HTML part escapes values and the literal text, newlines become <br>', () => {
-    const out = renderMessage({ subject: 'Re: {{v}}', body: 'Hello <team> & all\n{{v}}' }, ctx({ v: `${EVIL}\n"q" 'a'` }), format('email'));
+    const out = renderMessage(
+      { subject: 'Re: {{v}}', body: 'Hello <team> & all\n{{v}}' },
+      ctx({ v: `${EVIL}\n"q" 'a'` }),
+      format('email'),
+    );
     expect(out.subject).toBe(`Re: ${EVIL} "q" 'a'`);
     expect(out.body).toBe(`Hello <team> & all\n${EVIL}\n"q" 'a'`);
-    expect(out.html).toBe('Hello &lt;team&gt; &amp; all<br>\n&lt;!channel&gt; @everyone *bold* &lt;script&gt;<br>\n&quot;q&quot; &#39;a&#39;');
+    expect(out.html).toBe(
+      'Hello &lt;team&gt; &amp; all<br>\n&lt;!channel&gt; @everyone *bold* &lt;script&gt;<br>\n&quot;q&quot; &#39;a&#39;',
+    );
     expect(out.html).not.toMatch(/<(?!br>)/);
   });
 
@@ -97,12 +129,16 @@ describe('escape rules', () => {
 
   it('slack: quote markers at a line start, underscores inside words kept', () => {
     expect(escapeSlack('> quoted\n  > again')).toBe(`${Z}&gt; quoted\n  ${Z}&gt; again`);
-    expect(escapeSlack('db_primary_1 _it_ ~s~ `c`')).toBe(`db_primary_1 ${Z}_${Z}it${Z}_${Z} ${Z}~${Z}s${Z}~${Z} ${Z}\`${Z}c${Z}\`${Z}`);
+    expect(escapeSlack('db_primary_1 _it_ ~s~ `c`')).toBe(
+      `db_primary_1 ${Z}_${Z}it${Z}_${Z} ${Z}~${Z}s${Z}~${Z} ${Z}\`${Z}c${Z}\`${Z}`,
+    );
     expect(escapeSlack('a &amp; b')).toBe('a &amp;amp; b');
   });
 
   it('markdown: block markers only at a line start, inline markers everywhere', () => {
-    expect(escapeMarkdown('# h\n- a\n+ b\n1. c\n2) d\n=== \nx # y - z 3. w')).toBe('\\# h\n\\- a\n\\+ b\n1\\. c\n2\\) d\n\\=== \nx # y - z 3. w');
+    expect(escapeMarkdown('# h\n- a\n+ b\n1. c\n2) d\n=== \nx # y - z 3. w')).toBe(
+      '\\# h\n\\- a\n\\+ b\n1\\. c\n2\\) d\n\\=== \nx # y - z 3. w',
+    );
     expect(escapeMarkdown('snake_case _em_ a\\b R&D')).toBe('snake_case \\_em\\_ a\\\\b R\\&D');
   });
 
@@ -129,7 +165,10 @@ describe('renderMessage', () => {
   });
 
   it('built-ins, and nothing leaks from the object prototype', () => {
-    const out = render('{{incident.id}} {{incident.severity}} {{execution.id}} [{{constructor}}] [{{toString}}] [{{incident.resolution_summary}}]', 'webhook');
+    const out = render(
+      '{{incident.id}} {{incident.severity}} {{execution.id}} [{{constructor}}] [{{toString}}] [{{incident.resolution_summary}}]',
+      'webhook',
+    );
     expect(out.body).toBe(`${sampleIncident().id} major exe_1 [] [] []`);
   });
 
@@ -142,7 +181,11 @@ describe('renderMessage', () => {
   });
 
   it('picks the variant for the channel; a variant without subject uses the template subject', () => {
-    const t = { subject: 'S', body: 'B', variants: { slack: { subject: null, body: 'SB' }, email: { subject: 'ES', body: 'EB' } } };
+    const t = {
+      subject: 'S',
+      body: 'B',
+      variants: { slack: { subject: null, body: 'SB' }, email: { subject: 'ES', body: 'EB' } },
+    };
     expect(sourceForChannel(t, 'slack')).toEqual({ subject: 'S', body: 'SB' });
     expect(sourceForChannel(t, 'email')).toEqual({ subject: 'ES', body: 'EB' });
     expect(sourceForChannel(t, 'discord')).toEqual({ subject: 'S', body: 'B' });
@@ -151,8 +194,29 @@ describe('renderMessage', () => {
   it('incident views and urls', () => {
     expect(incidentUrl(undefined, 'inc_1')).toBeNull();
     expect(incidentUrl('https://h.example/', 'inc_1')).toBe('https://h.example/v1/incidents/inc_1');
-    const v = incidentView({ id: 'inc_1', title: 't', severity: 'low', status: 'resolved', description: 'd', impact: 'i', resolution_summary: 'r' }, 'https://h');
-    expect(v).toEqual({ next_update_at: '', id: 'inc_1', title: 't', severity: 'low', status: 'resolved', description: 'd', impact: 'i', resolution_summary: 'r', url: 'https://h/v1/incidents/inc_1' });
+    const v = incidentView(
+      {
+        id: 'inc_1',
+        title: 't',
+        severity: 'low',
+        status: 'resolved',
+        description: 'd',
+        impact: 'i',
+        resolution_summary: 'r',
+      },
+      'https://h',
+    );
+    expect(v).toEqual({
+      next_update_at: '',
+      id: 'inc_1',
+      title: 't',
+      severity: 'low',
+      status: 'resolved',
+      description: 'd',
+      impact: 'i',
+      resolution_summary: 'r',
+      url: 'https://h/v1/incidents/inc_1',
+    });
   });
 });
 
@@ -170,7 +234,15 @@ describe('defaultMessageSource', () => {
   });
 
   it('leaves out empty parts and escapes like any template', () => {
-    const inc = incidentView({ id: 'inc_1', title: '<!here> down', severity: 'critical', status: 'identified', description: '', impact: '', resolution_summary: null });
+    const inc = incidentView({
+      id: 'inc_1',
+      title: '<!here> down',
+      severity: 'critical',
+      status: 'identified',
+      description: '',
+      impact: '',
+      resolution_summary: null,
+    });
     const out = renderMessage(defaultMessageSource(), ctx({}, inc), format('slack'));
     expect(out.body).toBe('&lt;!here&gt; down\nSeverity: critical | Status: identified\n');
   });

@@ -23,7 +23,7 @@ describe('retryOnConflict', () => {
     [9, 19, 39, 39, 39].forEach((min, i) => expect(pauses[i]).toBeGreaterThanOrEqual(min - 1));
   });
 
-  it('gives up after the bounded number of attempts with the caller\'s error', async () => {
+  it("gives up after the bounded number of attempts with the caller's error", async () => {
     let n = 0;
     await expect(
       retryOnConflict(
@@ -38,7 +38,7 @@ describe('retryOnConflict', () => {
     expect(n).toBe(5);
   });
 
-  it('passes other errors straight through (a stale If-Match is the client\'s answer)', async () => {
+  it("passes other errors straight through (a stale If-Match is the client's answer)", async () => {
     let n = 0;
     await expect(
       retryOnConflict(

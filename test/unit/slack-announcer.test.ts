@@ -20,7 +20,12 @@ function setup(opts: { failChannels?: string[]; pacing?: AnnouncerPacing } = {})
     chat: {
       postMessage: (args: any) => {
         posts.push({ ...args, at: Date.now() });
-        if (opts.failChannels?.includes(args.channel)) return Promise.reject(Object.assign(new Error('An API error occurred: channel_not_found'), { data: { error: 'channel_not_found' } }));
+        if (opts.failChannels?.includes(args.channel))
+          return Promise.reject(
+            Object.assign(new Error('An API error occurred: channel_not_found'), {
+              data: { error: 'channel_not_found' },
+            }),
+          );
         return Promise.resolve({ ok: true, channel: args.channel, ts: '1.000001' });
       },
       update: async (args: any) => {
@@ -54,8 +59,27 @@ function setup(opts: { failChannels?: string[]; pacing?: AnnouncerPacing } = {})
       executions: {
         get: (_i: string, exe: string) =>
           Promise.resolve({
-            execution: { id: exe, incident_id: 'inc_1', variables: {}, created_at: '', template_versions: {}, delivery_ids: ['dlv_1'] },
-            deliveries: [{ id: 'dlv_1', connection_id: 'con_1', connection_type: 'webhook', template_id: null, template_version: null, status: 'delivered', attempts: [], possible_duplicate: false, delivered_at: null }],
+            execution: {
+              id: exe,
+              incident_id: 'inc_1',
+              variables: {},
+              created_at: '',
+              template_versions: {},
+              delivery_ids: ['dlv_1'],
+            },
+            deliveries: [
+              {
+                id: 'dlv_1',
+                connection_id: 'con_1',
+                connection_type: 'webhook',
+                template_id: null,
+                template_version: null,
+                status: 'delivered',
+                attempts: [],
+                possible_duplicate: false,
+                delivered_at: null,
+              },
+            ],
           }),
       },
       connections: { get: () => Promise.resolve({ name: 'Hook' }) },
@@ -91,10 +115,16 @@ describe('Announcer', () => {
 
   it('announces API-made incidents in the default channel, and leaves Slack-made ones to the listener', async () => {
     const t = setup();
-    t.announcer.incidentChanged({ id: 'inc_1', created_by: { type: 'slack_user', id: 'U', name: 'u' } } as Incident, 'created');
+    t.announcer.incidentChanged(
+      { id: 'inc_1', created_by: { type: 'slack_user', id: 'U', name: 'u' } } as Incident,
+      'created',
+    );
     await new Promise((r) => setImmediate(r));
     expect(t.posts).toHaveLength(0);
-    t.announcer.incidentChanged({ id: 'inc_1', created_by: { type: 'api_key', id: 'k', name: 'k' } } as Incident, 'created');
+    t.announcer.incidentChanged(
+      { id: 'inc_1', created_by: { type: 'api_key', id: 'k', name: 'k' } } as Incident,
+      'created',
+    );
     await waitUntil(() => t.posts.length === 1);
     expect(t.posts[0].channel).toBe('CDEFAULT');
   });

@@ -6,8 +6,10 @@ import { slackListeners } from '../../src/slack/listeners/dispatch.js';
 function fakeApp() {
   const registered: { kind: string; constraints: unknown; listener: (args: unknown) => Promise<void> }[] = [];
   const app = {
-    action: (constraints: unknown, listener: (args: unknown) => Promise<void>) => registered.push({ kind: 'action', constraints, listener }),
-    view: (constraints: unknown, listener: (args: unknown) => Promise<void>) => registered.push({ kind: 'view', constraints, listener }),
+    action: (constraints: unknown, listener: (args: unknown) => Promise<void>) =>
+      registered.push({ kind: 'action', constraints, listener }),
+    view: (constraints: unknown, listener: (args: unknown) => Promise<void>) =>
+      registered.push({ kind: 'view', constraints, listener }),
   };
   return { app: app as unknown as App, registered };
 }
@@ -17,8 +19,10 @@ describe('slackListeners (slack/listeners/dispatch.ts)', () => {
     const { app, registered } = fakeApp();
     const on = slackListeners(app);
     const called: string[] = [];
-    for (const id of ['a1', 'a2', 'a3']) on.action({ type: 'block_actions', action_id: id }, async () => void called.push(id));
-    for (const id of ['v1', 'v2']) on.view({ callback_id: id, type: 'view_submission' }, async () => void called.push(id));
+    for (const id of ['a1', 'a2', 'a3'])
+      on.action({ type: 'block_actions', action_id: id }, async () => void called.push(id));
+    for (const id of ['v1', 'v2'])
+      on.view({ callback_id: id, type: 'view_submission' }, async () => void called.push(id));
     expect(registered.map((r) => r.kind)).toEqual(['action', 'view']);
     expect(registered.map((r) => r.constraints)).toEqual([{ type: 'block_actions' }, { type: 'view_submission' }]);
     await registered[0]!.listener({ action: { action_id: 'a2' } });
@@ -44,6 +48,8 @@ describe('slackListeners (slack/listeners/dispatch.ts)', () => {
   it('refuses two handlers for one id', () => {
     const on = slackListeners(fakeApp().app);
     on.view({ callback_id: 'v', type: 'view_submission' }, () => Promise.resolve());
-    expect(() => on.view({ callback_id: 'v', type: 'view_submission' }, () => Promise.resolve())).toThrow(/two Slack listeners for v/);
+    expect(() => on.view({ callback_id: 'v', type: 'view_submission' }, () => Promise.resolve())).toThrow(
+      /two Slack listeners for v/,
+    );
   });
 });

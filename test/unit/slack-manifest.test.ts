@@ -12,10 +12,16 @@ describe('slack-app-manifest.yml', () => {
   it('declares the command, interactivity, the home tab and events at /slack/events', () => {
     expect(manifest._metadata.major_version).toBe(1);
     expect(manifest.display_information.name).toBe('Herald');
-    expect(manifest.features.slash_commands).toEqual([expect.objectContaining({ command: COMMAND, url, should_escape: false })]);
+    expect(manifest.features.slash_commands).toEqual([
+      expect.objectContaining({ command: COMMAND, url, should_escape: false }),
+    ]);
     expect(manifest.features.app_home.home_tab_enabled).toBe(true);
     expect(manifest.features.bot_user.display_name).toBeTruthy();
-    expect(manifest.settings.interactivity).toEqual({ is_enabled: true, request_url: url, message_menu_options_url: url });
+    expect(manifest.settings.interactivity).toEqual({
+      is_enabled: true,
+      request_url: url,
+      message_menu_options_url: url,
+    });
     expect(manifest.settings.event_subscriptions).toEqual({ request_url: url, bot_events: ['app_home_opened'] });
   });
 

@@ -13,7 +13,12 @@ import { mergeDeclaredVariables } from '../../src/services/executions.js';
 import { executeModal } from '../../src/slack/views/execute-modal.js';
 import { helpMessage } from '../../src/slack/views/help.js';
 import { homeView, type HomeConnection } from '../../src/slack/views/home.js';
-import { closeIncidentModal, createIncidentModal, resolveIncidentModal, updateIncidentModal } from '../../src/slack/views/incident-modals.js';
+import {
+  closeIncidentModal,
+  createIncidentModal,
+  resolveIncidentModal,
+  updateIncidentModal,
+} from '../../src/slack/views/incident-modals.js';
 import { incidentListMessage } from '../../src/slack/views/incident-list.js';
 import { anIncident } from '../support/factories.js';
 
@@ -52,11 +57,19 @@ describe('verifySlackRequest', () => {
   const ts = String(now / 1000);
   const body = 'command=%2Fincident&text=help';
   const ok = (over: Partial<Parameters<typeof verifySlackRequest>[0]> = {}) =>
-    verifySlackRequest({ signingSecret: secret, timestamp: ts, signature: signSlackRequest(secret, Number(ts), body), rawBody: body, nowMs: now, ...over });
+    verifySlackRequest({
+      signingSecret: secret,
+      timestamp: ts,
+      signature: signSlackRequest(secret, Number(ts), body),
+      rawBody: body,
+      nowMs: now,
+      ...over,
+    });
 
   it('accepts a correct signature within five minutes either way', () => {
     expect(ok()).toEqual({ ok: true });
-    const at = (skew: number) => ok({ timestamp: String(now / 1000 + skew), signature: signSlackRequest(secret, now / 1000 + skew, body) });
+    const at = (skew: number) =>
+      ok({ timestamp: String(now / 1000 + skew), signature: signSlackRequest(secret, now / 1000 + skew, body) });
     expect(at(-300)).toEqual({ ok: true });
     expect(at(300)).toEqual({ ok: true });
     expect(at(-301)).toEqual({ ok: false, reason: 'stale_timestamp' });
@@ -64,7 +77,10 @@ describe('verifySlackRequest', () => {
   });
 
   it('refuses forged, tampered and malformed requests', () => {
-    expect(ok({ signature: signSlackRequest('other', Number(ts), body) })).toEqual({ ok: false, reason: 'bad_signature' });
+    expect(ok({ signature: signSlackRequest('other', Number(ts), body) })).toEqual({
+      ok: false,
+      reason: 'bad_signature',
+    });
     expect(ok({ rawBody: `${body}&x=1` })).toEqual({ ok: false, reason: 'bad_signature' });
     expect(ok({ signature: 'v0=abc' })).toEqual({ ok: false, reason: 'bad_signature' });
     expect(ok({ signature: undefined })).toEqual({ ok: false, reason: 'missing_headers' });
@@ -87,14 +103,18 @@ describe('slack/errors', () => {
       { field: 'variables.eta', code: 'required', message: 'eta is required.' },
       { field: 'variables.gone', code: 'required', message: 'gone is required.' },
     ]);
-    expect(modalErrors(err, ['variables.eta', 'variables.owner'], 'variables.eta')).toEqual({ 'variables.eta': 'eta is required. gone is required.' });
+    expect(modalErrors(err, ['variables.eta', 'variables.owner'], 'variables.eta')).toEqual({
+      'variables.eta': 'eta is required. gone is required.',
+    });
     const closed = new DomainError('incident_closed', 'Incident x is closed.');
     expect(modalErrors(closed, ['status'], 'status')).toEqual({ status: expect.stringMatching(/closed/) });
     expect(modalErrors(new Error('boom at 0x1234'), ['title'], 'title').title).not.toContain('0x1234');
   });
 
   it('has a friendly line for every error, and hides internals', () => {
-    expect(ephemeralMessage(new DomainError('not_found', 'Incident inc_x was not found.'))).toMatch(/inc_x was not found.*list/);
+    expect(ephemeralMessage(new DomainError('not_found', 'Incident inc_x was not found.'))).toMatch(
+      /inc_x was not found.*list/,
+    );
     expect(ephemeralMessage(new DomainError('no_connections', 'x'))).toMatch(/no enabled connection/);
     expect(ephemeralMessage(new TypeError('secret stack detail'))).not.toContain('secret');
   });
@@ -104,7 +124,9 @@ describe('view state', () => {
   const values = {
     title: { value: { type: 'plain_text_input', value: 'Down' } },
     severity: { value: { type: 'static_select', selected_option: { value: 'major' } } },
-    template_ids: { value: { type: 'multi_static_select', selected_options: [{ value: 'tpl_a' }, { value: 'tpl_b' }] } },
+    template_ids: {
+      value: { type: 'multi_static_select', selected_options: [{ value: 'tpl_a' }, { value: 'tpl_b' }] },
+    },
     'variables.eta': { value: { type: 'plain_text_input', value: '10 min' } },
     'variables.blank': { value: { type: 'plain_text_input', value: '  ' } },
     'variables.none': { value: { type: 'plain_text_input', value: null } },
@@ -122,7 +144,10 @@ describe('view state', () => {
   });
 
   it('round-trips modal context and distrusts forged metadata', () => {
-    expect(decodeContext(encodeContext({ incident_id: 'inc_1', channel_id: 'C1' }))).toEqual({ incident_id: 'inc_1', channel_id: 'C1' });
+    expect(decodeContext(encodeContext({ incident_id: 'inc_1', channel_id: 'C1' }))).toEqual({
+      incident_id: 'inc_1',
+      channel_id: 'C1',
+    });
     expect(decodeContext('{"incident_id": 5}')).toEqual({});
     expect(decodeContext('not json')).toEqual({});
     expect(decodeContext(undefined)).toEqual({});
@@ -131,7 +156,11 @@ describe('view state', () => {
 
 describe('incident modals', () => {
   it('create: the /v1 fields as block ids, title pre-filled, templates to choose', () => {
-    const v = createIncidentModal({ title: 'Down', templates: [{ id: 'tpl_1', name: 'Status page' }], ctx: { channel_id: 'C1' } });
+    const v = createIncidentModal({
+      title: 'Down',
+      templates: [{ id: 'tpl_1', name: 'Status page' }],
+      ctx: { channel_id: 'C1' },
+    });
     expect(v.callback_id).toBe('incident_create');
     expect(inputIds(v)).toEqual(['title', 'severity', 'impact', 'description', 'template_ids']);
     const title = inputs(v)[0];
@@ -150,10 +179,21 @@ describe('incident modals', () => {
   });
 
   it('update: current values selected; oversized text is left to the API', () => {
-    const v = updateIncidentModal({ incident: incident({ status: 'monitoring', template_ids: ['tpl_1'], description: 'x'.repeat(5000) }), templates: [{ id: 'tpl_1', name: 'A' }, { id: 'tpl_2', name: 'B' }] });
+    const v = updateIncidentModal({
+      incident: incident({ status: 'monitoring', template_ids: ['tpl_1'], description: 'x'.repeat(5000) }),
+      templates: [
+        { id: 'tpl_1', name: 'A' },
+        { id: 'tpl_2', name: 'B' },
+      ],
+    });
     const byId = Object.fromEntries(inputs(v).map((b) => [b.block_id, b]));
     expect(byId.status.element.initial_option.value).toBe('monitoring');
-    expect(byId.status.element.options.map((o: any) => o.value)).toEqual(['investigating', 'identified', 'monitoring', 'resolved']);
+    expect(byId.status.element.options.map((o: any) => o.value)).toEqual([
+      'investigating',
+      'identified',
+      'monitoring',
+      'resolved',
+    ]);
     expect(byId.severity.element.initial_option.value).toBe('major');
     expect(byId.template_ids.element.initial_options.map((o: any) => o.value)).toEqual(['tpl_1']);
     expect(byId.description).toBeUndefined();
@@ -181,7 +221,15 @@ describe('execute modal', () => {
     const v = executeModal({
       incident: incident(),
       variables: vars,
-      previews: [{ connectionName: 'Ops Slack', connectionType: 'slack', templateName: 'Status', subject: '', body: 'Checkout down ‹eta›' }],
+      previews: [
+        {
+          connectionName: 'Ops Slack',
+          connectionType: 'slack',
+          templateName: 'Status',
+          subject: '',
+          body: 'Checkout down ‹eta›',
+        },
+      ],
     });
     const byId = Object.fromEntries(inputs(v).map((b) => [b.block_id, b]));
     expect(Object.keys(byId)).toEqual(['variables.eta', 'variables.owner', 'variables.note']);
@@ -194,8 +242,19 @@ describe('execute modal', () => {
   });
 
   it('stays within 100 blocks with 50 variables and many deliveries', () => {
-    const many = Array.from({ length: 50 }, (_, i) => ({ name: `v${i}`, description: '', required: true, default: null }));
-    const previews = Array.from({ length: 40 }, (_, i) => ({ connectionName: `c${i}`, connectionType: 'webhook', templateName: null, subject: 's', body: 'b'.repeat(5000) }));
+    const many = Array.from({ length: 50 }, (_, i) => ({
+      name: `v${i}`,
+      description: '',
+      required: true,
+      default: null,
+    }));
+    const previews = Array.from({ length: 40 }, (_, i) => ({
+      connectionName: `c${i}`,
+      connectionType: 'webhook',
+      templateName: null,
+      subject: 's',
+      body: 'b'.repeat(5000),
+    }));
     const v = executeModal({ incident: incident(), variables: many, previews });
     expect(v.blocks.length).toBeLessThanOrEqual(100);
     expect(inputs(v)).toHaveLength(50);
@@ -208,7 +267,10 @@ describe('execute modal', () => {
   it('merges variables across templates', () => {
     const merged = mergeDeclaredVariables([
       [{ name: 'eta', description: '', required: false, default: null }],
-      [{ name: 'eta', description: 'ETA', required: true, default: '1h' }, { name: 'x', description: '', required: false, default: null }],
+      [
+        { name: 'eta', description: 'ETA', required: true, default: '1h' },
+        { name: 'x', description: '', required: false, default: null },
+      ],
     ]);
     expect(merged).toEqual([
       { name: 'eta', description: 'ETA', required: true, default: '1h' },
@@ -222,8 +284,16 @@ describe('announcement', () => {
     const open = announcementMessage(incident({ title: '<!channel> *Checkout*' }), null);
     expect(textOf_(open.blocks)).not.toContain('<!channel>');
     expect(open.text).toContain('[MAJOR]');
-    const actions = (s: Incident['status']) => (announcementMessage(incident({ status: s }), null).blocks.find((b: any) => b.type === 'actions') as any)?.elements.map((e: any) => e.action_id);
-    expect(actions('investigating')).toEqual(['incident_execute', 'incident_update', 'incident_resolve', 'incident_close']);
+    const actions = (s: Incident['status']) =>
+      (
+        announcementMessage(incident({ status: s }), null).blocks.find((b: any) => b.type === 'actions') as any
+      )?.elements.map((e: any) => e.action_id);
+    expect(actions('investigating')).toEqual([
+      'incident_execute',
+      'incident_update',
+      'incident_resolve',
+      'incident_close',
+    ]);
     expect(actions('resolved')).toEqual(['incident_execute', 'incident_update', 'incident_close']);
     expect(actions('closed')).toBeUndefined();
   });
@@ -278,11 +348,22 @@ describe('App Home', () => {
     const v = homeView({
       incidents,
       moreIncidents: true,
-      admin: { connections: Array.from({ length: 12 }, (_, i) => conn(i)), moreConnections: true, keys: [key(1), key(2, { revoked_at: '2026-11-22T11:00:00.000Z' }), ...Array.from({ length: 10 }, (_, i) => key(i + 3))], moreKeys: true },
+      admin: {
+        connections: Array.from({ length: 12 }, (_, i) => conn(i)),
+        moreConnections: true,
+        keys: [
+          key(1),
+          key(2, { revoked_at: '2026-11-22T11:00:00.000Z' }),
+          ...Array.from({ length: 10 }, (_, i) => key(i + 3)),
+        ],
+        moreKeys: true,
+      },
       now,
     });
     expect(v.blocks.length).toBeLessThanOrEqual(100);
-    const accessories = (v.blocks as any[]).filter((b) => b.accessory).map((b) => [b.accessory.action_id, b.accessory.value]);
+    const accessories = (v.blocks as any[])
+      .filter((b) => b.accessory)
+      .map((b) => [b.accessory.action_id, b.accessory.value]);
     expect(accessories.filter(([a]) => a === 'connection_test')).toHaveLength(12);
     const revokes = accessories.filter(([a]) => a === 'api_key_revoke').map(([, v2]) => v2);
     expect(revokes).toContain('key_1');
@@ -306,7 +387,8 @@ describe('App Home', () => {
 describe('help and list', () => {
   it('help names every sub-command', () => {
     const h = JSON.stringify(helpMessage().blocks);
-    for (const s of ['new', 'list', 'show', 'execute', 'update', 'resolve', 'close', 'help']) expect(h).toContain(`/incident ${s}`);
+    for (const s of ['new', 'list', 'show', 'execute', 'update', 'resolve', 'close', 'help'])
+      expect(h).toContain(`/incident ${s}`);
   });
 
   it('list: a line per incident, or a sunny note', () => {
@@ -332,7 +414,8 @@ describe('escaping and Slack size limits in every view', () => {
     walk(blocks);
     return out;
   };
-  const sectionTexts = (blocks: any[]) => blocks.filter((b) => b.type === 'section' && b.text).map((b) => b.text.text as string);
+  const sectionTexts = (blocks: any[]) =>
+    blocks.filter((b) => b.type === 'section' && b.text).map((b) => b.text.text as string);
 
   it('escapes the announcement’s notification text, which Slack parses for mentions', () => {
     const m = announcementMessage(incident({ title: '<!channel> <@U123> checkout' }), null);
@@ -342,8 +425,17 @@ describe('escaping and Slack size limits in every view', () => {
 
   it('keeps every section within 3,000 characters when escaping lengthens long text', () => {
     // `<` becomes `&lt;` and `*` becomes ZWSP*ZWSP: 1,200 typed characters would show as 4,800.
-    const i = incident({ title: '<'.repeat(200), impact: '<'.repeat(9000), description: '*'.repeat(9000), resolution_summary: '&'.repeat(9000) });
-    for (const blocks of [announcementMessage(i, null).blocks, closeIncidentModal(i).blocks, homeView({ incidents: [i], moreIncidents: false, admin: null, now: new Date() }).blocks]) {
+    const i = incident({
+      title: '<'.repeat(200),
+      impact: '<'.repeat(9000),
+      description: '*'.repeat(9000),
+      resolution_summary: '&'.repeat(9000),
+    });
+    for (const blocks of [
+      announcementMessage(i, null).blocks,
+      closeIncidentModal(i).blocks,
+      homeView({ incidents: [i], moreIncidents: false, admin: null, now: new Date() }).blocks,
+    ]) {
       for (const t of sectionTexts(blocks as any[])) expect(t.length).toBeLessThanOrEqual(3000);
     }
     const impact = sectionTexts(announcementMessage(i, null).blocks as any[]).find((t) => t.startsWith('*Impact*'))!;
@@ -352,14 +444,32 @@ describe('escaping and Slack size limits in every view', () => {
   });
 
   it('escapes connection and template names in the execute preview', () => {
-    const v = executeModal({ incident: incident(), variables: [], previews: [{ connectionName: '<!here> *ops*', connectionType: 'slack', templateName: '<@U1> notice', subject: '', body: 'b' }] });
+    const v = executeModal({
+      incident: incident(),
+      variables: [],
+      previews: [
+        {
+          connectionName: '<!here> *ops*',
+          connectionType: 'slack',
+          templateName: '<@U1> notice',
+          subject: '',
+          body: 'b',
+        },
+      ],
+    });
     const all = texts(v.blocks as any[]).join('\n');
     expect(all).not.toMatch(/<!here>|<@U1>/);
     expect(all).toContain('&lt;!here&gt;');
   });
 
   it('fits receipts into one section with whole lines and says how many are left out', () => {
-    const lines = Array.from({ length: 40 }, (_, n) => ({ connectionName: `<${'x'.repeat(99)}> ${n}`, connectionType: 'webhook', status: 'failed' as const, attempts: 8, error: '<'.repeat(100) }));
+    const lines = Array.from({ length: 40 }, (_, n) => ({
+      connectionName: `<${'x'.repeat(99)}> ${n}`,
+      connectionType: 'webhook',
+      status: 'failed' as const,
+      attempts: 8,
+      error: '<'.repeat(100),
+    }));
     const m = announcementMessage(incident(), { executionId: 'exe_1', status: 'failed', lines });
     const receipts = (m.blocks.find((b: any) => b.block_id === 'receipts') as any).text.text as string;
     expect(receipts.length).toBeLessThanOrEqual(3000);
@@ -369,7 +479,28 @@ describe('escaping and Slack size limits in every view', () => {
   });
 
   it('keeps a revoke confirmation within Slack’s 300 characters for any key name', () => {
-    const v = homeView({ incidents: [], moreIncidents: false, admin: { connections: [], moreConnections: false, keys: [{ id: 'key_1', name: '<'.repeat(100), scopes: ['*'], created_at: '2026-11-22T10:00:00.000Z', expires_at: null, last_used_at: null, revoked_at: null, created_by: { type: 'system', id: 's', name: 's' } }], moreKeys: false }, now: new Date('2026-11-22T11:00:00.000Z') });
+    const v = homeView({
+      incidents: [],
+      moreIncidents: false,
+      admin: {
+        connections: [],
+        moreConnections: false,
+        keys: [
+          {
+            id: 'key_1',
+            name: '<'.repeat(100),
+            scopes: ['*'],
+            created_at: '2026-11-22T10:00:00.000Z',
+            expires_at: null,
+            last_used_at: null,
+            revoked_at: null,
+            created_by: { type: 'system', id: 's', name: 's' },
+          },
+        ],
+        moreKeys: false,
+      },
+      now: new Date('2026-11-22T11:00:00.000Z'),
+    });
     const confirm = (v.blocks as any[]).find((b) => b.accessory?.confirm)?.accessory.confirm;
     expect(confirm.text.text.length).toBeLessThanOrEqual(300);
     expect(confirm.text.text).not.toContain('<<');
@@ -380,7 +511,15 @@ describe('escaping and Slack size limits in every view', () => {
     expect(line).not.toContain('<!channel>');
     expect(line).toContain('&lt;!channel&gt;');
     // Field errors under modal inputs are plain text: left as the service wrote them.
-    expect(modalErrors(new DomainError('validation_failed', 'Bad.', [{ field: 'title', code: 'too_long', message: 'Use < 200 chars.' }]), ['title'], 'title').title).toBe('Use < 200 chars.');
+    expect(
+      modalErrors(
+        new DomainError('validation_failed', 'Bad.', [
+          { field: 'title', code: 'too_long', message: 'Use < 200 chars.' },
+        ]),
+        ['title'],
+        'title',
+      ).title,
+    ).toBe('Use < 200 chars.');
   });
 });
 
@@ -389,7 +528,11 @@ describe('templates in the incident modals', () => {
   const old = { id: 'tpl_old', name: 'Old notice' };
 
   it('always offers and selects the attached templates, even when older than the newest 100', () => {
-    const v = updateIncidentModal({ incident: incident({ template_ids: ['tpl_old'] }), templates: { newest, more: false }, attached: [old] });
+    const v = updateIncidentModal({
+      incident: incident({ template_ids: ['tpl_old'] }),
+      templates: { newest, more: false },
+      attached: [old],
+    });
     const el = inputs(v).find((b) => b.block_id === 'template_ids').element;
     expect(el.type).toBe('multi_static_select');
     expect(el.options).toHaveLength(100);
@@ -398,7 +541,11 @@ describe('templates in the incident modals', () => {
   });
 
   it('searches instead of listing once there are more than 100 templates', () => {
-    const v = updateIncidentModal({ incident: incident({ template_ids: ['tpl_old'] }), templates: { newest, more: true }, attached: [old] });
+    const v = updateIncidentModal({
+      incident: incident({ template_ids: ['tpl_old'] }),
+      templates: { newest, more: true },
+      attached: [old],
+    });
     const el = inputs(v).find((b) => b.block_id === 'template_ids').element;
     expect(el).toMatchObject({ type: 'multi_external_select', min_query_length: 0, max_selected_items: 20 });
     expect(el.options).toBeUndefined();

@@ -5,7 +5,9 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { LONG_STRING, sendLongStringsAsStrings } from '../../src/http/string-send.js';
 
 /** A JSON text past Express's conversion threshold, with characters of 2, 3 and 4 bytes in UTF-8. */
-const LONG = JSON.stringify({ items: Array.from({ length: 40 }, (_, i) => ({ i, title: `Zahlungsausfall é — 支付 🔥 ${i}` })) });
+const LONG = JSON.stringify({
+  items: Array.from({ length: 40 }, (_, i) => ({ i, title: `Zahlungsausfall é — 支付 🔥 ${i}` })),
+});
 
 /** The same routes on Herald's app settings, with and without the string send. */
 function app(withStringSend: boolean): Express {
@@ -75,9 +77,10 @@ function fetchRaw(server: Server, method: string, path: string, headers: Record<
 let plain: Server;
 let herald: Server;
 beforeAll(async () => {
-  const listen = (a: Express) => new Promise<Server>((resolve) => {
-    const s = a.listen(0, '127.0.0.1', () => resolve(s));
-  });
+  const listen = (a: Express) =>
+    new Promise<Server>((resolve) => {
+      const s = a.listen(0, '127.0.0.1', () => resolve(s));
+    });
   [plain, herald] = await Promise.all([listen(app(false)), listen(app(true))]);
 });
 afterAll(async () => {
@@ -90,10 +93,25 @@ describe('long string bodies written as strings', () => {
   });
 
   const cases: [string, string, Record<string, string>][] = [];
-  for (const path of ['/json', '/typed', '/short', '/untyped', '/upper', '/versioned', '/no-content', '/parameters', '/problem', '/captured']) {
+  for (const path of [
+    '/json',
+    '/typed',
+    '/short',
+    '/untyped',
+    '/upper',
+    '/versioned',
+    '/no-content',
+    '/parameters',
+    '/problem',
+    '/captured',
+  ]) {
     for (const method of ['GET', 'HEAD']) cases.push([method, path, {}]);
   }
-  cases.push(['GET', '/versioned', { 'if-none-match': '"r7"' }], ['HEAD', '/versioned', { 'if-none-match': '"r7"' }], ['GET', '/versioned', { 'if-none-match': '"r6"' }]);
+  cases.push(
+    ['GET', '/versioned', { 'if-none-match': '"r7"' }],
+    ['HEAD', '/versioned', { 'if-none-match': '"r7"' }],
+    ['GET', '/versioned', { 'if-none-match': '"r6"' }],
+  );
 
   it.each(cases)('%s %s %o answers exactly as Express does', async (method, path, headers) => {
     const [a, b] = await Promise.all([fetchRaw(plain, method, path, headers), fetchRaw(herald, method, path, headers)]);

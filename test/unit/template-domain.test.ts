@@ -16,13 +16,23 @@ import { missingVariablesError, resolveVariables, VariablesSchema } from '../../
 import { domainErrorOf } from '../support/domain-error.js';
 
 const NOW = '2026-11-22T10:00:00.000Z';
-const create = (input: Record<string, unknown>): Template => newTemplate('tpl_1', parseInput(TemplateCreateSchema, { name: 'T', ...input }), NOW);
+const create = (input: Record<string, unknown>): Template =>
+  newTemplate('tpl_1', parseInput(TemplateCreateSchema, { name: 'T', ...input }), NOW);
 
 const fail = domainErrorOf;
 
 describe('channel types', () => {
   it('lists the eight channel types', () => {
-    expect(CHANNEL_TYPES).toEqual(['slack', 'teams', 'discord', 'email', 'mattermost', 'google_chat', 'telegram', 'webhook']);
+    expect(CHANNEL_TYPES).toEqual([
+      'slack',
+      'teams',
+      'discord',
+      'email',
+      'mattermost',
+      'google_chat',
+      'telegram',
+      'webhook',
+    ]);
     expect(ChannelTypeSchema.safeParse('sms').success).toBe(false);
   });
 });
@@ -76,7 +86,10 @@ describe('declared variables', () => {
   });
 
   it('declared variables are kept as given, with defaults filled', () => {
-    const t = create({ body: '{{eta}}', variables: [{ name: 'eta', description: 'When', required: false, default: 'soon' }, { name: 'unused' }] });
+    const t = create({
+      body: '{{eta}}',
+      variables: [{ name: 'eta', description: 'When', required: false, default: 'soon' }, { name: 'unused' }],
+    });
     expect(t.variables).toEqual([
       { name: 'eta', description: 'When', required: false, default: 'soon' },
       { name: 'unused', description: '', required: true, default: null },
@@ -85,12 +98,24 @@ describe('declared variables', () => {
   });
 
   it('names follow the documented pattern, are unique, not reserved, and at most 50', () => {
-    const bad = TemplateCreateSchema.safeParse({ name: 'T', body: 'x', variables: [{ name: '1x' }, { name: 'ok' }, { name: 'ok' }, { name: 'incident' }, { name: 'a'.repeat(65) }] });
+    const bad = TemplateCreateSchema.safeParse({
+      name: 'T',
+      body: 'x',
+      variables: [{ name: '1x' }, { name: 'ok' }, { name: 'ok' }, { name: 'incident' }, { name: 'a'.repeat(65) }],
+    });
     expect(bad.success).toBe(false);
-    const e = fail(() => parseInput(TemplateCreateSchema, { name: 'T', body: 'x', variables: [{ name: '1x' }, { name: 'ok' }, { name: 'ok' }, { name: 'incident' }] }));
+    const e = fail(() =>
+      parseInput(TemplateCreateSchema, {
+        name: 'T',
+        body: 'x',
+        variables: [{ name: '1x' }, { name: 'ok' }, { name: 'ok' }, { name: 'incident' }],
+      }),
+    );
     expect(e.errors.map((x) => x.field).sort()).toEqual(['variables.0.name', 'variables.2.name', 'variables.3.name']);
     const many = Array.from({ length: 51 }, (_, i) => ({ name: `v${i}` }));
-    expect(fail(() => parseInput(TemplateCreateSchema, { name: 'T', body: 'x', variables: many })).errors[0]).toMatchObject({ field: 'variables', code: 'too_many' });
+    expect(
+      fail(() => parseInput(TemplateCreateSchema, { name: 'T', body: 'x', variables: many })).errors[0],
+    ).toMatchObject({ field: 'variables', code: 'too_many' });
   });
 });
 
@@ -131,23 +156,45 @@ describe('schemas', () => {
         colour: 'red',
       }),
     );
-    expect(e.errors.map((x) => x.field).sort()).toEqual(['body', 'colour', 'description', 'name', 'subject', 'variants.slack.body', 'variants.slack.colour', 'variants.sms'].sort());
+    expect(e.errors.map((x) => x.field).sort()).toEqual(
+      [
+        'body',
+        'colour',
+        'description',
+        'name',
+        'subject',
+        'variants.slack.body',
+        'variants.slack.colour',
+        'variants.sms',
+      ].sort(),
+    );
   });
 
   it('body is required; bodies of exactly 20,000 characters are fine', () => {
-    expect(fail(() => parseInput(TemplateCreateSchema, { name: 'x' })).errors).toEqual([expect.objectContaining({ field: 'body', code: 'required' })]);
+    expect(fail(() => parseInput(TemplateCreateSchema, { name: 'x' })).errors).toEqual([
+      expect.objectContaining({ field: 'body', code: 'required' }),
+    ]);
     expect(TemplateCreateSchema.safeParse({ name: 'x', body: 'b'.repeat(20_000) }).success).toBe(true);
   });
 
   it('bulk: errors point at the item', () => {
-    const e = fail(() => parseInput(TemplateBulkCreateSchema, [{ name: 'a', body: 'x' }, { name: '', body: 'x' }]));
+    const e = fail(() =>
+      parseInput(TemplateBulkCreateSchema, [
+        { name: 'a', body: 'x' },
+        { name: '', body: 'x' },
+      ]),
+    );
     expect(e.errors).toEqual([expect.objectContaining({ field: '1.name' })]);
     expect(TemplateBulkCreateSchema.safeParse([]).success).toBe(false);
-    expect(TemplateBulkCreateSchema.safeParse(Array.from({ length: 101 }, (_, i) => ({ name: `t${i}`, body: 'x' }))).success).toBe(false);
+    expect(
+      TemplateBulkCreateSchema.safeParse(Array.from({ length: 101 }, (_, i) => ({ name: `t${i}`, body: 'x' }))).success,
+    ).toBe(false);
   });
 
   it('connection_ids must not repeat', () => {
-    expect(TemplateCreateSchema.safeParse({ name: 'x', body: 'b', connection_ids: ['con_1', 'con_1'] }).success).toBe(false);
+    expect(TemplateCreateSchema.safeParse({ name: 'x', body: 'b', connection_ids: ['con_1', 'con_1'] }).success).toBe(
+      false,
+    );
   });
 
   it('names clash case-insensitively', () => {
@@ -159,12 +206,20 @@ describe('schemas', () => {
     const wire = presentTemplate(create({ body: 'x', variants: { email: { body: 'e' } } }));
     expect(wire).not.toHaveProperty('variables_declared');
     expect(wire.variants).toEqual({ email: { subject: null, body: 'e' } });
-    expect(wire).toMatchObject({ version: 1, created_at: NOW, updated_at: NOW, connection_ids: [], description: '', subject: '' });
+    expect(wire).toMatchObject({
+      version: 1,
+      created_at: NOW,
+      updated_at: NOW,
+      connection_ids: [],
+      description: '',
+      subject: '',
+    });
   });
 });
 
 describe('applyTemplatePatch', () => {
-  const patch = (t: Template, p: Record<string, unknown>) => applyTemplatePatch(t, parseInput(TemplatePatchSchema, p), '2026-11-22T11:00:00.000Z');
+  const patch = (t: Template, p: Record<string, unknown>) =>
+    applyTemplatePatch(t, parseInput(TemplatePatchSchema, p), '2026-11-22T11:00:00.000Z');
 
   it('a change is a new version; a no-op is not', () => {
     const t = create({ body: 'x' });
@@ -194,7 +249,9 @@ describe('applyTemplatePatch', () => {
 
   it('variants are replaced as a whole', () => {
     const t = create({ body: 'x', variants: { slack: { body: 's' }, email: { body: 'e', subject: 'E' } } });
-    expect(patch(t, { variants: { discord: { body: 'd' } } }).variants).toEqual({ discord: { subject: null, body: 'd' } });
+    expect(patch(t, { variants: { discord: { body: 'd' } } }).variants).toEqual({
+      discord: { subject: null, body: 'd' },
+    });
   });
 });
 
@@ -207,7 +264,10 @@ describe('variables at render and execute', () => {
   ];
 
   it('defaults fill blanks; required without value or default are missing', () => {
-    expect(resolveVariables(declared, { eta: ' ', extra: 'x' })).toEqual({ values: { eta: ' ', extra: 'x', area: 'everywhere', notes: '' }, missing: ['eta', 'constructor'] });
+    expect(resolveVariables(declared, { eta: ' ', extra: 'x' })).toEqual({
+      values: { eta: ' ', extra: 'x', area: 'everywhere', notes: '' },
+      missing: ['eta', 'constructor'],
+    });
     expect(resolveVariables(declared, { eta: '5m', area: 'EU', constructor: 'c' }).missing).toEqual([]);
   });
 
@@ -222,8 +282,15 @@ describe('variables at render and execute', () => {
 
   it('VariablesSchema: names, reserved names, value length, count', () => {
     expect(VariablesSchema.safeParse({ eta: 'x'.repeat(4000) }).success).toBe(true);
-    const e = fail(() => parseInput(VariablesSchema, { 'bad-name': 'x', incident: 'x', eta: 'x'.repeat(4001), n: 5 }, ['variables']));
-    expect(e.errors.map((x) => x.field).sort()).toEqual(['variables.bad-name', 'variables.eta', 'variables.incident', 'variables.n']);
+    const e = fail(() =>
+      parseInput(VariablesSchema, { 'bad-name': 'x', incident: 'x', eta: 'x'.repeat(4001), n: 5 }, ['variables']),
+    );
+    expect(e.errors.map((x) => x.field).sort()).toEqual([
+      'variables.bad-name',
+      'variables.eta',
+      'variables.incident',
+      'variables.n',
+    ]);
     const many = Object.fromEntries(Array.from({ length: 51 }, (_, i) => [`v${i}`, 'x']));
     expect(fail(() => parseInput(VariablesSchema, many, ['variables'])).errors[0]?.field).toBe('variables');
   });

@@ -14,7 +14,12 @@ const isoAt = (ms: number): string => new Date(ms).toISOString();
 
 /** An open incident whose next update was due at `dueMs`, with `sent` reminders already recorded. */
 function overdue(dueMs: number | null, sent?: number, over: Partial<Incident> = {}): Incident {
-  const base = newIncident('inc_1', { title: 'T', severity: 'major', description: '', impact: '', template_ids: [] }, actor, isoAt(T0 - 60 * MIN));
+  const base = newIncident(
+    'inc_1',
+    { title: 'T', severity: 'major', description: '', impact: '', template_ids: [] },
+    actor,
+    isoAt(T0 - 60 * MIN),
+  );
   const due = dueMs === null ? null : isoAt(dueMs);
   return {
     ...base,
@@ -29,7 +34,12 @@ function overdue(dueMs: number | null, sent?: number, over: Partial<Incident> = 
 
 describe('cadenceAfterExecute', () => {
   it('without next_update_in clears the due time and the reminder bookkeeping', () => {
-    expect(cadenceAfterExecute(undefined, at(T0), actor)).toEqual({ next_update_due_at: null, next_reminder_at: null, update_reminders: 0, last_executed_by: actor });
+    expect(cadenceAfterExecute(undefined, at(T0), actor)).toEqual({
+      next_update_due_at: null,
+      next_reminder_at: null,
+      update_reminders: 0,
+      last_executed_by: actor,
+    });
   });
 
   it.each([
@@ -56,13 +66,19 @@ describe('cadenceAfterExecute', () => {
 });
 
 describe('reminderStep', () => {
-  it.each(['resolved', 'closed'] as IncidentStatus[])('stops for a %s incident, even one with a due time in the past', (status) => {
-    expect(reminderStep(overdue(T0, 0, { status }), at(T0 + R), R)).toEqual({ kind: 'stop' });
-  });
+  it.each(['resolved', 'closed'] as IncidentStatus[])(
+    'stops for a %s incident, even one with a due time in the past',
+    (status) => {
+      expect(reminderStep(overdue(T0, 0, { status }), at(T0 + R), R)).toEqual({ kind: 'stop' });
+    },
+  );
 
-  it.each(['investigating', 'identified', 'monitoring'] as IncidentStatus[])('reminds for an open (%s) incident', (status) => {
-    expect(reminderStep(overdue(T0, 0, { status }), at(T0), R).kind).toBe('remind');
-  });
+  it.each(['investigating', 'identified', 'monitoring'] as IncidentStatus[])(
+    'reminds for an open (%s) incident',
+    (status) => {
+      expect(reminderStep(overdue(T0, 0, { status }), at(T0), R).kind).toBe('remind');
+    },
+  );
 
   it('stops when no update is due', () => {
     expect(reminderStep(overdue(null), at(T0), R)).toEqual({ kind: 'stop' });

@@ -27,15 +27,24 @@ describe('field error codes', () => {
 
   it('does the same inside a connection config', () => {
     const errors = errorsOf(() =>
-      parseConnectionCreate({ name: 'm', type: 'email', config: { host: 'smtp.example.com', port: '587', security: 'tls', to: ['a@example.com'] } }),
+      parseConnectionCreate({
+        name: 'm',
+        type: 'email',
+        config: { host: 'smtp.example.com', port: '587', security: 'tls', to: ['a@example.com'] },
+      }),
     );
     expect(errors).toEqual(
-      expect.arrayContaining([expect.objectContaining({ field: 'config.port', code: 'invalid_type' }), expect.objectContaining({ field: 'config.from', code: 'required' })]),
+      expect.arrayContaining([
+        expect.objectContaining({ field: 'config.port', code: 'invalid_type' }),
+        expect.objectContaining({ field: 'config.from', code: 'required' }),
+      ]),
     );
   });
 
   it('never copies the offending value into the error', () => {
-    const errors = errorsOf(() => parseInput(IncidentCreateSchema, { title: { secret: 'hunter2-value' }, severity: 'low' }));
+    const errors = errorsOf(() =>
+      parseInput(IncidentCreateSchema, { title: { secret: 'hunter2-value' }, severity: 'low' }),
+    );
     expect(JSON.stringify(errors)).not.toContain('hunter2-value');
   });
 });

@@ -47,11 +47,16 @@ export interface ConnectionTypeDefinition<S extends z.ZodType = z.ZodType, C ext
 }
 
 /** What a type must say; the rest has a default (no secret maps, no destinations, no read-only check). */
-type ConnectionTypeInput<S extends z.ZodType, C extends z.ZodType> = Pick<ConnectionTypeDefinition<S, C>, 'configSchema' | 'secretFields' | 'rules' | 'complete' | 'signingSecretField'> &
+type ConnectionTypeInput<S extends z.ZodType, C extends z.ZodType> = Pick<
+  ConnectionTypeDefinition<S, C>,
+  'configSchema' | 'secretFields' | 'rules' | 'complete' | 'signingSecretField'
+> &
   Partial<Pick<ConnectionTypeDefinition<S, C>, 'createConfigSchema' | 'secretMaps' | 'destinations' | 'readOnlyCheck'>>;
 
 /** Fills the defaults and keeps each definition's config type. */
-export function defineConnectionType<S extends z.ZodType, C extends z.ZodType = S>(def: ConnectionTypeInput<S, C>): ConnectionTypeDefinition<S, C> {
+export function defineConnectionType<S extends z.ZodType, C extends z.ZodType = S>(
+  def: ConnectionTypeInput<S, C>,
+): ConnectionTypeDefinition<S, C> {
   return {
     createConfigSchema: def.configSchema as unknown as C,
     secretMaps: [],
@@ -75,7 +80,10 @@ export const httpUrl = (what = 'URL') =>
     .max(URL_MAX, `${what} is at most ${URL_MAX} characters.`)
     // A URL parser drops tabs and line breaks and encodes the rest without a word; what is
     // stored must be exactly what is sent, so anything outside visible ASCII is refused here.
-    .regex(VISIBLE_ASCII, `${what} may hold only visible ASCII characters: no spaces, line breaks or characters such as "…" (percent-encode them; use punycode for host names).`);
+    .regex(
+      VISIBLE_ASCII,
+      `${what} may hold only visible ASCII characters: no spaces, line breaks or characters such as "…" (percent-encode them; use punycode for host names).`,
+    );
 
 /**
  * Visible ASCII (0x21–0x7E): all a token may hold when it travels in an HTTP header or a URL.
@@ -86,25 +94,20 @@ const VISIBLE_ASCII = /^[\x21-\x7e]*$/;
 
 /** A secret that is sent in an HTTP header or URL (bot tokens): a secret string of visible ASCII. */
 export const headerSafeToken = (what: string, max = 1024) =>
-  secretString(what, max).regex(VISIBLE_ASCII, `${what} may hold only visible ASCII characters: no spaces, line breaks or characters such as "…". Paste the token exactly as the platform shows it.`);
+  secretString(what, max).regex(
+    VISIBLE_ASCII,
+    `${what} may hold only visible ASCII characters: no spaces, line breaks or characters such as "…". Paste the token exactly as the platform shows it.`,
+  );
 
 /** A header value: visible ASCII, spaces and tabs (what HTTP allows and every receiver reads alike). */
 export const HEADER_VALUE = /^[\t\x20-\x7e]*$/;
 
 /** A secret string: non-empty, bounded, no surrounding whitespace (a pasted newline is a classic). */
 export const secretString = (what: string, max = 1024) =>
-  z
-    .string()
-    .trim()
-    .min(1, `${what} is required.`)
-    .max(max, `${what} is at most ${max} characters.`);
+  z.string().trim().min(1, `${what} is required.`).max(max, `${what} is at most ${max} characters.`);
 
 export const shortText = (what: string, max: number) =>
-  z
-    .string()
-    .trim()
-    .min(1, `${what} must not be empty.`)
-    .max(max, `${what} is at most ${max} characters.`);
+  z.string().trim().min(1, `${what} must not be empty.`).max(max, `${what} is at most ${max} characters.`);
 
 /** The destination named by a URL field. */
 export function urlDestination(field: string, url: string, secrets: string[] = []): Destination {

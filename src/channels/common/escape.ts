@@ -48,7 +48,12 @@ export function breakMarkers(value: string, markers: string): string {
 export const LINE_START = /(^|\n)([ \t]*)/g;
 
 export function escapeHtml(value: string): string {
-  return value.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#39;');
+  return value
+    .replace(/&/g, '&amp;')
+    .replace(/</g, '&lt;')
+    .replace(/>/g, '&gt;')
+    .replace(/"/g, '&quot;')
+    .replace(/'/g, '&#39;');
 }
 
 /**
@@ -62,7 +67,8 @@ export function escapeMarkdown(value: string): string {
   let out = '';
   for (let i = 0; i < value.length; i++) {
     const c = value.charAt(i);
-    if ('\\`*~|[]<>&'.includes(c) || (c === '_' && !(isWordChar(value[i - 1]) && isWordChar(value[i + 1])))) out += `\\${c}`;
+    if ('\\`*~|[]<>&'.includes(c) || (c === '_' && !(isWordChar(value[i - 1]) && isWordChar(value[i + 1]))))
+      out += `\\${c}`;
     else out += c;
   }
   const blocks = out
@@ -70,7 +76,6 @@ export function escapeMarkdown(value: string): string {
     .replace(new RegExp(`${LINE_START.source}(\\d+)([.)])`, 'g'), '$1$2$3\\$4');
   return neutraliseMentions(blocks);
 }
-
 
 /** The CommonMark format of Discord, Mattermost and Teams. */
 export const MARKDOWN = { escape: escapeMarkdown, html: false } as const;

@@ -66,7 +66,14 @@ export function fromHttpStatus(res: OutboundResponse, r: HttpReading): ChannelRe
       const retryAfterMs = r.retryAfterMs ?? parseRetryAfter(res.headers['retry-after'], r.nowMs);
       const cause = r.cause ?? (status === 429 ? 'rate_limited' : undefined);
       if (retryAfterMs !== null && retryAfterMs > MAX_RETRY_AFTER_MS) {
-        return permanent(status, providerCode, res.latencyMs, `${what} (asked to wait ${Math.round(retryAfterMs / 1000)} s, longer than Herald retries)`, null, cause);
+        return permanent(
+          status,
+          providerCode,
+          res.latencyMs,
+          `${what} (asked to wait ${Math.round(retryAfterMs / 1000)} s, longer than Herald retries)`,
+          null,
+          cause,
+        );
       }
       return withCause(
         {
@@ -85,7 +92,8 @@ export function fromHttpStatus(res: OutboundResponse, r: HttpReading): ChannelRe
     case 'permanent': {
       const gone = disablesConnection(status, r.urlAddressed);
       const disable = gone ? `the webhook URL no longer exists (${what})` : null;
-      const cause = r.cause ?? (gone || status === 404 ? 'not_found' : status === 401 || status === 403 ? 'auth' : undefined);
+      const cause =
+        r.cause ?? (gone || status === 404 ? 'not_found' : status === 401 || status === 403 ? 'auth' : undefined);
       return permanent(status, providerCode, res.latencyMs, what, disable, cause);
     }
   }
@@ -100,7 +108,15 @@ export function fromOutboundError(err: OutboundError): ChannelResult {
     const error = err.kind === 'redirect' ? `${err.message} (update the URL to where it now points)` : err.message;
     return permanent(err.httpStatus, null, err.latencyMs, error, null, cause);
   }
-  return { outcome: 'retryable', httpStatus: err.httpStatus, providerCode: null, latencyMs: err.latencyMs, retryAfterMs: null, error: err.message, ambiguous: err.ambiguous };
+  return {
+    outcome: 'retryable',
+    httpStatus: err.httpStatus,
+    providerCode: null,
+    latencyMs: err.latencyMs,
+    retryAfterMs: null,
+    error: err.message,
+    ambiguous: err.ambiguous,
+  };
 }
 
 /** A failure decided before anything was sent (oversize payload, unusable config). */
@@ -119,9 +135,23 @@ export function permanent(
   return withCause({ outcome: 'permanent', httpStatus, providerCode, latencyMs, error, disable }, cause);
 }
 
-export function retryable(httpStatus: number | null, providerCode: string | null, latencyMs: number | null, error: string, opts: { retryAfterMs?: number | null; ambiguous?: boolean; cause?: FailureCause } = {}): ChannelResult {
+export function retryable(
+  httpStatus: number | null,
+  providerCode: string | null,
+  latencyMs: number | null,
+  error: string,
+  opts: { retryAfterMs?: number | null; ambiguous?: boolean; cause?: FailureCause } = {},
+): ChannelResult {
   return withCause(
-    { outcome: 'retryable', httpStatus, providerCode, latencyMs, retryAfterMs: opts.retryAfterMs ?? null, error, ambiguous: opts.ambiguous ?? false },
+    {
+      outcome: 'retryable',
+      httpStatus,
+      providerCode,
+      latencyMs,
+      retryAfterMs: opts.retryAfterMs ?? null,
+      error,
+      ambiguous: opts.ambiguous ?? false,
+    },
     opts.cause,
   );
 }
@@ -134,7 +164,11 @@ function withCause(result: SendResult, cause: FailureCause | undefined): Channel
  * Sends one request and reads the answer with `read`; a failed request becomes its SendResult.
  * Anything that is not an OutboundError is a bug and is thrown (the delivery service records it).
  */
-export async function exchange(http: OutboundHttp, req: OutboundRequest, read: (res: OutboundResponse) => ChannelResult): Promise<ChannelResult> {
+export async function exchange(
+  http: OutboundHttp,
+  req: OutboundRequest,
+  read: (res: OutboundResponse) => ChannelResult,
+): Promise<ChannelResult> {
   let res: OutboundResponse;
   try {
     res = await http.request(req);
@@ -155,7 +189,8 @@ export function jsonOf(res: OutboundResponse): Record<string, unknown> | null {
   }
 }
 
-export const stringOf = (v: unknown): string | null => (typeof v === 'string' && v !== '' ? v : typeof v === 'number' ? String(v) : null);
+export const stringOf = (v: unknown): string | null =>
+  typeof v === 'string' && v !== '' ? v : typeof v === 'number' ? String(v) : null;
 
 /**
  * `url` with query parameters set (its own, like Google Chat's key and token, kept). A URL that
@@ -201,6 +236,7 @@ export function scrubSecrets(text: string, secrets: readonly string[]): string {
 export function scrubResult(result: ChannelResult, secrets: readonly string[]): ChannelResult {
   if (result.outcome === 'delivered') return result;
   const error = scrubSecrets(result.error, secrets);
-  const disable = result.outcome === 'permanent' && result.disable !== null ? scrubSecrets(result.disable, secrets) : null;
+  const disable =
+    result.outcome === 'permanent' && result.disable !== null ? scrubSecrets(result.disable, secrets) : null;
   return result.outcome === 'permanent' ? { ...result, error, disable } : { ...result, error };
 }

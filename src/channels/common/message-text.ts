@@ -43,8 +43,10 @@ export function splitText(text: string, max: number): string[] {
   while (rest.length > max) {
     const window = safeSlice(rest, max);
     // A grapheme longer than `max` on its own (absurd, but possible) is cut by code point.
-    const whole = window.length > 0 ? window.length : Math.max(1, String.fromCodePoint(rest.codePointAt(0) ?? 32).length);
-    const cut = [window.lastIndexOf('\n\n'), window.lastIndexOf('\n'), window.lastIndexOf(' ')].find((i) => i > max / 2) ?? whole;
+    const whole =
+      window.length > 0 ? window.length : Math.max(1, String.fromCodePoint(rest.codePointAt(0) ?? 32).length);
+    const cut =
+      [window.lastIndexOf('\n\n'), window.lastIndexOf('\n'), window.lastIndexOf(' ')].find((i) => i > max / 2) ?? whole;
     const piece = rest.slice(0, cut);
     pieces.push(piece);
     rest = rest.slice(cut).replace(/^\s+/, '');

@@ -12,13 +12,18 @@ const DiscordConfigSchema = z
       .string()
       .regex(/^\d{1,20}$/, 'thread_id is a Discord snowflake (digits).')
       .optional(),
-    forum: z
-      .boolean()
-      .optional()
-      .meta({ description: "The webhook posts into a forum (or media) channel: an incident's first message opens a post (a thread) named after it, and later ones continue that post." }),
+    forum: z.boolean().optional().meta({
+      description:
+        "The webhook posts into a forum (or media) channel: an incident's first message opens a post (a thread) named after it, and later ones continue that post.",
+    }),
   })
   .superRefine((c, ctx) => {
-    if (c.forum === true && c.thread_id !== undefined) ctx.addIssue({ code: 'custom', path: ['forum'], message: 'Use forum (a post per incident) or thread_id (every message in one thread), not both.' });
+    if (c.forum === true && c.thread_id !== undefined)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['forum'],
+        message: 'Use forum (a post per incident) or thread_id (every message in one thread), not both.',
+      });
   })
   .meta({ id: 'DiscordConnectionConfig' });
 

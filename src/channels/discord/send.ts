@@ -1,7 +1,17 @@
 import type { DiscordConfig } from './config.js';
 import type { MessageRef, OutboundMessage } from '../../ports/index.js';
 import type { OutboundHttp, OutboundResponse } from '../../delivery/outbound/http.js';
-import { exchange, fromHttpStatus, hostOf, jsonOf, refused, secondsToMs, stringOf, withQuery, type ChannelResult } from '../common/http-outcome.js';
+import {
+  exchange,
+  fromHttpStatus,
+  hostOf,
+  jsonOf,
+  refused,
+  secondsToMs,
+  stringOf,
+  withQuery,
+  type ChannelResult,
+} from '../common/http-outcome.js';
 import { subjectOf, TEST_MARKER, truncate } from '../common/message-text.js';
 import { byAction } from '../common/actions.js';
 import type { ChannelAdapter } from '../adapter.js';
@@ -56,10 +66,19 @@ const FAILED_LOOKUP_RETRY_MS = 60_000;
 const SNOWFLAKE = /^\d{1,20}$/;
 
 /** Severity → embed colour (red, orange, yellow, blue; grey for anything else). */
-const SEVERITY_COLOURS: Record<string, number> = { critical: 0xd92d20, major: 0xf79009, minor: 0xfdb022, low: 0x2e90fa };
+const SEVERITY_COLOURS: Record<string, number> = {
+  critical: 0xd92d20,
+  major: 0xf79009,
+  minor: 0xfdb022,
+  low: 0x2e90fa,
+};
 const DEFAULT_COLOUR = 0x98a2b3;
 
-export function discordPayload(message: OutboundMessage, config: Pick<DiscordConfig, 'username' | 'avatar_url'>, nowMs: number): Record<string, unknown> {
+export function discordPayload(
+  message: OutboundMessage,
+  config: Pick<DiscordConfig, 'username' | 'avatar_url'>,
+  nowMs: number,
+): Record<string, unknown> {
   const title = truncate(subjectOf(message), DISCORD_TITLE_LIMIT);
   const description = truncate(message.content.body, DISCORD_DESCRIPTION_LIMIT);
   const embed: Record<string, unknown> = {
@@ -67,7 +86,9 @@ export function discordPayload(message: OutboundMessage, config: Pick<DiscordCon
     ...(description !== '' ? { description } : {}),
     color: SEVERITY_COLOURS[message.incident.severity] ?? DEFAULT_COLOUR,
     timestamp: new Date(nowMs).toISOString(),
-    ...(message.incident.url !== null && /^https?:\/\//.test(message.incident.url) ? { url: message.incident.url } : {}),
+    ...(message.incident.url !== null && /^https?:\/\//.test(message.incident.url)
+      ? { url: message.incident.url }
+      : {}),
   };
   return {
     ...(config.username !== undefined ? { username: config.username } : {}),
@@ -83,12 +104,17 @@ export function discordPayload(message: OutboundMessage, config: Pick<DiscordCon
  * characters cut on a grapheme boundary. A connection test's post is marked like its subject.
  */
 export function discordThreadName(message: OutboundMessage): string {
-  const named = [message.incident.title, message.content.subject].map((s) => s.replace(/\s+/g, ' ').trim()).find((s) => s !== '') ?? `Incident ${message.incident.id}`.trim();
+  const named =
+    [message.incident.title, message.content.subject].map((s) => s.replace(/\s+/g, ' ').trim()).find((s) => s !== '') ??
+    `Incident ${message.incident.id}`.trim();
   return truncate(message.test ? `${TEST_MARKER} ${named}` : named, DISCORD_THREAD_NAME_LIMIT, '…');
 }
 
 /** The webhook URL with `wait=true` (and `thread_id`), keeping whatever query it had. */
-export function discordExecuteUrl(config: Pick<DiscordConfig, 'webhook_url' | 'thread_id'>, threadId: string | null = config.thread_id ?? null): string {
+export function discordExecuteUrl(
+  config: Pick<DiscordConfig, 'webhook_url' | 'thread_id'>,
+  threadId: string | null = config.thread_id ?? null,
+): string {
   return withQuery(config.webhook_url, { wait: 'true', ...(threadId !== null ? { thread_id: threadId } : {}) });
 }
 
@@ -107,7 +133,9 @@ export function discordMessageUrl(webhookUrl: string, messageId: string, threadI
 
 /** `https://discord.com/channels/<guild>/<channel or thread>/<message>`; null unless all three are snowflakes. */
 export function discordJumpUrl(guildId: string, channelId: string, messageId: string): string | null {
-  return [guildId, channelId, messageId].every((s) => SNOWFLAKE.test(s)) ? `https://discord.com/channels/${guildId}/${channelId}/${messageId}` : null;
+  return [guildId, channelId, messageId].every((s) => SNOWFLAKE.test(s))
+    ? `https://discord.com/channels/${guildId}/${channelId}/${messageId}`
+    : null;
 }
 
 /** What one sender keeps: its deps, clock and the guild ids of the webhooks it posted to. */
@@ -136,7 +164,10 @@ export function createDiscordSender(deps: DiscordSenderDeps) {
  * (the thread its first message opened — in a forum the thread's id) or, for a first message, a
  * new post named after the incident. A channel webhook cannot reply, so `thread` is ignored there.
  */
-function postPlace(config: DiscordConfig, message: OutboundMessage): { threadId: string | null; threadName: string | null } {
+function postPlace(
+  config: DiscordConfig,
+  message: OutboundMessage,
+): { threadId: string | null; threadName: string | null } {
   if (config.thread_id !== undefined) return { threadId: config.thread_id, threadName: null };
   if (config.forum !== true) return { threadId: null, threadName: null };
   const thread = message.thread ?? null;
@@ -147,14 +178,21 @@ function postPlace(config: DiscordConfig, message: OutboundMessage): { threadId:
 
 async function post(s: Sender, config: DiscordConfig, message: OutboundMessage): Promise<ChannelResult> {
   const place = postPlace(config, message);
-  const body = { ...discordPayload(message, config, s.now()), ...(place.threadName !== null ? { thread_name: place.threadName } : {}) };
+  const body = {
+    ...discordPayload(message, config, s.now()),
+    ...(place.threadName !== null ? { thread_name: place.threadName } : {}),
+  };
   const { result, json } = await call(s, 'POST', discordExecuteUrl(config, place.threadId), body);
   if (result.outcome !== 'delivered') return result;
   return { ...result, message: await postedRef(s, config.webhook_url, json) };
 }
 
 /** The posted message from the execute answer: its id, where it is (the thread's id in a thread), and its jump URL. */
-async function postedRef(s: Sender, webhookUrl: string, json: Record<string, unknown> | null): Promise<MessageRef | null> {
+async function postedRef(
+  s: Sender,
+  webhookUrl: string,
+  json: Record<string, unknown> | null,
+): Promise<MessageRef | null> {
   const id = stringOf(json?.id);
   if (id === null) return null;
   const channel = stringOf(json?.channel_id);
@@ -181,7 +219,11 @@ async function edit(s: Sender, config: DiscordConfig, message: OutboundMessage):
   if (url === null) return refused(`"${target.id}" is not a Discord message id, so it cannot be edited`);
   const { result } = await call(s, 'PATCH', url, discordPayload(message, {}, s.now()));
   if (result.outcome === 'delivered') return { ...result, message: target };
-  if (isUnknownMessage(result)) return { ...result, error: `${result.error} (the message was deleted in Discord, so it cannot be corrected or updated)` };
+  if (isUnknownMessage(result))
+    return {
+      ...result,
+      error: `${result.error} (the message was deleted in Discord, so it cannot be corrected or updated)`,
+    };
   return result;
 }
 
@@ -196,14 +238,27 @@ async function remove(s: Sender, config: DiscordConfig, message: OutboundMessage
   if (url === null) return refused(`"${target.id}" is not a Discord message id, so it cannot be deleted`);
   const { result } = await call(s, 'DELETE', url, null);
   if (result.outcome === 'delivered') return { ...result, message: null };
-  if (isUnknownMessage(result)) return { outcome: 'delivered', httpStatus: result.httpStatus, providerCode: DISCORD_UNKNOWN_MESSAGE, latencyMs: result.latencyMs ?? 0, message: null };
+  if (isUnknownMessage(result))
+    return {
+      outcome: 'delivered',
+      httpStatus: result.httpStatus,
+      providerCode: DISCORD_UNKNOWN_MESSAGE,
+      latencyMs: result.latencyMs ?? 0,
+      message: null,
+    };
   return result;
 }
 
-const isUnknownMessage = (r: ChannelResult): r is Extract<ChannelResult, { outcome: 'permanent' }> => r.outcome === 'permanent' && r.providerCode === DISCORD_UNKNOWN_MESSAGE;
+const isUnknownMessage = (r: ChannelResult): r is Extract<ChannelResult, { outcome: 'permanent' }> =>
+  r.outcome === 'permanent' && r.providerCode === DISCORD_UNKNOWN_MESSAGE;
 
 /** One request to the webhook; answers the SendResult and Discord's JSON, if any. */
-async function call(s: Sender, method: string, url: string, body: Record<string, unknown> | null): Promise<{ result: ChannelResult; json: Record<string, unknown> | null }> {
+async function call(
+  s: Sender,
+  method: string,
+  url: string,
+  body: Record<string, unknown> | null,
+): Promise<{ result: ChannelResult; json: Record<string, unknown> | null }> {
   // Filled by the reader: a holder, because TypeScript does not see a callback assign a local.
   const seen: { json: Record<string, unknown> | null } = { json: null };
   const req = {
@@ -233,7 +288,8 @@ export function readDiscordAnswer(res: OutboundResponse, host: string, nowMs: nu
     urlAddressed: code === null || code === '0' || code === DISCORD_UNKNOWN_WEBHOOK,
     who: `Discord (${host})`,
     providerCode: code,
-    detail: code === UNKNOWN_CHANNEL ? `${message ?? 'Unknown Channel'} (the thread no longer exists in Discord)` : message,
+    detail:
+      code === UNKNOWN_CHANNEL ? `${message ?? 'Unknown Channel'} (the thread no longer exists in Discord)` : message,
     retryAfterMs: res.status === 429 ? secondsToMs(json?.retry_after) : null,
     nowMs,
   });
@@ -263,7 +319,8 @@ function createGuildCache(deps: DiscordSenderDeps, now: () => number, max = GUIL
     lookup(webhookUrl) {
       const key = webhookKey(webhookUrl);
       const hit = entries.get(key);
-      if (hit !== undefined && (hit.failedAt === null || now() - hit.failedAt < FAILED_LOOKUP_RETRY_MS)) return hit.guild;
+      if (hit !== undefined && (hit.failedAt === null || now() - hit.failedAt < FAILED_LOOKUP_RETRY_MS))
+        return hit.guild;
       const entry: GuildEntry = { guild: Promise.resolve(null), failedAt: null };
       entry.guild = fetchGuild(deps, webhookUrl).then((guild) => {
         if (guild === null) entry.failedAt = now();
@@ -292,7 +349,11 @@ function webhookKey(webhookUrl: string): string {
  */
 async function fetchGuild(deps: DiscordSenderDeps, webhookUrl: string): Promise<string | null> {
   try {
-    const res = await deps.http.request({ method: 'GET', url: webhookUrl, timeoutMs: Math.min(deps.timeoutMs ?? GUILD_LOOKUP_TIMEOUT_MS, GUILD_LOOKUP_TIMEOUT_MS) });
+    const res = await deps.http.request({
+      method: 'GET',
+      url: webhookUrl,
+      timeoutMs: Math.min(deps.timeoutMs ?? GUILD_LOOKUP_TIMEOUT_MS, GUILD_LOOKUP_TIMEOUT_MS),
+    });
     const guild = res.status === 200 ? stringOf(jsonOf(res)?.guild_id) : null;
     return guild !== null && SNOWFLAKE.test(guild) ? guild : null;
   } catch {

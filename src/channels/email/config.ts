@@ -23,7 +23,10 @@ const recipients = (what: string) =>
   z
     .array(address(`each ${what} entry`))
     .max(MAX_RECIPIENTS, `At most ${MAX_RECIPIENTS} ${what} recipients.`)
-    .refine((list) => new Set(list.map((a) => a.toLowerCase())).size === list.length, `${what} must not repeat an address.`);
+    .refine(
+      (list) => new Set(list.map((a) => a.toLowerCase())).size === list.length,
+      `${what} must not repeat an address.`,
+    );
 
 const EmailConfigSchema = z
   .strictObject({
@@ -34,7 +37,9 @@ const EmailConfigSchema = z
       .max(253)
       .refine((h) => isIpLiteral(h) || HOST_NAME.test(h), 'host must be a host name or an IP address.'),
     port: z.number().int().min(1).max(65535),
-    security: z.enum(['tls', 'starttls', 'none']).meta({ description: 'tls = implicit TLS (465); starttls = upgrade (587); none = plain.' }),
+    security: z
+      .enum(['tls', 'starttls', 'none'])
+      .meta({ description: 'tls = implicit TLS (465); starttls = upgrade (587); none = plain.' }),
     username: shortText('username', 256).optional(),
     password: secretString('password', 1024).optional(),
     from: fromAddress,
@@ -43,7 +48,13 @@ const EmailConfigSchema = z
   })
   .superRefine((c, ctx) => {
     if (c.password !== undefined && c.username === undefined) {
-      ctx.addIssue({ code: 'invalid_type', expected: 'string', input: undefined, path: ['username'], message: 'username is required with password.' });
+      ctx.addIssue({
+        code: 'invalid_type',
+        expected: 'string',
+        input: undefined,
+        path: ['username'],
+        message: 'username is required with password.',
+      });
     }
   })
   .meta({ id: 'EmailConnectionConfig' });
@@ -53,6 +64,14 @@ export type EmailConfig = z.output<typeof EmailConfigSchema>;
 export const email = defineConnectionType({
   configSchema: EmailConfigSchema,
   secretFields: ['password'],
-  destinations: (c) => [{ field: 'config.host', kind: 'host', value: c.host, host: normalizeHost(c.host), secrets: c.password !== undefined ? ['password'] : [] }],
+  destinations: (c) => [
+    {
+      field: 'config.host',
+      kind: 'host',
+      value: c.host,
+      host: normalizeHost(c.host),
+      secrets: c.password !== undefined ? ['password'] : [],
+    },
+  ],
   readOnlyCheck: () => 'smtp_verify',
 });

@@ -1,5 +1,10 @@
 import { isIP } from 'node:net';
-import nodemailer, { type NodemailerError, type SMTPSentMessageInfo, type SMTPTransportOptions, type SendMailOptions } from 'nodemailer';
+import nodemailer, {
+  type NodemailerError,
+  type SMTPSentMessageInfo,
+  type SMTPTransportOptions,
+  type SendMailOptions,
+} from 'nodemailer';
 import { normalizeHost } from '../../domain/connection/address-policy.js';
 import type { EmailConfig } from './config.js';
 import { classifySmtpCode } from '../../domain/execution/delivery-policy.js';
@@ -58,7 +63,8 @@ export interface SmtpTransport {
   close(): void;
 }
 
-export type SmtpVerifyOutcome = { ok: true; latencyMs: number } | { ok: false; latencyMs: number; result: ChannelResult };
+export type SmtpVerifyOutcome =
+  { ok: true; latencyMs: number } | { ok: false; latencyMs: number; result: ChannelResult };
 
 export interface SmtpClient {
   send(config: EmailConfig, mail: SendMailOptions): Promise<ChannelResult>;
@@ -96,7 +102,13 @@ export function createSmtpClient(o: SmtpClientOptions): SmtpClient {
       // which a failure is ambiguous (the server may have queued the message).
       logger: {
         info(entry: unknown) {
-          if (entry !== null && typeof entry === 'object' && (entry as { tnx?: unknown }).tnx === 'message' && 'outByteCount' in entry) progress.messageSent = true;
+          if (
+            entry !== null &&
+            typeof entry === 'object' &&
+            (entry as { tnx?: unknown }).tnx === 'message' &&
+            'outByteCount' in entry
+          )
+            progress.messageSent = true;
         },
       },
     });
@@ -111,7 +123,12 @@ export function createSmtpClient(o: SmtpClientOptions): SmtpClient {
         transport = await open(config, progress);
         const info = await transport.sendMail(mail);
         const code = replyCode(info.response);
-        return { outcome: 'delivered', httpStatus: null, providerCode: code === null ? null : String(code), latencyMs: Math.round(now() - started) };
+        return {
+          outcome: 'delivered',
+          httpStatus: null,
+          providerCode: code === null ? null : String(code),
+          latencyMs: Math.round(now() - started),
+        };
       } catch (e) {
         return smtpFailure(e, normalizeHost(config.host), progress.messageSent, Math.round(now() - started));
       } finally {
@@ -151,21 +168,41 @@ export function smtpFailure(e: unknown, host: string, messageSent: boolean, late
   const responseCode = typeof err.responseCode === 'number' ? err.responseCode : null;
   const provider = responseCode === null ? null : String(responseCode);
   if (AUTH_CODES.has(code)) {
-    return permanent(null, provider, latencyMs, `SMTP login to ${host} failed${reply ? `: ${reply}` : ' (no credentials accepted)'}`, null, 'auth');
+    return permanent(
+      null,
+      provider,
+      latencyMs,
+      `SMTP login to ${host} failed${reply ? `: ${reply}` : ' (no credentials accepted)'}`,
+      null,
+      'auth',
+    );
   }
   if (responseCode !== null && responseCode >= 400) {
     const what = `${host} answered ${reply ?? responseCode}${err.command ? ` (to ${commandName(err.command)})` : ''}`;
-    return classifySmtpCode(responseCode) === 'retryable' ? retryable(null, provider, latencyMs, what) : permanent(null, provider, latencyMs, what, null);
+    return classifySmtpCode(responseCode) === 'retryable'
+      ? retryable(null, provider, latencyMs, what)
+      : permanent(null, provider, latencyMs, what, null);
   }
-  if (code === 'ECONFIG') return permanent(null, null, latencyMs, `SMTP settings for ${host} are unusable: ${clip(err.message)}`, null);
-  const why = code === 'ETIMEDOUT' ? `${host} did not answer in time` : code === 'ETLS' ? `TLS with ${host} failed` : `SMTP connection to ${host} failed`;
+  if (code === 'ECONFIG')
+    return permanent(null, null, latencyMs, `SMTP settings for ${host} are unusable: ${clip(err.message)}`, null);
+  const why =
+    code === 'ETIMEDOUT'
+      ? `${host} did not answer in time`
+      : code === 'ETLS'
+        ? `TLS with ${host} failed`
+        : `SMTP connection to ${host} failed`;
   const detail = err.originalCode ?? (code || null);
-  return retryable(null, provider, latencyMs, `${why}${detail ? ` (${detail})` : ''}${messageSent ? ' after the message was sent; it may have been accepted' : ''}`, { ambiguous: messageSent });
+  return retryable(
+    null,
+    provider,
+    latencyMs,
+    `${why}${detail ? ` (${detail})` : ''}${messageSent ? ' after the message was sent; it may have been accepted' : ''}`,
+    { ambiguous: messageSent },
+  );
 }
 
 /** `RCPT TO:<a@b>` → `RCPT TO`: the command, not the addresses. */
 const commandName = (command: string): string => command.replace(/[:\s].*$/, '').toUpperCase() || command;
-
 
 export interface EmailSenderDeps {
   smtp: SmtpClient;
@@ -217,14 +254,22 @@ export const EMAIL_SIZE_LIMIT = 256 * 1024;
 export function createEmailSender(deps: EmailSenderDeps) {
   return {
     async send(target: { config: EmailConfig }, message: OutboundMessage): Promise<ChannelResult> {
-      if (message.action !== undefined && message.action !== 'post') return refused(`e-mail cannot ${message.action} a sent message`);
+      if (message.action !== undefined && message.action !== 'post')
+        return refused(`e-mail cannot ${message.action} a sent message`);
       const mail = emailMessage(target.config, message);
-      const size = Buffer.byteLength(mailSubject(message)) + Buffer.byteLength(message.content.body) + Buffer.byteLength(message.content.html ?? '');
-      if (size > EMAIL_SIZE_LIMIT) return refused(`the e-mail is ${Math.ceil(size / 1024)} KiB, over the 256 KiB limit; shorten the template`);
+      const size =
+        Buffer.byteLength(mailSubject(message)) +
+        Buffer.byteLength(message.content.body) +
+        Buffer.byteLength(message.content.html ?? '');
+      if (size > EMAIL_SIZE_LIMIT)
+        return refused(`the e-mail is ${Math.ceil(size / 1024)} KiB, over the 256 KiB limit; shorten the template`);
       const result = await deps.smtp.send(target.config, mail);
       if (result.outcome !== 'delivered') return result;
       // The Message-ID is Herald's own and the server accepted it: it is what later mails reply to.
-      return { ...result, message: { id: messageIdOf(message.deliveryId, target.config.from), channel: null, permalink: null } };
+      return {
+        ...result,
+        message: { id: messageIdOf(message.deliveryId, target.config.from), channel: null, permalink: null },
+      };
     },
   };
 }
@@ -234,7 +279,12 @@ export const adapter: ChannelAdapter<EmailConfig> = {
   /** SMTP verify: connect, TLS and login, without sending. */
   async check(config, deps) {
     const v = await deps.smtp.verify(config);
-    const result: ChannelResult = v.ok ? { outcome: 'delivered', httpStatus: null, providerCode: null, latencyMs: v.latencyMs } : v.result;
-    return { result, okDetail: `${config.host}:${config.port} accepted the connection${config.username !== undefined ? ' and the login' : ''}.` };
+    const result: ChannelResult = v.ok
+      ? { outcome: 'delivered', httpStatus: null, providerCode: null, latencyMs: v.latencyMs }
+      : v.result;
+    return {
+      result,
+      okDetail: `${config.host}:${config.port} accepted the connection${config.username !== undefined ? ' and the login' : ''}.`,
+    };
   },
 };

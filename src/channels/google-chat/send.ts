@@ -1,7 +1,16 @@
 import type { GoogleChatConfig } from './config.js';
 import type { MessageRef, OutboundMessage } from '../../ports/index.js';
 import type { OutboundHttp, OutboundResponse } from '../../delivery/outbound/http.js';
-import { exchange, fromHttpStatus, hostOf, jsonOf, refused, stringOf, withQuery, type ChannelResult } from '../common/http-outcome.js';
+import {
+  exchange,
+  fromHttpStatus,
+  hostOf,
+  jsonOf,
+  refused,
+  stringOf,
+  withQuery,
+  type ChannelResult,
+} from '../common/http-outcome.js';
 import { joinSubject, subjectOf, truncate } from '../common/message-text.js';
 import type { ChannelAdapter } from '../adapter.js';
 
@@ -35,7 +44,9 @@ export const GOOGLE_CHAT_TEXT_LIMIT = 4096;
 
 export function googleChatPayload(message: OutboundMessage): { text: string } {
   const subject = subjectOf(message);
-  return { text: truncate(joinSubject(subject === '' ? '' : `*${subject}*`, message.content.body), GOOGLE_CHAT_TEXT_LIMIT) };
+  return {
+    text: truncate(joinSubject(subject === '' ? '' : `*${subject}*`, message.content.body), GOOGLE_CHAT_TEXT_LIMIT),
+  };
 }
 
 /** Google's option for "reply in the key's thread, or start it when there is none yet". */
@@ -50,7 +61,8 @@ export function googleChatThreadKey(config: GoogleChatConfig, message: OutboundM
 /** The webhook URL (its key and token kept) with requestId, and the thread parameters. */
 export function googleChatUrl(config: GoogleChatConfig, message: OutboundMessage): string {
   const key = googleChatThreadKey(config, message);
-  const thread: Record<string, string> = key !== null ? { threadKey: key, messageReplyOption: REPLY_OR_NEW_THREAD } : {};
+  const thread: Record<string, string> =
+    key !== null ? { threadKey: key, messageReplyOption: REPLY_OR_NEW_THREAD } : {};
   return withQuery(config.webhook_url, { requestId: message.deliveryId, ...thread });
 }
 
@@ -59,7 +71,9 @@ export function createGoogleChatSender(deps: GoogleChatSenderDeps) {
   return {
     send(target: { config: GoogleChatConfig }, message: OutboundMessage): Promise<ChannelResult> {
       if (message.action !== undefined && message.action !== 'post') {
-        return Promise.resolve(refused(`Google Chat cannot ${message.action} a sent message (a space webhook only posts)`));
+        return Promise.resolve(
+          refused(`Google Chat cannot ${message.action} a sent message (a space webhook only posts)`),
+        );
       }
       const body = JSON.stringify(googleChatPayload(message));
       const req = {
@@ -80,7 +94,8 @@ function refOf(res: OutboundResponse): MessageRef | null {
   const id = stringOf(answer?.name);
   if (id === null) return null;
   const thread = answer?.thread;
-  const channel = thread !== null && typeof thread === 'object' ? stringOf((thread as Record<string, unknown>).name) : null;
+  const channel =
+    thread !== null && typeof thread === 'object' ? stringOf((thread as Record<string, unknown>).name) : null;
   return { id, channel, permalink: null };
 }
 
@@ -88,9 +103,18 @@ function refOf(res: OutboundResponse): MessageRef | null {
 function readAnswer(res: OutboundResponse, host: string, nowMs: number): ChannelResult {
   const error = res.status >= 400 ? jsonOf(res)?.error : null;
   const e = error !== null && typeof error === 'object' ? (error as Record<string, unknown>) : {};
-  const result = fromHttpStatus(res, { urlAddressed: true, who: `Google Chat (${host})`, providerCode: stringOf(e.status), detail: stringOf(e.message), nowMs });
+  const result = fromHttpStatus(res, {
+    urlAddressed: true,
+    who: `Google Chat (${host})`,
+    providerCode: stringOf(e.status),
+    detail: stringOf(e.message),
+    nowMs,
+  });
   return result.outcome === 'delivered' ? { ...result, message: refOf(res) } : result;
 }
 
 /** Google Chat's incoming webhooks have no read-only check. */
-export const adapter: ChannelAdapter<GoogleChatConfig> = { createSender: (deps) => createGoogleChatSender(deps), check: null };
+export const adapter: ChannelAdapter<GoogleChatConfig> = {
+  createSender: (deps) => createGoogleChatSender(deps),
+  check: null,
+};

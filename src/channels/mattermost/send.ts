@@ -1,7 +1,15 @@
 import type { MattermostConfig } from './config.js';
 import type { OutboundMessage } from '../../ports/index.js';
 import type { OutboundHttp, OutboundResponse } from '../../delivery/outbound/http.js';
-import { exchange, fromHttpStatus, hostOf, jsonOf, refused, stringOf, type ChannelResult } from '../common/http-outcome.js';
+import {
+  exchange,
+  fromHttpStatus,
+  hostOf,
+  jsonOf,
+  refused,
+  stringOf,
+  type ChannelResult,
+} from '../common/http-outcome.js';
 import { joinSubject, subjectOf, truncate } from '../common/message-text.js';
 import type { ChannelAdapter } from '../adapter.js';
 
@@ -23,7 +31,10 @@ export interface MattermostSenderDeps {
 
 export const MATTERMOST_TEXT_LIMIT = 16_383;
 
-export function mattermostPayload(message: OutboundMessage, config: Pick<MattermostConfig, 'channel' | 'username'>): Record<string, unknown> {
+export function mattermostPayload(
+  message: OutboundMessage,
+  config: Pick<MattermostConfig, 'channel' | 'username'>,
+): Record<string, unknown> {
   const subject = subjectOf(message);
   return {
     text: truncate(joinSubject(subject === '' ? '' : `**${subject}**`, message.content.body), MATTERMOST_TEXT_LIMIT),
@@ -36,10 +47,19 @@ export function createMattermostSender(deps: MattermostSenderDeps) {
   const now = deps.now ?? Date.now;
   return {
     send(target: { config: MattermostConfig }, message: OutboundMessage): Promise<ChannelResult> {
-      if (message.action !== undefined && message.action !== 'post') return Promise.resolve(refused(`Mattermost cannot ${message.action} a sent message (an incoming webhook only posts)`));
+      if (message.action !== undefined && message.action !== 'post')
+        return Promise.resolve(
+          refused(`Mattermost cannot ${message.action} a sent message (an incoming webhook only posts)`),
+        );
       const url = target.config.webhook_url;
       const body = JSON.stringify(mattermostPayload(message, target.config));
-      const req = { method: 'POST', url, headers: { 'content-type': 'application/json' }, body, ...(deps.timeoutMs ? { timeoutMs: deps.timeoutMs } : {}) };
+      const req = {
+        method: 'POST',
+        url,
+        headers: { 'content-type': 'application/json' },
+        body,
+        ...(deps.timeoutMs ? { timeoutMs: deps.timeoutMs } : {}),
+      };
       return exchange(deps.http, req, (res) => readAnswer(res, hostOf(url), now()));
     },
   };
@@ -47,10 +67,19 @@ export function createMattermostSender(deps: MattermostSenderDeps) {
 
 function readAnswer(res: OutboundResponse, host: string, nowMs: number): ChannelResult {
   const json = res.status >= 400 ? jsonOf(res) : null;
-  const result = fromHttpStatus(res, { urlAddressed: true, who: `Mattermost (${host})`, providerCode: stringOf(json?.id), detail: stringOf(json?.message), nowMs });
+  const result = fromHttpStatus(res, {
+    urlAddressed: true,
+    who: `Mattermost (${host})`,
+    providerCode: stringOf(json?.id),
+    detail: stringOf(json?.message),
+    nowMs,
+  });
   // The platform answers no id: the message cannot be referred to later.
   return result.outcome === 'delivered' ? { ...result, message: null } : result;
 }
 
 /** Mattermost's incoming webhooks have no read-only check. */
-export const adapter: ChannelAdapter<MattermostConfig> = { createSender: (deps) => createMattermostSender(deps), check: null };
+export const adapter: ChannelAdapter<MattermostConfig> = {
+  createSender: (deps) => createMattermostSender(deps),
+  check: null,
+};

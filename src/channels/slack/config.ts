@@ -21,27 +21,45 @@ const SlackConfigSchema = z
       .string()
       .regex(/^:[a-z0-9_+'-]{1,100}:$/, 'icon_emoji looks like :rotating_light:.')
       .optional(),
-    reply_broadcast: z
-      .boolean()
-      .optional()
-      .meta({ description: "Bot mode: an incident's later messages, posted in its first message's thread, are also shown in the channel (Slack's \"Also send to channel\")." }),
+    reply_broadcast: z.boolean().optional().meta({
+      description:
+        "Bot mode: an incident's later messages, posted in its first message's thread, are also shown in the channel (Slack's \"Also send to channel\").",
+    }),
   })
   .superRefine((c, ctx) => {
     // Exactly one mode. To switch modes with PATCH, set the other mode's fields to null.
     if (c.webhook_url !== undefined && c.bot_token !== undefined) {
-      ctx.addIssue({ code: 'custom', path: ['bot_token'], message: 'Use either webhook_url or bot_token + channel, not both.' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['bot_token'],
+        message: 'Use either webhook_url or bot_token + channel, not both.',
+      });
     } else if (c.webhook_url === undefined && c.bot_token === undefined) {
       ctx.addIssue({ code: 'custom', path: ['webhook_url'], message: 'Send webhook_url, or bot_token with channel.' });
     }
     if (c.bot_token !== undefined && c.webhook_url === undefined && c.channel === undefined) {
-      ctx.addIssue({ code: 'invalid_type', expected: 'string', input: undefined, path: ['channel'], message: 'channel is required with bot_token.' });
+      ctx.addIssue({
+        code: 'invalid_type',
+        expected: 'string',
+        input: undefined,
+        path: ['channel'],
+        message: 'channel is required with bot_token.',
+      });
     }
     if (c.webhook_url !== undefined && c.channel !== undefined) {
-      ctx.addIssue({ code: 'custom', path: ['channel'], message: 'channel applies to bot_token mode only; a webhook posts to the channel it was made for.' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['channel'],
+        message: 'channel applies to bot_token mode only; a webhook posts to the channel it was made for.',
+      });
     }
     // An incoming webhook cannot reply in a thread, so there is nothing to broadcast.
     if (c.webhook_url !== undefined && c.reply_broadcast !== undefined) {
-      ctx.addIssue({ code: 'custom', path: ['reply_broadcast'], message: 'reply_broadcast applies to bot_token mode only; an incoming webhook cannot reply in a thread.' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['reply_broadcast'],
+        message: 'reply_broadcast applies to bot_token mode only; an incoming webhook cannot reply in a thread.',
+      });
     }
   })
   .meta({ id: 'SlackConnectionConfig' });

@@ -1,7 +1,19 @@
 import type { SlackConfig } from './config.js';
 import type { MessageRef, OutboundMessage } from '../../ports/index.js';
 import type { OutboundHttp, OutboundResponse } from '../../delivery/outbound/http.js';
-import { exchange, fromHttpStatus, hostOf, jsonOf, parseRetryAfter, permanent, refused, retryable, stringOf, type ChannelResult, type FailureCause } from '../common/http-outcome.js';
+import {
+  exchange,
+  fromHttpStatus,
+  hostOf,
+  jsonOf,
+  parseRetryAfter,
+  permanent,
+  refused,
+  retryable,
+  stringOf,
+  type ChannelResult,
+  type FailureCause,
+} from '../common/http-outcome.js';
 import { joinSubject, splitText, subjectOf, truncate, TRUNCATION_MARKER } from '../common/message-text.js';
 import { byAction } from '../common/actions.js';
 import type { ChannelAdapter } from '../adapter.js';
@@ -42,11 +54,28 @@ const MAX_BLOCKS = 50;
 export const SLACK_BLOCKS_TEXT_BUDGET = 11_000;
 
 /** Web API errors that mean the token is not (or no longer) good. */
-const AUTH_ERRORS = new Set(['invalid_auth', 'not_authed', 'account_inactive', 'token_revoked', 'token_expired', 'no_permission', 'missing_scope', 'team_access_not_granted', 'ekm_access_denied']);
+const AUTH_ERRORS = new Set([
+  'invalid_auth',
+  'not_authed',
+  'account_inactive',
+  'token_revoked',
+  'token_expired',
+  'no_permission',
+  'missing_scope',
+  'team_access_not_granted',
+  'ekm_access_denied',
+]);
 /** Web API errors that mean the channel is not there for this bot. */
 const CHANNEL_ERRORS = new Set(['channel_not_found', 'not_in_channel', 'is_archived']);
 /** Web API errors worth trying again later. */
-const TRANSIENT_ERRORS = new Set(['internal_error', 'fatal_error', 'service_unavailable', 'request_timeout', 'ratelimited', 'rate_limited']);
+const TRANSIENT_ERRORS = new Set([
+  'internal_error',
+  'fatal_error',
+  'service_unavailable',
+  'request_timeout',
+  'ratelimited',
+  'rate_limited',
+]);
 
 type Block = { type: 'section'; text: { type: 'mrkdwn'; text: string } };
 
@@ -58,7 +87,10 @@ export interface SlackPayload {
 }
 
 /** The message as Slack's Block Kit with a text fallback (shared by both modes); null when it is empty. */
-export function slackPayload(message: OutboundMessage, config: Pick<SlackConfig, 'username' | 'icon_emoji'>): SlackPayload | null {
+export function slackPayload(
+  message: OutboundMessage,
+  config: Pick<SlackConfig, 'username' | 'icon_emoji'>,
+): SlackPayload | null {
   const subject = truncate(subjectOf(message), SECTION_LIMIT - 2);
   const rawBody = message.content.body;
   if (subject.trim() === '' && rawBody.trim() === '') return null;
@@ -86,7 +118,9 @@ function fitBody(body: string, budget: number, url: string | null): string {
   if (body.length <= budget) return body;
   const tail = url ? `${TRUNCATION_MARKER} Full text: <${url}|the incident>` : TRUNCATION_MARKER;
   const cut = truncate(body, Math.max(0, budget - tail.length + TRUNCATION_MARKER.length));
-  const kept = (cut.endsWith(TRUNCATION_MARKER) ? cut.slice(0, cut.length - TRUNCATION_MARKER.length) : cut).replace(/&[a-z#0-9]{0,7}$/i, '').trimEnd();
+  const kept = (cut.endsWith(TRUNCATION_MARKER) ? cut.slice(0, cut.length - TRUNCATION_MARKER.length) : cut)
+    .replace(/&[a-z#0-9]{0,7}$/i, '')
+    .trimEnd();
   return `${kept}${tail}`;
 }
 
@@ -103,7 +137,8 @@ export function createSlackSender(deps: SlackSenderDeps) {
     async send(target: { config: SlackConfig }, message: OutboundMessage): Promise<ChannelResult> {
       const config = target.config;
       if (config.webhook_url !== undefined) return sendToWebhook(deps, config.webhook_url, config, message, now);
-      if (config.bot_token === undefined || config.channel === undefined) return refused('the Slack connection has neither webhook_url nor bot_token with channel');
+      if (config.bot_token === undefined || config.channel === undefined)
+        return refused('the Slack connection has neither webhook_url nor bot_token with channel');
       const bot: Bot = { deps, token: config.bot_token, channel: config.channel, now };
       return byAction(message, {
         post: () => post(bot, config, message),
@@ -123,18 +158,35 @@ interface Bot {
 }
 
 const emptyMessage = (): ChannelResult =>
-  permanent(null, 'empty_message', null, 'the message renders empty (no subject and no body), and Slack refuses a message with no text; check the template', null);
+  permanent(
+    null,
+    'empty_message',
+    null,
+    'the message renders empty (no subject and no body), and Slack refuses a message with no text; check the template',
+    null,
+  );
 
 /**
  * Webhook mode only posts (./index.ts says so): a `thread` is ignored, and an edit or delete is a
  * caller's mistake, refused without sending. Slack's webhook answer never names the message.
  */
-async function sendToWebhook(deps: SlackSenderDeps, url: string, config: SlackConfig, message: OutboundMessage, now: () => number): Promise<ChannelResult> {
+async function sendToWebhook(
+  deps: SlackSenderDeps,
+  url: string,
+  config: SlackConfig,
+  message: OutboundMessage,
+  now: () => number,
+): Promise<ChannelResult> {
   const action = message.action ?? 'post';
-  if (action !== 'post') return refused(`a Slack incoming webhook cannot ${action} a message it posted (it never says which message it made); use bot_token mode to ${action} messages`);
+  if (action !== 'post')
+    return refused(
+      `a Slack incoming webhook cannot ${action} a message it posted (it never says which message it made); use bot_token mode to ${action} messages`,
+    );
   const payload = slackPayload(message, config);
   if (payload === null) return emptyMessage();
-  const result = await exchange(deps.http, postJson(url, payload, {}, deps.timeoutMs), (res) => readWebhookAnswer(res, hostOf(url), now()));
+  const result = await exchange(deps.http, postJson(url, payload, {}, deps.timeoutMs), (res) =>
+    readWebhookAnswer(res, hostOf(url), now()),
+  );
   return result.outcome === 'delivered' ? { ...result, message: null } : result;
 }
 
@@ -151,14 +203,17 @@ async function post(bot: Bot, config: SlackConfig, message: OutboundMessage): Pr
   const body = {
     channel,
     ...payload,
-    ...(thread !== null ? { thread_ts: thread.id, ...(config.reply_broadcast === true ? { reply_broadcast: true } : {}) } : {}),
+    ...(thread !== null
+      ? { thread_ts: thread.id, ...(config.reply_broadcast === true ? { reply_broadcast: true } : {}) }
+      : {}),
   };
   const { result, json } = await callWebApi(bot, 'chat.postMessage', body);
   if (result.outcome !== 'delivered') return result;
   const ts = stringOf(json?.ts);
   // Slack answers the channel's id even when it was addressed by #name: the id is what later calls need.
   const where = stringOf(json?.channel) ?? channel;
-  const ref: MessageRef | null = ts === null ? null : { id: ts, channel: where, permalink: await permalinkOf(bot, where, ts) };
+  const ref: MessageRef | null =
+    ts === null ? null : { id: ts, channel: where, permalink: await permalinkOf(bot, where, ts) };
   return { ...result, message: ref };
 }
 
@@ -172,7 +227,11 @@ async function edit(bot: Bot, message: OutboundMessage): Promise<ChannelResult> 
   const payload = slackPayload(message, {});
   if (payload === null) return emptyMessage();
   const { username: _u, icon_emoji: _i, ...content } = payload;
-  const { result } = await callWebApi(bot, 'chat.update', { channel: target.channel ?? bot.channel, ts: target.id, ...content });
+  const { result } = await callWebApi(bot, 'chat.update', {
+    channel: target.channel ?? bot.channel,
+    ts: target.id,
+    ...content,
+  });
   return result.outcome === 'delivered' ? { ...result, message: target } : explained(result, EDIT_ERRORS);
 }
 
@@ -186,7 +245,13 @@ async function remove(bot: Bot, message: OutboundMessage): Promise<ChannelResult
   const { result } = await callWebApi(bot, 'chat.delete', { channel: target.channel ?? bot.channel, ts: target.id });
   if (result.outcome === 'delivered') return { ...result, message: null };
   if (result.outcome === 'permanent' && result.providerCode === 'message_not_found') {
-    return { outcome: 'delivered', httpStatus: result.httpStatus, providerCode: 'message_not_found', latencyMs: result.latencyMs ?? 0, message: null };
+    return {
+      outcome: 'delivered',
+      httpStatus: result.httpStatus,
+      providerCode: 'message_not_found',
+      latencyMs: result.latencyMs ?? 0,
+      message: null,
+    };
   }
   return explained(result, DELETE_ERRORS);
 }
@@ -199,7 +264,8 @@ async function remove(bot: Bot, message: OutboundMessage): Promise<ChannelResult
 const EDIT_ERRORS: Readonly<Record<string, string>> = {
   message_not_found: 'the message was deleted in Slack, so it cannot be corrected or updated',
   cant_update_message: 'Slack lets a bot edit only the messages it posted itself',
-  edit_window_closed: "the message is older than the workspace lets messages be edited, so it cannot be corrected or updated",
+  edit_window_closed:
+    'the message is older than the workspace lets messages be edited, so it cannot be corrected or updated',
   msg_too_long: 'the new text is longer than Slack takes in one message',
   no_text: 'the new message has no text',
 };
@@ -215,10 +281,19 @@ function explained(result: ChannelResult, meanings: Readonly<Record<string, stri
 }
 
 /** One Web API call with a JSON body; answers the SendResult and the JSON Slack answered, if any. */
-async function callWebApi(bot: Bot, method: string, body: Record<string, unknown>): Promise<{ result: ChannelResult; json: Record<string, unknown> | null }> {
+async function callWebApi(
+  bot: Bot,
+  method: string,
+  body: Record<string, unknown>,
+): Promise<{ result: ChannelResult; json: Record<string, unknown> | null }> {
   // Filled by the reader: a holder, because TypeScript does not see a callback assign a local.
   const seen: { json: Record<string, unknown> | null } = { json: null };
-  const req = postJson(slackMethodUrl(bot.deps.apiUrl, method), body, { authorization: `Bearer ${bot.token}` }, bot.deps.timeoutMs);
+  const req = postJson(
+    slackMethodUrl(bot.deps.apiUrl, method),
+    body,
+    { authorization: `Bearer ${bot.token}` },
+    bot.deps.timeoutMs,
+  );
   const result = await exchange(bot.deps.http, req, (res) => {
     seen.json = jsonOf(res);
     return readWebApiAnswer(res, method, bot.now());
@@ -252,7 +327,13 @@ async function permalinkOf(bot: Bot, channel: string, ts: string): Promise<strin
 }
 
 function postJson(url: string, body: unknown, headers: Record<string, string>, timeoutMs: number | undefined) {
-  return { method: 'POST', url, headers: { 'content-type': 'application/json; charset=utf-8', ...headers }, body: JSON.stringify(body), ...(timeoutMs ? { timeoutMs } : {}) };
+  return {
+    method: 'POST',
+    url,
+    headers: { 'content-type': 'application/json; charset=utf-8', ...headers },
+    body: JSON.stringify(body),
+    ...(timeoutMs ? { timeoutMs } : {}),
+  };
 }
 
 /** Incoming webhooks answer 200 `ok`, or a status with a short error word as text. */
@@ -269,20 +350,40 @@ function readWebhookAnswer(res: OutboundResponse, host: string, nowMs: number): 
 export function readWebApiAnswer(res: OutboundResponse, method: string, nowMs: number): ChannelResult {
   const json = jsonOf(res);
   const error = stringOf(json?.error);
-  if (res.status !== 200) return fromHttpStatus(res, { urlAddressed: false, who: `Slack ${method}`, providerCode: error, nowMs, ...(error && AUTH_ERRORS.has(error) ? { cause: 'auth' as const } : {}) });
+  if (res.status !== 200)
+    return fromHttpStatus(res, {
+      urlAddressed: false,
+      who: `Slack ${method}`,
+      providerCode: error,
+      nowMs,
+      ...(error && AUTH_ERRORS.has(error) ? { cause: 'auth' as const } : {}),
+    });
   if (json === null) {
     // A 200 we cannot read may or may not have posted: try again, flagged as a possible duplicate.
-    return retryable(200, null, res.latencyMs, `Slack ${method} answered 200 with an unreadable body`, { ambiguous: true });
+    return retryable(200, null, res.latencyMs, `Slack ${method} answered 200 with an unreadable body`, {
+      ambiguous: true,
+    });
   }
   if (json.ok === true) return { outcome: 'delivered', httpStatus: 200, providerCode: null, latencyMs: res.latencyMs };
   const code = error ?? 'unknown_error';
   const what = `Slack ${method} failed: ${code}`;
   if (TRANSIENT_ERRORS.has(code)) {
     const rateLimited = code === 'ratelimited' || code === 'rate_limited';
-    return retryable(200, code, res.latencyMs, what, { retryAfterMs: parseRetryAfter(res.headers['retry-after'], nowMs), ...(rateLimited ? { cause: 'rate_limited' as const } : {}) });
+    return retryable(200, code, res.latencyMs, what, {
+      retryAfterMs: parseRetryAfter(res.headers['retry-after'], nowMs),
+      ...(rateLimited ? { cause: 'rate_limited' as const } : {}),
+    });
   }
-  const cause: FailureCause | undefined = AUTH_ERRORS.has(code) ? 'auth' : CHANNEL_ERRORS.has(code) ? 'not_found' : undefined;
-  const hint = AUTH_ERRORS.has(code) ? ' (the bot token is not valid for this workspace any more)' : CHANNEL_ERRORS.has(code) ? ' (invite the bot to the channel, or fix `channel`)' : '';
+  const cause: FailureCause | undefined = AUTH_ERRORS.has(code)
+    ? 'auth'
+    : CHANNEL_ERRORS.has(code)
+      ? 'not_found'
+      : undefined;
+  const hint = AUTH_ERRORS.has(code)
+    ? ' (the bot token is not valid for this workspace any more)'
+    : CHANNEL_ERRORS.has(code)
+      ? ' (invite the bot to the channel, or fix `channel`)'
+      : '';
   return permanent(200, code, res.latencyMs, `${what}${hint}`, null, cause);
 }
 
@@ -292,14 +393,25 @@ export const adapter: ChannelAdapter<SlackConfig> = {
   async check(config, deps) {
     const token = config.bot_token;
     if (token === undefined) return null;
-    const req = { method: 'POST', url: slackMethodUrl(deps.slackApiUrl, 'auth.test'), headers: { authorization: `Bearer ${token}`, 'content-type': 'application/x-www-form-urlencoded' }, body: '', ...(deps.timeoutMs ? { timeoutMs: deps.timeoutMs } : {}) };
+    const req = {
+      method: 'POST',
+      url: slackMethodUrl(deps.slackApiUrl, 'auth.test'),
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/x-www-form-urlencoded' },
+      body: '',
+      ...(deps.timeoutMs ? { timeoutMs: deps.timeoutMs } : {}),
+    };
     const nowMs = (deps.now ?? Date.now)();
     let who = '';
     const result = await exchange(deps.http, req, (res) => {
       const json = jsonOf(res);
-      who = [stringOf(json?.user) && `as ${stringOf(json?.user)}`, stringOf(json?.team) && `in ${stringOf(json?.team)}`].filter(Boolean).join(' ');
+      who = [stringOf(json?.user) && `as ${stringOf(json?.user)}`, stringOf(json?.team) && `in ${stringOf(json?.team)}`]
+        .filter(Boolean)
+        .join(' ');
       return readWebApiAnswer(res, 'auth.test', nowMs);
     });
-    return { result, okDetail: `Slack accepted the bot token${who ? ` (${who})` : ''}; channel ${config.channel ?? ''} is not checked until a message is sent.` };
+    return {
+      result,
+      okDetail: `Slack accepted the bot token${who ? ` (${who})` : ''}; channel ${config.channel ?? ''} is not checked until a message is sent.`,
+    };
   },
 };

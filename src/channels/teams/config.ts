@@ -22,6 +22,8 @@ export const teams = defineConnectionType({
       'This is an Office 365 connector (Incoming Webhook) URL. Microsoft retired Office 365 connectors in Teams, so it cannot ' +
       'deliver. In Teams, create a Workflows webhook instead ("Post to a channel when a webhook request is received", ' +
       'Power Automate) and use the URL it gives you.';
-    return new DomainError('legacy_webhook_not_supported', message, [{ field: 'config.webhook_url', code: 'legacy_webhook_not_supported', message }]);
+    return new DomainError('legacy_webhook_not_supported', message, [
+      { field: 'config.webhook_url', code: 'legacy_webhook_not_supported', message },
+    ]);
   },
 });

@@ -1,7 +1,15 @@
 import type { TeamsConfig } from './config.js';
 import type { OutboundMessage } from '../../ports/index.js';
 import type { OutboundHttp, OutboundResponse } from '../../delivery/outbound/http.js';
-import { exchange, fromHttpStatus, hostOf, jsonOf, refused, stringOf, type ChannelResult } from '../common/http-outcome.js';
+import {
+  exchange,
+  fromHttpStatus,
+  hostOf,
+  jsonOf,
+  refused,
+  stringOf,
+  type ChannelResult,
+} from '../common/http-outcome.js';
 import { subjectOf } from '../common/message-text.js';
 import type { ChannelAdapter } from '../adapter.js';
 
@@ -38,7 +46,13 @@ export function teamsPayload(message: OutboundMessage): Record<string, unknown> 
       {
         contentType: 'application/vnd.microsoft.card.adaptive',
         contentUrl: null,
-        content: { $schema: 'http://adaptivecards.io/schemas/adaptive-card.json', type: 'AdaptiveCard', version: '1.4', body, msteams: { width: 'Full' } },
+        content: {
+          $schema: 'http://adaptivecards.io/schemas/adaptive-card.json',
+          type: 'AdaptiveCard',
+          version: '1.4',
+          body,
+          msteams: { width: 'Full' },
+        },
       },
     ],
   };
@@ -48,14 +62,27 @@ export function createTeamsSender(deps: TeamsSenderDeps) {
   const now = deps.now ?? Date.now;
   return {
     send(target: { config: TeamsConfig }, message: OutboundMessage): Promise<ChannelResult> {
-      if (message.action !== undefined && message.action !== 'post') return Promise.resolve(refused(`Teams cannot ${message.action} a sent message (a Workflows webhook only posts)`));
+      if (message.action !== undefined && message.action !== 'post')
+        return Promise.resolve(
+          refused(`Teams cannot ${message.action} a sent message (a Workflows webhook only posts)`),
+        );
       const body = JSON.stringify(teamsPayload(message));
       const size = Buffer.byteLength(body);
       if (size > TEAMS_PAYLOAD_LIMIT) {
-        return Promise.resolve(refused(`payload too large for Teams (28 KB): the card is ${Math.ceil(size / 1024)} KB; shorten the template`));
+        return Promise.resolve(
+          refused(
+            `payload too large for Teams (28 KB): the card is ${Math.ceil(size / 1024)} KB; shorten the template`,
+          ),
+        );
       }
       const url = target.config.webhook_url;
-      const req = { method: 'POST', url, headers: { 'content-type': 'application/json' }, body, ...(deps.timeoutMs ? { timeoutMs: deps.timeoutMs } : {}) };
+      const req = {
+        method: 'POST',
+        url,
+        headers: { 'content-type': 'application/json' },
+        body,
+        ...(deps.timeoutMs ? { timeoutMs: deps.timeoutMs } : {}),
+      };
       return exchange(deps.http, req, (res) => readAnswer(res, hostOf(url), now()));
     },
   };
@@ -65,7 +92,13 @@ export function createTeamsSender(deps: TeamsSenderDeps) {
 function readAnswer(res: OutboundResponse, host: string, nowMs: number): ChannelResult {
   const error = jsonOf(res)?.error;
   const e = error !== null && typeof error === 'object' ? (error as Record<string, unknown>) : {};
-  const result = fromHttpStatus(res, { urlAddressed: true, who: `Teams (${host})`, providerCode: stringOf(e.code), detail: stringOf(e.message), nowMs });
+  const result = fromHttpStatus(res, {
+    urlAddressed: true,
+    who: `Teams (${host})`,
+    providerCode: stringOf(e.code),
+    detail: stringOf(e.message),
+    nowMs,
+  });
   // The platform answers no id: the message cannot be referred to later.
   return result.outcome === 'delivered' ? { ...result, message: null } : result;
 }

@@ -7,10 +7,15 @@ import { defineConnectionType, headerSafeToken } from '../common/config-fields.j
  */
 const TelegramConfigSchema = z
   .strictObject({
-    bot_token: headerSafeToken('bot_token', 256).regex(/^\d{1,20}:[A-Za-z0-9_-]{20,}$/, 'bot_token looks like 123456789:AA… (from @BotFather).'),
+    bot_token: headerSafeToken('bot_token', 256).regex(
+      /^\d{1,20}:[A-Za-z0-9_-]{20,}$/,
+      'bot_token looks like 123456789:AA… (from @BotFather).',
+    ),
     chat_id: z.union([
       z.int(),
-      z.string().regex(/^(?:-?\d{1,20}|@[A-Za-z][A-Za-z0-9_]{3,31})$/, 'chat_id is a numeric chat id or @channelusername.'),
+      z
+        .string()
+        .regex(/^(?:-?\d{1,20}|@[A-Za-z][A-Za-z0-9_]{3,31})$/, 'chat_id is a numeric chat id or @channelusername.'),
     ]),
     parse_mode: z.enum(['HTML', 'MarkdownV2']).optional(),
   })

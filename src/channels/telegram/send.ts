@@ -2,7 +2,18 @@ import type { TelegramConfig } from './config.js';
 import { escapeTelegram } from './escape.js';
 import type { MessageRef, OutboundMessage } from '../../ports/index.js';
 import type { OutboundHttp, OutboundResponse } from '../../delivery/outbound/http.js';
-import { exchange, fromHttpStatus, jsonOf, permanent, refused, retryable, secondsToMs, stringOf, type ChannelResult, type FailureCause } from '../common/http-outcome.js';
+import {
+  exchange,
+  fromHttpStatus,
+  jsonOf,
+  permanent,
+  refused,
+  retryable,
+  secondsToMs,
+  stringOf,
+  type ChannelResult,
+  type FailureCause,
+} from '../common/http-outcome.js';
 import { joinSubject, subjectOf, TEST_MARKER, truncate } from '../common/message-text.js';
 import { byAction } from '../common/actions.js';
 import type { ChannelAdapter } from '../adapter.js';
@@ -40,7 +51,14 @@ export const TELEGRAM_TEXT_LIMIT = 4096;
 export function telegramText(message: OutboundMessage, parseMode: TelegramConfig['parse_mode']): string {
   // The marker is text Herald adds, so it is escaped for the parse mode like a value.
   const subject = subjectOf(message, escapeTelegram(TEST_MARKER, parseMode ?? null));
-  const bold = subject === '' ? '' : parseMode === 'HTML' ? `<b>${subject}</b>` : parseMode === 'MarkdownV2' ? `*${subject}*` : subject;
+  const bold =
+    subject === ''
+      ? ''
+      : parseMode === 'HTML'
+        ? `<b>${subject}</b>`
+        : parseMode === 'MarkdownV2'
+          ? `*${subject}*`
+          : subject;
   return joinSubject(bold, message.content.body);
 }
 
@@ -69,17 +87,27 @@ export function createTelegramSender(deps: TelegramSenderDeps) {
 }
 
 /** The message's text within Telegram's limit, or why it cannot be sent (see the module comment). */
-function fittedText(message: OutboundMessage, parseMode: TelegramConfig['parse_mode']): { text: string } | { refusal: ChannelResult } {
+function fittedText(
+  message: OutboundMessage,
+  parseMode: TelegramConfig['parse_mode'],
+): { text: string } | { refusal: ChannelResult } {
   const text = telegramText(message, parseMode);
   if (text.length <= TELEGRAM_TEXT_LIMIT) return { text };
   if (parseMode !== undefined) {
-    return { refusal: refused(`the message is ${text.length} characters, over Telegram's ${TELEGRAM_TEXT_LIMIT}; with parse_mode ${parseMode} Herald does not cut formatted text (shorten the template)`) };
+    return {
+      refusal: refused(
+        `the message is ${text.length} characters, over Telegram's ${TELEGRAM_TEXT_LIMIT}; with parse_mode ${parseMode} Herald does not cut formatted text (shorten the template)`,
+      ),
+    };
   }
   return { text: truncate(text, TELEGRAM_TEXT_LIMIT) };
 }
 
 /** What a post and an edit send besides the text: the parse mode, and no link previews. */
-const formatting = (config: TelegramConfig) => ({ ...(config.parse_mode !== undefined ? { parse_mode: config.parse_mode } : {}), disable_web_page_preview: true });
+const formatting = (config: TelegramConfig) => ({
+  ...(config.parse_mode !== undefined ? { parse_mode: config.parse_mode } : {}),
+  disable_web_page_preview: true,
+});
 
 /**
  * `sendMessage` to the connection's chat; with `thread`, as a reply to the incident's first
@@ -136,7 +164,12 @@ function sentRef(result: unknown, configChat: TelegramConfig['chat_id']): Messag
  * connection's `@name`), `https://t.me/c/<id without -100>/<id>` in a private supergroup or
  * channel (it opens for its members), none in a private chat or a basic group.
  */
-export function telegramPermalink(username: string | null, chatId: string, configChat: TelegramConfig['chat_id'], messageId: string): string | null {
+export function telegramPermalink(
+  username: string | null,
+  chatId: string,
+  configChat: TelegramConfig['chat_id'],
+  messageId: string,
+): string | null {
   if (!/^\d{1,15}$/.test(messageId)) return null;
   const name = username ?? (typeof configChat === 'string' && configChat.startsWith('@') ? configChat.slice(1) : null);
   if (name !== null && /^[A-Za-z][A-Za-z0-9_]{3,31}$/.test(name)) return `https://t.me/${name}/${messageId}`;
@@ -156,13 +189,22 @@ async function edit(bot: Bot, config: TelegramConfig, message: OutboundMessage):
   if (messageId === null) return refused(`"${target.id}" is not a Telegram message id, so it cannot be edited`);
   const fitted = fittedText(message, config.parse_mode);
   if ('refusal' in fitted) return fitted.refusal;
-  const body = { chat_id: target.channel ?? config.chat_id, message_id: messageId, text: fitted.text, ...formatting(config) };
+  const body = {
+    chat_id: target.channel ?? config.chat_id,
+    message_id: messageId,
+    text: fitted.text,
+    ...formatting(config),
+  };
   const { result, json } = await callBot(bot, config, 'editMessageText', body);
   if (result.outcome === 'delivered') return { ...result, message: target };
   const description = stringOf(json?.description) ?? '';
-  if (result.outcome === 'permanent' && /message is not modified/i.test(description)) return deliveredAnyway(result, target);
+  if (result.outcome === 'permanent' && /message is not modified/i.test(description))
+    return deliveredAnyway(result, target);
   if (result.outcome === 'permanent' && /message to edit not found/i.test(description)) {
-    return { ...result, error: `${result.error} (the message was deleted in Telegram, so it cannot be corrected or updated)` };
+    return {
+      ...result,
+      error: `${result.error} (the message was deleted in Telegram, so it cannot be corrected or updated)`,
+    };
   }
   return result;
 }
@@ -177,10 +219,14 @@ async function remove(bot: Bot, config: TelegramConfig, message: OutboundMessage
   if (target === null) return refused('a delete needs the message to delete (target), and none was given');
   const messageId = telegramMessageId(target.id);
   if (messageId === null) return refused(`"${target.id}" is not a Telegram message id, so it cannot be deleted`);
-  const { result, json } = await callBot(bot, config, 'deleteMessage', { chat_id: target.channel ?? config.chat_id, message_id: messageId });
+  const { result, json } = await callBot(bot, config, 'deleteMessage', {
+    chat_id: target.channel ?? config.chat_id,
+    message_id: messageId,
+  });
   if (result.outcome === 'delivered') return { ...result, message: null };
   const description = stringOf(json?.description) ?? '';
-  if (result.outcome === 'permanent' && /message to delete not found/i.test(description)) return deliveredAnyway(result, null);
+  if (result.outcome === 'permanent' && /message to delete not found/i.test(description))
+    return deliveredAnyway(result, null);
   if (result.outcome === 'permanent' && /message can'?t be deleted/i.test(description)) {
     return {
       ...result,
@@ -191,12 +237,26 @@ async function remove(bot: Bot, config: TelegramConfig, message: OutboundMessage
 }
 
 /** A refusal that means the work is already done: delivered, with Telegram's answer kept. */
-function deliveredAnyway(result: Extract<ChannelResult, { outcome: 'permanent' }>, ref: MessageRef | null): ChannelResult {
-  return { outcome: 'delivered', httpStatus: result.httpStatus, providerCode: result.providerCode, latencyMs: result.latencyMs ?? 0, message: ref };
+function deliveredAnyway(
+  result: Extract<ChannelResult, { outcome: 'permanent' }>,
+  ref: MessageRef | null,
+): ChannelResult {
+  return {
+    outcome: 'delivered',
+    httpStatus: result.httpStatus,
+    providerCode: result.providerCode,
+    latencyMs: result.latencyMs ?? 0,
+    message: ref,
+  };
 }
 
 /** One Bot API call with a JSON body; answers the SendResult and the JSON Telegram answered, if any. */
-async function callBot(bot: Bot, config: TelegramConfig, method: string, body: Record<string, unknown>): Promise<{ result: ChannelResult; json: Record<string, unknown> | null }> {
+async function callBot(
+  bot: Bot,
+  config: TelegramConfig,
+  method: string,
+  body: Record<string, unknown>,
+): Promise<{ result: ChannelResult; json: Record<string, unknown> | null }> {
   // Filled by the reader: a holder, because TypeScript does not see a callback assign a local.
   const seen: { json: Record<string, unknown> | null } = { json: null };
   const req = {
@@ -213,7 +273,8 @@ async function callBot(bot: Bot, config: TelegramConfig, method: string, body: R
   return { result, json: seen.json };
 }
 
-const recordOf = (v: unknown): Record<string, unknown> | null => (v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : null);
+const recordOf = (v: unknown): Record<string, unknown> | null =>
+  v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : null;
 
 /**
  * Bot API answers. error_code is the provider code; 401/403/404 are the token or the chat being
@@ -222,20 +283,36 @@ const recordOf = (v: unknown): Record<string, unknown> | null => (v !== null && 
 export function readTelegramAnswer(res: OutboundResponse, method: string, nowMs: number): ChannelResult {
   const json = jsonOf(res);
   if (res.status === 200) {
-    if (json?.ok === true) return { outcome: 'delivered', httpStatus: 200, providerCode: null, latencyMs: res.latencyMs };
+    if (json?.ok === true)
+      return { outcome: 'delivered', httpStatus: 200, providerCode: null, latencyMs: res.latencyMs };
     // Not seen in practice (errors come with their status), but the body is the truth.
-    if (json?.ok === false) return permanent(200, stringOf(json.error_code), res.latencyMs, `Telegram ${method} failed: ${stringOf(json.description) ?? 'ok: false'}`, null);
-    return retryable(200, null, res.latencyMs, `Telegram ${method} answered 200 with an unreadable body`, { ambiguous: true });
+    if (json?.ok === false)
+      return permanent(
+        200,
+        stringOf(json.error_code),
+        res.latencyMs,
+        `Telegram ${method} failed: ${stringOf(json.description) ?? 'ok: false'}`,
+        null,
+      );
+    return retryable(200, null, res.latencyMs, `Telegram ${method} answered 200 with an unreadable body`, {
+      ambiguous: true,
+    });
   }
-  const parameters = json?.parameters !== null && typeof json?.parameters === 'object' ? (json.parameters as Record<string, unknown>) : {};
+  const parameters =
+    json?.parameters !== null && typeof json?.parameters === 'object'
+      ? (json.parameters as Record<string, unknown>)
+      : {};
   const migrated = stringOf(parameters.migrate_to_chat_id);
   const description = stringOf(json?.description);
-  const cause: FailureCause | undefined = res.status === 401 || res.status === 404 ? 'auth' : res.status === 403 ? 'not_found' : undefined;
+  const cause: FailureCause | undefined =
+    res.status === 401 || res.status === 404 ? 'auth' : res.status === 403 ? 'not_found' : undefined;
   return fromHttpStatus(res, {
     urlAddressed: false,
     who: `Telegram ${method}`,
     providerCode: stringOf(json?.error_code),
-    detail: migrated ? `${description ?? 'the group moved'} (the group is now chat_id ${migrated}: update the connection)` : description,
+    detail: migrated
+      ? `${description ?? 'the group moved'} (the group is now chat_id ${migrated}: update the connection)`
+      : description,
     retryAfterMs: secondsToMs(parameters.retry_after),
     ...(cause ? { cause } : {}),
     nowMs,
@@ -246,7 +323,13 @@ export const adapter: ChannelAdapter<TelegramConfig> = {
   createSender: (deps) => createTelegramSender({ ...deps, apiUrl: deps.telegramApiUrl }),
   /** `getMe` proves the token without posting; the chat is only checked by sending. */
   async check(config, deps) {
-    const req = { method: 'POST', url: telegramMethodUrl(deps.telegramApiUrl, config.bot_token, 'getMe'), headers: { 'content-type': 'application/json' }, body: '{}', ...(deps.timeoutMs ? { timeoutMs: deps.timeoutMs } : {}) };
+    const req = {
+      method: 'POST',
+      url: telegramMethodUrl(deps.telegramApiUrl, config.bot_token, 'getMe'),
+      headers: { 'content-type': 'application/json' },
+      body: '{}',
+      ...(deps.timeoutMs ? { timeoutMs: deps.timeoutMs } : {}),
+    };
     const nowMs = (deps.now ?? Date.now)();
     let bot = '';
     const result = await exchange(deps.http, req, (res) => {
@@ -254,6 +337,9 @@ export const adapter: ChannelAdapter<TelegramConfig> = {
       bot = r !== null && typeof r === 'object' ? (stringOf((r as Record<string, unknown>).username) ?? '') : '';
       return readTelegramAnswer(res, 'getMe', nowMs);
     });
-    return { result, okDetail: `Telegram accepted the bot token${bot ? ` (@${bot})` : ''}; chat ${String(config.chat_id)} is not checked until a message is sent.` };
+    return {
+      result,
+      okDetail: `Telegram accepted the bot token${bot ? ` (@${bot})` : ''}; chat ${String(config.chat_id)} is not checked until a message is sent.`,
+    };
   },
 };

@@ -10,7 +10,8 @@ const MAX_HEADERS = 20;
 const SECRET_BYTES = 24;
 
 /** Headers the sender owns: a user value would break framing, signing or the receiver's checks. */
-const RESERVED_HEADERS = /^(?:host|content-length|content-type|content-encoding|transfer-encoding|connection|keep-alive|upgrade|expect|te|trailer|proxy-.*|webhook-.*)$/i;
+const RESERVED_HEADERS =
+  /^(?:host|content-length|content-type|content-encoding|transfer-encoding|connection|keep-alive|upgrade|expect|te|trailer|proxy-.*|webhook-.*)$/i;
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}$/;
 
 const signingSecret = z
@@ -23,15 +24,28 @@ const signingSecret = z
   }, 'secret must be "whsec_" followed by base64 of 24 to 64 random bytes (omit it and Herald generates one).');
 
 const headers = z
-  .record(z.string(), z.string().max(4096, 'A header value is at most 4096 characters.').regex(HEADER_VALUE, 'A header value may hold only visible ASCII characters, spaces and tabs: no line breaks, control characters or characters such as "…".'))
+  .record(
+    z.string(),
+    z
+      .string()
+      .max(4096, 'A header value is at most 4096 characters.')
+      .regex(
+        HEADER_VALUE,
+        'A header value may hold only visible ASCII characters, spaces and tabs: no line breaks, control characters or characters such as "…".',
+      ),
+  )
   .superRefine((h, ctx) => {
     const names = Object.keys(h);
-    if (names.length > MAX_HEADERS) ctx.addIssue({ code: 'custom', path: [], message: `At most ${MAX_HEADERS} headers.` });
+    if (names.length > MAX_HEADERS)
+      ctx.addIssue({ code: 'custom', path: [], message: `At most ${MAX_HEADERS} headers.` });
     const seen = new Set<string>();
     for (const name of names) {
-      if (!TOKEN.test(name)) ctx.addIssue({ code: 'custom', path: [name], message: `"${name}" is not a valid header name.` });
-      else if (RESERVED_HEADERS.test(name)) ctx.addIssue({ code: 'custom', path: [name], message: `${name} is set by Herald and cannot be configured.` });
-      if (seen.has(name.toLowerCase())) ctx.addIssue({ code: 'custom', path: [name], message: `${name} is given twice (header names ignore case).` });
+      if (!TOKEN.test(name))
+        ctx.addIssue({ code: 'custom', path: [name], message: `"${name}" is not a valid header name.` });
+      else if (RESERVED_HEADERS.test(name))
+        ctx.addIssue({ code: 'custom', path: [name], message: `${name} is set by Herald and cannot be configured.` });
+      if (seen.has(name.toLowerCase()))
+        ctx.addIssue({ code: 'custom', path: [name], message: `${name} is given twice (header names ignore case).` });
       seen.add(name.toLowerCase());
     }
   })
@@ -43,7 +57,9 @@ const base = {
 };
 
 const WebhookConfigSchema = z.strictObject({ ...base, secret: signingSecret }).meta({ id: 'WebhookConnectionConfig' });
-const WebhookCreateConfigSchema = z.strictObject({ ...base, secret: signingSecret.optional() }).meta({ id: 'WebhookConnectionCreateConfig' });
+const WebhookCreateConfigSchema = z
+  .strictObject({ ...base, secret: signingSecret.optional() })
+  .meta({ id: 'WebhookConnectionCreateConfig' });
 
 export type WebhookConfig = z.output<typeof WebhookConfigSchema>;
 
@@ -53,7 +69,13 @@ export const webhook = defineConnectionType({
   secretFields: ['secret'],
   secretMaps: ['headers'],
   // The signing secret is not listed: it signs, it is never sent, and it is kept when url moves.
-  destinations: (c) => [urlDestination('url', c.url, Object.keys(c.headers ?? {}).map((name) => `headers.${name}`))],
+  destinations: (c) => [
+    urlDestination(
+      'url',
+      c.url,
+      Object.keys(c.headers ?? {}).map((name) => `headers.${name}`),
+    ),
+  ],
   complete: (c, randomBytes) => ({ ...c, secret: c.secret ?? `whsec_${randomBytes(SECRET_BYTES).toString('base64')}` }),
   signingSecretField: 'secret',
 });

@@ -86,12 +86,16 @@ export function createWebhookSender(deps: WebhookSenderDeps) {
   const now = deps.now ?? Date.now;
   return {
     send(target: { config: WebhookConfig }, message: OutboundMessage): Promise<ChannelResult> {
-      if (message.action !== undefined && message.action !== 'post') return Promise.resolve(refused(`a webhook cannot ${message.action} a sent message`));
+      if (message.action !== undefined && message.action !== 'post')
+        return Promise.resolve(refused(`a webhook cannot ${message.action} a sent message`));
       const config = target.config;
       const at = now();
       const body = webhookBody(message, at);
       const size = Buffer.byteLength(body);
-      if (size > WEBHOOK_BODY_LIMIT) return Promise.resolve(refused(`the webhook body is ${Math.ceil(size / 1024)} KiB, over the 256 KiB limit; shorten the template`));
+      if (size > WEBHOOK_BODY_LIMIT)
+        return Promise.resolve(
+          refused(`the webhook body is ${Math.ceil(size / 1024)} KiB, over the 256 KiB limit; shorten the template`),
+        );
       const timestamp = Math.floor(at / 1000);
       const headers: Record<string, string> = {
         ...config.headers,
@@ -100,15 +104,26 @@ export function createWebhookSender(deps: WebhookSenderDeps) {
         'webhook-timestamp': String(timestamp),
         'webhook-signature': signWebhook(config.secret, message.deliveryId, timestamp, body),
       };
-      const req = { method: 'POST', url: config.url, headers, body, ...(deps.timeoutMs ? { timeoutMs: deps.timeoutMs } : {}) };
+      const req = {
+        method: 'POST',
+        url: config.url,
+        headers,
+        body,
+        ...(deps.timeoutMs ? { timeoutMs: deps.timeoutMs } : {}),
+      };
       return exchange(deps.http, req, (res: OutboundResponse) => {
         const result = fromHttpStatus(res, { urlAddressed: true, who: hostOf(config.url), nowMs: now() });
         // The receiver knows the message by its webhook-id, the delivery id: that is the ref.
-        return result.outcome === 'delivered' ? { ...result, message: { id: message.deliveryId, channel: null, permalink: null } } : result;
+        return result.outcome === 'delivered'
+          ? { ...result, message: { id: message.deliveryId, channel: null, permalink: null } }
+          : result;
       });
     },
   };
 }
 
 /** A webhook receiver has nothing to ask without posting. */
-export const adapter: ChannelAdapter<WebhookConfig> = { createSender: (deps) => createWebhookSender(deps), check: null };
+export const adapter: ChannelAdapter<WebhookConfig> = {
+  createSender: (deps) => createWebhookSender(deps),
+  check: null,
+};

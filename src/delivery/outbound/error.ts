@@ -35,7 +35,12 @@ export type OutboundErrorKind =
   /** Any other socket-level failure. Ambiguous once sent. */
   | 'network_error';
 
-const PERMANENT: ReadonlySet<OutboundErrorKind> = new Set(['invalid_url', 'https_required', 'blocked_by_policy', 'redirect']);
+const PERMANENT: ReadonlySet<OutboundErrorKind> = new Set([
+  'invalid_url',
+  'https_required',
+  'blocked_by_policy',
+  'redirect',
+]);
 
 export interface OutboundErrorDetails {
   /** Whether the whole request had been written when it failed (decides `ambiguous`). */
@@ -68,9 +73,25 @@ export class OutboundError extends Error {
   }
 }
 
-const DNS_CODES = new Set(['ENOTFOUND', 'EAI_AGAIN', 'EAI_FAIL', 'EAI_NODATA', 'EAI_NONAME', 'ENODATA', 'ESERVFAIL', 'ENONAME', 'ETIMEOUT']);
+const DNS_CODES = new Set([
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EAI_FAIL',
+  'EAI_NODATA',
+  'EAI_NONAME',
+  'ENODATA',
+  'ESERVFAIL',
+  'ENONAME',
+  'ETIMEOUT',
+]);
 const UNREACHABLE_CODES = new Set(['ENETUNREACH', 'EHOSTUNREACH', 'EHOSTDOWN', 'ENETDOWN', 'EADDRNOTAVAIL']);
-const RESET_CODES = new Set(['ECONNRESET', 'EPIPE', 'ECONNABORTED', 'ERR_STREAM_PREMATURE_CLOSE', 'HPE_INVALID_EOF_STATE']);
+const RESET_CODES = new Set([
+  'ECONNRESET',
+  'EPIPE',
+  'ECONNABORTED',
+  'ERR_STREAM_PREMATURE_CLOSE',
+  'HPE_INVALID_EOF_STATE',
+]);
 const TLS_CODE = /^(ERR_TLS_|ERR_SSL_|CERT_|UNABLE_TO_|DEPTH_ZERO_|SELF_SIGNED_|HOSTNAME_MISMATCH|ERR_OSSL_)/;
 
 /** The `code` of a Node error; for the AggregateError of a multi-address connect, the first inner one. */
@@ -86,16 +107,26 @@ export function errorCode(err: unknown): string | undefined {
  * Turns a socket/DNS/TLS error into an OutboundError. `connected` and `sent` say how far the
  * request got, which decides between "nothing left the machine" and "ambiguous".
  */
-export function classifyNetworkError(err: unknown, host: string, progress: { connected: boolean; sent: boolean; latencyMs: number }): OutboundError {
+export function classifyNetworkError(
+  err: unknown,
+  host: string,
+  progress: { connected: boolean; sent: boolean; latencyMs: number },
+): OutboundError {
   if (err instanceof OutboundError) return err;
   const code = errorCode(err) ?? '';
   const base = { cause: err, latencyMs: progress.latencyMs };
   if (DNS_CODES.has(code)) return new OutboundError('dns_failure', `${host} did not resolve (${code})`, base);
   if (code === 'ECONNREFUSED') return new OutboundError('connection_refused', `${host} refused the connection`, base);
-  if (code === 'ETIMEDOUT' && !progress.connected) return new OutboundError('connect_timeout', `${host} did not accept a connection in time`, base);
+  if (code === 'ETIMEDOUT' && !progress.connected)
+    return new OutboundError('connect_timeout', `${host} did not accept a connection in time`, base);
   if (UNREACHABLE_CODES.has(code)) return new OutboundError('unreachable', `${host} is unreachable (${code})`, base);
   if (TLS_CODE.test(code)) return new OutboundError('tls_error', `TLS with ${host} failed (${code})`, base);
   const sent = progress.sent;
-  if (RESET_CODES.has(code)) return new OutboundError('reset', `${host} closed the connection ${sent ? 'before answering' : 'while the request was being sent'}`, { ...base, sent });
+  if (RESET_CODES.has(code))
+    return new OutboundError(
+      'reset',
+      `${host} closed the connection ${sent ? 'before answering' : 'while the request was being sent'}`,
+      { ...base, sent },
+    );
   return new OutboundError('network_error', `request to ${host} failed${code ? ` (${code})` : ''}`, { ...base, sent });
 }

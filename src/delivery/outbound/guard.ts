@@ -3,7 +3,13 @@ import http from 'node:http';
 import https from 'node:https';
 import { isIP } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { describeAddress, isLoopbackName, normalizeHost, permitsAddress, type OutboundAllow } from '../../domain/connection/address-policy.js';
+import {
+  describeAddress,
+  isLoopbackName,
+  normalizeHost,
+  permitsAddress,
+  type OutboundAllow,
+} from '../../domain/connection/address-policy.js';
 import { OutboundError } from './error.js';
 
 /**
@@ -110,10 +116,15 @@ export function createBoundedResolver(opts: BoundedResolverOptions = {}): Resolv
         clearTimeout(deadline);
         clearTimeout(grace);
         resolver.cancel();
-        const addresses = [...(found[4] ?? []).map((address) => ({ address, family: 4 })), ...(found[6] ?? []).map((address) => ({ address, family: 6 }))];
+        const addresses = [
+          ...(found[4] ?? []).map((address) => ({ address, family: 4 })),
+          ...(found[6] ?? []).map((address) => ({ address, family: 6 })),
+        ];
         if (addresses.length > 0) return resolve(addresses);
-        if (errors.length > 0 && errors.every((e) => e.code === 'ENOTFOUND' || e.code === 'ENODATA')) return reject(new DnsError('not_found', `${name} does not exist in DNS or has no address`));
-        if (errors.some((e) => TIMEOUT_CODES.has(e.code ?? ''))) return reject(new DnsError('timeout', `${name} did not resolve: its DNS did not answer in time`));
+        if (errors.length > 0 && errors.every((e) => e.code === 'ENOTFOUND' || e.code === 'ENODATA'))
+          return reject(new DnsError('not_found', `${name} does not exist in DNS or has no address`));
+        if (errors.some((e) => TIMEOUT_CODES.has(e.code ?? '')))
+          return reject(new DnsError('timeout', `${name} did not resolve: its DNS did not answer in time`));
         if (errors.length === 0) return reject(new DnsError('not_found', `${name} has no address`));
         return reject(new DnsError('failed', `${name} did not resolve (${errors[0]?.code ?? 'error'})`));
       };
@@ -137,7 +148,8 @@ export function createBoundedResolver(opts: BoundedResolverOptions = {}): Resolv
           if (pending === 0) return finish();
           // One family has addresses: do not wait the whole deadline for a resolver that drops
           // the other query (AAAA is the usual victim).
-          if (found[family] !== null && found[family].length > 0 && grace === undefined) grace = setTimeout(finish, graceMs);
+          if (found[family] !== null && found[family].length > 0 && grace === undefined)
+            grace = setTimeout(finish, graceMs);
         });
       };
       settle(4, resolver.resolve4(name));
@@ -178,10 +190,14 @@ export class OutboundGuard {
     } catch {
       throw new OutboundError('invalid_url', 'the destination is not a valid URL');
     }
-    if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new OutboundError('invalid_url', `the destination must be an https URL, not ${url.protocol}`);
+    if (url.protocol !== 'https:' && url.protocol !== 'http:')
+      throw new OutboundError('invalid_url', `the destination must be an https URL, not ${url.protocol}`);
     const host = normalizeHost(url.hostname);
     if (url.protocol === 'http:' && !this.allow.allows(host)) {
-      throw new OutboundError('https_required', `plain http to ${host} is not allowed; use https (or list the host in HERALD_OUTBOUND_ALLOW)`);
+      throw new OutboundError(
+        'https_required',
+        `plain http to ${host} is not allowed; use https (or list the host in HERALD_OUTBOUND_ALLOW)`,
+      );
     }
     return url;
   }
@@ -190,7 +206,10 @@ export class OutboundGuard {
   checkAddress(ip: string, host: string): void {
     if (permitsAddress(ip, this.allow)) return;
     const via = normalizeHost(host) === normalizeHost(ip) ? '' : ` (${normalizeHost(host)} resolved to it)`;
-    throw new OutboundError('blocked_by_policy', `${describeAddress(ip)}${via}; outbound requests go to public addresses only (HERALD_OUTBOUND_ALLOW opens exceptions)`);
+    throw new OutboundError(
+      'blocked_by_policy',
+      `${describeAddress(ip)}${via}; outbound requests go to public addresses only (HERALD_OUTBOUND_ALLOW opens exceptions)`,
+    );
   }
 
   /**
@@ -221,8 +240,15 @@ export class OutboundGuard {
   readonly lookup: LookupFunction = (hostname, options, callback) => {
     this.resolve(hostname).then(
       (addresses) => {
-        const wanted = options.family === 4 || options.family === 6 ? addresses.filter((a) => a.family === options.family) : addresses;
-        if (wanted.length === 0) return callback(new OutboundError('dns_failure', `${normalizeHost(hostname)} has no IPv${String(options.family)} address`), '');
+        const wanted =
+          options.family === 4 || options.family === 6
+            ? addresses.filter((a) => a.family === options.family)
+            : addresses;
+        if (wanted.length === 0)
+          return callback(
+            new OutboundError('dns_failure', `${normalizeHost(hostname)} has no IPv${String(options.family)} address`),
+            '',
+          );
         if (options.all) return callback(null, wanted);
         const first = wanted[0]!;
         return callback(null, first.address, first.family);
@@ -259,7 +285,12 @@ type CreateCallback = (err: Error | null, stream: Duplex) => void;
  * The guard's check in front of an agent's createConnection: a refusal is reported as the
  * request's 'error' through the callback, and no socket is ever opened.
  */
-function guardedConnect(guard: OutboundGuard, options: http.ClientRequestArgs, callback: CreateCallback | undefined, connect: () => Duplex | null | undefined): Duplex | null | undefined {
+function guardedConnect(
+  guard: OutboundGuard,
+  options: http.ClientRequestArgs,
+  callback: CreateCallback | undefined,
+  connect: () => Duplex | null | undefined,
+): Duplex | null | undefined {
   const refused = guard.prepareConnection(options);
   if (refused) {
     callback?.(refused, undefined as unknown as Duplex);
@@ -326,7 +357,11 @@ export interface GuardedSmtpTarget {
  * There is no https rule for SMTP; the connection's `security` setting decides TLS. Throws
  * OutboundError (`blocked_by_policy`, `dns_failure`).
  */
-export async function resolveGuardedSmtpHost(host: string, allow: OutboundAllow, opts: OutboundGuardOptions = {}): Promise<GuardedSmtpTarget> {
+export async function resolveGuardedSmtpHost(
+  host: string,
+  allow: OutboundAllow,
+  opts: OutboundGuardOptions = {},
+): Promise<GuardedSmtpTarget> {
   const guard = new OutboundGuard(allow, opts);
   const [first] = await guard.resolve(host);
   const name = normalizeHost(host);

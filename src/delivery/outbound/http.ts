@@ -152,7 +152,13 @@ function planOf(c: Client, r: OutboundRequest, { url, guarded }: Destination): P
     port: url.port === '' ? undefined : Number(url.port),
     path: `${url.pathname}${url.search}`,
     headers,
-    agent: guarded ? (isHttps ? c.guard.httpsAgent : c.guard.httpAgent) : isHttps ? c.plainAgents.https : c.plainAgents.http,
+    agent: guarded
+      ? isHttps
+        ? c.guard.httpsAgent
+        : c.guard.httpAgent
+      : isHttps
+        ? c.plainAgents.https
+        : c.plainAgents.http,
     ...(isHttps && ca !== undefined ? { ca } : {}),
   };
   return { host, timeoutMs, connectTimeoutMs, isHttps, options, body };
@@ -185,7 +191,12 @@ function send(c: Client, p: Plan, elapsed: () => number): Promise<OutboundRespon
   });
 }
 
-function exchangeOf(req: http.ClientRequest, host: string, elapsed: () => number, reject: (err: OutboundError) => void): Exchange {
+function exchangeOf(
+  req: http.ClientRequest,
+  host: string,
+  elapsed: () => number,
+  reject: (err: OutboundError) => void,
+): Exchange {
   let settled = false;
   const timers: NodeJS.Timeout[] = [];
   const finish = (fn: () => void) => {
@@ -199,14 +210,26 @@ function exchangeOf(req: http.ClientRequest, host: string, elapsed: () => number
     finish(() => reject(err));
     req.destroy();
   };
-  return { req, host, progress: { connected: false, sent: false }, timers, elapsed, settled: () => settled, finish, fail };
+  return {
+    req,
+    host,
+    progress: { connected: false, sent: false },
+    timers,
+    elapsed,
+    settled: () => settled,
+    finish,
+    fail,
+  };
 }
 
 /** The connect budget, then the total one. */
 function timeouts(x: Exchange, p: Plan): NodeJS.Timeout[] {
   return [
     setTimeout(() => {
-      if (!x.progress.connected) x.fail(new OutboundError('connect_timeout', `${p.host} did not accept a connection within ${p.connectTimeoutMs} ms`));
+      if (!x.progress.connected)
+        x.fail(
+          new OutboundError('connect_timeout', `${p.host} did not accept a connection within ${p.connectTimeoutMs} ms`),
+        );
     }, p.connectTimeoutMs),
     setTimeout(() => {
       x.fail(
@@ -242,7 +265,12 @@ function failNetwork(x: Exchange, e: Error): void {
 }
 
 /** A redirect fails the request (never followed); any other answer is read as data. */
-function readAnswer(x: Exchange, res: http.IncomingMessage, maxBytes: number, resolve: (r: OutboundResponse) => void): void {
+function readAnswer(
+  x: Exchange,
+  res: http.IncomingMessage,
+  maxBytes: number,
+  resolve: (r: OutboundResponse) => void,
+): void {
   const status = res.statusCode ?? 0;
   const headers = flattenHeaders(res.headers);
   if (status >= 300 && status < 400) {
@@ -255,13 +283,24 @@ function readAnswer(x: Exchange, res: http.IncomingMessage, maxBytes: number, re
     );
     return;
   }
-  readBoundedBody(x, res, maxBytes, (body, truncated) => resolve({ status, headers, body, truncated, latencyMs: x.elapsed() }));
+  readBoundedBody(x, res, maxBytes, (body, truncated) =>
+    resolve({ status, headers, body, truncated, latencyMs: x.elapsed() }),
+  );
   res.on('error', (e) => failNetwork(x, e));
-  res.on('aborted', () => x.fail(new OutboundError('reset', `${x.host} closed the connection mid-answer`, { sent: true, httpStatus: status })));
+  res.on('aborted', () =>
+    x.fail(
+      new OutboundError('reset', `${x.host} closed the connection mid-answer`, { sent: true, httpStatus: status }),
+    ),
+  );
 }
 
 /** Reads at most `maxBytes` of the answer; past the cap the rest is not read. */
-function readBoundedBody(x: Exchange, res: http.IncomingMessage, maxBytes: number, answer: (body: string, truncated: boolean) => void): void {
+function readBoundedBody(
+  x: Exchange,
+  res: http.IncomingMessage,
+  maxBytes: number,
+  answer: (body: string, truncated: boolean) => void,
+): void {
   const chunks: Buffer[] = [];
   let size = 0;
   const done = (truncated: boolean) => x.finish(() => answer(Buffer.concat(chunks).toString('utf8'), truncated));

@@ -95,7 +95,12 @@ export function parseExpiresIn(text: string, field = 'expires_in'): number {
   const n = m ? Number(m[1]) : 0;
   const ms = m ? n * UNIT_MS[m[2] as keyof typeof UNIT_MS] : 0;
   if (!m || n === 0 || ms > 3650 * UNIT_MS.d) {
-    throw fieldError('validation_failed', field, 'Use a duration like 30m, 12h or 90d (at most 3650d).', 'invalid_format');
+    throw fieldError(
+      'validation_failed',
+      field,
+      'Use a duration like 30m, 12h or 90d (at most 3650d).',
+      'invalid_format',
+    );
   }
   return ms;
 }
@@ -103,7 +108,9 @@ export function parseExpiresIn(text: string, field = 'expires_in'): number {
 export function unauthenticated(reason: 'missing' | 'invalid'): DomainError {
   return new DomainError(
     'unauthenticated',
-    reason === 'missing' ? 'Send an API key as "Authorization: Bearer <token>".' : 'The API key is malformed, unknown, expired or revoked.',
+    reason === 'missing'
+      ? 'Send an API key as "Authorization: Bearer <token>".'
+      : 'The API key is malformed, unknown, expired or revoked.',
     [],
     { reason },
   );

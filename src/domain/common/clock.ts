@@ -1,4 +1,4 @@
-/** Time is injected everywhere (STYLE §7): services take a Clock, tests pin it. */
+/** Time is injected everywhere: services take a Clock, tests pin it. */
 export interface Clock {
   now(): Date;
 }

@@ -79,13 +79,18 @@ export function notFound(what: string, id: string): DomainError {
 
 /** A PATCH with no field in it (README "Conventions worth knowing"). */
 export function emptyPatch(): DomainError {
-  return new DomainError('validation_failed', 'The patch is empty: send at least one field.', [{ field: '', code: 'empty_patch', message: 'Send at least one field to change.' }]);
+  return new DomainError('validation_failed', 'The patch is empty: send at least one field.', [
+    { field: '', code: 'empty_patch', message: 'Send at least one field to change.' },
+  ]);
 }
 
 /** A client's If-Match that names another revision than the record's: 412. */
 export function checkRevision(what: string, current: number, ifMatch: number | null): void {
   if (ifMatch !== null && ifMatch !== current) {
-    throw new DomainError('precondition_failed', `The ${what} changed since you read it (If-Match does not match its ETag).`);
+    throw new DomainError(
+      'precondition_failed',
+      `The ${what} changed since you read it (If-Match does not match its ETag).`,
+    );
   }
 }
 
@@ -101,7 +106,12 @@ export const UNAVAILABLE_RETRY_AFTER_S = 2;
 export function serviceUnavailable(): DomainError {
   // Not "nothing changed": a write sent just before Redis paused may still apply when it resumes.
   // An Idempotency-Key makes the retry safe either way (the answer is stored with the effect).
-  return new DomainError('service_unavailable', "Herald can't reach its database right now. Retry shortly, with the same Idempotency-Key for a POST.", [], {
-    retryAfter: UNAVAILABLE_RETRY_AFTER_S,
-  });
+  return new DomainError(
+    'service_unavailable',
+    "Herald can't reach its database right now. Retry shortly, with the same Idempotency-Key for a POST.",
+    [],
+    {
+      retryAfter: UNAVAILABLE_RETRY_AFTER_S,
+    },
+  );
 }

@@ -49,8 +49,15 @@ export function decodeCursor(raw: string): Cursor {
 /** Parses `limit` and `cursor` from raw query values into a PageRequest. */
 export function parsePageRequest(limit: unknown, cursor: unknown): PageRequest {
   const l = LimitSchema.safeParse(limit === '' ? undefined : limit);
-  if (!l.success) throw fieldError('validation_failed', 'limit', `limit must be an integer from 1 to ${LIMITS.pageMax}.`, 'out_of_range');
-  if (cursor !== undefined && typeof cursor !== 'string') throw new DomainError('invalid_cursor', 'cursor must be a single string.');
+  if (!l.success)
+    throw fieldError(
+      'validation_failed',
+      'limit',
+      `limit must be an integer from 1 to ${LIMITS.pageMax}.`,
+      'out_of_range',
+    );
+  if (cursor !== undefined && typeof cursor !== 'string')
+    throw new DomainError('invalid_cursor', 'cursor must be a single string.');
   return { limit: l.data, cursor: cursor === undefined || cursor === '' ? null : decodeCursor(cursor) };
 }
 
@@ -59,6 +66,7 @@ export function parsePageRequest(limit: unknown, cursor: unknown): PageRequest {
  * issued by another list, and is refused rather than silently starting over from the top.
  */
 export function expectCursorKind(page: PageRequest, kind: 'after' | 'offset'): PageRequest {
-  if (page.cursor !== null && !(kind in page.cursor)) throw new DomainError('invalid_cursor', 'The cursor is not one this list issued.');
+  if (page.cursor !== null && !(kind in page.cursor))
+    throw new DomainError('invalid_cursor', 'The cursor is not one this list issued.');
   return page;
 }

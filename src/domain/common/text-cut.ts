@@ -82,7 +82,12 @@ export function nonEmptyText(text: string, max: number, fallback = '—', marker
  * display form is longer than the value (escaping turns `<` into `&lt;`): cutting the escaped text
  * could split an entity, so the raw value is cut and escaped again.
  */
-export function cutTransformed(value: string, max: number, transform: (s: string) => string, marker: string = ELLIPSIS): string {
+export function cutTransformed(
+  value: string,
+  max: number,
+  transform: (s: string) => string,
+  marker: string = ELLIPSIS,
+): string {
   const clean = wellFormed(value);
   const full = transform(clean);
   if (full.length <= max) return full;

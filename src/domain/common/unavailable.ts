@@ -13,7 +13,11 @@ export function isRedisUnavailable(err: unknown): boolean {
   if (!(err instanceof Error)) return false;
   if (err.name === 'MaxRetriesPerRequestError') return true;
   const code = (err as { code?: unknown }).code;
-  if (typeof code === 'string' && /^(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|ENOTFOUND|EHOSTUNREACH|ENETUNREACH|EAI_AGAIN|ENOENT)$/.test(code)) return true;
+  if (
+    typeof code === 'string' &&
+    /^(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|ENOTFOUND|EHOSTUNREACH|ENETUNREACH|EAI_AGAIN|ENOENT)$/.test(code)
+  )
+    return true;
   const m = err.message;
   return (
     m === 'Command timed out' ||

@@ -28,7 +28,11 @@ export function toFieldErrors(issues: readonly z.core.$ZodIssue[], prefix: (stri
     // zod's default text for a missing value ("Invalid input: expected string, received undefined")
     // says less than the field's name does; a schema's own message is kept.
     const missing = code === 'required' && /^Invalid (input|option)/.test(issue.message);
-    out.push({ field: path.join('.'), code, message: missing ? `${String(path[path.length - 1] ?? 'The body')} is required.` : issue.message });
+    out.push({
+      field: path.join('.'),
+      code,
+      message: missing ? `${String(path[path.length - 1] ?? 'The body')} is required.` : issue.message,
+    });
   }
   return dedupeFieldErrors(out);
 }
@@ -41,7 +45,11 @@ function fieldCode(issue: z.core.$ZodIssue): string {
     case 'too_big':
       return issue.origin === 'string' ? 'too_long' : issue.origin === 'array' ? 'too_many' : 'too_big';
     case 'too_small':
-      return issue.origin === 'string' && issue.minimum === 1 ? 'required' : issue.origin === 'array' ? 'too_few' : 'too_small';
+      return issue.origin === 'string' && issue.minimum === 1
+        ? 'required'
+        : issue.origin === 'array'
+          ? 'too_few'
+          : 'too_small';
     case 'invalid_value':
       return issue.input === undefined ? 'required' : 'invalid_value';
     case 'invalid_format':
@@ -72,10 +80,18 @@ export function safeParseInput<S extends z.ZodType>(schema: S, input: unknown): 
 }
 
 /** Parses `input` with `schema` or throws `validation_failed` with one entry per bad field. */
-export function parseInput<S extends z.ZodType>(schema: S, input: unknown, prefix: (string | number)[] = []): z.output<S> {
+export function parseInput<S extends z.ZodType>(
+  schema: S,
+  input: unknown,
+  prefix: (string | number)[] = [],
+): z.output<S> {
   const r = safeParseInput(schema, input);
   if (r.success) return r.data;
-  throw new DomainError('validation_failed', 'The request has invalid fields; see errors.', toFieldErrors(r.error.issues, prefix));
+  throw new DomainError(
+    'validation_failed',
+    'The request has invalid fields; see errors.',
+    toFieldErrors(r.error.issues, prefix),
+  );
 }
 
 // ── text hygiene ─────────────────────────────────────────────────────────────────────────────
@@ -85,7 +101,19 @@ export function parseInput<S extends z.ZodType>(schema: S, input: unknown, prefi
  * a tab, a newline and a CRLF are text. Everything under `variables` counts too (values typed
  * at execute, defaults declared on a template). Every other string is one line.
  */
-const FREE_TEXT_KEYS: ReadonlySet<string> = new Set(['description', 'impact', 'body', 'html', 'notes', 'note', 'resolution_summary', 'summary', 'message', 'text', 'default']);
+const FREE_TEXT_KEYS: ReadonlySet<string> = new Set([
+  'description',
+  'impact',
+  'body',
+  'html',
+  'notes',
+  'note',
+  'resolution_summary',
+  'summary',
+  'message',
+  'text',
+  'default',
+]);
 
 /** A UTF-16 surrogate half without its partner: not a character, and not encodable as UTF-8. */
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
@@ -98,10 +126,16 @@ const CONTROL_FREE_TEXT = /[\u0000-\u0008\u000B-\u000C\u000E-\u001F]|\r(?!\n)/;
 const MAX_HYGIENE_ERRORS = 20;
 
 function hygieneProblem(text: string, freeText: boolean): { code: string; message: string } | null {
-  if (LONE_SURROGATE.test(text)) return { code: 'invalid_unicode', message: 'The text contains a lone UTF-16 surrogate (not a character).' };
+  if (LONE_SURROGATE.test(text))
+    return { code: 'invalid_unicode', message: 'The text contains a lone UTF-16 surrogate (not a character).' };
   if (text.includes('\u0000')) return { code: 'control_character', message: 'The text contains a NUL character.' };
   if ((freeText ? CONTROL_FREE_TEXT : CONTROL_ONE_LINE).test(text)) {
-    return { code: 'control_character', message: freeText ? 'The text contains a control character (only tab and line breaks are allowed).' : 'The text contains a control character or line break (this field is one line).' };
+    return {
+      code: 'control_character',
+      message: freeText
+        ? 'The text contains a control character (only tab and line breaks are allowed).'
+        : 'The text contains a control character or line break (this field is one line).',
+    };
   }
   return null;
 }
@@ -135,14 +169,19 @@ export function textHygieneErrors(value: unknown): FieldError[] {
       const problem = hygieneProblem(v, node.freeText);
       if (problem) errors.push({ field: pathOf(node), ...problem });
     } else if (Array.isArray(v)) {
-      for (let i = v.length - 1; i >= 0; i--) stack.push({ value: v[i] as unknown, key: String(i), parent: node, freeText: node.freeText });
+      for (let i = v.length - 1; i >= 0; i--)
+        stack.push({ value: v[i] as unknown, key: String(i), parent: node, freeText: node.freeText });
     } else if (v !== null && typeof v === 'object') {
       const entries = Object.entries(v as Record<string, unknown>);
       for (let i = entries.length - 1; i >= 0; i--) {
         const [key, child] = entries[i]!;
         const keyProblem = hygieneProblem(key, false);
         if (keyProblem) {
-          errors.push({ field: pathOf({ value: child, key, parent: node, freeText: false }), code: keyProblem.code, message: `The field name: ${keyProblem.message}` });
+          errors.push({
+            field: pathOf({ value: child, key, parent: node, freeText: false }),
+            code: keyProblem.code,
+            message: `The field name: ${keyProblem.message}`,
+          });
           continue;
         }
         const freeText = node.freeText || key === 'variables' || FREE_TEXT_KEYS.has(key);

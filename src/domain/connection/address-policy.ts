@@ -118,12 +118,15 @@ export function isLoopbackName(host: string): boolean {
 
 export class OutboundAllowError extends Error {
   constructor(readonly entries: string[]) {
-    super(`HERALD_OUTBOUND_ALLOW has entries that are neither a CIDR, an address nor a host name: ${entries.join(', ')}`);
+    super(
+      `HERALD_OUTBOUND_ALLOW has entries that are neither a CIDR, an address nor a host name: ${entries.join(', ')}`,
+    );
     this.name = 'OutboundAllowError';
   }
 }
 
-const HOST_NAME = /^(?=.{1,253}$)(?:\*\.)?[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?(?:\.[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?)*$/;
+const HOST_NAME =
+  /^(?=.{1,253}$)(?:\*\.)?[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?(?:\.[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?)*$/;
 
 /**
  * HERALD_OUTBOUND_ALLOW, parsed: holes the operator opens on purpose. Each entry is a CIDR
@@ -224,7 +227,8 @@ export function permitsAddress(ip: string, allow: OutboundAllow): boolean {
 }
 
 /** Why a destination host is refused before any lookup, or null when it may proceed. */
-export type HostRefusal = { reason: 'non_public_address'; detail: string } | { reason: 'loopback_name'; detail: string };
+export type HostRefusal =
+  { reason: 'non_public_address'; detail: string } | { reason: 'loopback_name'; detail: string };
 
 /**
  * The create-time rule (no DNS): a literal host must be public unicast or allowed; `localhost`
@@ -235,6 +239,7 @@ export function refuseLiteralHost(host: string, allow: OutboundAllow): HostRefus
   if (isIpLiteral(host)) {
     return isPublicUnicast(host) ? null : { reason: 'non_public_address', detail: describeAddress(host) };
   }
-  if (isLoopbackName(host)) return { reason: 'loopback_name', detail: `${normalizeHost(host)} always means this machine (loopback)` };
+  if (isLoopbackName(host))
+    return { reason: 'loopback_name', detail: `${normalizeHost(host)} always means this machine (loopback)` };
   return null;
 }

@@ -32,7 +32,12 @@ export const ConnectionHealthSchema = z
   .meta({ id: 'ConnectionHealth' });
 export type ConnectionHealth = z.infer<typeof ConnectionHealthSchema>;
 
-export const HEALTHY: ConnectionHealth = { state: 'ok', consecutive_failures: 0, last_error: null, disabled_reason: null };
+export const HEALTHY: ConnectionHealth = {
+  state: 'ok',
+  consecutive_failures: 0,
+  last_error: null,
+  disabled_reason: null,
+};
 
 export const TEST_STATUSES = [
   'ok',
@@ -51,7 +56,9 @@ export const ConnectionTestResultSchema = z
   .object({
     ok: z.boolean(),
     status: z.enum(TEST_STATUSES),
-    method: z.string().nullable().meta({ description: 'What was tried: auth.test, get_webhook, smtp_verify, getMe, send_message; null when nothing was.' }),
+    method: z.string().nullable().meta({
+      description: 'What was tried: auth.test, get_webhook, smtp_verify, getMe, send_message; null when nothing was.',
+    }),
     sent_message: z.boolean(),
     http_status: z.number().int().nullable(),
     provider_code: z.string().nullable(),
@@ -63,12 +70,21 @@ export const ConnectionTestResultSchema = z
 export type ConnectionTestResult = z.infer<typeof ConnectionTestResultSchema>;
 
 export const ConnectionTestRequestSchema = z
-  .strictObject({ send_message: z.boolean().optional().meta({ description: 'Deliver a marked test message (default false: read-only check).' }) })
+  .strictObject({
+    send_message: z
+      .boolean()
+      .optional()
+      .meta({ description: 'Deliver a marked test message (default false: read-only check).' }),
+  })
   .meta({ id: 'ConnectionTestRequest' });
 
 // ── request shapes ───────────────────────────────────────────────────────────────────────────
 
-const name = z.string().trim().min(1, 'name is required.').max(LIMITS.connectionName, `name is at most ${LIMITS.connectionName} characters.`);
+const name = z
+  .string()
+  .trim()
+  .min(1, 'name is required.')
+  .max(LIMITS.connectionName, `name is at most ${LIMITS.connectionName} characters.`);
 const rateLimit = z
   .number()
   .int()
@@ -91,10 +107,9 @@ const CreateEnvelopeSchema = z.strictObject({
 export const ConnectionCreateSchema = z
   .discriminatedUnion(
     'type',
-    CHANNEL_TYPES.map((t) => CreateEnvelopeSchema.extend({ type: z.literal(t), config: CHANNELS[t].createConfigSchema })) as unknown as [
-      z.ZodObject,
-      ...z.ZodObject[],
-    ],
+    CHANNEL_TYPES.map((t) =>
+      CreateEnvelopeSchema.extend({ type: z.literal(t), config: CHANNELS[t].createConfigSchema }),
+    ) as unknown as [z.ZodObject, ...z.ZodObject[]],
   )
   .meta({ id: 'ConnectionCreate' });
 
@@ -104,10 +119,10 @@ export const ConnectionPatchSchema = z
     enabled: z.boolean().optional(),
     rate_limit_per_minute: rateLimit.optional(),
     update_mode: UpdateModeSchema.optional(),
-    config: z
-      .record(z.string(), z.unknown())
-      .optional()
-      .meta({ description: 'Merged into the config: fields sent replace, fields left out are kept, null removes an optional field. Secrets stay unless a new value is sent.' }),
+    config: z.record(z.string(), z.unknown()).optional().meta({
+      description:
+        'Merged into the config: fields sent replace, fields left out are kept, null removes an optional field. Secrets stay unless a new value is sent.',
+    }),
   })
   .meta({ id: 'ConnectionPatch' });
 export type ConnectionPatch = z.infer<typeof ConnectionPatchSchema>;
@@ -164,7 +179,10 @@ export type DeliveryConnection = {
  * `edit` keeps one message current by editing it: refused (field `update_mode`) for a connection
  * that cannot edit what it posted, where it could only ever fall back to posting.
  */
-export function checkUpdateMode(mode: UpdateMode | undefined, c: { type: ChannelType; config: Record<string, unknown>; secrets?: Record<string, unknown> }): void {
+export function checkUpdateMode(
+  mode: UpdateMode | undefined,
+  c: { type: ChannelType; config: Record<string, unknown>; secrets?: Record<string, unknown> },
+): void {
   if (mode !== 'edit' || conversationOf(c).edit) return;
   throw fieldError(
     'unsupported_update_mode',
@@ -178,7 +196,11 @@ export function checkUpdateMode(mode: UpdateMode | undefined, c: { type: Channel
  * fields are not in a stored record's `config`; the rules only ask whether one is set, so each
  * set secret stands in by name.
  */
-export function conversationOf(c: { type: ChannelType; config: Record<string, unknown>; secrets?: Record<string, unknown> }): ConversationSupport {
+export function conversationOf(c: {
+  type: ChannelType;
+  config: Record<string, unknown>;
+  secrets?: Record<string, unknown>;
+}): ConversationSupport {
   const withSecrets: Record<string, unknown> = { ...c.config };
   for (const k of Object.keys(c.secrets ?? {})) if (!(k in withSecrets)) withSecrets[k] = '(set)';
   return channelOf(c.type).conversation(withSecrets);
@@ -189,7 +211,11 @@ export function conversationOf(c: { type: ChannelType; config: Record<string, un
  * TypeScript cannot correlate `handlers[c.type]` with `c` across the union; the mapped type
  * guarantees they match.
  */
-export function sendVia<M, R>(handlers: { [T in ChannelType]: { send(target: Extract<DeliveryConnection, { type: T }>, message: M): Promise<R> } }, connection: DeliveryConnection, message: M): Promise<R> {
+export function sendVia<M, R>(
+  handlers: { [T in ChannelType]: { send(target: Extract<DeliveryConnection, { type: T }>, message: M): Promise<R> } },
+  connection: DeliveryConnection,
+  message: M,
+): Promise<R> {
   // Methods compare bivariantly, so the union of the per-type senders widens to one that takes any connection.
   const handler: { send(target: DeliveryConnection, message: M): Promise<R> } = handlers[connection.type];
   return handler.send(connection, message);
@@ -222,7 +248,8 @@ export interface ConnectionDraft {
 export function parseConnectionCreate(input: unknown): ConnectionDraft {
   const envelope = safeParseInput(CreateEnvelopeSchema, input);
   const errors: FieldError[] = envelope.success ? [] : toFieldErrors(envelope.error.issues);
-  const raw = typeof input === 'object' && input !== null && !Array.isArray(input) ? (input as Record<string, unknown>) : {};
+  const raw =
+    typeof input === 'object' && input !== null && !Array.isArray(input) ? (input as Record<string, unknown>) : {};
   const type = ChannelTypeSchema.safeParse(raw.type);
   let config: PlainConfig | null = null;
   if (type.success && isPlainObject(raw.config)) {
@@ -231,13 +258,21 @@ export function parseConnectionCreate(input: unknown): ConnectionDraft {
     else errors.push(...toFieldErrors(parsed.error.issues, ['config']));
   }
   if (!envelope.success || config === null || errors.length > 0) {
-    throw new DomainError('validation_failed', 'The request has invalid fields; see errors.', dedupeFieldErrors(errors));
+    throw new DomainError(
+      'validation_failed',
+      'The request has invalid fields; see errors.',
+      dedupeFieldErrors(errors),
+    );
   }
   return { ...envelope.data, config };
 }
 
 /** Fills generated config values (a webhook's signing secret) with injected randomness. */
-export function completeConfig(type: ChannelType, config: PlainConfig, randomBytes: (n: number) => Buffer): PlainConfig {
+export function completeConfig(
+  type: ChannelType,
+  config: PlainConfig,
+  randomBytes: (n: number) => Buffer,
+): PlainConfig {
   const def = channelOf(type);
   return def.complete ? (def.complete(config, randomBytes) as PlainConfig) : config;
 }
@@ -263,7 +298,12 @@ export function configShapeErrors(type: ChannelType, config: PlainConfig): Field
  * non-allowed URL must be https, and a literal non-public address is refused. Host names are not
  * resolved here; the connect-time guard judges them.
  */
-export function checkConfigRules(type: ChannelType, config: PlainConfig, allow: OutboundAllow, changed: ((d: Destination) => boolean) | null = null): void {
+export function checkConfigRules(
+  type: ChannelType,
+  config: PlainConfig,
+  allow: OutboundAllow,
+  changed: ((d: Destination) => boolean) | null = null,
+): void {
   const def = channelOf(type);
   const ruleError = def.rules?.(config, allow) ?? null;
   if (ruleError) throw ruleError;
@@ -274,13 +314,22 @@ export function checkConfigRules(type: ChannelType, config: PlainConfig, allow: 
 }
 
 /** The address policy alone, as field errors (also used by the test endpoint's `blocked_by_policy`). */
-export function destinationErrors(type: ChannelType, config: PlainConfig, allow: OutboundAllow, changed: ((d: Destination) => boolean) | null = null): FieldError[] {
+export function destinationErrors(
+  type: ChannelType,
+  config: PlainConfig,
+  allow: OutboundAllow,
+  changed: ((d: Destination) => boolean) | null = null,
+): FieldError[] {
   const errors: FieldError[] = [];
   for (const d of channelOf(type).destinations(config)) {
     if (changed && !changed(d)) continue;
     const allowed = allow.allows(d.host);
     if (d.kind === 'url' && !allowed && !d.value.trim().toLowerCase().startsWith('https:')) {
-      errors.push({ field: d.field, code: 'https_required', message: `${d.field} must use https (only hosts in HERALD_OUTBOUND_ALLOW may use http).` });
+      errors.push({
+        field: d.field,
+        code: 'https_required',
+        message: `${d.field} must use https (only hosts in HERALD_OUTBOUND_ALLOW may use http).`,
+      });
       continue;
     }
     const refusal = refuseLiteralHost(d.host, allow);
@@ -330,7 +379,12 @@ function mergeMap(current: Record<string, unknown>, patch: Record<string, unknow
  * would hand those secrets to the new host. One `secret_required` entry per secret not sent.
  * (A webhook's signing secret never travels, so it is kept.)
  */
-export function missingSecrets(type: ChannelType, before: PlainConfig, after: PlainConfig, patch: PlainConfig): FieldError[] {
+export function missingSecrets(
+  type: ChannelType,
+  before: PlainConfig,
+  after: PlainConfig,
+  patch: PlainConfig,
+): FieldError[] {
   const def = channelOf(type);
   const old = new Map(def.destinations(before).map((d) => [d.field, d.host]));
   const errors: FieldError[] = [];
@@ -359,14 +413,21 @@ function wasSent(patch: PlainConfig, key: string): boolean {
 
 /** Destinations of `after` whose host differs from (or is absent in) `before`. */
 export function changedDestinations(type: ChannelType, before: PlainConfig): (d: Destination) => boolean {
-  const old = new Map(channelOf(type).destinations(before).map((d) => [d.field, d.value]));
+  const old = new Map(
+    channelOf(type)
+      .destinations(before)
+      .map((d) => [d.field, d.value]),
+  );
   return (d) => old.get(d.field) !== d.value;
 }
 
 // ── secrets: split and join ──────────────────────────────────────────────────────────────────
 
 /** Splits a full config into its non-secret fields and its secrets (`headers.X-Token` for maps). */
-export function splitSecrets(type: ChannelType, config: PlainConfig): { plain: PlainConfig; secrets: Record<string, string> } {
+export function splitSecrets(
+  type: ChannelType,
+  config: PlainConfig,
+): { plain: PlainConfig; secrets: Record<string, string> } {
   const def = channelOf(type);
   const plain: PlainConfig = {};
   const secrets: Record<string, string> = {};
@@ -434,9 +495,14 @@ export function newConnectionRecord(
  * The health after one delivery outcome: a success clears the failure streak (and `degraded`); a
  * failure counts and degrades. A disabled connection stays disabled until re-enabled.
  */
-export function nextHealth(health: ConnectionHealth, outcome: { ok: true } | { ok: false; error: string }): ConnectionHealth {
+export function nextHealth(
+  health: ConnectionHealth,
+  outcome: { ok: true } | { ok: false; error: string },
+): ConnectionHealth {
   if (outcome.ok) {
-    return health.state === 'disabled' ? { ...health, consecutive_failures: 0 } : { ...health, state: 'ok', consecutive_failures: 0 };
+    return health.state === 'disabled'
+      ? { ...health, consecutive_failures: 0 }
+      : { ...health, state: 'ok', consecutive_failures: 0 };
   }
   return {
     ...health,
@@ -452,8 +518,23 @@ export function disabledHealth(health: ConnectionHealth, reason: string): Connec
 }
 
 /** A test outcome decided without contacting anyone (invalid config, policy, no read-only check). */
-export function localTestResult(status: TestStatus, method: string | null, detail: string, checkedAt: string): ConnectionTestResult {
-  return { ok: false, status, method, sent_message: false, http_status: null, provider_code: null, latency_ms: null, checked_at: checkedAt, detail };
+export function localTestResult(
+  status: TestStatus,
+  method: string | null,
+  detail: string,
+  checkedAt: string,
+): ConnectionTestResult {
+  return {
+    ok: false,
+    status,
+    method,
+    sent_message: false,
+    http_status: null,
+    provider_code: null,
+    latency_ms: null,
+    checked_at: checkedAt,
+    detail,
+  };
 }
 
 /** Name of the read-only check of this config, or null when its type has none. */

@@ -30,9 +30,17 @@ export const UpdateModeSchema = z.enum(UPDATE_MODES).meta({
 /** Where a posted message lives on its platform (see ports/delivery.ts). */
 export const MessageRefSchema = z
   .object({
-    id: z.string().meta({ description: 'The platform’s id: Slack ts, Discord message id, Telegram message_id, Google Chat message name, e-mail Message-ID, webhook: the delivery id.' }),
-    channel: z.string().nullable().meta({ description: 'Where it is when the id alone does not say: Slack channel, Discord channel or thread, Telegram chat, Google Chat thread.' }),
-    permalink: z.string().nullable().meta({ description: 'A link to the message where the platform gives one (Slack permalink, Discord jump URL, t.me link).' }),
+    id: z.string().meta({
+      description:
+        'The platform’s id: Slack ts, Discord message id, Telegram message_id, Google Chat message name, e-mail Message-ID, webhook: the delivery id.',
+    }),
+    channel: z.string().nullable().meta({
+      description:
+        'Where it is when the id alone does not say: Slack channel, Discord channel or thread, Telegram chat, Google Chat thread.',
+    }),
+    permalink: z.string().nullable().meta({
+      description: 'A link to the message where the platform gives one (Slack permalink, Discord jump URL, t.me link).',
+    }),
   })
   .meta({ id: 'MessageRef' });
 export type MessageRef = z.infer<typeof MessageRefSchema>;
@@ -53,7 +61,10 @@ export const NextUpdateInSchema = z
       return ms >= NEXT_UPDATE_MIN_MS && ms <= NEXT_UPDATE_MAX_MS;
     },
     // Only a well-formed duration is judged by its range: one error per bad value.
-    { message: 'next_update_in is between 1m and 24h.', when: (payload) => typeof payload.value === 'string' && DURATION.test(payload.value) },
+    {
+      message: 'next_update_in is between 1m and 24h.',
+      when: (payload) => typeof payload.value === 'string' && DURATION.test(payload.value),
+    },
   )
   .meta({
     description:
@@ -71,7 +82,9 @@ export function durationMs(v: string): number {
 export function formatDueTime(dueIso: string, now: Date): string {
   const due = new Date(dueIso);
   const hhmm = `${String(due.getUTCHours()).padStart(2, '0')}:${String(due.getUTCMinutes()).padStart(2, '0')} UTC`;
-  return due.toISOString().slice(0, 10) === now.toISOString().slice(0, 10) ? hhmm : `${due.toISOString().slice(0, 10)} ${hhmm}`;
+  return due.toISOString().slice(0, 10) === now.toISOString().slice(0, 10)
+    ? hhmm
+    : `${due.toISOString().slice(0, 10)} ${hhmm}`;
 }
 
 /** `5 min`, `1 h 20 min`: how long overdue, for people. */
@@ -87,18 +100,29 @@ export const NOTE_MAX = 1_000;
 
 export const CorrectRequestSchema = z
   .strictObject({
-    variables: z
-      .record(z.string(), z.string())
+    variables: z.record(z.string(), z.string()).optional().meta({
+      description:
+        "Corrected variable values, merged over the execution's own; the messages are rendered again with them (same template versions).",
+    }),
+    note: z
+      .string()
+      .trim()
+      .min(1, 'note must not be blank.')
+      .max(NOTE_MAX, `note is at most ${NOTE_MAX} characters.`)
       .optional()
-      .meta({ description: "Corrected variable values, merged over the execution's own; the messages are rendered again with them (same template versions)." }),
-    note: z.string().trim().min(1, 'note must not be blank.').max(NOTE_MAX, `note is at most ${NOTE_MAX} characters.`).optional().meta({ description: 'What was wrong, shown with the correction.' }),
+      .meta({ description: 'What was wrong, shown with the correction.' }),
   })
   .meta({ id: 'CorrectRequest' });
 export type CorrectRequest = z.infer<typeof CorrectRequestSchema>;
 
 export const RetractRequestSchema = z
   .strictObject({
-    reason: z.string().trim().min(1, 'reason is required.').max(NOTE_MAX, `reason is at most ${NOTE_MAX} characters.`).meta({ description: 'Why the messages are withdrawn; shown where a message cannot be deleted.' }),
+    reason: z
+      .string()
+      .trim()
+      .min(1, 'reason is required.')
+      .max(NOTE_MAX, `reason is at most ${NOTE_MAX} characters.`)
+      .meta({ description: 'Why the messages are withdrawn; shown where a message cannot be deleted.' }),
   })
   .meta({ id: 'RetractRequest' });
 export type RetractRequest = z.infer<typeof RetractRequestSchema>;
@@ -113,6 +137,9 @@ export function assertCorrectsSomething(body: CorrectRequest): void {
 /** Only an execute's messages are corrected or retracted, not a correction's or a retraction's. */
 export function assertCorrectable(kind: MessageKind | undefined, what: 'correct' | 'retract'): void {
   if (kind !== undefined && kind !== 'announcement') {
-    throw new DomainError('not_correctable', `This execution is a ${kind}; ${what} the execution it ${kind === 'correction' ? 'corrects' : 'retracts'} instead.`);
+    throw new DomainError(
+      'not_correctable',
+      `This execution is a ${kind}; ${what} the execution it ${kind === 'correction' ? 'corrects' : 'retracts'} instead.`,
+    );
   }
 }

@@ -36,10 +36,16 @@ export type RetryDecision = { retry: true; delayMs: number } | { retry: false; r
  * of the current round (a redeliver starts a new round with a fresh budget), `elapsedMs` is the
  * time since the round's first attempt started.
  */
-export function decideRetry(p: { attemptsMade: number; retryAfterMs: number | null; elapsedMs: number; random: () => number }): RetryDecision {
+export function decideRetry(p: {
+  attemptsMade: number;
+  retryAfterMs: number | null;
+  elapsedMs: number;
+  random: () => number;
+}): RetryDecision {
   if (p.attemptsMade >= MAX_ATTEMPTS) return { retry: false, reason: `gave up after ${MAX_ATTEMPTS} attempts` };
   const delayMs = retryDelayMs(p.attemptsMade, p.retryAfterMs, p.random);
-  if (p.elapsedMs + delayMs > RETRY_WINDOW_MS) return { retry: false, reason: 'gave up: the next attempt would be more than an hour after the first' };
+  if (p.elapsedMs + delayMs > RETRY_WINDOW_MS)
+    return { retry: false, reason: 'gave up: the next attempt would be more than an hour after the first' };
   return { retry: true, delayMs };
 }
 

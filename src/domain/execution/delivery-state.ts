@@ -52,7 +52,10 @@ export class TransitionRefused extends DomainError {
   readonly from: DeliveryStatus;
 
   constructor(transition: DeliveryTransition, d: Pick<Delivery, 'id' | 'status'>, why: string) {
-    super('invalid_transition', `Delivery ${d.id} (${d.status}): ${transition} refused: ${why}.`, [], { transition, from: d.status });
+    super('invalid_transition', `Delivery ${d.id} (${d.status}): ${transition} refused: ${why}.`, [], {
+      transition,
+      from: d.status,
+    });
     this.name = 'TransitionRefused';
     this.transition = transition;
     this.from = d.status;
@@ -64,7 +67,9 @@ export type Transitioned = Delivery | TransitionRefused;
 export const isRefused = (t: Transitioned): t is TransitionRefused => t instanceof TransitionRefused;
 
 function statusRefusal(transition: DeliveryTransition, d: Delivery): TransitionRefused | null {
-  return LEGAL_FROM[transition].includes(d.status) ? null : new TransitionRefused(transition, d, `not from ${d.status}`);
+  return LEGAL_FROM[transition].includes(d.status)
+    ? null
+    : new TransitionRefused(transition, d, `not from ${d.status}`);
 }
 
 /** The error text of an attempt found cut off. */
@@ -80,8 +85,21 @@ export const interruptedAttempt = (now: Date): Attempt => attemptRecord(iso(now)
 /** What one send reported (the shape of the senders' SendResult). */
 export type SendReport =
   | { outcome: 'delivered'; httpStatus: number | null; providerCode: string | null; latencyMs: number }
-  | { outcome: 'retryable'; httpStatus: number | null; providerCode: string | null; latencyMs: number | null; retryAfterMs: number | null; error: string }
-  | { outcome: 'permanent'; httpStatus: number | null; providerCode: string | null; latencyMs: number | null; error: string };
+  | {
+      outcome: 'retryable';
+      httpStatus: number | null;
+      providerCode: string | null;
+      latencyMs: number | null;
+      retryAfterMs: number | null;
+      error: string;
+    }
+  | {
+      outcome: 'permanent';
+      httpStatus: number | null;
+      providerCode: string | null;
+      latencyMs: number | null;
+      error: string;
+    };
 
 /**
  * The receipt of one send: it started when the delivery was marked sending (`sending_since`), or
@@ -90,7 +108,8 @@ export type SendReport =
 export function sendAttempt(sending: Delivery, r: SendReport, now: Date): Attempt {
   return {
     at: sending.sending_since ?? iso(now),
-    outcome: r.outcome === 'delivered' ? 'delivered' : r.outcome === 'retryable' ? 'retryable_failure' : 'permanent_failure',
+    outcome:
+      r.outcome === 'delivered' ? 'delivered' : r.outcome === 'retryable' ? 'retryable_failure' : 'permanent_failure',
     http_status: r.httpStatus,
     provider_code: r.providerCode,
     latency_ms: r.latencyMs === null ? null : Math.round(r.latencyMs),
@@ -104,7 +123,11 @@ export function sendAttempt(sending: Delivery, r: SendReport, now: Date): Attemp
  * starts a new one) and the time since the round's first attempt started — the inputs of
  * delivery-policy's decideRetry.
  */
-export function roundBudgetAfter(d: Delivery, attempt: Attempt, now: Date): { attemptsMade: number; elapsedMs: number } {
+export function roundBudgetAfter(
+  d: Delivery,
+  attempt: Attempt,
+  now: Date,
+): { attemptsMade: number; elapsedMs: number } {
   const attempts = [...d.attempts, attempt];
   const first = attempts[d.round_start];
   return {
@@ -140,17 +163,30 @@ export function startSending(d: Delivery, now: Date): Transitioned {
 export function recordInterrupted(d: Delivery, now: Date): Transitioned {
   const refused = statusRefusal('recordInterrupted', d);
   if (refused) return refused;
-  return { ...d, status: 'retrying', sending_since: null, possible_duplicate: true, attempts: [...d.attempts, interruptedAttempt(now)], rev: d.rev + 1 };
+  return {
+    ...d,
+    status: 'retrying',
+    sending_since: null,
+    possible_duplicate: true,
+    attempts: [...d.attempts, interruptedAttempt(now)],
+    rev: d.rev + 1,
+  };
 }
 
 /** The attempt, appended, with the in-flight marker cleared. */
-const withAttempt = (d: Delivery, attempt: Attempt): Delivery => ({ ...d, attempts: [...d.attempts, attempt], sending_since: null, rev: d.rev + 1 });
+const withAttempt = (d: Delivery, attempt: Attempt): Delivery => ({
+  ...d,
+  attempts: [...d.attempts, attempt],
+  sending_since: null,
+  rev: d.rev + 1,
+});
 
 /** sending → delivered: the receipt is recorded; delivered_at and finished_at are now. */
 export function recordDelivered(d: Delivery, attempt: Attempt, now: Date): Transitioned {
   const refused = statusRefusal('recordDelivered', d);
   if (refused) return refused;
-  if (attempt.outcome !== 'delivered') return new TransitionRefused('recordDelivered', d, `the attempt is ${attempt.outcome}`);
+  if (attempt.outcome !== 'delivered')
+    return new TransitionRefused('recordDelivered', d, `the attempt is ${attempt.outcome}`);
   const at = iso(now);
   return { ...withAttempt(d, attempt), status: 'delivered', delivered_at: at, finished_at: at };
 }
@@ -160,14 +196,29 @@ export function recordDelivered(d: Delivery, attempt: Attempt, now: Date): Trans
  * Retry-After; a fresh pacing slot will be reserved). An ambiguous failure (the platform may have
  * received it) flags `possible_duplicate`; the flag, once set, stays.
  */
-export function recordRetry(d: Delivery, attempt: Attempt, retry: { notBefore: Date; ambiguous: boolean }): Transitioned {
+export function recordRetry(
+  d: Delivery,
+  attempt: Attempt,
+  retry: { notBefore: Date; ambiguous: boolean },
+): Transitioned {
   const refused = statusRefusal('recordRetry', d);
   if (refused) return refused;
-  if (attempt.outcome !== 'retryable_failure') return new TransitionRefused('recordRetry', d, `the attempt is ${attempt.outcome}`);
-  return { ...withAttempt(d, attempt), status: 'retrying', not_before: iso(retry.notBefore), paced: false, possible_duplicate: d.possible_duplicate || retry.ambiguous };
+  if (attempt.outcome !== 'retryable_failure')
+    return new TransitionRefused('recordRetry', d, `the attempt is ${attempt.outcome}`);
+  return {
+    ...withAttempt(d, attempt),
+    status: 'retrying',
+    not_before: iso(retry.notBefore),
+    paced: false,
+    possible_duplicate: d.possible_duplicate || retry.ambiguous,
+  };
 }
 
-const FAILED_ATTEMPTS: ReadonlySet<Attempt['outcome']> = new Set(['retryable_failure', 'permanent_failure', 'interrupted']);
+const FAILED_ATTEMPTS: ReadonlySet<Attempt['outcome']> = new Set([
+  'retryable_failure',
+  'permanent_failure',
+  'interrupted',
+]);
 
 /**
  * sending → failed: a permanent failure, or a retryable or interrupted one with the budget spent.
@@ -176,7 +227,8 @@ const FAILED_ATTEMPTS: ReadonlySet<Attempt['outcome']> = new Set(['retryable_fai
 export function recordFailed(d: Delivery, attempt: Attempt, now: Date): Transitioned {
   const refused = statusRefusal('recordFailed', d);
   if (refused) return refused;
-  if (!FAILED_ATTEMPTS.has(attempt.outcome)) return new TransitionRefused('recordFailed', d, `the attempt is ${attempt.outcome}`);
+  if (!FAILED_ATTEMPTS.has(attempt.outcome))
+    return new TransitionRefused('recordFailed', d, `the attempt is ${attempt.outcome}`);
   const next: Delivery = { ...withAttempt(d, attempt), status: 'failed', finished_at: iso(now) };
   return attempt.outcome === 'interrupted' ? { ...next, possible_duplicate: true } : next;
 }
@@ -209,11 +261,23 @@ export function cancel(d: Delivery, reason: string, now: Date): Transitioned {
 export function requeue(d: Delivery): Transitioned {
   const refused = statusRefusal('requeue', d);
   if (refused) return refused;
-  return { ...d, status: 'queued', finished_at: null, round: d.round + 1, round_start: d.attempts.length, not_before: null, paced: false, rev: d.rev + 1 };
+  return {
+    ...d,
+    status: 'queued',
+    finished_at: null,
+    round: d.round + 1,
+    round_start: d.attempts.length,
+    not_before: null,
+    paced: false,
+    rev: d.rev + 1,
+  };
 }
 
 /**
  * A recorded send wins over whatever raced its write (a cancel): the record computed from the
  * `sending` state, written over the latest revision.
  */
-export const supersede = (next: Delivery, latest: Pick<Delivery, 'rev'>): Delivery => ({ ...next, rev: latest.rev + 1 });
+export const supersede = (next: Delivery, latest: Pick<Delivery, 'rev'>): Delivery => ({
+  ...next,
+  rev: latest.rev + 1,
+});

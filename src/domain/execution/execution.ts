@@ -1,10 +1,23 @@
 import { z } from 'zod';
 import { ChannelTypeSchema, type ChannelType } from '../../channels/index.js';
 import { VariablesSchema } from '../template/variables.js';
-import { MessageRefSchema, NextUpdateInSchema, type MessageAction, type MessageKind, type MessageRef } from './conversation.js';
+import {
+  MessageRefSchema,
+  NextUpdateInSchema,
+  type MessageAction,
+  type MessageKind,
+  type MessageRef,
+} from './conversation.js';
 
 export const DELIVERY_STATUSES = ['queued', 'sending', 'delivered', 'retrying', 'failed', 'cancelled'] as const;
-export const EXECUTION_STATUSES = ['queued', 'in_progress', 'delivered', 'partially_failed', 'failed', 'cancelled'] as const;
+export const EXECUTION_STATUSES = [
+  'queued',
+  'in_progress',
+  'delivered',
+  'partially_failed',
+  'failed',
+  'cancelled',
+] as const;
 export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
 export type ExecutionStatus = (typeof EXECUTION_STATUSES)[number];
 
@@ -23,7 +36,13 @@ export const DryRunSchema = z.union([z.boolean(), z.enum(['true', 'false']).tran
 /** Redeliver takes no options today; a strict empty object keeps typos from passing silently. */
 export const RedeliverRequestSchema = z.strictObject({}).meta({ id: 'RedeliverRequest' });
 
-export const ATTEMPT_OUTCOMES = ['delivered', 'retryable_failure', 'permanent_failure', 'interrupted', 'cancelled'] as const;
+export const ATTEMPT_OUTCOMES = [
+  'delivered',
+  'retryable_failure',
+  'permanent_failure',
+  'interrupted',
+  'cancelled',
+] as const;
 
 export const AttemptSchema = z
   .object({
@@ -49,12 +68,30 @@ export const DeliverySchema = z
     attempts: z.array(AttemptSchema),
     possible_duplicate: z.boolean(),
     delivered_at: z.string().nullable(),
-    action: z.enum(['post', 'edit', 'delete']).meta({ description: 'What the delivery does on its platform: post a message, edit one in place (a correction, or the `edit` update mode), delete one (a retraction). Decided when it is sent.' }),
-    sequence: z.number().int().min(1).meta({ description: "Its place in the incident's conversation with this connection: 1 for the first message, then 2, 3, …" }),
-    previous_delivery_id: z.string().nullable().meta({ description: 'The delivery before it in the same conversation; null for the first.' }),
-    target_delivery_id: z.string().nullable().meta({ description: 'For a correction or retraction: the delivery it corrects or retracts.' }),
-    message: MessageRefSchema.nullable().meta({ description: 'The message on the platform once delivered (posted, or edited), where the platform says which; null otherwise.' }),
-    reply_to: MessageRefSchema.nullable().meta({ description: "The conversation's first message it was posted under (a thread reply, a mail reply); null when it was posted on its own." }),
+    action: z.enum(['post', 'edit', 'delete']).meta({
+      description:
+        'What the delivery does on its platform: post a message, edit one in place (a correction, or the `edit` update mode), delete one (a retraction). Decided when it is sent.',
+    }),
+    sequence: z.number().int().min(1).meta({
+      description:
+        "Its place in the incident's conversation with this connection: 1 for the first message, then 2, 3, …",
+    }),
+    previous_delivery_id: z
+      .string()
+      .nullable()
+      .meta({ description: 'The delivery before it in the same conversation; null for the first.' }),
+    target_delivery_id: z
+      .string()
+      .nullable()
+      .meta({ description: 'For a correction or retraction: the delivery it corrects or retracts.' }),
+    message: MessageRefSchema.nullable().meta({
+      description:
+        'The message on the platform once delivered (posted, or edited), where the platform says which; null otherwise.',
+    }),
+    reply_to: MessageRefSchema.nullable().meta({
+      description:
+        "The conversation's first message it was posted under (a thread reply, a mail reply); null when it was posted on its own.",
+    }),
   })
   .meta({ id: 'Delivery' });
 
@@ -67,10 +104,14 @@ export interface RenderedContent {
 }
 
 /** The conversation fields of the wire shape: optional when stored, since records written before them lack them. */
-type ConversationFields = 'action' | 'sequence' | 'previous_delivery_id' | 'target_delivery_id' | 'message' | 'reply_to';
+type ConversationFields =
+  'action' | 'sequence' | 'previous_delivery_id' | 'target_delivery_id' | 'message' | 'reply_to';
 
 /** The stored delivery: the wire shape plus what the worker needs. */
-export interface Delivery extends Omit<z.infer<typeof DeliverySchema>, ConversationFields>, Partial<Pick<z.infer<typeof DeliverySchema>, ConversationFields>> {
+export interface Delivery
+  extends
+    Omit<z.infer<typeof DeliverySchema>, ConversationFields>,
+    Partial<Pick<z.infer<typeof DeliverySchema>, ConversationFields>> {
   /** Absent = announcement (records from before corrections). */
   execution_kind?: MessageKind;
   /**
@@ -174,6 +215,8 @@ export function newDelivery(p: {
     sequence: p.sequence ?? 1,
     previous_delivery_id: p.previousDeliveryId ?? null,
     ...(p.kind !== undefined && p.kind !== 'announcement' ? { execution_kind: p.kind } : {}),
-    ...(p.targets ? { target_delivery_id: p.targets.deliveryId, planned_action: p.targets.action, target: p.targets.message } : {}),
+    ...(p.targets
+      ? { target_delivery_id: p.targets.deliveryId, planned_action: p.targets.action, target: p.targets.message }
+      : {}),
   };
 }

@@ -27,7 +27,13 @@ export const IncidentEventSchema = z
 export type IncidentEvent = z.infer<typeof IncidentEventSchema>;
 export type IncidentEventType = IncidentEvent['type'];
 
-export function newEvent(id: string, type: IncidentEventType, at: string, actor: Actor, data: Record<string, unknown> = {}): IncidentEvent {
+export function newEvent(
+  id: string,
+  type: IncidentEventType,
+  at: string,
+  actor: Actor,
+  data: Record<string, unknown> = {},
+): IncidentEvent {
   return { id, type, at, actor, data };
 }
 

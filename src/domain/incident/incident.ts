@@ -12,7 +12,11 @@ export const StatusSchema = z.enum(STATUSES).meta({ id: 'IncidentStatus' });
 export type Severity = z.infer<typeof SeveritySchema>;
 export type IncidentStatus = z.infer<typeof StatusSchema>;
 
-const title = z.string().trim().min(1, 'title is required.').max(LIMITS.title, `title is at most ${LIMITS.title} characters.`);
+const title = z
+  .string()
+  .trim()
+  .min(1, 'title is required.')
+  .max(LIMITS.title, `title is at most ${LIMITS.title} characters.`);
 const longText = (name: string) => z.string().max(LIMITS.longText, `${name} is at most ${LIMITS.longText} characters.`);
 const templateIds = z
   .array(z.string().min(1).max(64))
@@ -63,10 +67,10 @@ export const IncidentSchema = z
     resolved_at: z.string().nullable(),
     closed_at: z.string().nullable(),
     last_executed_at: z.string().nullable(),
-    next_update_due_at: z
-      .string()
-      .nullable()
-      .meta({ description: "When the next update is due (set by execute's `next_update_in`, cleared by an execute without it, by resolve and by close); Herald reminds once it has passed." }),
+    next_update_due_at: z.string().nullable().meta({
+      description:
+        "When the next update is due (set by execute's `next_update_in`, cleared by an execute without it, by resolve and by close); Herald reminds once it has passed.",
+    }),
     execution_count: z.number().int(),
     created_by: ActorSchema,
   })
@@ -169,7 +173,13 @@ export function applyPatch(incident: Incident, patch: IncidentPatch, now: string
   return finishPatch(incident, next, changes, statusChange, now);
 }
 
-function finishPatch(incident: Incident, next: Incident, changes: FieldChanges, statusChange: PatchOutcome['statusChange'], now: string): PatchOutcome {
+function finishPatch(
+  incident: Incident,
+  next: Incident,
+  changes: FieldChanges,
+  statusChange: PatchOutcome['statusChange'],
+  now: string,
+): PatchOutcome {
   if (statusChange === null && Object.keys(changes).length === 0) return { next: incident, changes, statusChange };
   next.updated_at = now;
   next.rev = incident.rev + 1;

@@ -17,7 +17,11 @@ import { isOpen, type Incident } from './incident.js';
  */
 
 /** The cadence fields an execute sets: a new due time (or none), reminders counted afresh. */
-export function cadenceAfterExecute(nextUpdateIn: string | undefined, now: Date, actor: Actor): Pick<Incident, 'next_update_due_at' | 'next_reminder_at' | 'update_reminders' | 'last_executed_by'> {
+export function cadenceAfterExecute(
+  nextUpdateIn: string | undefined,
+  now: Date,
+  actor: Actor,
+): Pick<Incident, 'next_update_due_at' | 'next_reminder_at' | 'update_reminders' | 'last_executed_by'> {
   const due = nextUpdateIn === undefined ? null : iso(new Date(now.getTime() + durationMs(nextUpdateIn)));
   return { next_update_due_at: due, next_reminder_at: due, update_reminders: 0, last_executed_by: actor };
 }
@@ -40,6 +44,11 @@ export function reminderStep(incident: Incident, now: Date, repeatMs: number): R
   const nowMs = now.getTime();
   if (nowMs < nextMs) return { kind: 'wait', atMs: nextMs };
   const reminder = Math.floor((nowMs - dueMs) / repeatMs) + 1;
-  const next: Incident = { ...incident, update_reminders: reminder, next_reminder_at: iso(new Date(dueMs + reminder * repeatMs)), rev: incident.rev + 1 };
+  const next: Incident = {
+    ...incident,
+    update_reminders: reminder,
+    next_reminder_at: iso(new Date(dueMs + reminder * repeatMs)),
+    rev: incident.rev + 1,
+  };
   return { kind: 'remind', reminder, dueAt, overdueMs: nowMs - dueMs, next };
 }

@@ -76,9 +76,20 @@ const oneLine = (s: string): string => s.replace(/\s*[\r\n]+\s*/g, ' ').trim();
  * never went through validation: unescaped placeholders become escaped ones and partials are
  * dropped; `literal`, when given, transforms the template's own text (the e-mail HTML part).
  */
-function renderText(text: string, view: Record<string, unknown>, escape: Escape, literal?: (s: string) => string): string {
+function renderText(
+  text: string,
+  view: Record<string, unknown>,
+  escape: Escape,
+  literal?: (s: string) => string,
+): string {
   const tokens = rewrite(parseMustache(text), literal);
-  return new Mustache.Writer().renderTokens(tokens as unknown as string[][], new Mustache.Context(view), undefined, text, { escape });
+  return new Mustache.Writer().renderTokens(
+    tokens as unknown as string[][],
+    new Mustache.Context(view),
+    undefined,
+    text,
+    { escape },
+  );
 }
 
 function rewrite(tokens: readonly MustacheToken[], literal: ((s: string) => string) | undefined): MustacheToken[] {
@@ -111,7 +122,11 @@ function buildView(ctx: RenderContext): Record<string, unknown> {
     if (value.trim() !== '') list.push(Object.assign(Object.create(null) as Record<string, string>, { name, value }));
   }
   view.incident = Object.assign(Object.create(null) as Record<string, unknown>, ctx.incident);
-  view.execution = Object.assign(Object.create(null) as Record<string, unknown>, { id: ctx.execution.id }, ctx.execution.note !== undefined ? { note: ctx.execution.note } : {});
+  view.execution = Object.assign(
+    Object.create(null) as Record<string, unknown>,
+    { id: ctx.execution.id },
+    ctx.execution.note !== undefined ? { note: ctx.execution.note } : {},
+  );
   view['variable-list'] = list;
   return view;
 }
@@ -122,7 +137,9 @@ export function incidentUrl(publicUrl: string | null | undefined, incidentId: st
 }
 
 export function incidentView(
-  incident: Pick<Incident, 'id' | 'title' | 'severity' | 'status' | 'description' | 'impact' | 'resolution_summary'> & { next_update_due_at?: string | null },
+  incident: Pick<Incident, 'id' | 'title' | 'severity' | 'status' | 'description' | 'impact' | 'resolution_summary'> & {
+    next_update_due_at?: string | null;
+  },
   publicUrl?: string,
   now: Date = new Date(),
 ): IncidentView {

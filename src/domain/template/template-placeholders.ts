@@ -73,7 +73,12 @@ export function analyzePlaceholders(texts: readonly TemplateText[]): Placeholder
   return out;
 }
 
-function walk(tokens: readonly MustacheToken[], field: string, sections: readonly string[], out: PlaceholderAnalysis): void {
+function walk(
+  tokens: readonly MustacheToken[],
+  field: string,
+  sections: readonly string[],
+  out: PlaceholderAnalysis,
+): void {
   for (const token of tokens) {
     const [type, name] = token;
     switch (type) {
@@ -103,11 +108,21 @@ function walk(tokens: readonly MustacheToken[], field: string, sections: readonl
   }
 }
 
-function use(name: string, field: string, sections: readonly string[], asSection: boolean, out: PlaceholderAnalysis): void {
+function use(
+  name: string,
+  field: string,
+  sections: readonly string[],
+  asSection: boolean,
+  out: PlaceholderAnalysis,
+): void {
   if (name === '.') {
     // `{{.}}` is the current section's value; outside a section it would print the whole context.
     if (asSection || sections.length === 0) {
-      out.errors.push({ field, code: 'invalid_placeholder', message: '{{.}} may only be used inside a {{#name}}…{{/name}} section.' });
+      out.errors.push({
+        field,
+        code: 'invalid_placeholder',
+        message: '{{.}} may only be used inside a {{#name}}…{{/name}} section.',
+      });
     }
     return;
   }
@@ -139,9 +154,13 @@ export function deriveVariables(uses: readonly VariableUse[]): TemplateVariable[
  * placeholder, else 422 `undeclared_variable` pointing at each field using one; when none are
  * declared they are derived. Syntax problems are 422 `validation_failed`.
  */
-export function settleVariables(texts: readonly TemplateText[], declared: TemplateVariable[] | null): TemplateVariable[] {
+export function settleVariables(
+  texts: readonly TemplateText[],
+  declared: TemplateVariable[] | null,
+): TemplateVariable[] {
   const { uses, errors } = analyzePlaceholders(texts);
-  if (errors.length > 0) throw new DomainError('validation_failed', 'The template has invalid placeholders; see errors.', errors);
+  if (errors.length > 0)
+    throw new DomainError('validation_failed', 'The template has invalid placeholders; see errors.', errors);
   if (declared === null) {
     const derived = deriveVariables(uses);
     // The same cap as declared variables: past it, no caller could ever supply them all.
@@ -158,8 +177,17 @@ export function settleVariables(texts: readonly TemplateText[], declared: Templa
     const key = `${u.field}\u0000${u.name}`;
     if (names.has(u.name) || seen.has(key)) continue;
     seen.add(key);
-    undeclared.push({ field: u.field, code: 'undeclared_variable', message: `{{${u.name}}} is neither declared in variables nor a built-in.` });
+    undeclared.push({
+      field: u.field,
+      code: 'undeclared_variable',
+      message: `{{${u.name}}} is neither declared in variables nor a built-in.`,
+    });
   }
-  if (undeclared.length > 0) throw new DomainError('undeclared_variable', 'The template uses variables it does not declare; see errors.', undeclared);
+  if (undeclared.length > 0)
+    throw new DomainError(
+      'undeclared_variable',
+      'The template uses variables it does not declare; see errors.',
+      undeclared,
+    );
   return declared;
 }

@@ -9,21 +9,28 @@ import { TemplateVariableSchema, VariablesSchema, type TemplateVariable } from '
 /** Most connections one template can target; empty means every connection (README "Delivery semantics"). */
 export const TEMPLATE_CONNECTIONS_MAX = 100;
 
-const templateText = (field: string) => z.string().max(LIMITS.templateBody, `${field} is at most ${LIMITS.templateBody} characters.`);
-const name = z.string().trim().min(1, 'name is required.').max(LIMITS.templateName, `name is at most ${LIMITS.templateName} characters.`);
+const templateText = (field: string) =>
+  z.string().max(LIMITS.templateBody, `${field} is at most ${LIMITS.templateBody} characters.`);
+const name = z
+  .string()
+  .trim()
+  .min(1, 'name is required.')
+  .max(LIMITS.templateName, `name is at most ${LIMITS.templateName} characters.`);
 const description = z.string().max(LIMITS.longText, `description is at most ${LIMITS.longText} characters.`);
 const body = templateText('body').min(1, 'body is required.');
 
-const VariantInputSchema = z
-  .strictObject({ subject: templateText('subject').nullable().optional(), body })
-  .meta({ id: 'TemplateVariantInput', description: 'Overrides the template for one channel type; subject falls back to the template subject.' });
+const VariantInputSchema = z.strictObject({ subject: templateText('subject').nullable().optional(), body }).meta({
+  id: 'TemplateVariantInput',
+  description: 'Overrides the template for one channel type; subject falls back to the template subject.',
+});
 
 const variantInputShape = Object.fromEntries(CHANNEL_TYPES.map((t) => [t, VariantInputSchema.optional()])) as {
   [K in ChannelType]: z.ZodOptional<typeof VariantInputSchema>;
 };
-const VariantsInputSchema = z
-  .strictObject(variantInputShape)
-  .meta({ id: 'TemplateVariantsInput', description: 'Per channel type overrides. On PATCH the whole object is replaced.' });
+const VariantsInputSchema = z.strictObject(variantInputShape).meta({
+  id: 'TemplateVariantsInput',
+  description: 'Per channel type overrides. On PATCH the whole object is replaced.',
+});
 
 const DeclaredVariablesSchema = z
   .array(TemplateVariableSchema)
@@ -31,7 +38,13 @@ const DeclaredVariablesSchema = z
   .superRefine((vars, ctx) => {
     const seen = new Set<string>();
     vars.forEach((v, i) => {
-      if (seen.has(v.name)) ctx.addIssue({ code: 'custom', path: [i, 'name'], input: v.name, message: `Variable "${v.name}" is declared twice.` });
+      if (seen.has(v.name))
+        ctx.addIssue({
+          code: 'custom',
+          path: [i, 'name'],
+          input: v.name,
+          message: `Variable "${v.name}" is declared twice.`,
+        });
       seen.add(v.name);
     });
   });
@@ -49,7 +62,8 @@ export const TemplateCreateSchema = z
     body,
     variants: VariantsInputSchema.default({}),
     variables: DeclaredVariablesSchema.optional().meta({
-      description: 'Declared variables. When omitted they are derived from the placeholders: a name used only as a section is optional, others required.',
+      description:
+        'Declared variables. When omitted they are derived from the placeholders: a name used only as a section is optional, others required.',
     }),
     connection_ids: ConnectionIdsSchema.default([]),
   })
@@ -84,7 +98,9 @@ export const TemplatePatchSchema = z
   .meta({ id: 'TemplatePatch' });
 export type TemplatePatch = z.output<typeof TemplatePatchSchema>;
 
-export const TemplateVariantSchema = z.object({ subject: z.string().nullable(), body: z.string() }).meta({ id: 'TemplateVariant' });
+export const TemplateVariantSchema = z
+  .object({ subject: z.string().nullable(), body: z.string() })
+  .meta({ id: 'TemplateVariant' });
 export type TemplateVariant = z.infer<typeof TemplateVariantSchema>;
 const variantShape = Object.fromEntries(CHANNEL_TYPES.map((t) => [t, TemplateVariantSchema.optional()])) as {
   [K in ChannelType]: z.ZodOptional<typeof TemplateVariantSchema>;
@@ -118,7 +134,13 @@ export type Template = TemplateWire & { variables_declared: boolean };
 export const TemplateRenderRequestSchema = z
   .strictObject({
     variables: VariablesSchema.default({}),
-    incident_id: z.string().min(1).max(64).nullable().optional().meta({ description: 'Render the built-ins from this incident; a sample incident otherwise.' }),
+    incident_id: z
+      .string()
+      .min(1)
+      .max(64)
+      .nullable()
+      .optional()
+      .meta({ description: 'Render the built-ins from this incident; a sample incident otherwise.' }),
   })
   .meta({ id: 'TemplateRenderRequest' });
 
@@ -154,7 +176,10 @@ function normalizeVariants(input: z.output<typeof VariantsInputSchema>): Variant
 
 export function newTemplate(id: string, input: TemplateCreate, now: string): Template {
   const variants = normalizeVariants(input.variants);
-  const variables = settleVariables(templateTexts({ subject: input.subject, body: input.body, variants }), input.variables ?? null);
+  const variables = settleVariables(
+    templateTexts({ subject: input.subject, body: input.body, variants }),
+    input.variables ?? null,
+  );
   return {
     id,
     name: input.name,
@@ -202,7 +227,10 @@ export function applyTemplatePatch(current: Template, patch: TemplatePatch, now:
 }
 
 /** The text a channel type gets: its variant if the template has one, else the default. */
-export function sourceForChannel(t: Pick<Template, 'subject' | 'body' | 'variants'>, channel: ChannelType): MessageSource {
+export function sourceForChannel(
+  t: Pick<Template, 'subject' | 'body' | 'variants'>,
+  channel: ChannelType,
+): MessageSource {
   const v = t.variants[channel];
   return v ? { subject: v.subject ?? t.subject, body: v.body } : { subject: t.subject, body: t.body };
 }

@@ -25,29 +25,57 @@ export const VariableNameSchema = z
 
 /** `{name: value}` as supplied by a caller: ≤ 50 names, values ≤ 4,000 characters (README "Conventions worth knowing"). */
 export const VariablesSchema = z
-  .record(z.string(), z.string().max(LIMITS.variableValue, `Variable values are at most ${LIMITS.variableValue} characters.`))
-  .superRefine((vars, ctx) => {
-    const names = Object.keys(vars);
-    if (names.length > LIMITS.variables) {
-      ctx.addIssue({ code: 'too_big', origin: 'array', maximum: LIMITS.variables, inclusive: true, input: vars, message: `At most ${LIMITS.variables} variables.` });
-    }
-    for (const name of names) {
-      if (!LIMITS.variableName.test(name)) ctx.addIssue({ code: 'custom', path: [name], input: name, message: nameMessage });
-      else if (RESERVED_VARIABLE_NAMES.has(name)) ctx.addIssue({ code: 'custom', path: [name], input: name, message: reservedMessage(name) });
-    }
-    // Run even when a value is bad, so one response names every bad field (but not for a non-object).
-  }, { when: (payload) => typeof payload.value === 'object' && payload.value !== null && !Array.isArray(payload.value) })
-  .meta({ id: 'Variables', description: 'Variable values by name (strings). Names not used by a template are ignored.' });
+  .record(
+    z.string(),
+    z.string().max(LIMITS.variableValue, `Variable values are at most ${LIMITS.variableValue} characters.`),
+  )
+  .superRefine(
+    (vars, ctx) => {
+      const names = Object.keys(vars);
+      if (names.length > LIMITS.variables) {
+        ctx.addIssue({
+          code: 'too_big',
+          origin: 'array',
+          maximum: LIMITS.variables,
+          inclusive: true,
+          input: vars,
+          message: `At most ${LIMITS.variables} variables.`,
+        });
+      }
+      for (const name of names) {
+        if (!LIMITS.variableName.test(name))
+          ctx.addIssue({ code: 'custom', path: [name], input: name, message: nameMessage });
+        else if (RESERVED_VARIABLE_NAMES.has(name))
+          ctx.addIssue({ code: 'custom', path: [name], input: name, message: reservedMessage(name) });
+      }
+      // Run even when a value is bad, so one response names every bad field (but not for a non-object).
+    },
+    { when: (payload) => typeof payload.value === 'object' && payload.value !== null && !Array.isArray(payload.value) },
+  )
+  .meta({
+    id: 'Variables',
+    description: 'Variable values by name (strings). Names not used by a template are ignored.',
+  });
 export type Variables = z.infer<typeof VariablesSchema>;
 
 export const TemplateVariableSchema = z
   .strictObject({
     name: VariableNameSchema,
-    description: z.string().max(VARIABLE_DESCRIPTION_MAX, `description is at most ${VARIABLE_DESCRIPTION_MAX} characters.`).default(''),
+    description: z
+      .string()
+      .max(VARIABLE_DESCRIPTION_MAX, `description is at most ${VARIABLE_DESCRIPTION_MAX} characters.`)
+      .default(''),
     required: z.boolean().default(true),
-    default: z.string().max(LIMITS.variableValue, `default is at most ${LIMITS.variableValue} characters.`).nullable().default(null),
+    default: z
+      .string()
+      .max(LIMITS.variableValue, `default is at most ${LIMITS.variableValue} characters.`)
+      .nullable()
+      .default(null),
   })
-  .meta({ id: 'TemplateVariable', description: 'A declared variable. A required one with no default must be supplied.' });
+  .meta({
+    id: 'TemplateVariable',
+    description: 'A declared variable. A required one with no default must be supplied.',
+  });
 export type TemplateVariable = z.output<typeof TemplateVariableSchema>;
 
 export interface ResolvedVariables {
@@ -62,7 +90,10 @@ export interface ResolvedVariables {
  * default; a required variable left without one is missing. Values nobody declared pass through
  * (the default message lists them; a template cannot reference them).
  */
-export function resolveVariables(declared: readonly TemplateVariable[], supplied: Readonly<Record<string, string>>): ResolvedVariables {
+export function resolveVariables(
+  declared: readonly TemplateVariable[],
+  supplied: Readonly<Record<string, string>>,
+): ResolvedVariables {
   const values: Record<string, string> = {};
   for (const [name, value] of Object.entries(supplied)) if (!RESERVED_VARIABLE_NAMES.has(name)) values[name] = value;
   const missing: string[] = [];

@@ -26,7 +26,8 @@ const parseJson = express.json({
   // body-parser untouched and becomes the problem answer.
   verify: (req, _res, buf, encoding) => {
     // JSON on the wire is UTF-8 (RFC 8259 §8.1); other charsets are refused, not transcoded.
-    if (encoding.toLowerCase() !== 'utf-8') throw new DomainError('unsupported_media_type', 'Send the body as UTF-8 JSON.');
+    if (encoding.toLowerCase() !== 'utf-8')
+      throw new DomainError('unsupported_media_type', 'Send the body as UTF-8 JSON.');
     try {
       // A lossy decoder would store U+FFFD where the client sent broken bytes: refuse instead.
       STRICT_UTF8.decode(buf);
@@ -40,7 +41,13 @@ const parseJson = express.json({
 const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
 
 /** body-parser error types that problem.ts already maps to a 4xx (see fromParserError there). */
-const KNOWN_PARSER_ERRORS = new Set(['entity.parse.failed', 'entity.too.large', 'encoding.unsupported', 'charset.unsupported', 'request.aborted']);
+const KNOWN_PARSER_ERRORS = new Set([
+  'entity.parse.failed',
+  'entity.too.large',
+  'encoding.unsupported',
+  'charset.unsupported',
+  'request.aborted',
+]);
 
 /**
  * Any other failure to read the body is the client's: above all a body that does not decode as
@@ -54,7 +61,10 @@ function readFailure(err: unknown, contentEncoding: string | undefined): unknown
   if (!(status >= 400 && status < 500)) return err;
   const coding = contentEncoding?.trim().toLowerCase();
   if (coding !== undefined && coding !== '' && coding !== 'identity') {
-    return new DomainError('invalid_json', `The body does not decode as its Content-Encoding (${coding.slice(0, 32)}) says.`);
+    return new DomainError(
+      'invalid_json',
+      `The body does not decode as its Content-Encoding (${coding.slice(0, 32)}) says.`,
+    );
   }
   return new DomainError('invalid_json', 'The request body could not be read.');
 }
@@ -79,7 +89,8 @@ export function readJsonBody(req: Request, res: Response, optional: boolean): Pr
       if (wantsDigest(req)) (req as unknown as WithBodyDigest).bodyDigest = EMPTY_DIGEST;
       return undefined;
     }
-    if (!req.is('application/json')) throw new DomainError('unsupported_media_type', 'Send a JSON body with Content-Type: application/json.');
+    if (!req.is('application/json'))
+      throw new DomainError('unsupported_media_type', 'Send a JSON body with Content-Type: application/json.');
     throw new DomainError('invalid_json', 'The request needs a JSON body.');
   }
   if (!req.is('application/json')) {
@@ -96,7 +107,13 @@ export function readJsonBody(req: Request, res: Response, optional: boolean): Pr
       // Lone surrogates, NUL and control characters are refused here for every endpoint at once.
       const hostile = textHygieneErrors(req.body);
       if (hostile.length > 0) {
-        reject(new DomainError('validation_failed', 'The request has text that no field may hold (control characters or invalid Unicode); see errors.', hostile));
+        reject(
+          new DomainError(
+            'validation_failed',
+            'The request has text that no field may hold (control characters or invalid Unicode); see errors.',
+            hostile,
+          ),
+        );
         return;
       }
       resolve();

@@ -48,7 +48,16 @@ export function edge(parent: Logger, registry: Registry): RequestHandler {
     duration.observe({ method: req.method, route }, ms / 1000);
     // Checked first so a silent logger (the benchmarks, tests) builds no line at all.
     if (log.isLevelEnabled('info')) {
-      log.info({ request_id: locals.requestId, method: req.method, path: fullPath(req), status: this.statusCode, ms: Math.round(ms) }, 'request');
+      log.info(
+        {
+          request_id: locals.requestId,
+          method: req.method,
+          path: fullPath(req),
+          status: this.statusCode,
+          ms: Math.round(ms),
+        },
+        'request',
+      );
     }
   }
 
@@ -83,7 +92,10 @@ function refuseMalformedPath(req: Request): void {
   try {
     decodeURIComponent(path);
   } catch {
-    throw new DomainError('invalid_path', 'The path has malformed percent-encoding (each % must start a valid UTF-8 escape such as %20).');
+    throw new DomainError(
+      'invalid_path',
+      'The path has malformed percent-encoding (each % must start a valid UTF-8 escape such as %20).',
+    );
   }
 }
 

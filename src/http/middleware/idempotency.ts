@@ -2,7 +2,13 @@ import type { Request, Response } from 'express';
 import { hash } from 'node:crypto';
 import { DomainError } from '../../domain/common/errors.js';
 import { LIMITS } from '../../domain/common/limits.js';
-import type { CommittedEffect, IdempotencyClaim, IdempotencyStore, IdempotentRequest, StoredResponse } from '../../ports/index.js';
+import type {
+  CommittedEffect,
+  IdempotencyClaim,
+  IdempotencyStore,
+  IdempotentRequest,
+  StoredResponse,
+} from '../../ports/index.js';
 import type { WithBodyDigest } from './body.js';
 import { apiKeyOf } from '../context.js';
 
@@ -27,7 +33,12 @@ const RENEW_EVERY_MS = 1_500;
  * Runs `work` (the route) unless the key replays or refuses; without an Idempotency-Key it just
  * runs it.
  */
-export async function idempotent(store: IdempotencyStore, req: Request, res: Response, work: () => void | Promise<void>): Promise<void> {
+export async function idempotent(
+  store: IdempotencyStore,
+  req: Request,
+  res: Response,
+  work: () => void | Promise<void>,
+): Promise<void> {
   const key = req.headers['idempotency-key'];
   if (key === undefined) {
     await work();
@@ -41,13 +52,22 @@ export async function idempotent(store: IdempotencyStore, req: Request, res: Res
     ]);
   }
   const scope = apiKeyOf(res).id;
-  const fingerprint = hash('sha256', `${req.method}\n${req.originalUrl}\n${(req as unknown as WithBodyDigest).bodyDigest ?? ''}`, 'hex');
+  const fingerprint = hash(
+    'sha256',
+    `${req.method}\n${req.originalUrl}\n${(req as unknown as WithBodyDigest).bodyDigest ?? ''}`,
+    'hex',
+  );
   const begun = await store.begin(scope, value, fingerprint);
   switch (begun.state) {
     case 'mismatch':
       throw new DomainError('idempotency_key_reused', 'This Idempotency-Key was used for a different request.');
     case 'in_flight':
-      throw new DomainError('idempotency_key_in_use', 'A request with this Idempotency-Key is still in progress; retry shortly.', [], { retryAfter: 1 });
+      throw new DomainError(
+        'idempotency_key_in_use',
+        'A request with this Idempotency-Key is still in progress; retry shortly.',
+        [],
+        { retryAfter: 1 },
+      );
     case 'done':
       replay(res, begun.response);
       return;
@@ -89,7 +109,11 @@ export function sendStored(res: Response, stored: StoredResponse): void {
 
 /** A JSON answer as a StoredResponse. */
 export function jsonResponse(status: number, body: unknown, headers: Record<string, string> = {}): StoredResponse {
-  return { status, body: JSON.stringify(body), headers: { 'content-type': 'application/json; charset=utf-8', ...headers } };
+  return {
+    status,
+    body: JSON.stringify(body),
+    headers: { 'content-type': 'application/json; charset=utf-8', ...headers },
+  };
 }
 
 /** Renews the claim's lease until stopped (when the response is sent or the client went away). */
@@ -116,7 +140,14 @@ function captureResponse(res: Response, persist: (r: StoredResponse) => Promise<
   res.send = ((body?: unknown) => {
     if (done) return send(body);
     done = true;
-    const text = body === undefined ? '' : Buffer.isBuffer(body) ? body.toString('utf8') : typeof body === 'string' ? body : JSON.stringify(body);
+    const text =
+      body === undefined
+        ? ''
+        : Buffer.isBuffer(body)
+          ? body.toString('utf8')
+          : typeof body === 'string'
+            ? body
+            : JSON.stringify(body);
     const headers: Record<string, string> = {};
     for (const h of REPLAYED_HEADERS) {
       const v = res.getHeader(h);

@@ -3,7 +3,7 @@ import { DomainError, serviceUnavailable, type ErrorCode, type FieldError } from
 import { isRedisUnavailable } from '../../domain/common/unavailable.js';
 import { requestIdOf } from '../context.js';
 
-/** The one table from domain error code to HTTP status (STYLE §3). */
+/** The one table from domain error code to HTTP status, so every edge answers the same error the same way. */
 export const STATUS_BY_CODE: Record<ErrorCode, number> = {
   validation_failed: 422,
   invalid_json: 400,
@@ -80,10 +80,19 @@ export function toProblem(err: DomainError, requestId: string): Problem {
 export function sendProblem(req: Request, res: Response, err: DomainError): void {
   const problem = toProblem(err, requestIdOf(req, res));
   if (err.code === 'unauthenticated') {
-    res.setHeader('WWW-Authenticate', err.meta.reason === 'missing' ? 'Bearer realm="herald"' : 'Bearer realm="herald", error="invalid_token"');
+    res.setHeader(
+      'WWW-Authenticate',
+      err.meta.reason === 'missing' ? 'Bearer realm="herald"' : 'Bearer realm="herald", error="invalid_token"',
+    );
   } else if (err.code === 'insufficient_scope') {
-    res.setHeader('WWW-Authenticate', `Bearer realm="herald", error="insufficient_scope", scope="${String(err.meta.scope)}"`);
-  } else if ((err.code === 'rate_limited' || err.code === 'service_unavailable' || err.code === 'idempotency_key_in_use') && err.meta.retryAfter !== undefined) {
+    res.setHeader(
+      'WWW-Authenticate',
+      `Bearer realm="herald", error="insufficient_scope", scope="${String(err.meta.scope)}"`,
+    );
+  } else if (
+    (err.code === 'rate_limited' || err.code === 'service_unavailable' || err.code === 'idempotency_key_in_use') &&
+    err.meta.retryAfter !== undefined
+  ) {
     res.setHeader('Retry-After', String(err.meta.retryAfter));
   } else if (err.code === 'method_not_allowed' && err.meta.allow !== undefined) {
     res.setHeader('Allow', String(err.meta.allow));
@@ -121,7 +130,10 @@ export function fromInfrastructureError(err: unknown): DomainError | null {
  * The last middleware: domain errors become problems; anything else is logged with its stack
  * and answered as a bare 500 — no stack or internal detail ever leaves the process.
  */
-export function problemHandler(log: (err: unknown, req: Request) => void, unavailable: (err: unknown) => void = () => undefined): ErrorRequestHandler {
+export function problemHandler(
+  log: (err: unknown, req: Request) => void,
+  unavailable: (err: unknown) => void = () => undefined,
+): ErrorRequestHandler {
   return (err: unknown, req, res, next) => {
     if (res.headersSent) {
       next(err);
@@ -135,6 +147,10 @@ export function problemHandler(log: (err: unknown, req: Request) => void, unavai
       return;
     }
     log(err, req);
-    sendProblem(req, res, new DomainError('internal_error', 'Something went wrong on our side; the request id helps us find it.'));
+    sendProblem(
+      req,
+      res,
+      new DomainError('internal_error', 'Something went wrong on our side; the request id helps us find it.'),
+    );
   };
 }

@@ -22,7 +22,12 @@ function policyItem(name: RatePolicy, limit: number): string {
  * headers on every authenticated response. Execute routes consume their own policy on top of the
  * default one (in that order), and report both. Throws `rate_limited` when any of them is spent.
  */
-export async function countRequest(limiter: RateLimiter, policies: readonly RatePolicy[], subject: string, res: Response): Promise<void> {
+export async function countRequest(
+  limiter: RateLimiter,
+  policies: readonly RatePolicy[],
+  subject: string,
+  res: Response,
+): Promise<void> {
   let policy = '';
   let remaining = '';
   let denied: RatePolicy | null = null;
@@ -45,8 +50,13 @@ export async function countRequest(limiter: RateLimiter, policies: readonly Rate
   res.setHeader('RateLimit', remaining);
   if (denied !== null && deniedDecision !== null) {
     const d = deniedDecision;
-    throw new DomainError('rate_limited', `Rate limit "${denied}" of ${d.limit} requests per minute reached; retry after ${d.resetSeconds} s.`, [], {
-      retryAfter: d.resetSeconds,
-    });
+    throw new DomainError(
+      'rate_limited',
+      `Rate limit "${denied}" of ${d.limit} requests per minute reached; retry after ${d.resetSeconds} s.`,
+      [],
+      {
+        retryAfter: d.resetSeconds,
+      },
+    );
   }
 }

@@ -1,10 +1,17 @@
 import { UpdateModeSchema } from '../../domain/execution/conversation.js';
 import { z } from 'zod';
 import { ChannelTypeSchema, channelOf, type ChannelType } from '../../channels/index.js';
-import { ConnectionHealthSchema, ConnectionTestResultSchema, type ConnectionRecord } from '../../domain/connection/connection.js';
+import {
+  ConnectionHealthSchema,
+  ConnectionTestResultSchema,
+  type ConnectionRecord,
+} from '../../domain/connection/connection.js';
 
 export const SecretStateSchema = z
-  .object({ set: z.literal(true), last4: z.string().nullable().meta({ description: 'Last 4 characters; null for values shorter than 12.' }) })
+  .object({
+    set: z.literal(true),
+    last4: z.string().nullable().meta({ description: 'Last 4 characters; null for values shorter than 12.' }),
+  })
   .meta({ id: 'SecretState' });
 
 export const ConnectionSchema = z
@@ -13,8 +20,12 @@ export const ConnectionSchema = z
     name: z.string(),
     type: ChannelTypeSchema,
     enabled: z.boolean(),
-    config: z.record(z.string(), z.unknown()).meta({ description: 'The non-secret part of the config; an optional field that is not set is null.' }),
-    secrets: z.record(z.string(), SecretStateSchema).meta({ description: 'One entry per secret that is set; values are never returned.' }),
+    config: z
+      .record(z.string(), z.unknown())
+      .meta({ description: 'The non-secret part of the config; an optional field that is not set is null.' }),
+    secrets: z
+      .record(z.string(), SecretStateSchema)
+      .meta({ description: 'One entry per secret that is set; values are never returned.' }),
     rate_limit_per_minute: z.number().int().nullable(),
     update_mode: UpdateModeSchema,
     health: ConnectionHealthSchema,

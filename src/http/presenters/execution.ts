@@ -1,7 +1,14 @@
 import { z } from 'zod';
 import { ChannelTypeSchema } from '../../channels/index.js';
 import { MESSAGE_KINDS } from '../../domain/execution/conversation.js';
-import { DeliverySchema, EXECUTION_STATUSES, executionStatus, isTerminal, type Delivery, type Execution } from '../../domain/execution/execution.js';
+import {
+  DeliverySchema,
+  EXECUTION_STATUSES,
+  executionStatus,
+  isTerminal,
+  type Delivery,
+  type Execution,
+} from '../../domain/execution/execution.js';
 import type { PlannedDelivery } from '../../services/executions.js';
 
 export const ExecutionSchema = z
@@ -9,7 +16,10 @@ export const ExecutionSchema = z
     id: z.string(),
     incident_id: z.string(),
     kind: z.enum(MESSAGE_KINDS).meta({ description: '`announcement` (an execute), `correction` or `retraction`.' }),
-    target_execution_id: z.string().nullable().meta({ description: 'For a correction or retraction: the execution it corrects or retracts.' }),
+    target_execution_id: z
+      .string()
+      .nullable()
+      .meta({ description: 'For a correction or retraction: the execution it corrects or retracts.' }),
     note: z.string().nullable().meta({ description: "A correction's note or a retraction's reason." }),
     status: z.enum(EXECUTION_STATUSES),
     variables: z.record(z.string(), z.string()),
@@ -40,7 +50,12 @@ export const ExecuteDryRunSchema = z
 export function presentExecution(e: Execution, deliveries: Delivery[]): ExecutionView {
   // Finished when the last delivery finished; a delivery without its own time counts from the start.
   const done = deliveries.length > 0 && deliveries.every((d) => isTerminal(d.status));
-  const completed = done ? deliveries.map((d) => d.finished_at ?? e.created_at).sort().at(-1) ?? null : null;
+  const completed = done
+    ? (deliveries
+        .map((d) => d.finished_at ?? e.created_at)
+        .sort()
+        .at(-1) ?? null)
+    : null;
   return {
     id: e.id,
     incident_id: e.incident_id,

@@ -4,7 +4,12 @@ import type { Incident, IncidentSchema } from '../../domain/incident/incident.js
 type IncidentWire = z.infer<typeof IncidentSchema>;
 
 /** Storage-only fields: never on the wire. */
-const STORAGE_ONLY = new Set<string>(['rev', 'next_reminder_at', 'update_reminders', 'last_executed_by'] satisfies (keyof Incident)[]);
+const STORAGE_ONLY = new Set<string>([
+  'rev',
+  'next_reminder_at',
+  'update_reminders',
+  'last_executed_by',
+] satisfies (keyof Incident)[]);
 
 /**
  * Strips storage-only fields: what goes on the wire, in the record's field order. One copy, field

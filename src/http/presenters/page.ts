@@ -1,14 +1,19 @@
 import { z } from 'zod';
 import { encodeCursor, type Page, type PageRequest } from '../../domain/common/pagination.js';
 
-export const PaginationSchema = z
-  .object({ next_cursor: z.string().nullable(), limit: z.number().int() })
-  .meta({ id: 'Pagination', description: 'Pass next_cursor back as `cursor` for the next page; null on the last page.' });
+export const PaginationSchema = z.object({ next_cursor: z.string().nullable(), limit: z.number().int() }).meta({
+  id: 'Pagination',
+  description: 'Pass next_cursor back as `cursor` for the next page; null on the last page.',
+});
 
 /** The list envelope's schema, registered under `id` (IncidentPage, TemplatePage, …). */
-export const pageSchema = (item: z.ZodType, id: string) => z.object({ data: z.array(item), pagination: PaginationSchema }).meta({ id });
+export const pageSchema = (item: z.ZodType, id: string) =>
+  z.object({ data: z.array(item), pagination: PaginationSchema }).meta({ id });
 
-const paginationOf = (page: Page<unknown>, req: PageRequest) => ({ next_cursor: page.nextCursor ? encodeCursor(page.nextCursor) : null, limit: req.limit });
+const paginationOf = (page: Page<unknown>, req: PageRequest) => ({
+  next_cursor: page.nextCursor ? encodeCursor(page.nextCursor) : null,
+  limit: req.limit,
+});
 
 /** The list envelope of README "Conventions worth knowing". */
 export function presentPage<T, W>(page: Page<T>, req: PageRequest, present: (item: T) => W) {

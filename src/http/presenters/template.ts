@@ -9,6 +9,13 @@ export function presentTemplate(t: Template): TemplateWire {
 }
 
 const previewShape = Object.fromEntries(
-  CHANNEL_TYPES.map((t) => [t, z.object({ subject: z.string(), body: z.string(), html: z.string().optional().meta({ description: 'E-mail only: the HTML part.' }) })]),
+  CHANNEL_TYPES.map((t) => [
+    t,
+    z.object({
+      subject: z.string(),
+      body: z.string(),
+      html: z.string().optional().meta({ description: 'E-mail only: the HTML part.' }),
+    }),
+  ]),
 ) as { [K in ChannelType]: z.ZodObject<{ subject: z.ZodString; body: z.ZodString; html: z.ZodOptional<z.ZodString> }> };
 export const TemplatePreviewsSchema = z.object({ previews: z.object(previewShape) }).meta({ id: 'TemplatePreviews' });

@@ -8,7 +8,8 @@ import { defineRoutes, mountRoutes, type EdgeDeps } from '../endpoint.js';
  */
 export function openApiRoutes(deps: EdgeDeps, router?: Router, prefix = ''): Router {
   let doc: Promise<string> | null = null;
-  const document = (): Promise<string> => (doc ??= import('../openapi.js').then((m) => JSON.stringify(m.buildOpenApiDocument())));
+  const document = (): Promise<string> =>
+    (doc ??= import('../openapi.js').then((m) => JSON.stringify(m.buildOpenApiDocument())));
   return mountRoutes(
     deps,
     defineRoutes<EdgeDeps>({ tag: 'OpenAPI', params: {} }, [

@@ -20,7 +20,9 @@ export async function probe(socketPath: string, timeoutMs = COMMAND_MS): Promise
   try {
     // call(), not ping(): the reply of something that is not Redis need not be PONG.
     const reply = await withConnection(socketPath, timeoutMs, (redis) => redis.call('PING'));
-    return reply === 'PONG' ? { kind: 'up' } : { kind: 'refused', reply: typeof reply === 'string' ? reply : JSON.stringify(reply) };
+    return reply === 'PONG'
+      ? { kind: 'up' }
+      : { kind: 'refused', reply: typeof reply === 'string' ? reply : JSON.stringify(reply) };
   } catch (e) {
     return probeFailure(e);
   }
@@ -28,7 +30,8 @@ export async function probe(socketPath: string, timeoutMs = COMMAND_MS): Promise
 
 function probeFailure(e: unknown): Probe {
   if (e instanceof NotResp) return { kind: 'refused', reply: e.message };
-  if (e instanceof Error && e.name === 'ReplyError') return e.message.startsWith('LOADING') ? { kind: 'busy' } : { kind: 'refused', reply: e.message };
+  if (e instanceof Error && e.name === 'ReplyError')
+    return e.message.startsWith('LOADING') ? { kind: 'busy' } : { kind: 'refused', reply: e.message };
   const code = (e as NodeJS.ErrnoException).code;
   if (code === 'ENOENT' || code === 'ECONNREFUSED') return { kind: 'down' };
   if (code === 'EACCES') return { kind: 'refused', reply: 'permission denied: the socket belongs to another user' };
@@ -107,7 +110,9 @@ async function withConnection<T>(socketPath: string, timeoutMs: number, fn: (red
     seen.failure ??= e.code === undefined ? new NotResp(e.message.replace(/\. Please report this\.$/, '')) : e;
   });
   const timer = setTimeout(() => {
-    seen.failure ??= Object.assign(new Error(`no answer on ${socketPath} within ${timeoutMs} ms`), { code: 'ETIMEDOUT' });
+    seen.failure ??= Object.assign(new Error(`no answer on ${socketPath} within ${timeoutMs} ms`), {
+      code: 'ETIMEDOUT',
+    });
     redis.disconnect();
   }, timeoutMs);
   try {

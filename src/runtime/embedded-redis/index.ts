@@ -74,7 +74,9 @@ export async function openEmbeddedRedis(opts: EmbeddedRedisOptions): Promise<Emb
 async function reuseOrStart(paths: Paths, opts: EmbeddedRedisOptions, deadline: number): Promise<EmbeddedRedis | null> {
   const state = await probe(paths.socketPath);
   if (state.kind === 'refused') {
-    throw new EmbeddedRedisError(`Something answers on ${paths.socketPath} but not as Herald's Redis (${state.reply}); stop it or set REDIS_URL.`);
+    throw new EmbeddedRedisError(
+      `Something answers on ${paths.socketPath} but not as Herald's Redis (${state.reply}); stop it or set REDIS_URL.`,
+    );
   }
   if (state.kind === 'up') {
     const link = await presence(paths.socketPath);

@@ -6,7 +6,10 @@ import { POLL_MS, type Paths } from './paths.js';
 /** Runs `fn` holding the data directory's lock, waiting for another holder until the deadline. */
 export async function withLock<T>(paths: Paths, deadline: number, fn: () => Promise<T>): Promise<T> {
   while (!acquireLock(paths.lockFile)) {
-    if (Date.now() > deadline) throw new EmbeddedRedisError(`${paths.lockFile} stayed locked by another Herald process; if none is running, delete it.`);
+    if (Date.now() > deadline)
+      throw new EmbeddedRedisError(
+        `${paths.lockFile} stayed locked by another Herald process; if none is running, delete it.`,
+      );
     await sleep(POLL_MS);
   }
   try {

@@ -22,22 +22,34 @@ export async function spawnServer(paths: Paths, binary: string, log: Logger, dea
     }
     await sleep(POLL_MS);
   }
-  writeFileSync(paths.ownerFile, `${JSON.stringify({ server_pid: child.pid, owner_pid: process.pid })}\n`, { mode: 0o600 });
+  writeFileSync(paths.ownerFile, `${JSON.stringify({ server_pid: child.pid, owner_pid: process.pid })}\n`, {
+    mode: 0o600,
+  });
   log.info({ socket: paths.socketPath, pid: child.pid }, 'started the embedded Redis');
 }
 
 function serverArgs(paths: Paths): string[] {
   return [
-    '--port', '0',
-    '--unixsocket', paths.socketPath,
-    '--unixsocketperm', '700',
-    '--dir', paths.dir,
-    '--appendonly', 'yes',
-    '--appendfsync', 'everysec',
-    '--maxmemory-policy', 'noeviction',
-    '--save', '',
-    '--daemonize', 'no',
-    '--pidfile', paths.pidFile,
+    '--port',
+    '0',
+    '--unixsocket',
+    paths.socketPath,
+    '--unixsocketperm',
+    '700',
+    '--dir',
+    paths.dir,
+    '--appendonly',
+    'yes',
+    '--appendfsync',
+    'everysec',
+    '--maxmemory-policy',
+    'noeviction',
+    '--save',
+    '',
+    '--daemonize',
+    'no',
+    '--pidfile',
+    paths.pidFile,
   ];
 }
 
@@ -54,10 +66,15 @@ function startChild(paths: Paths, binary: string): { child: ChildProcess; start:
   }
   const start: { failure: Error | null } = { failure: null };
   child.on('error', (e: NodeJS.ErrnoException) => {
-    start.failure = e.code === 'ENOENT' ? new EmbeddedRedisError(MISSING_REDIS_MESSAGE) : new EmbeddedRedisError(`Could not start redis-server: ${e.message}`);
+    start.failure =
+      e.code === 'ENOENT'
+        ? new EmbeddedRedisError(MISSING_REDIS_MESSAGE)
+        : new EmbeddedRedisError(`Could not start redis-server: ${e.message}`);
   });
   child.on('exit', (code, signal) => {
-    start.failure ??= new EmbeddedRedisError(`redis-server exited during start-up (${signal ?? `code ${code}`}). Its log (${paths.logFile}) ends with:\n${logTail(paths.logFile)}`);
+    start.failure ??= new EmbeddedRedisError(
+      `redis-server exited during start-up (${signal ?? `code ${code}`}). Its log (${paths.logFile}) ends with:\n${logTail(paths.logFile)}`,
+    );
   });
   child.unref();
   return { child, start };
@@ -69,7 +86,10 @@ export async function shutdown(paths: Paths, log: Logger): Promise<void> {
   if (serverPid === null) return;
   const others = await otherClientsAfterGrace(paths.socketPath);
   if (others > 0) {
-    log.warn({ socket: paths.socketPath, clients: others }, 'leaving the embedded Redis running: other processes still use it');
+    log.warn(
+      { socket: paths.socketPath, clients: others },
+      'leaving the embedded Redis running: other processes still use it',
+    );
     return;
   }
   // SHUTDOWN fsyncs the AOF before exiting (and, with save "", writes no RDB).
@@ -112,7 +132,9 @@ async function otherClientsAfterGrace(socketPath: string): Promise<number> {
 function readOwner(path: string): { server_pid: number; owner_pid: number } | null {
   try {
     const o = JSON.parse(readFileSync(path, 'utf8')) as { server_pid?: unknown; owner_pid?: unknown };
-    return typeof o.server_pid === 'number' && typeof o.owner_pid === 'number' ? { server_pid: o.server_pid, owner_pid: o.owner_pid } : null;
+    return typeof o.server_pid === 'number' && typeof o.owner_pid === 'number'
+      ? { server_pid: o.server_pid, owner_pid: o.owner_pid }
+      : null;
   } catch {
     return null;
   }

@@ -4,7 +4,14 @@ import { slackUser, type SlackDeps } from '../deps.js';
 import { publishHome } from './home.js';
 import { isRedisUnavailable } from '../../domain/common/unavailable.js';
 import { ephemeralMessage } from '../errors.js';
-import { messageModal, openCorrectionModal, openCreateModal, openStepModal, type CorrectionStep, type IncidentStep } from './modals.js';
+import {
+  messageModal,
+  openCorrectionModal,
+  openCreateModal,
+  openStepModal,
+  type CorrectionStep,
+  type IncidentStep,
+} from './modals.js';
 import { identity, once } from '../once.js';
 import { ACTIONS, ADMIN_ACTIONS } from '../views/action-ids.js';
 import { generateApiKeyModal } from '../views/api-key-modals.js';
@@ -54,7 +61,9 @@ export function registerActions(app: SlackListeners, deps: SlackDeps): void {
     await ack();
     // From the App Home there is no channel: the announcement goes to HERALD_SLACK_CHANNEL or a DM.
     const channel = body.channel?.id;
-    await openOnce(deps, body.trigger_id, () => openCreateModal(deps, body.trigger_id, { ctx: channel ? { channel_id: channel } : {} }));
+    await openOnce(deps, body.trigger_id, () =>
+      openCreateModal(deps, body.trigger_id, { ctx: channel ? { channel_id: channel } : {} }),
+    );
   });
 
   // Test: the read-only check; Send test message: a marked message (types without a check).
@@ -77,11 +86,16 @@ export function registerActions(app: SlackListeners, deps: SlackDeps): void {
     });
   }
 
-  app.action<ButtonClick>({ type: 'block_actions', action_id: ACTIONS.apiKeyGenerate }, async ({ ack, body, action }) => {
-    await ack();
-    if (!allowed(deps, body, action.action_id)) return;
-    await once(deps.idempotency, identity('trigger', body.trigger_id), () => deps.client.views.open({ trigger_id: body.trigger_id, view: generateApiKeyModal() }).then(() => undefined));
-  });
+  app.action<ButtonClick>(
+    { type: 'block_actions', action_id: ACTIONS.apiKeyGenerate },
+    async ({ ack, body, action }) => {
+      await ack();
+      if (!allowed(deps, body, action.action_id)) return;
+      await once(deps.idempotency, identity('trigger', body.trigger_id), () =>
+        deps.client.views.open({ trigger_id: body.trigger_id, view: generateApiKeyModal() }).then(() => undefined),
+      );
+    },
+  );
 
   app.action<ButtonClick>({ type: 'block_actions', action_id: ACTIONS.apiKeyRevoke }, async ({ ack, body, action }) => {
     await ack();
@@ -117,7 +131,10 @@ async function openOnce(deps: SlackDeps, triggerId: string, open: () => Promise<
 function allowed(deps: SlackDeps, body: ButtonClick, actionId: string): boolean {
   const task = ADMIN_ACTIONS.get(actionId);
   if (task === undefined || deps.access.can(slackUser(body.user.id), task)) return true;
-  deps.log.warn({ slack_user: body.user.id, action_id: actionId }, 'refused an admin action from a non-admin Slack user');
+  deps.log.warn(
+    { slack_user: body.user.id, action_id: actionId },
+    'refused an admin action from a non-admin Slack user',
+  );
   publishHome(deps, body.user.id).catch((err: unknown) => deps.log.warn({ err }, 'could not re-publish the App Home'));
   return false;
 }

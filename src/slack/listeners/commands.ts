@@ -37,7 +37,11 @@ export function parseCommand(text: string): ParsedCommand {
   return { kind: 'unknown', word: first };
 }
 
-const ephemeral = (text: string, blocks?: KnownBlock[]): RespondArguments => ({ response_type: 'ephemeral', text, ...(blocks ? { blocks } : {}) });
+const ephemeral = (text: string, blocks?: KnownBlock[]): RespondArguments => ({
+  response_type: 'ephemeral',
+  text,
+  ...(blocks ? { blocks } : {}),
+});
 
 /**
  * `/incident …`. Answers that need no modal come back in the ack itself (ephemeral); modals are
@@ -57,13 +61,20 @@ export function registerCommands(app: App, deps: SlackDeps): void {
       await handleCommand(command, ack, deps);
     } catch (e) {
       if (!acked) await rawAck(ephemeral(ephemeralMessage(e)));
-      else await respond(ephemeral(ephemeralMessage(e))).catch((err: unknown) => deps.log.warn({ err }, 'could not tell the user a command failed'));
+      else
+        await respond(ephemeral(ephemeralMessage(e))).catch((err: unknown) =>
+          deps.log.warn({ err }, 'could not tell the user a command failed'),
+        );
       if (!isRedisUnavailable(e)) throw e;
     }
   });
 }
 
-async function handleCommand(command: SlashCommand, ack: AckFn<string | RespondArguments>, deps: SlackDeps): Promise<void> {
+async function handleCommand(
+  command: SlashCommand,
+  ack: AckFn<string | RespondArguments>,
+  deps: SlackDeps,
+): Promise<void> {
   const parsed = parseCommand(command.text ?? '');
   switch (parsed.kind) {
     case 'help': {
@@ -72,10 +83,17 @@ async function handleCommand(command: SlashCommand, ack: AckFn<string | RespondA
       return;
     }
     case 'unknown':
-      await ack(ephemeral(`I don't know \`${escapedText(parsed.word, 120)}\`. Try \`${command.command} help\` for what I can do.`));
+      await ack(
+        ephemeral(
+          `I don't know \`${escapedText(parsed.word, 120)}\`. Try \`${command.command} help\` for what I can do.`,
+        ),
+      );
       return;
     case 'list': {
-      const page = await deps.services.incidents.list({ status: [...OPEN_STATUSES] }, { limit: LIST_LIMIT, cursor: null });
+      const page = await deps.services.incidents.list(
+        { status: [...OPEN_STATUSES] },
+        { limit: LIST_LIMIT, cursor: null },
+      );
       const msg = incidentListMessage(page.data, page.nextCursor !== null);
       await ack(ephemeral(msg.text, msg.blocks));
       return;
@@ -83,7 +101,10 @@ async function handleCommand(command: SlashCommand, ack: AckFn<string | RespondA
     case 'new':
       await ack();
       await once(deps.idempotency, identity('trigger', command.trigger_id), () =>
-        openCreateModal(deps, command.trigger_id, { ...(parsed.title ? { title: parsed.title } : {}), ctx: { channel_id: command.channel_id } }),
+        openCreateModal(deps, command.trigger_id, {
+          ...(parsed.title ? { title: parsed.title } : {}),
+          ctx: { channel_id: command.channel_id },
+        }),
       );
       return;
     case 'show':
@@ -92,24 +113,35 @@ async function handleCommand(command: SlashCommand, ack: AckFn<string | RespondA
     case 'resolve':
     case 'close': {
       if (parsed.id === null) {
-        await ack(ephemeral(`Which incident? Usage: \`${command.command} ${parsed.kind} <id>\` (ids are in \`${command.command} list\`).`));
+        await ack(
+          ephemeral(
+            `Which incident? Usage: \`${command.command} ${parsed.kind} <id>\` (ids are in \`${command.command} list\`).`,
+          ),
+        );
         return;
       }
       let incident;
       try {
         // A step needs an incident that can change: the service answers 404 or incident_closed.
-        incident = parsed.kind === 'show' ? await deps.services.incidents.get(parsed.id) : await deps.services.incidents.getWritable(parsed.id);
+        incident =
+          parsed.kind === 'show'
+            ? await deps.services.incidents.get(parsed.id)
+            : await deps.services.incidents.getWritable(parsed.id);
       } catch (e) {
         await ack(ephemeral(ephemeralMessage(e)));
         return;
       }
       if (parsed.kind === 'show') {
-        await ack(ephemeral(incidentFallbackText(incident), [...incidentBlocks(incident), ...incidentActions(incident)]));
+        await ack(
+          ephemeral(incidentFallbackText(incident), [...incidentBlocks(incident), ...incidentActions(incident)]),
+        );
         return;
       }
       await ack();
       const step = parsed.kind;
-      await once(deps.idempotency, identity('trigger', command.trigger_id), () => openStepModal(deps, command.trigger_id, step, incident.id));
+      await once(deps.idempotency, identity('trigger', command.trigger_id), () =>
+        openStepModal(deps, command.trigger_id, step, incident.id),
+      );
       return;
     }
   }

@@ -1,4 +1,11 @@
-import type { AllMiddlewareArgs, App, BlockAction, SlackActionMiddlewareArgs, SlackViewMiddlewareArgs, ViewSubmitAction } from '@slack/bolt';
+import type {
+  AllMiddlewareArgs,
+  App,
+  BlockAction,
+  SlackActionMiddlewareArgs,
+  SlackViewMiddlewareArgs,
+  ViewSubmitAction,
+} from '@slack/bolt';
 
 /**
  * Buttons and modal submissions, each kind through ONE Bolt listener that finds its handler by
@@ -9,12 +16,17 @@ import type { AllMiddlewareArgs, App, BlockAction, SlackActionMiddlewareArgs, Sl
  * arguments they get are Bolt's, unchanged; an id nobody handles is left unanswered, as before
  * (and the payload guard refuses such requests before Bolt sees them).
  */
-export type ActionHandler<A extends BlockAction> = (args: SlackActionMiddlewareArgs<A> & AllMiddlewareArgs) => Promise<void>;
+export type ActionHandler<A extends BlockAction> = (
+  args: SlackActionMiddlewareArgs<A> & AllMiddlewareArgs,
+) => Promise<void>;
 export type SubmissionHandler = (args: SlackViewMiddlewareArgs<ViewSubmitAction> & AllMiddlewareArgs) => Promise<void>;
 
 /** Bolt's `app.action` and `app.view`, for block actions by `action_id` and submissions by `callback_id`. */
 export interface SlackListeners {
-  action<A extends BlockAction = BlockAction>(constraints: { type: 'block_actions'; action_id: string }, handler: ActionHandler<A>): void;
+  action<A extends BlockAction = BlockAction>(
+    constraints: { type: 'block_actions'; action_id: string },
+    handler: ActionHandler<A>,
+  ): void;
   view(constraints: { callback_id: string; type: 'view_submission' }, handler: SubmissionHandler): void;
 }
 

@@ -8,7 +8,10 @@ import { HOME_CAPS, homeView, type HomeAdminData } from '../views/home.js';
  */
 export async function publishHome(deps: SlackDeps, userId: string): Promise<void> {
   const s = deps.services;
-  const incidents = await s.incidents.list({ status: [...OPEN_STATUSES] }, { limit: HOME_CAPS.incidents + 1, cursor: null });
+  const incidents = await s.incidents.list(
+    { status: [...OPEN_STATUSES] },
+    { limit: HOME_CAPS.incidents + 1, cursor: null },
+  );
   let admin: HomeAdminData | null = null;
   if (deps.access.can(slackUser(userId), 'view_admin')) {
     const [connections, keys] = await Promise.all([

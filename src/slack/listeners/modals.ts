@@ -6,7 +6,14 @@ import { decodeContext, type ModalContext } from '../views/action-ids.js';
 import { modal, section, SLACK_LIMITS, type ModalView } from '../views/block-kit.js';
 import { executeModal, MAX_PREVIEWS, previewPlaceholder, type PreviewItem } from '../views/execute-modal.js';
 import { correctModal, retractModal } from '../views/correction-modals.js';
-import { closeIncidentModal, createIncidentModal, resolveIncidentModal, updateIncidentModal, type TemplateChoice, type TemplateChoices } from '../views/incident-modals.js';
+import {
+  closeIncidentModal,
+  createIncidentModal,
+  resolveIncidentModal,
+  updateIncidentModal,
+  type TemplateChoice,
+  type TemplateChoices,
+} from '../views/incident-modals.js';
 
 /**
  * Builds the modal for a step and opens it on the user's trigger (valid for 3 s after the click
@@ -16,11 +23,22 @@ import { closeIncidentModal, createIncidentModal, resolveIncidentModal, updateIn
  */
 export type IncidentStep = 'execute' | 'update' | 'resolve' | 'close';
 
-export async function openCreateModal(deps: SlackDeps, triggerId: string, p: { title?: string; ctx: ModalContext }): Promise<void> {
-  await openLoading(deps, triggerId, 'Declare an incident', async () => createIncidentModal({ ...(p.title ? { title: p.title } : {}), templates: await templateChoices(deps), ctx: p.ctx }));
+export async function openCreateModal(
+  deps: SlackDeps,
+  triggerId: string,
+  p: { title?: string; ctx: ModalContext },
+): Promise<void> {
+  await openLoading(deps, triggerId, 'Declare an incident', async () =>
+    createIncidentModal({ ...(p.title ? { title: p.title } : {}), templates: await templateChoices(deps), ctx: p.ctx }),
+  );
 }
 
-export async function openStepModal(deps: SlackDeps, triggerId: string, step: IncidentStep, incidentId: string): Promise<void> {
+export async function openStepModal(
+  deps: SlackDeps,
+  triggerId: string,
+  step: IncidentStep,
+  incidentId: string,
+): Promise<void> {
   await openLoading(deps, triggerId, STEP_TITLES[step], () => stepModal(deps, step, incidentId));
 }
 
@@ -28,11 +46,23 @@ export async function openStepModal(deps: SlackDeps, triggerId: string, step: In
 export type CorrectionStep = 'correct' | 'retract';
 
 /** `value` is the button's: the incident and the execution, as a modal context. */
-export async function openCorrectionModal(deps: SlackDeps, triggerId: string, step: CorrectionStep, value: string): Promise<void> {
-  await openLoading(deps, triggerId, step === 'correct' ? 'Correct messages' : 'Retract messages', () => correctionModal(deps, step, decodeContext(value)));
+export async function openCorrectionModal(
+  deps: SlackDeps,
+  triggerId: string,
+  step: CorrectionStep,
+  value: string,
+): Promise<void> {
+  await openLoading(deps, triggerId, step === 'correct' ? 'Correct messages' : 'Retract messages', () =>
+    correctionModal(deps, step, decodeContext(value)),
+  );
 }
 
-const STEP_TITLES: Record<IncidentStep, string> = { execute: 'Execute incident', update: 'Update incident', resolve: 'Resolve incident', close: 'Close incident' };
+const STEP_TITLES: Record<IncidentStep, string> = {
+  execute: 'Execute incident',
+  update: 'Update incident',
+  resolve: 'Resolve incident',
+  close: 'Close incident',
+};
 
 /** The callback id of the placeholder view shown while a modal's data loads. */
 export const LOADING_CALLBACK = 'herald_loading';
@@ -42,7 +72,12 @@ export const LOADING_CALLBACK = 'herald_loading';
  * templates or rendering a preview under load may take longer), then replaces it with the real
  * view through views.update — the pattern Slack recommends for modals that need data.
  */
-async function openLoading(deps: SlackDeps, triggerId: string, title: string, build: () => Promise<ModalView>): Promise<void> {
+async function openLoading(
+  deps: SlackDeps,
+  triggerId: string,
+  title: string,
+  build: () => Promise<ModalView>,
+): Promise<void> {
   const opened = await deps.client.views.open({ trigger_id: triggerId, view: loadingModal(title) });
   const viewId = opened.view?.id;
   let view: ModalView;
@@ -61,7 +96,12 @@ async function openLoading(deps: SlackDeps, triggerId: string, title: string, bu
 }
 
 export function loadingModal(title: string): ModalView {
-  return modal({ callbackId: LOADING_CALLBACK, title, close: 'Cancel', blocks: [section(':hourglass_flowing_sand: Loading…')] });
+  return modal({
+    callbackId: LOADING_CALLBACK,
+    title,
+    close: 'Cancel',
+    blocks: [section(':hourglass_flowing_sand: Loading…')],
+  });
 }
 
 async function stepModal(deps: SlackDeps, step: IncidentStep, incidentId: string): Promise<ModalView> {
@@ -70,12 +110,17 @@ async function stepModal(deps: SlackDeps, step: IncidentStep, incidentId: string
     // The service decides whether the incident can change (404, 409 incident_closed).
     incident = await deps.services.incidents.getWritable(incidentId);
   } catch (e) {
-    if (isDomainError(e) && e.code === 'incident_closed') return messageModal('Incident closed', `:lock: \`${incidentId}\` is closed; a closed incident cannot change.`);
+    if (isDomainError(e) && e.code === 'incident_closed')
+      return messageModal('Incident closed', `:lock: \`${incidentId}\` is closed; a closed incident cannot change.`);
     throw e;
   }
   switch (step) {
     case 'update':
-      return updateIncidentModal({ incident, templates: await templateChoices(deps), attached: await attachedTemplates(deps, incident) });
+      return updateIncidentModal({
+        incident,
+        templates: await templateChoices(deps),
+        attached: await attachedTemplates(deps, incident),
+      });
     case 'resolve':
       return resolveIncidentModal(incident);
     case 'close':
@@ -96,12 +141,22 @@ async function correctionModal(deps: SlackDeps, step: CorrectionStep, ctx: Modal
   try {
     incident = await deps.services.incidents.getWritable(incidentId);
   } catch (e) {
-    if (isDomainError(e) && e.code === 'incident_closed') return messageModal('Incident closed', `:lock: \`${incidentId}\` is closed; its messages can no longer be corrected or retracted.`);
+    if (isDomainError(e) && e.code === 'incident_closed')
+      return messageModal(
+        'Incident closed',
+        `:lock: \`${incidentId}\` is closed; its messages can no longer be corrected or retracted.`,
+      );
     throw e;
   }
   const { execution, deliveries } = await deps.services.executions.get(incidentId, ctx.execution_id ?? '');
-  const shown = { id: execution.id, variables: execution.variables, delivered: deliveries.filter((d) => d.status === 'delivered').length };
-  return step === 'correct' ? correctModal({ incident, execution: shown }) : retractModal({ incident, execution: shown });
+  const shown = {
+    id: execution.id,
+    variables: execution.variables,
+    delivered: deliveries.filter((d) => d.status === 'delivered').length,
+  };
+  return step === 'correct'
+    ? correctModal({ incident, execution: shown })
+    : retractModal({ incident, execution: shown });
 }
 
 /**
@@ -111,7 +166,10 @@ async function correctionModal(deps: SlackDeps, step: CorrectionStep, ctx: Modal
  * user fills anything in); the view only presents it.
  */
 async function buildExecuteModal(deps: SlackDeps, incidentId: string): Promise<ModalView> {
-  const prepared = await deps.services.executions.prepare(incidentId, { limit: MAX_PREVIEWS, placeholder: previewPlaceholder });
+  const prepared = await deps.services.executions.prepare(incidentId, {
+    limit: MAX_PREVIEWS,
+    placeholder: previewPlaceholder,
+  });
   const previews: PreviewItem[] = prepared.deliveries.map((d) => ({
     connectionName: d.connection_name,
     connectionType: d.connection_type,

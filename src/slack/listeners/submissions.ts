@@ -12,7 +12,16 @@ import { ADMIN_CALLBACKS, CALLBACKS, decodeContext } from '../views/action-ids.j
 import { apiKeyCreatedModal } from '../views/api-key-modals.js';
 import type { ModalView } from '../views/block-kit.js';
 import { NEXT_UPDATE_FIELD, NO_NEXT_UPDATE } from '../views/execute-modal.js';
-import { changedVariablesOf, listOf, optionalTextOf, readViewState, selectedOf, textOf, variablesOf, type FieldValue } from '../view-state.js';
+import {
+  changedVariablesOf,
+  listOf,
+  optionalTextOf,
+  readViewState,
+  selectedOf,
+  textOf,
+  variablesOf,
+  type FieldValue,
+} from '../view-state.js';
 
 type Submission = { body: ViewSubmitAction; ack: AckFn<ViewResponseAction> };
 
@@ -73,7 +82,11 @@ function registerResolve(app: SlackListeners, deps: SlackDeps): void {
     // A blank summary leaves the stored one alone: a summary too long for a Slack input is not
     // prefilled, and submitting the modal as shown must not erase it.
     const summary = textOf(state, 'resolution_summary');
-    await deps.services.incidents.update(incidentIdOf(ctx), { status: 'resolved', ...(summary.trim() === '' ? {} : { resolution_summary: summary }) }, slackActor(body.user));
+    await deps.services.incidents.update(
+      incidentIdOf(ctx),
+      { status: 'resolved', ...(summary.trim() === '' ? {} : { resolution_summary: summary }) },
+      slackActor(body.user),
+    );
     return {};
   });
 }
@@ -81,7 +94,11 @@ function registerResolve(app: SlackListeners, deps: SlackDeps): void {
 function registerClose(app: SlackListeners, deps: SlackDeps): void {
   submit(app, deps, CALLBACKS.close, async ({ state, body, ctx }) => {
     const summary = textOf(state, 'resolution_summary');
-    await deps.services.incidents.close(incidentIdOf(ctx), summary.trim() === '' ? {} : { resolution_summary: summary }, slackActor(body.user));
+    await deps.services.incidents.close(
+      incidentIdOf(ctx),
+      summary.trim() === '' ? {} : { resolution_summary: summary },
+      slackActor(body.user),
+    );
     return {};
   });
 }
@@ -94,11 +111,18 @@ function registerExecute(app: SlackListeners, deps: SlackDeps, announcer: Announ
   submit(app, deps, CALLBACKS.execute, async ({ state, body, ctx }) => {
     const incidentId = incidentIdOf(ctx);
     const next = selectedOf(state, NEXT_UPDATE_FIELD);
-    const request: ExecuteRequest = { variables: variablesOf(state), ...(next !== undefined && next !== NO_NEXT_UPDATE ? { next_update_in: next } : {}) };
+    const request: ExecuteRequest = {
+      variables: variablesOf(state),
+      ...(next !== undefined && next !== NO_NEXT_UPDATE ? { next_update_in: next } : {}),
+    };
     await deps.services.executions.precheck(incidentId, request);
     const viewId = body.view.id;
     return {
-      view: messageModal('Executing', ':hourglass_flowing_sand: Sending… this view shows the outcome in a moment.', 'Close'),
+      view: messageModal(
+        'Executing',
+        ':hourglass_flowing_sand: Sending… this view shows the outcome in a moment.',
+        'Close',
+      ),
       after: async () => {
         const outcome = await executeAfterAck(deps, announcer, incidentId, request, body);
         await deps.client.views.update({ view_id: viewId, view: outcome });
@@ -108,14 +132,27 @@ function registerExecute(app: SlackListeners, deps: SlackDeps, announcer: Announ
 }
 
 /** The execute itself, after the ack: its outcome (or its refusal) as the view that replaces "sending". */
-async function executeAfterAck(deps: SlackDeps, announcer: Announcer, incidentId: string, request: ExecuteRequest, body: ViewSubmitAction): Promise<ModalView> {
+async function executeAfterAck(
+  deps: SlackDeps,
+  announcer: Announcer,
+  incidentId: string,
+  request: ExecuteRequest,
+  body: ViewSubmitAction,
+): Promise<ModalView> {
   try {
-    const result = await deps.services.executions.execute(incidentId, request, slackActor(body.user), { dryRun: false });
+    const result = await deps.services.executions.execute(incidentId, request, slackActor(body.user), {
+      dryRun: false,
+    });
     if (!result.dryRun) announcer.executed(incidentId, result.execution.id);
     const n = result.dryRun ? 0 : result.deliveries.length;
-    return messageModal('Executed', `:outbox_tray: Queued ${n} ${n === 1 ? 'delivery' : 'deliveries'}. Their receipts follow on the incident's announcement (and in the API's executions).`, 'Close');
+    return messageModal(
+      'Executed',
+      `:outbox_tray: Queued ${n} ${n === 1 ? 'delivery' : 'deliveries'}. Their receipts follow on the incident's announcement (and in the API's executions).`,
+      'Close',
+    );
   } catch (e) {
-    if (!isDomainError(e)) deps.log.error({ err: e, callback_id: CALLBACKS.execute }, 'execute from Slack failed after the ack');
+    if (!isDomainError(e))
+      deps.log.error({ err: e, callback_id: CALLBACKS.execute }, 'execute from Slack failed after the ack');
     return messageModal('Not sent', ephemeralMessage(e), 'Close');
   }
 }
@@ -131,9 +168,14 @@ function registerCorrect(app: SlackListeners, deps: SlackDeps, announcer: Announ
   submit(app, deps, CALLBACKS.correct, async ({ state, body, ctx }) => {
     const variables = changedVariablesOf(state, body.view.blocks);
     const note = textOf(state, 'note');
-    const request = { ...(Object.keys(variables).length > 0 ? { variables } : {}), ...(note.trim() !== '' ? { note } : {}) };
+    const request = {
+      ...(Object.keys(variables).length > 0 ? { variables } : {}),
+      ...(note.trim() !== '' ? { note } : {}),
+    };
     const incidentId = incidentIdOf(ctx);
-    return followUp(announcer, incidentId, 'correct', () => deps.services.executions.correct(incidentId, ctx.execution_id ?? '', request, slackActor(body.user)));
+    return followUp(announcer, incidentId, 'correct', () =>
+      deps.services.executions.correct(incidentId, ctx.execution_id ?? '', request, slackActor(body.user)),
+    );
   });
 }
 
@@ -141,7 +183,9 @@ function registerRetract(app: SlackListeners, deps: SlackDeps, announcer: Announ
   submit(app, deps, CALLBACKS.retract, async ({ state, body, ctx }) => {
     const incidentId = incidentIdOf(ctx);
     const request = { reason: textOf(state, 'reason') };
-    return followUp(announcer, incidentId, 'retract', () => deps.services.executions.retract(incidentId, ctx.execution_id ?? '', request, slackActor(body.user)));
+    return followUp(announcer, incidentId, 'retract', () =>
+      deps.services.executions.retract(incidentId, ctx.execution_id ?? '', request, slackActor(body.user)),
+    );
   });
 }
 
@@ -150,7 +194,12 @@ function registerRetract(app: SlackListeners, deps: SlackDeps, announcer: Announ
  * note, the reason) is thrown, to land on its input; one the user cannot fix by editing the form
  * (nothing delivered, not correctable, closed) replaces the modal with its explanation.
  */
-async function followUp(announcer: Announcer, incidentId: string, step: 'correct' | 'retract', run: () => Promise<{ execution: { id: string }; deliveries: unknown[] }>): Promise<SubmitOutcome> {
+async function followUp(
+  announcer: Announcer,
+  incidentId: string,
+  step: 'correct' | 'retract',
+  run: () => Promise<{ execution: { id: string }; deliveries: unknown[] }>,
+): Promise<SubmitOutcome> {
   let result: { execution: { id: string }; deliveries: unknown[] };
   try {
     result = await run();
@@ -162,7 +211,11 @@ async function followUp(announcer: Announcer, incidentId: string, step: 'correct
   const what = `${n} ${n === 1 ? 'message' : 'messages'}`;
   const text = step === 'correct' ? `:pencil2: Correcting ${what}.` : `:wastebasket: Retracting ${what}.`;
   return {
-    view: messageModal(step === 'correct' ? 'Correcting' : 'Retracting', `${text} The announcement's receipts follow it, with a link to each message.`, 'Close'),
+    view: messageModal(
+      step === 'correct' ? 'Correcting' : 'Retracting',
+      `${text} The announcement's receipts follow it, with a link to each message.`,
+      'Close',
+    ),
     after: () => {
       announcer.executed(incidentId, result.execution.id);
       return Promise.resolve();
@@ -183,7 +236,10 @@ function registerApiKeyGenerate(app: SlackListeners, deps: SlackDeps): void {
     );
     deps.log.info({ api_key_id: key.id, slack_user: body.user.id }, 'API key generated from the App Home');
     // The token is shown in place of the form, once; it is in no log and no store.
-    return { view: apiKeyCreatedModal({ id: key.id, name: key.name, token }), after: () => publishHome(deps, body.user.id) };
+    return {
+      view: apiKeyCreatedModal({ id: key.id, name: key.name, token }),
+      after: () => publishHome(deps, body.user.id),
+    };
   });
 }
 
@@ -200,7 +256,12 @@ interface SubmitOutcome {
   after?: () => Promise<void>;
 }
 
-function submit(app: SlackListeners, deps: SlackDeps, callbackId: string, handle: (c: SubmitContext) => Promise<SubmitOutcome>): void {
+function submit(
+  app: SlackListeners,
+  deps: SlackDeps,
+  callbackId: string,
+  handle: (c: SubmitContext) => Promise<SubmitOutcome>,
+): void {
   app.view({ callback_id: callbackId, type: 'view_submission' }, async ({ body, ack }: Submission) => {
     const view = body.view;
     const inputs = inputBlockIds(view.blocks);
@@ -216,7 +277,10 @@ function submit(app: SlackListeners, deps: SlackDeps, callbackId: string, handle
       try {
         deps.access.authorize(slackUser(body.user.id), task);
       } catch (e) {
-        deps.log.warn({ slack_user: body.user.id, callback_id: callbackId }, 'refused an admin submission from a non-admin Slack user');
+        deps.log.warn(
+          { slack_user: body.user.id, callback_id: callbackId },
+          'refused an admin submission from a non-admin Slack user',
+        );
         await refuse(e);
         return;
       }
@@ -224,7 +288,9 @@ function submit(app: SlackListeners, deps: SlackDeps, callbackId: string, handle
     const state = readViewState(view.state.values);
     let outcome: Awaited<ReturnType<typeof once<SubmitOutcome>>>;
     try {
-      outcome = await once(deps.idempotency, identity('view', view.id), () => handle({ state, body, ctx: decodeContext(view.private_metadata) }));
+      outcome = await once(deps.idempotency, identity('view', view.id), () =>
+        handle({ state, body, ctx: decodeContext(view.private_metadata) }),
+      );
     } catch (e) {
       if (!isDomainError(e)) deps.log.error({ err: e, callback_id: callbackId }, 'Slack submission failed');
       await refuse(e);
@@ -236,7 +302,10 @@ function submit(app: SlackListeners, deps: SlackDeps, callbackId: string, handle
     }
     const { view: next, after } = outcome.value;
     await (next ? ack({ response_action: 'update', view: next }) : ack());
-    if (after) await after().catch((err: unknown) => deps.log.warn({ err, callback_id: callbackId }, 'follow-up after a Slack submission failed'));
+    if (after)
+      await after().catch((err: unknown) =>
+        deps.log.warn({ err, callback_id: callbackId }, 'follow-up after a Slack submission failed'),
+      );
   });
 }
 
@@ -259,4 +328,3 @@ function incidentIdOf(ctx: ReturnType<typeof decodeContext>): string {
 function withoutUndefined(o: Record<string, unknown>): Record<string, unknown> {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined));
 }
-

@@ -41,7 +41,9 @@ export const ADMIN_ACTIONS: ReadonlyMap<string, AdminTask> = new Map<string, Adm
   [ACTIONS.apiKeyGenerate, 'manage_api_keys'],
   [ACTIONS.apiKeyRevoke, 'manage_api_keys'],
 ]);
-export const ADMIN_CALLBACKS: ReadonlyMap<string, AdminTask> = new Map<string, AdminTask>([[CALLBACKS.apiKeyGenerate, 'manage_api_keys']]);
+export const ADMIN_CALLBACKS: ReadonlyMap<string, AdminTask> = new Map<string, AdminTask>([
+  [CALLBACKS.apiKeyGenerate, 'manage_api_keys'],
+]);
 
 /** What a modal carries from opening to submission (its private_metadata, as JSON). */
 export interface ModalContext {

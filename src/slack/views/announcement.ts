@@ -1,6 +1,11 @@
 import type { DeliveryStatus } from '../../domain/execution/execution.js';
 import { isWritable, type Incident } from '../../domain/incident/incident.js';
-import type { AnnouncementReceiptLine, AnnouncementReceipts, NextUpdateDue, ReminderContent } from '../../ports/index.js';
+import type {
+  AnnouncementReceiptLine,
+  AnnouncementReceipts,
+  NextUpdateDue,
+  ReminderContent,
+} from '../../ports/index.js';
 import { ACTIONS, encodeContext } from './action-ids.js';
 import { button, context, divider, escapedText, section, SLACK_LIMITS, type KnownBlock } from './block-kit.js';
 import { incidentActions, incidentBlocks, incidentFallbackText } from './incident.js';
@@ -70,7 +75,10 @@ export function receiptBlocks(receipts: Receipts): KnownBlock[] {
   const summary = Object.entries(counts)
     .map(([s, n]) => `${n} ${s}`)
     .join(', ');
-  return [section(`${head}\n${shown.join('\n') || '_No deliveries._'}`, 'receipts'), context(summary === '' ? 'No deliveries.' : summary)];
+  return [
+    section(`${head}\n${shown.join('\n') || '_No deliveries._'}`, 'receipts'),
+    context(summary === '' ? 'No deliveries.' : summary),
+  ];
 }
 
 /** The block id of the Correct / Retract buttons under the receipts. */
@@ -86,18 +94,30 @@ export function receiptActions(incident: Incident, receipts: Receipts): KnownBlo
   const executionId = receipts.correctableExecutionId ?? null;
   if (executionId === null || !isWritable(incident)) return [];
   const value = encodeContext({ incident_id: incident.id, execution_id: executionId });
-  return [{ type: 'actions', block_id: RECEIPT_ACTIONS_BLOCK, elements: [button('Correct', ACTIONS.executionCorrect, value), button('Retract', ACTIONS.executionRetract, value, 'danger')] }];
+  return [
+    {
+      type: 'actions',
+      block_id: RECEIPT_ACTIONS_BLOCK,
+      elements: [
+        button('Correct', ACTIONS.executionCorrect, value),
+        button('Retract', ACTIONS.executionRetract, value, 'danger'),
+      ],
+    },
+  ];
 }
 
 /** "Next update due 14:30 UTC", and "— overdue 5 min" once it has passed. */
 export function nextUpdateLine(next: NextUpdateDue): string {
-  return next.overdue === null ? `:alarm_clock: Next update due ${next.due}` : `:alarm_clock: Next update due ${next.due} — overdue ${next.overdue}`;
+  return next.overdue === null
+    ? `:alarm_clock: Next update due ${next.due}`
+    : `:alarm_clock: Next update due ${next.due} — overdue ${next.overdue}`;
 }
 
 /** How a reminder names who should post: a Slack user by mention, an API key by its name. */
 function executorName(executor: ReminderContent['executor']): string | null {
   if (executor === null) return null;
-  if (executor.type === 'slack_user') return /^[UW][A-Z0-9]+$/.test(executor.id) ? `<@${executor.id}>` : escapedText(executor.name, 80);
+  if (executor.type === 'slack_user')
+    return /^[UW][A-Z0-9]+$/.test(executor.id) ? `<@${executor.id}>` : escapedText(executor.name, 80);
   if (executor.type === 'api_key') return escapedText(executor.name, 80);
   return null;
 }
@@ -106,18 +126,21 @@ function executorName(executor: ReminderContent['executor']): string | null {
 export function reminderMessage(r: ReminderContent): { text: string } {
   const who = executorName(r.executor);
   const ask = who === null ? 'Please post an update.' : `${who}, please post an update.`;
-  return { text: `:alarm_clock: The next update on *${escapedText(r.incident.title, 300)}* was due at ${r.due} (overdue ${r.overdue}). ${ask}` };
+  return {
+    text: `:alarm_clock: The next update on *${escapedText(r.incident.title, 300)}* was due at ${r.due} (overdue ${r.overdue}). ${ask}`,
+  };
 }
 
 /**
  * The announcement of an incident: its facts, the last execute's receipts, and the buttons. Kept
  * current with chat.update, so it is always rebuilt whole from the stored state.
  */
-export function announcementMessage(incident: Incident, receipts: Receipts | null, nextUpdate: NextUpdateDue | null = null): { text: string; blocks: KnownBlock[] } {
-  const blocks: KnownBlock[] = [
-    section(`:rotating_light: *Incident declared*`),
-    ...incidentBlocks(incident),
-  ];
+export function announcementMessage(
+  incident: Incident,
+  receipts: Receipts | null,
+  nextUpdate: NextUpdateDue | null = null,
+): { text: string; blocks: KnownBlock[] } {
+  const blocks: KnownBlock[] = [section(`:rotating_light: *Incident declared*`), ...incidentBlocks(incident)];
   if (nextUpdate) blocks.push(context(nextUpdateLine(nextUpdate)));
   if (receipts) blocks.push(divider(), ...receiptBlocks(receipts), ...receiptActions(incident, receipts));
   blocks.push(...incidentActions(incident, 'incident_actions'));

@@ -20,9 +20,16 @@ export function generateApiKeyModal(): ModalView {
     title: 'Generate API key',
     submit: 'Generate',
     blocks: [
-      input('name', 'Name', textInput({ maxLength: LIMITS.keyName, placeholder: 'deploy-bot' }), { hint: 'Who or what uses this key.' }),
+      input('name', 'Name', textInput({ maxLength: LIMITS.keyName, placeholder: 'deploy-bot' }), {
+        hint: 'Who or what uses this key.',
+      }),
       input('scopes', 'Scopes', { type: 'checkboxes', action_id: INPUT_ACTION, options: scopeOptions }),
-      input('expires_in', 'Expires', { type: 'static_select', action_id: INPUT_ACTION, options: expiry, initial_option: expiry[0]! }, { optional: true }),
+      input(
+        'expires_in',
+        'Expires',
+        { type: 'static_select', action_id: INPUT_ACTION, options: expiry, initial_option: expiry[0]! },
+        { optional: true },
+      ),
     ],
   });
 }
@@ -34,7 +41,9 @@ export function apiKeyCreatedModal(p: { id: string; name: string; token: string 
     title: 'API key created',
     close: 'Done',
     blocks: [
-      section(`:key: *${escapeSlack(p.name)}* (\`${p.id}\`)\nCopy the token now: Herald keeps only its hash and will never show it again.`),
+      section(
+        `:key: *${escapeSlack(p.name)}* (\`${p.id}\`)\nCopy the token now: Herald keeps only its hash and will never show it again.`,
+      ),
       section(`\`${p.token}\``, 'token'),
       context('Use it as `Authorization: Bearer <token>`. Revoke it from this tab at any time.'),
     ],

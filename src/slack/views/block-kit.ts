@@ -44,11 +44,22 @@ export function escapedText(value: string, max: number): string {
 }
 
 /** Slack refuses an empty text object (the whole view or message): blank text becomes a dash. */
-export const plain = (text: string, max: number = SLACK_LIMITS.sectionText): types.PlainTextElement => ({ type: 'plain_text', text: nonEmptyText(text, max), emoji: true });
+export const plain = (text: string, max: number = SLACK_LIMITS.sectionText): types.PlainTextElement => ({
+  type: 'plain_text',
+  text: nonEmptyText(text, max),
+  emoji: true,
+});
 
-export const mrkdwn = (text: string): types.MrkdwnElement => ({ type: 'mrkdwn', text: nonEmptyText(text, SLACK_LIMITS.sectionText) });
+export const mrkdwn = (text: string): types.MrkdwnElement => ({
+  type: 'mrkdwn',
+  text: nonEmptyText(text, SLACK_LIMITS.sectionText),
+});
 
-export const section = (text: string, blockId?: string): types.SectionBlock => ({ type: 'section', text: mrkdwn(text), ...(blockId ? { block_id: blockId } : {}) });
+export const section = (text: string, blockId?: string): types.SectionBlock => ({
+  type: 'section',
+  text: mrkdwn(text),
+  ...(blockId ? { block_id: blockId } : {}),
+});
 
 export const context = (text: string): types.ContextBlock => ({ type: 'context', elements: [mrkdwn(text)] });
 
@@ -57,16 +68,30 @@ export const header = (text: string): types.HeaderBlock => ({ type: 'header', te
 export const divider = (): types.DividerBlock => ({ type: 'divider' });
 
 export function button(text: string, actionId: string, value: string, style?: 'primary' | 'danger'): Button {
-  return { type: 'button', text: plain(text, SLACK_LIMITS.buttonText), action_id: actionId, value, ...(style ? { style } : {}) };
+  return {
+    type: 'button',
+    text: plain(text, SLACK_LIMITS.buttonText),
+    action_id: actionId,
+    value,
+    ...(style ? { style } : {}),
+  };
 }
 
-export const option = (text: string, value: string): PlainTextOption => ({ text: plain(text, SLACK_LIMITS.optionText), value });
+export const option = (text: string, value: string): PlainTextOption => ({
+  text: plain(text, SLACK_LIMITS.optionText),
+  value,
+});
 
 /** The action id of every input element: the block id alone names the field (see slack/errors.ts). */
 export const INPUT_ACTION = 'value';
 
 /** An input block whose block id is the request field it fills (`title`, `variables.eta`). */
-export function input(field: string, label: string, element: InputBlock['element'], opts: { optional?: boolean; hint?: string } = {}): InputBlock {
+export function input(
+  field: string,
+  label: string,
+  element: InputBlock['element'],
+  opts: { optional?: boolean; hint?: string } = {},
+): InputBlock {
   return {
     type: 'input',
     block_id: field,
@@ -77,7 +102,9 @@ export function input(field: string, label: string, element: InputBlock['element
   };
 }
 
-export function textInput(opts: { initial?: string | null; multiline?: boolean; maxLength?: number; placeholder?: string } = {}): types.PlainTextInput {
+export function textInput(
+  opts: { initial?: string | null; multiline?: boolean; maxLength?: number; placeholder?: string } = {},
+): types.PlainTextInput {
   const max = Math.min(opts.maxLength ?? SLACK_LIMITS.plainTextInput, SLACK_LIMITS.plainTextInput);
   return {
     type: 'plain_text_input',
@@ -97,7 +124,14 @@ export function fitsInput(value: string, maxLength: number = SLACK_LIMITS.plainT
 }
 
 /** Modal titles are at most 24 characters; the submit/close labels likewise. */
-export function modal(p: { callbackId: string; title: string; submit?: string; close?: string; blocks: KnownBlock[]; privateMetadata?: string }): ModalView {
+export function modal(p: {
+  callbackId: string;
+  title: string;
+  submit?: string;
+  close?: string;
+  blocks: KnownBlock[];
+  privateMetadata?: string;
+}): ModalView {
   return {
     type: 'modal',
     callback_id: p.callbackId,

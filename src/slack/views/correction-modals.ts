@@ -2,7 +2,17 @@ import { LIMITS } from '../../domain/common/limits.js';
 import { NOTE_MAX } from '../../domain/execution/conversation.js';
 import type { Incident } from '../../domain/incident/incident.js';
 import { CALLBACKS, encodeContext } from './action-ids.js';
-import { context, fitsInput, input, modal, section, SLACK_LIMITS, textInput, type KnownBlock, type ModalView } from './block-kit.js';
+import {
+  context,
+  fitsInput,
+  input,
+  modal,
+  section,
+  SLACK_LIMITS,
+  textInput,
+  type KnownBlock,
+  type ModalView,
+} from './block-kit.js';
 import { variableField } from './execute-modal.js';
 import { incidentLine } from './incident.js';
 
@@ -33,22 +43,34 @@ function correctedVariableInput(name: string, value: string): KnownBlock {
     const hint = `The value sent is ${value.length.toLocaleString('en-US')} characters, longer than a Slack input holds; leave this empty to keep it, or type a replacement.`;
     return input(variableField(name), name, textInput({ multiline: true, maxLength: max }), { optional: true, hint });
   }
-  return input(variableField(name), name, textInput({ initial: value, multiline: value.includes('\n'), maxLength: max }), { optional: true });
+  return input(
+    variableField(name),
+    name,
+    textInput({ initial: value, multiline: value.includes('\n'), maxLength: max }),
+    { optional: true },
+  );
 }
 
 export function correctModal(p: { incident: Incident; execution: CorrectedExecution }): ModalView {
   const e = p.execution;
   const blocks: KnownBlock[] = [
-    section(`${incidentLine(p.incident)}\nCorrect the ${messages(e.delivered)} of \`${e.id}\`: they are rendered again with the values below and edited in place where the platform allows; elsewhere a "Correction: …" note is posted in the incident's thread.`),
+    section(
+      `${incidentLine(p.incident)}\nCorrect the ${messages(e.delivered)} of \`${e.id}\`: they are rendered again with the values below and edited in place where the platform allows; elsewhere a "Correction: …" note is posted in the incident's thread.`,
+    ),
   ];
   const names = Object.keys(e.variables).slice(0, LIMITS.variables);
   if (names.length === 0) blocks.push(context('This execute had no variables: say below what was wrong.'));
   for (const name of names) blocks.push(correctedVariableInput(name, e.variables[name] ?? ''));
   blocks.push(
-    input('note', 'What was wrong?', textInput({ multiline: true, maxLength: NOTE_MAX, placeholder: 'The ETA was 15:00, not 05:00.' }), {
-      optional: true,
-      hint: 'Shown with the correction. Change a value, write a note, or both.',
-    }),
+    input(
+      'note',
+      'What was wrong?',
+      textInput({ multiline: true, maxLength: NOTE_MAX, placeholder: 'The ETA was 15:00, not 05:00.' }),
+      {
+        optional: true,
+        hint: 'Shown with the correction. Change a value, write a note, or both.',
+      },
+    ),
   );
   return modal({
     callbackId: CALLBACKS.correct,
@@ -70,10 +92,17 @@ export function retractModal(p: { incident: Incident; execution: CorrectedExecut
     privateMetadata: encodeContext({ incident_id: p.incident.id, execution_id: e.id }),
     blocks: [
       // `&lt;` is mrkdwn for a literal `<` (a bare one would start a link or mention).
-      section(`${incidentLine(p.incident)}\n:warning: Retract the ${messages(e.delivered)} of \`${e.id}\`? Each is deleted where the platform allows; elsewhere "Retracted: &lt;reason&gt;" is posted in the incident's thread. This cannot be undone.`),
-      input('reason', 'Why are they withdrawn?', textInput({ multiline: true, maxLength: NOTE_MAX, placeholder: 'Sent to the wrong audience.' }), {
-        hint: 'Required. Shown where a message cannot be deleted.',
-      }),
+      section(
+        `${incidentLine(p.incident)}\n:warning: Retract the ${messages(e.delivered)} of \`${e.id}\`? Each is deleted where the platform allows; elsewhere "Retracted: &lt;reason&gt;" is posted in the incident's thread. This cannot be undone.`,
+      ),
+      input(
+        'reason',
+        'Why are they withdrawn?',
+        textInput({ multiline: true, maxLength: NOTE_MAX, placeholder: 'Sent to the wrong audience.' }),
+        {
+          hint: 'Required. Shown where a message cannot be deleted.',
+        },
+      ),
     ],
   });
 }

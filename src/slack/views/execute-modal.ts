@@ -1,7 +1,24 @@
 import type { Incident } from '../../domain/incident/incident.js';
 import { LIMITS } from '../../domain/common/limits.js';
 import { ACTIONS, CALLBACKS, encodeContext } from './action-ids.js';
-import { context, divider, escapedText, fitsInput, header, input, modal, mrkdwn, option, plain, section, SLACK_LIMITS, textInput, truncate, type KnownBlock, type ModalView } from './block-kit.js';
+import {
+  context,
+  divider,
+  escapedText,
+  fitsInput,
+  header,
+  input,
+  modal,
+  mrkdwn,
+  option,
+  plain,
+  section,
+  SLACK_LIMITS,
+  textInput,
+  truncate,
+  type KnownBlock,
+  type ModalView,
+} from './block-kit.js';
 import { incidentLine } from './incident.js';
 
 /**
@@ -42,7 +59,10 @@ function variableInput(v: DeclaredVariable): KnownBlock {
   const max = Math.min(LIMITS.variableValue, SLACK_LIMITS.plainTextInput);
   if (v.default !== null && !fitsInput(v.default, max)) {
     const note = `The default is ${v.default.length.toLocaleString('en-US')} characters, longer than a Slack input holds; leave this empty to send it unchanged.`;
-    return input(variableField(v.name), v.name, textInput({ multiline: true, maxLength: max }), { optional: true, hint: v.description ? `${v.description} · ${note}` : note });
+    return input(variableField(v.name), v.name, textInput({ multiline: true, maxLength: max }), {
+      optional: true,
+      hint: v.description ? `${v.description} · ${note}` : note,
+    });
   }
   return input(variableField(v.name), v.name, textInput({ initial: v.default, multiline: false, maxLength: max }), {
     optional: !v.required,
@@ -76,13 +96,21 @@ export function nextUpdateInput(): KnownBlock {
   return {
     type: 'section',
     block_id: NEXT_UPDATE_FIELD,
-    text: mrkdwn('*Next update in*\nShown on the announcement; if no update follows in time, Herald reminds in its thread.'),
+    text: mrkdwn(
+      '*Next update in*\nShown on the announcement; if no update follows in time, Herald reminds in its thread.',
+    ),
     accessory: { type: 'static_select', action_id: ACTIONS.nextUpdateIn, options, initial_option: options[0]! },
   };
 }
 
 /** `total` is how many deliveries the execute makes (`previews` may hold only the first few). */
-export function executeModal(p: { incident: Incident; variables: DeclaredVariable[]; previews: PreviewItem[]; total?: number; previewNote?: string }): ModalView {
+export function executeModal(p: {
+  incident: Incident;
+  variables: DeclaredVariable[];
+  previews: PreviewItem[];
+  total?: number;
+  previewNote?: string;
+}): ModalView {
   const blocks: KnownBlock[] = [section(incidentLine(p.incident))];
   if (p.variables.length === 0) blocks.push(context('The attached templates declare no variables.'));
   for (const v of p.variables.slice(0, LIMITS.variables)) blocks.push(variableInput(v));
@@ -98,7 +126,10 @@ export function executeModal(p: { incident: Incident; variables: DeclaredVariabl
     blocks.push(context(`*${escapedText(item.connectionName, 160)}* (${item.connectionType})${via}`));
     const text = item.subject ? `${item.subject}\n\n${item.body}` : item.body;
     // Slack refuses an empty text object (the whole modal would not open): say what it means.
-    const shownText = text.trim() === '' ? '(renders empty: this delivery would fail, as there is nothing to send)' : truncate(text, PREVIEW_BODY_MAX);
+    const shownText =
+      text.trim() === ''
+        ? '(renders empty: this delivery would fail, as there is nothing to send)'
+        : truncate(text, PREVIEW_BODY_MAX);
     blocks.push({ type: 'section', text: plain(shownText) });
   }
   const rest = Math.max(p.total ?? 0, p.previews.length) - shown.length;

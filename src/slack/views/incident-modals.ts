@@ -2,7 +2,21 @@ import { OPEN_STATUSES, SEVERITIES, type Incident } from '../../domain/incident/
 import { LIMITS } from '../../domain/common/limits.js';
 import { graphemePrefix } from '../../domain/common/text-cut.js';
 import { CALLBACKS, encodeContext, type ModalContext } from './action-ids.js';
-import { context, escapedText, fitsInput, input, INPUT_ACTION, modal, option, section, SLACK_LIMITS, textInput, type KnownBlock, type ModalView, type PlainTextOption } from './block-kit.js';
+import {
+  context,
+  escapedText,
+  fitsInput,
+  input,
+  INPUT_ACTION,
+  modal,
+  option,
+  section,
+  SLACK_LIMITS,
+  textInput,
+  type KnownBlock,
+  type ModalView,
+  type PlainTextOption,
+} from './block-kit.js';
 import { incidentLine, severityLabel, statusLabel } from './incident.js';
 
 /**
@@ -36,33 +50,60 @@ const severityOptions = (): PlainTextOption[] => SEVERITIES.map((s) => option(se
  */
 function templatesInput(choices: TemplateChoices, attached: TemplateChoice[]): KnownBlock {
   if (choices.newest.length === 0 && attached.length === 0 && !choices.more) {
-    return context('No templates yet: an execute sends the built-in message (title, severity, status, impact, description).');
+    return context(
+      'No templates yet: an execute sends the built-in message (title, severity, status, impact, description).',
+    );
   }
   const initial = attached.map((t) => option(t.name, t.id));
   const common = {
     action_id: INPUT_ACTION,
-    placeholder: { type: 'plain_text' as const, text: choices.more ? 'Type to search templates' : 'Messages to send on execute' },
+    placeholder: {
+      type: 'plain_text' as const,
+      text: choices.more ? 'Type to search templates' : 'Messages to send on execute',
+    },
     max_selected_items: LIMITS.templateIds,
     ...(initial.length > 0 ? { initial_options: initial } : {}),
   };
   const hint = 'Attached templates are rendered and sent to their connections when you execute.';
   if (choices.more) {
-    return input(TEMPLATE_FIELD, 'Templates', { type: 'multi_external_select', min_query_length: 0, ...common }, { optional: true, hint: `${hint} Type part of a name to find one.` });
+    return input(
+      TEMPLATE_FIELD,
+      'Templates',
+      { type: 'multi_external_select', min_query_length: 0, ...common },
+      { optional: true, hint: `${hint} Type part of a name to find one.` },
+    );
   }
   const attachedIds = new Set(attached.map((t) => t.id));
-  const options = [...initial, ...choices.newest.filter((t) => !attachedIds.has(t.id)).map((t) => option(t.name, t.id))].slice(0, SLACK_LIMITS.staticOptions);
-  return input(TEMPLATE_FIELD, 'Templates', { type: 'multi_static_select', options, ...common }, { optional: true, hint });
+  const options = [
+    ...initial,
+    ...choices.newest.filter((t) => !attachedIds.has(t.id)).map((t) => option(t.name, t.id)),
+  ].slice(0, SLACK_LIMITS.staticOptions);
+  return input(
+    TEMPLATE_FIELD,
+    'Templates',
+    { type: 'multi_static_select', options, ...common },
+    { optional: true, hint },
+  );
 }
 
 /** A long-text input, or a note when the stored text is longer than Slack lets an input hold. */
 function longTextInput(field: 'description' | 'impact', label: string, current: string, hint?: string): KnownBlock {
   if (!fitsInput(current)) {
-    return context(`${label} is longer than a Slack input can hold (${current.length.toLocaleString('en-US')} characters) and stays as it is; edit it over the API.`);
+    return context(
+      `${label} is longer than a Slack input can hold (${current.length.toLocaleString('en-US')} characters) and stays as it is; edit it over the API.`,
+    );
   }
-  return input(field, label, textInput({ initial: current, multiline: true, maxLength: SLACK_LIMITS.plainTextInput }), { optional: true, ...(hint ? { hint } : {}) });
+  return input(field, label, textInput({ initial: current, multiline: true, maxLength: SLACK_LIMITS.plainTextInput }), {
+    optional: true,
+    ...(hint ? { hint } : {}),
+  });
 }
 
-export function createIncidentModal(p: { title?: string; templates: TemplateChoice[] | TemplateChoices; ctx: ModalContext }): ModalView {
+export function createIncidentModal(p: {
+  title?: string;
+  templates: TemplateChoice[] | TemplateChoices;
+  ctx: ModalContext;
+}): ModalView {
   // A title typed after `/incident new` is not stored yet: one too long for the input is
   // shortened (whole characters) in plain view of the user, who can still change it.
   const typed = p.title ?? null;
@@ -74,8 +115,18 @@ export function createIncidentModal(p: { title?: string; templates: TemplateChoi
     submit: 'Declare',
     privateMetadata: encodeContext(p.ctx),
     blocks: [
-      input('title', 'Title', textInput({ initial: title, maxLength: LIMITS.title, placeholder: 'Checkout fails for EU customers' }), cut ? { hint: `Shortened to ${LIMITS.title} characters, the most a title holds.` } : {}),
-      input('severity', 'Severity', { type: 'static_select', action_id: INPUT_ACTION, placeholder: { type: 'plain_text', text: 'How bad is it?' }, options: severityOptions() }),
+      input(
+        'title',
+        'Title',
+        textInput({ initial: title, maxLength: LIMITS.title, placeholder: 'Checkout fails for EU customers' }),
+        cut ? { hint: `Shortened to ${LIMITS.title} characters, the most a title holds.` } : {},
+      ),
+      input('severity', 'Severity', {
+        type: 'static_select',
+        action_id: INPUT_ACTION,
+        placeholder: { type: 'plain_text', text: 'How bad is it?' },
+        options: severityOptions(),
+      }),
       longTextInput('impact', 'Impact', '', 'Who is affected and how.'),
       longTextInput('description', 'Description', '', 'What is known so far.'),
       templatesInput(asChoices(p.templates), []),
@@ -83,13 +134,18 @@ export function createIncidentModal(p: { title?: string; templates: TemplateChoi
   });
 }
 
-const statusOptions = (): PlainTextOption[] => [...OPEN_STATUSES, 'resolved' as const].map((s) => option(statusLabel(s), s));
+const statusOptions = (): PlainTextOption[] =>
+  [...OPEN_STATUSES, 'resolved' as const].map((s) => option(statusLabel(s), s));
 
 /**
  * `attached` names the incident's templates (they may be older than the newest listed); without
  * it they are looked up among `templates`.
  */
-export function updateIncidentModal(p: { incident: Incident; templates: TemplateChoice[] | TemplateChoices; attached?: TemplateChoice[] }): ModalView {
+export function updateIncidentModal(p: {
+  incident: Incident;
+  templates: TemplateChoice[] | TemplateChoices;
+  attached?: TemplateChoice[];
+}): ModalView {
   const i = p.incident;
   const choices = asChoices(p.templates);
   const attached = p.attached ?? i.template_ids.flatMap((id) => choices.newest.filter((t) => t.id === id));
@@ -101,9 +157,19 @@ export function updateIncidentModal(p: { incident: Incident; templates: Template
     privateMetadata: encodeContext({ incident_id: i.id }),
     blocks: [
       section(incidentLine(i)),
-      input('status', 'Status', { type: 'static_select', action_id: INPUT_ACTION, options: statuses, ...initialOption(statuses, i.status) }),
+      input('status', 'Status', {
+        type: 'static_select',
+        action_id: INPUT_ACTION,
+        options: statuses,
+        ...initialOption(statuses, i.status),
+      }),
       input('title', 'Title', textInput({ initial: i.title, maxLength: LIMITS.title })),
-      input('severity', 'Severity', { type: 'static_select', action_id: INPUT_ACTION, options: severityOptions(), ...initialOption(severityOptions(), i.severity) }),
+      input('severity', 'Severity', {
+        type: 'static_select',
+        action_id: INPUT_ACTION,
+        options: severityOptions(),
+        ...initialOption(severityOptions(), i.severity),
+      }),
       longTextInput('impact', 'Impact', i.impact),
       longTextInput('description', 'Description', i.description),
       templatesInput(choices, attached),
@@ -129,12 +195,20 @@ function summaryInput(incident: Incident, required: boolean, hint?: string): Kno
   const current = incident.resolution_summary;
   if (current !== null && !fitsInput(current)) {
     const keep = `The current summary is ${current.length.toLocaleString('en-US')} characters, longer than a Slack input holds; it stays unless you type a replacement here.`;
-    return input('resolution_summary', 'Resolution summary', textInput({ multiline: true }), { optional: true, hint: keep });
+    return input('resolution_summary', 'Resolution summary', textInput({ multiline: true }), {
+      optional: true,
+      hint: keep,
+    });
   }
-  return input('resolution_summary', 'Resolution summary', textInput({ initial: current, multiline: true, placeholder: 'What was wrong and what fixed it.' }), {
-    optional: !required,
-    ...(hint ? { hint } : {}),
-  });
+  return input(
+    'resolution_summary',
+    'Resolution summary',
+    textInput({ initial: current, multiline: true, placeholder: 'What was wrong and what fixed it.' }),
+    {
+      optional: !required,
+      ...(hint ? { hint } : {}),
+    },
+  );
 }
 
 export function resolveIncidentModal(incident: Incident): ModalView {
@@ -143,7 +217,14 @@ export function resolveIncidentModal(incident: Incident): ModalView {
     title: 'Resolve incident',
     submit: 'Resolve',
     privateMetadata: encodeContext({ incident_id: incident.id }),
-    blocks: [section(incidentLine(incident)), summaryInput(incident, true, 'Shown on the announcement and available to templates as {{incident.resolution_summary}}.')],
+    blocks: [
+      section(incidentLine(incident)),
+      summaryInput(
+        incident,
+        true,
+        'Shown on the announcement and available to templates as {{incident.resolution_summary}}.',
+      ),
+    ],
   });
 }
 
@@ -155,7 +236,9 @@ export function closeIncidentModal(incident: Incident): ModalView {
     close: 'Keep open',
     privateMetadata: encodeContext({ incident_id: incident.id }),
     blocks: [
-      section(`:warning: Close *${escapedText(incident.title, 1000)}* (\`${incident.id}\`)?\nA closed incident can no longer be updated or executed.`),
+      section(
+        `:warning: Close *${escapedText(incident.title, 1000)}* (\`${incident.id}\`)?\nA closed incident can no longer be updated or executed.`,
+      ),
       summaryInput(incident, false),
     ],
   });

@@ -70,7 +70,10 @@ export function incidentBlocks(i: Incident): KnownBlock[] {
 /** The Execute / Update / Resolve / Close buttons that fit the incident's state (none once closed). */
 export function incidentActions(i: Incident, blockId?: string): KnownBlock[] {
   if (!isWritable(i)) return [context(`:lock: Closed ${i.closed_at ?? ''}`.trim())];
-  const buttons = [button('Execute', ACTIONS.incidentExecute, i.id, 'primary'), button('Update', ACTIONS.incidentUpdate, i.id)];
+  const buttons = [
+    button('Execute', ACTIONS.incidentExecute, i.id, 'primary'),
+    button('Update', ACTIONS.incidentUpdate, i.id),
+  ];
   if (i.status !== 'resolved') buttons.push(button('Resolve', ACTIONS.incidentResolve, i.id));
   buttons.push(button('Close', ACTIONS.incidentClose, i.id, 'danger'));
   return [{ type: 'actions', elements: buttons, ...(blockId ? { block_id: blockId } : {}) }];

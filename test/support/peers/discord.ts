@@ -62,7 +62,10 @@ const MAX_THREAD_NAME = 100;
 /** The fields of a message an edit changes. */
 const EDITABLE = ['content', 'embeds', 'allowed_mentions', 'components'] as const;
 
-const discordError = (status: number, code: number, message: string, extra: Record<string, unknown> = {}): Reply => ({ status, body: { message, code, ...extra } });
+const discordError = (status: number, code: number, message: string, extra: Record<string, unknown> = {}): Reply => ({
+  status,
+  body: { message, code, ...extra },
+});
 const unknownMessage = (): Reply => discordError(404, 10008, 'Unknown Message');
 
 /** Discord's 429 body and headers. */
@@ -86,13 +89,19 @@ function invalidContent(payload: Record<string, unknown>): Reply | null {
   const content = typeof payload.content === 'string' ? payload.content : '';
   const embeds = Array.isArray(payload.embeds) ? payload.embeds : [];
   if (content.length > MAX_CONTENT) {
-    return discordError(400, 50035, 'Invalid Form Body', { errors: { content: { _errors: [{ code: 'BASE_TYPE_MAX_LENGTH', message: `Must be ${MAX_CONTENT} or fewer in length.` }] } } });
+    return discordError(400, 50035, 'Invalid Form Body', {
+      errors: {
+        content: { _errors: [{ code: 'BASE_TYPE_MAX_LENGTH', message: `Must be ${MAX_CONTENT} or fewer in length.` }] },
+      },
+    });
   }
-  if (content === '' && embeds.length === 0 && payload.components === undefined) return discordError(400, 50006, 'Cannot send an empty message');
+  if (content === '' && embeds.length === 0 && payload.components === undefined)
+    return discordError(400, 50006, 'Cannot send an empty message');
   return null;
 }
 
-const objectBody = (body: unknown): Record<string, unknown> | null => (body !== null && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>) : null);
+const objectBody = (body: unknown): Record<string, unknown> | null =>
+  body !== null && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>) : null;
 
 export async function startDiscord(): Promise<DiscordPeer> {
   const messages: DiscordMessage[] = [];
@@ -111,7 +120,13 @@ export async function startDiscord(): Promise<DiscordPeer> {
       content: typeof msg.payload.content === 'string' ? msg.payload.content : '',
       embeds: Array.isArray(msg.payload.embeds) ? msg.payload.embeds : [],
       channel_id: msg.threadId ?? DISCORD_PEER_CHANNEL_ID,
-      author: { bot: true, id: msg.webhookId, username: typeof msg.payload.username === 'string' ? msg.payload.username : 'Herald', avatar: null, discriminator: '0000' },
+      author: {
+        bot: true,
+        id: msg.webhookId,
+        username: typeof msg.payload.username === 'string' ? msg.payload.username : 'Herald',
+        avatar: null,
+        discriminator: '0000',
+      },
       timestamp: created.get(msg.id),
       edited_timestamp: msg.edited ? new Date().toISOString() : null,
       webhook_id: msg.webhookId,
@@ -122,15 +137,27 @@ export async function startDiscord(): Promise<DiscordPeer> {
   });
 
   /** Where an execute goes: the thread it names or opens, or a 400/404 as Discord answers it. */
-  const placeOf = (webhookId: string, req: RecordedRequest, payload: Record<string, unknown>): { threadId: string | null; threadName: string | null } | Reply => {
+  const placeOf = (
+    webhookId: string,
+    req: RecordedRequest,
+    payload: Record<string, unknown>,
+  ): { threadId: string | null; threadName: string | null } | Reply => {
     const threadId = req.query.thread_id ?? null;
     const threadName = typeof payload.thread_name === 'string' ? payload.thread_name : null;
     if (threadId !== null && deletedThreads.has(threadId)) return discordError(404, 10003, 'Unknown Channel');
-    if (threadName !== null && !forums.has(webhookId)) return discordError(400, 220003, 'Webhooks can only create threads in forum channels');
+    if (threadName !== null && !forums.has(webhookId))
+      return discordError(400, 220003, 'Webhooks can only create threads in forum channels');
     if (threadName !== null && (threadName.trim() === '' || threadName.length > MAX_THREAD_NAME)) {
-      return discordError(400, 50035, 'Invalid Form Body', { errors: { thread_name: { _errors: [{ code: 'BASE_TYPE_BAD_LENGTH', message: `Must be between 1 and ${MAX_THREAD_NAME} in length.` }] } } });
+      return discordError(400, 50035, 'Invalid Form Body', {
+        errors: {
+          thread_name: {
+            _errors: [{ code: 'BASE_TYPE_BAD_LENGTH', message: `Must be between 1 and ${MAX_THREAD_NAME} in length.` }],
+          },
+        },
+      });
     }
-    if (forums.has(webhookId) && threadId === null && threadName === null) return discordError(400, 220001, 'Webhooks posted to forum channels must have a thread_name or thread_id');
+    if (forums.has(webhookId) && threadId === null && threadName === null)
+      return discordError(400, 220001, 'Webhooks posted to forum channels must have a thread_name or thread_id');
     return { threadId, threadName };
   };
 
@@ -144,7 +171,16 @@ export async function startDiscord(): Promise<DiscordPeer> {
     const id = String(++snowflake);
     // A forum post's thread has its starter message's id.
     const threadId = place.threadName !== null ? id : place.threadId;
-    const msg: DiscordMessage = { id, webhookId, threadId, threadName: place.threadName, payload, edits: [], edited: false, deleted: false };
+    const msg: DiscordMessage = {
+      id,
+      webhookId,
+      threadId,
+      threadName: place.threadName,
+      payload,
+      edits: [],
+      edited: false,
+      deleted: false,
+    };
     messages.push(msg);
     byId.set(id, msg);
     created.set(id, new Date().toISOString());
@@ -154,7 +190,13 @@ export async function startDiscord(): Promise<DiscordPeer> {
   /** GET, PATCH or DELETE of one message of the webhook. */
   const onMessage = (webhookId: string, messageId: string, req: RecordedRequest): Reply => {
     const msg = byId.get(messageId);
-    if (msg === undefined || msg.deleted || msg.webhookId !== webhookId || (req.query.thread_id ?? null) !== msg.threadId) return unknownMessage();
+    if (
+      msg === undefined ||
+      msg.deleted ||
+      msg.webhookId !== webhookId ||
+      (req.query.thread_id ?? null) !== msg.threadId
+    )
+      return unknownMessage();
     if (req.method === 'GET') return answer(msg);
     if (req.method === 'DELETE') {
       msg.deleted = true;
@@ -181,7 +223,18 @@ export async function startDiscord(): Promise<DiscordPeer> {
     if (deleted.has(id)) return discordError(404, 10015, 'Unknown Webhook');
     if (m[3] !== undefined) return onMessage(id, m[3], req);
     if (req.method === 'GET') {
-      return { body: { application_id: null, avatar: null, channel_id: DISCORD_PEER_CHANNEL_ID, guild_id: DISCORD_PEER_GUILD_ID, id, name: 'Herald', type: 1, token } };
+      return {
+        body: {
+          application_id: null,
+          avatar: null,
+          channel_id: DISCORD_PEER_CHANNEL_ID,
+          guild_id: DISCORD_PEER_GUILD_ID,
+          id,
+          name: 'Herald',
+          type: 1,
+          token,
+        },
+      };
     }
     if (req.method !== 'POST') return discordError(405, 0, '405: Method Not Allowed');
     return execute(id, req);
@@ -193,9 +246,11 @@ export async function startDiscord(): Promise<DiscordPeer> {
       byId.clear();
       created.clear();
     }),
-    webhookUrl: (id = '1234567890123456789', token = 'heraldTestWebhookToken_abcdefghijklmnop') => `${sink.url}/api/webhooks/${id}/${token}`,
+    webhookUrl: (id = '1234567890123456789', token = 'heraldTestWebhookToken_abcdefghijklmnop') =>
+      `${sink.url}/api/webhooks/${id}/${token}`,
     deleteWebhook: (id) => void deleted.add(id),
-    rateLimitNext: (seconds, global) => sink.script({ ...discordRateLimit(seconds, global), match: (r) => r.method === 'POST' }),
+    rateLimitNext: (seconds, global) =>
+      sink.script({ ...discordRateLimit(seconds, global), match: (r) => r.method === 'POST' }),
     makeForum: (id) => void forums.add(id),
     message: (id) => byId.get(id),
     deleteMessage(id) {

@@ -33,11 +33,18 @@ export interface GoogleChatPeer extends SinkPeer<GoogleChatMessage> {
   threadMessages(threadName: string): GoogleChatMessage[];
 }
 
-const REPLY_OPTIONS = new Set(['MESSAGE_REPLY_OPTION_UNSPECIFIED', 'REPLY_MESSAGE_FALLBACK_TO_NEW_THREAD', 'REPLY_MESSAGE_OR_FAIL']);
+const REPLY_OPTIONS = new Set([
+  'MESSAGE_REPLY_OPTION_UNSPECIFIED',
+  'REPLY_MESSAGE_FALLBACK_TO_NEW_THREAD',
+  'REPLY_MESSAGE_OR_FAIL',
+]);
 
 const PATH = /^\/v1\/spaces\/([^/]+)\/messages$/;
 
-export const googleError = (code: number, status: string, message: string): Reply => ({ status: code, body: { error: { code, message, status } } });
+export const googleError = (code: number, status: string, message: string): Reply => ({
+  status: code,
+  body: { error: { code, message, status } },
+});
 
 export async function startGoogleChat(): Promise<GoogleChatPeer> {
   const messages: GoogleChatMessage[] = [];
@@ -55,11 +62,20 @@ export async function startGoogleChat(): Promise<GoogleChatPeer> {
   };
 
   /** Where a new message goes, as Google decides it from messageReplyOption; a Reply is an error. */
-  const placeIn = (space: string, option: string, payload: Record<string, unknown>, queryKey: string | undefined): GoogleChatMessage['thread'] | Reply => {
-    if (!REPLY_OPTIONS.has(option)) return googleError(400, 'INVALID_ARGUMENT', `Invalid value at 'message_reply_option' (${option}).`);
+  const placeIn = (
+    space: string,
+    option: string,
+    payload: Record<string, unknown>,
+    queryKey: string | undefined,
+  ): GoogleChatMessage['thread'] | Reply => {
+    if (!REPLY_OPTIONS.has(option))
+      return googleError(400, 'INVALID_ARGUMENT', `Invalid value at 'message_reply_option' (${option}).`);
     // The default starts a new thread and ignores any thread key or name given.
     if (option === 'MESSAGE_REPLY_OPTION_UNSPECIFIED') return { name: newThread(space) };
-    const asked = payload.thread !== null && typeof payload.thread === 'object' ? (payload.thread as { name?: unknown; threadKey?: unknown }) : {};
+    const asked =
+      payload.thread !== null && typeof payload.thread === 'object'
+        ? (payload.thread as { name?: unknown; threadKey?: unknown })
+        : {};
     const key = queryKey ?? (typeof asked.threadKey === 'string' ? asked.threadKey : undefined);
     if (key !== undefined) {
       const id = `${space} ${key}`;
@@ -68,7 +84,8 @@ export async function startGoogleChat(): Promise<GoogleChatPeer> {
       return { name, threadKey: key };
     }
     if (typeof asked.name === 'string' && threadNames.has(asked.name)) return { name: asked.name };
-    if (typeof asked.name === 'string' && option === 'REPLY_MESSAGE_OR_FAIL') return googleError(404, 'NOT_FOUND', 'Requested entity was not found.');
+    if (typeof asked.name === 'string' && option === 'REPLY_MESSAGE_OR_FAIL')
+      return googleError(404, 'NOT_FOUND', 'Requested entity was not found.');
     return { name: newThread(space) };
   };
 
@@ -87,18 +104,32 @@ export async function startGoogleChat(): Promise<GoogleChatPeer> {
     const m = PATH.exec(req.path);
     if (!m || req.method !== 'POST') return googleError(404, 'NOT_FOUND', 'Requested entity was not found.');
     const space = m[1]!;
-    if (!req.query.key || !req.query.token) return googleError(401, 'UNAUTHENTICATED', 'Request is missing required authentication credential.');
+    if (!req.query.key || !req.query.token)
+      return googleError(401, 'UNAUTHENTICATED', 'Request is missing required authentication credential.');
     const body = req.body;
-    if (body === null || typeof body !== 'object' || Array.isArray(body)) return googleError(400, 'INVALID_ARGUMENT', 'Invalid JSON payload received.');
+    if (body === null || typeof body !== 'object' || Array.isArray(body))
+      return googleError(400, 'INVALID_ARGUMENT', 'Invalid JSON payload received.');
     const payload = body as Record<string, unknown>;
-    if (!payload.text && !payload.cardsV2 && !payload.cards) return googleError(400, 'INVALID_ARGUMENT', 'Message cannot be empty. Discarded message.');
+    if (!payload.text && !payload.cardsV2 && !payload.cards)
+      return googleError(400, 'INVALID_ARGUMENT', 'Message cannot be empty. Discarded message.');
     const requestId = req.query.requestId ?? null;
     const existing = requestId === null ? undefined : byRequestId.get(requestId);
     if (existing) return { body: present(existing, space) };
-    const thread = placeIn(space, req.query.messageReplyOption ?? 'MESSAGE_REPLY_OPTION_UNSPECIFIED', payload, req.query.threadKey);
+    const thread = placeIn(
+      space,
+      req.query.messageReplyOption ?? 'MESSAGE_REPLY_OPTION_UNSPECIFIED',
+      payload,
+      req.query.threadKey,
+    );
     if (!('name' in thread)) return thread;
     const id = `herald${String(++counter).padStart(6, '0')}`;
-    const msg: GoogleChatMessage = { name: `spaces/${space}/messages/${id}.${id}`, text: typeof payload.text === 'string' ? payload.text : '', thread, requestId, payload };
+    const msg: GoogleChatMessage = {
+      name: `spaces/${space}/messages/${id}.${id}`,
+      text: typeof payload.text === 'string' ? payload.text : '',
+      thread,
+      requestId,
+      payload,
+    };
     messages.push(msg);
     if (requestId !== null) byRequestId.set(requestId, msg);
     return { body: present(msg, space) };
@@ -118,8 +149,10 @@ export async function startGoogleChat(): Promise<GoogleChatPeer> {
   };
   return {
     ...sinkPeer(sink, messages, forget),
-    webhookUrl: (space = 'AAAAherald') => `${sink.url}/v1/spaces/${space}/messages?key=heraldTestKey&token=heraldTestToken`,
-    rateLimitNext: () => sink.script(googleError(429, 'RESOURCE_EXHAUSTED', "Resource has been exhausted (e.g. check quota).")),
+    webhookUrl: (space = 'AAAAherald') =>
+      `${sink.url}/v1/spaces/${space}/messages?key=heraldTestKey&token=heraldTestToken`,
+    rateLimitNext: () =>
+      sink.script(googleError(429, 'RESOURCE_EXHAUSTED', 'Resource has been exhausted (e.g. check quota).')),
     threads,
     threadMessages: (threadName) => threads().get(threadName) ?? [],
   };

@@ -1,4 +1,10 @@
-import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import {
+  createServer,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { waitFor } from '../wait.js';
 
@@ -173,7 +179,8 @@ export async function startHttpSink<X extends object = object>(opts: HttpSinkOpt
       queue.push(...replies);
     },
     pendingScript: () => queue.length,
-    waitForRequests: (n, timeoutMs = 10_000) => waitFor(() => requests.length >= n && requests, { timeoutMs, what: `${n} request(s) at the sink` }),
+    waitForRequests: (n, timeoutMs = 10_000) =>
+      waitFor(() => requests.length >= n && requests, { timeoutMs, what: `${n} request(s) at the sink` }),
     clear() {
       requests.length = 0;
       queue = [];

@@ -18,17 +18,23 @@ export async function startMattermost(): Promise<MattermostPeer> {
   const messages: Record<string, unknown>[] = [];
   const sink = await startHttpSink({
     respond(req) {
-      if (!/^\/hooks\/[a-z0-9]+$/.test(req.path)) return error('web.incoming_webhook.invalid.app_error', 'Invalid webhook.');
+      if (!/^\/hooks\/[a-z0-9]+$/.test(req.path))
+        return error('web.incoming_webhook.invalid.app_error', 'Invalid webhook.');
       if (req.method !== 'POST') return { status: 405, body: '' };
       let payload: unknown = req.body;
-      if (payload !== null && typeof payload === 'object' && typeof (payload as { payload?: unknown }).payload === 'string') {
+      if (
+        payload !== null &&
+        typeof payload === 'object' &&
+        typeof (payload as { payload?: unknown }).payload === 'string'
+      ) {
         try {
           payload = JSON.parse((payload as { payload: string }).payload) as unknown;
         } catch {
           payload = null;
         }
       }
-      if (payload === null || typeof payload !== 'object' || Array.isArray(payload)) return error('api.webhook.incoming.error', 'Could not decode the multipart payload of incoming webhook.');
+      if (payload === null || typeof payload !== 'object' || Array.isArray(payload))
+        return error('api.webhook.incoming.error', 'Could not decode the multipart payload of incoming webhook.');
       const p = payload as Record<string, unknown>;
       if (!p.text && !p.attachments) return error('web.incoming_webhook.text.app_error', 'No text specified.');
       messages.push(p);

@@ -59,7 +59,9 @@ export function createSelfSignedCert(names: string[] = ['localhost', '127.0.0.1'
   serial[0] = (serial[0]! & 0x7f) | 0x40;
   const now = Date.now();
   const san = seq(
-    ...names.map((n) => (isIPv4(n) ? der(0x87, Buffer.from(n.split('.').map(Number))) : der(0x82, Buffer.from(n, 'ascii')))),
+    ...names.map((n) =>
+      isIPv4(n) ? der(0x87, Buffer.from(n.split('.').map(Number))) : der(0x82, Buffer.from(n, 'ascii')),
+    ),
   );
   const extensions = seq(
     seq(oid('2.5.29.19'), bool(true), octets(seq(bool(true)))), // basicConstraints: CA (it is its own trust anchor)

@@ -25,7 +25,12 @@ const GUID = '258EAFA5-E914-47DA-95CA-C5AB0DC85B11';
 
 function frame(opcode: number, payload: Buffer): Buffer {
   const len = payload.length;
-  const head = len < 126 ? Buffer.from([0x80 | opcode, len]) : len < 65536 ? Buffer.from([0x80 | opcode, 126, len >> 8, len & 0xff]) : Buffer.concat([Buffer.from([0x80 | opcode, 127]), bigLength(len)]);
+  const head =
+    len < 126
+      ? Buffer.from([0x80 | opcode, len])
+      : len < 65536
+        ? Buffer.from([0x80 | opcode, 126, len >> 8, len & 0xff])
+        : Buffer.concat([Buffer.from([0x80 | opcode, 127]), bigLength(len)]);
   return Buffer.concat([head, payload]);
 }
 
@@ -73,8 +78,12 @@ export async function startSocketMode(): Promise<SocketModePeer> {
       socket.destroy();
       return;
     }
-    const accept = createHash('sha1').update(key + GUID).digest('base64');
-    socket.write(`HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ${accept}\r\n\r\n`);
+    const accept = createHash('sha1')
+      .update(key + GUID)
+      .digest('base64');
+    socket.write(
+      `HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ${accept}\r\n\r\n`,
+    );
     let pending: Buffer = Buffer.alloc(0);
     socket.on('data', (chunk: Buffer) => {
       const { frames, rest } = readFrames(Buffer.concat([pending, chunk]));
@@ -90,7 +99,19 @@ export async function startSocketMode(): Promise<SocketModePeer> {
     });
     socket.on('error', () => undefined);
     sockets.push(socket);
-    socket.write(frame(0x1, Buffer.from(JSON.stringify({ type: 'hello', num_connections: 1, debug_info: { host: 'herald-test' }, connection_info: { app_id: 'A0HERALD' } }))));
+    socket.write(
+      frame(
+        0x1,
+        Buffer.from(
+          JSON.stringify({
+            type: 'hello',
+            num_connections: 1,
+            debug_info: { host: 'herald-test' },
+            connection_info: { app_id: 'A0HERALD' },
+          }),
+        ),
+      ),
+    );
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const url = `ws://127.0.0.1:${(server.address() as AddressInfo).port}/link`;
@@ -101,10 +122,25 @@ export async function startSocketMode(): Promise<SocketModePeer> {
       const socket = sockets.filter((s) => !s.destroyed).at(-1);
       if (!socket) throw new Error('no Socket Mode connection');
       const envelopeId = randomBytes(8).toString('hex');
-      socket.write(frame(0x1, Buffer.from(JSON.stringify({ envelope_id: envelopeId, type, payload, accepts_response_payload: type !== 'events_api', retry_attempt: 0, retry_reason: '' }))));
+      socket.write(
+        frame(
+          0x1,
+          Buffer.from(
+            JSON.stringify({
+              envelope_id: envelopeId,
+              type,
+              payload,
+              accepts_response_payload: type !== 'events_api',
+              retry_attempt: 0,
+              retry_reason: '',
+            }),
+          ),
+        ),
+      );
       return envelopeId;
     },
-    ackOf: (envelopeId, timeoutMs = 5000) => waitFor(() => acks.get(envelopeId), { timeoutMs, what: `the ack of envelope ${envelopeId}` }),
+    ackOf: (envelopeId, timeoutMs = 5000) =>
+      waitFor(() => acks.get(envelopeId), { timeoutMs, what: `the ack of envelope ${envelopeId}` }),
     async close() {
       for (const s of sockets) s.destroy();
       await new Promise((r) => server.close(r));

@@ -146,15 +146,18 @@ export async function startSlack(opts: SlackPeerOptions = {}): Promise<SlackPeer
     const path = req.path.slice(WEBHOOK_PREFIX.length);
     const state = webhookStates.get(path) ?? 'ok';
     if (state === 'removed') return { status: 404, body: 'no_service', headers: { 'content-type': 'text/html' } };
-    if (state === 'archived') return { status: 410, body: 'channel_is_archived', headers: { 'content-type': 'text/html' } };
+    if (state === 'archived')
+      return { status: 410, body: 'channel_is_archived', headers: { 'content-type': 'text/html' } };
     if (req.method !== 'POST') return { status: 405, body: 'invalid_method', headers: { 'content-type': 'text/html' } };
     // Slack takes a JSON body, or a form with the JSON in `payload`.
     let payload: unknown = req.body;
     if (typeof payload === 'string') payload = tryJson(payload);
-    else if (isRecord(payload) && typeof payload.payload === 'string' && /form/.test(req.headers['content-type'] ?? '')) payload = tryJson(payload.payload);
+    else if (isRecord(payload) && typeof payload.payload === 'string' && /form/.test(req.headers['content-type'] ?? ''))
+      payload = tryJson(payload.payload);
     if (!isRecord(payload)) return { status: 400, body: 'invalid_payload', headers: { 'content-type': 'text/html' } };
     const p = payload;
-    if (!p.text && !p.blocks && !p.attachments) return { status: 400, body: 'no_text', headers: { 'content-type': 'text/html' } };
+    if (!p.text && !p.blocks && !p.attachments)
+      return { status: 400, body: 'no_text', headers: { 'content-type': 'text/html' } };
     // The same limits as chat.postMessage; a webhook answers the error word as text.
     const broken = checkApiCall('chat.postMessage', p);
     if (broken.length > 0) {
@@ -169,7 +172,13 @@ export async function startSlack(opts: SlackPeerOptions = {}): Promise<SlackPeer
   const record = (req: RecordedRequest): void => {
     if (!req.path.startsWith(API_PREFIX)) return;
     const args = argsOf(req);
-    calls.push({ method: req.path.slice(API_PREFIX.length), args, token: tokenOf(req, args), request: req, at: Date.now() });
+    calls.push({
+      method: req.path.slice(API_PREFIX.length),
+      args,
+      token: tokenOf(req, args),
+      request: req,
+      at: Date.now(),
+    });
   };
 
   const api = (req: RecordedRequest): Reply => {
@@ -178,22 +187,51 @@ export async function startSlack(opts: SlackPeerOptions = {}): Promise<SlackPeer
     const method = req.path.slice(API_PREFIX.length);
     if (token === null) return { body: { ok: false, error: 'not_authed' } };
     // Bot and user tokens (xox…) for the Web API; an app-level token (xapp-…) opens Socket Mode.
-    const valid = opts.tokens ? opts.tokens.includes(token) : method === 'apps.connections.open' ? token.startsWith('xapp-') : token.startsWith('xox');
+    const valid = opts.tokens
+      ? opts.tokens.includes(token)
+      : method === 'apps.connections.open'
+        ? token.startsWith('xapp-')
+        : token.startsWith('xox');
     if (!valid) return { body: { ok: false, error: 'invalid_auth' } };
     // Real Slack refuses what breaks its limits; so does this fake, and it keeps a list.
     const broken = checkApiCall(method, args, call.at);
     if (broken.length > 0) {
       violations.push(...broken.map(({ refusal: _refusal, ...v }) => v));
-      return { body: { ok: false, error: broken[0]!.refusal, response_metadata: { messages: broken.map((v) => `[ERROR] ${v.path} ${v.rule}`) } } };
+      return {
+        body: {
+          ok: false,
+          error: broken[0]!.refusal,
+          response_metadata: { messages: broken.map((v) => `[ERROR] ${v.path} ${v.rule}`) },
+        },
+      };
     }
     const channel = typeof args.channel === 'string' ? args.channel : 'C0HERALD';
     switch (method) {
       case 'auth.test':
-        return { body: { ok: true, url: 'https://herald-test.slack.com/', team: 'Herald Test', user: 'herald', team_id: teamId, user_id: botUserId, bot_id: 'B0HERALD', is_enterprise_install: false } };
+        return {
+          body: {
+            ok: true,
+            url: 'https://herald-test.slack.com/',
+            team: 'Herald Test',
+            user: 'herald',
+            team_id: teamId,
+            user_id: botUserId,
+            bot_id: 'B0HERALD',
+            is_enterprise_install: false,
+          },
+        };
       case 'chat.postMessage': {
         if (!args.text && !args.blocks && !args.attachments) return { body: { ok: false, error: 'no_text' } };
         const m = store.post(channel, nextTs(), args);
-        const message = { type: 'message', subtype: 'bot_message', text: m.text, ts: m.ts, bot_id: 'B0HERALD', blocks: args.blocks, ...(m.thread_ts !== null ? { thread_ts: m.thread_ts } : {}) };
+        const message = {
+          type: 'message',
+          subtype: 'bot_message',
+          text: m.text,
+          ts: m.ts,
+          bot_id: 'B0HERALD',
+          blocks: args.blocks,
+          ...(m.thread_ts !== null ? { thread_ts: m.thread_ts } : {}),
+        };
         return { body: { ok: true, channel, ts: m.ts, message } };
       }
       case 'chat.update': {
@@ -207,7 +245,9 @@ export async function startSlack(opts: SlackPeerOptions = {}): Promise<SlackPeer
       }
       case 'chat.getPermalink': {
         const permalink = store.permalink(channel, args.message_ts);
-        return { body: permalink === null ? { ok: false, error: 'message_not_found' } : { ok: true, channel, permalink } };
+        return {
+          body: permalink === null ? { ok: false, error: 'message_not_found' } : { ok: true, channel, permalink },
+        };
       }
       case 'chat.postEphemeral':
         return { body: { ok: true, message_ts: nextTs() } };
@@ -225,7 +265,12 @@ export async function startSlack(opts: SlackPeerOptions = {}): Promise<SlackPeer
         return { body: url === null ? { ok: true } : { ok: true, url } };
       }
       case 'conversations.info':
-        return { body: { ok: true, channel: { id: channel, name: 'incidents', is_channel: true, is_archived: false, is_member: true } } };
+        return {
+          body: {
+            ok: true,
+            channel: { id: channel, name: 'incidents', is_channel: true, is_archived: false, is_member: true },
+          },
+        };
       default:
         return { body: { ok: true } };
     }
@@ -265,7 +310,10 @@ export async function startSlack(opts: SlackPeerOptions = {}): Promise<SlackPeer
       sink.script({
         match: webhookPost ? (r) => r.path.startsWith(WEBHOOK_PREFIX) : apiPath(method),
         status: 429,
-        headers: { 'retry-after': String(retryAfterSeconds), 'content-type': webhookPost ? 'text/html' : 'application/json; charset=utf-8' },
+        headers: {
+          'retry-after': String(retryAfterSeconds),
+          'content-type': webhookPost ? 'text/html' : 'application/json; charset=utf-8',
+        },
         body: webhookPost ? 'rate_limited' : { ok: false, error: 'ratelimited' },
       });
     },
@@ -279,7 +327,10 @@ export async function startSlack(opts: SlackPeerOptions = {}): Promise<SlackPeer
       ),
     violations,
     assertNoViolations() {
-      if (violations.length > 0) throw new Error(`Herald sent Slack ${violations.length} payload(s) that break Slack's limits:\n${describeViolations(violations)}`);
+      if (violations.length > 0)
+        throw new Error(
+          `Herald sent Slack ${violations.length} payload(s) that break Slack's limits:\n${describeViolations(violations)}`,
+        );
     },
     clear() {
       sink.clear();
@@ -288,7 +339,10 @@ export async function startSlack(opts: SlackPeerOptions = {}): Promise<SlackPeer
     },
     async close() {
       await sink.close();
-      if (!opts.expectViolations && violations.length > 0) throw new Error(`Herald sent Slack ${violations.length} payload(s) that break Slack's limits:\n${describeViolations(violations)}`);
+      if (!opts.expectViolations && violations.length > 0)
+        throw new Error(
+          `Herald sent Slack ${violations.length} payload(s) that break Slack's limits:\n${describeViolations(violations)}`,
+        );
     },
   };
 }
@@ -312,7 +366,16 @@ function messageStore(workspace: string) {
       const thread = typeof args.thread_ts === 'string' && args.thread_ts !== '' ? args.thread_ts : null;
       // Slack takes a boolean in JSON and 'true' in a form.
       const broadcast = thread !== null && (args.reply_broadcast === true || args.reply_broadcast === 'true');
-      const m: SlackMessage = { channel, ts, text: typeof args.text === 'string' ? args.text : '', blocks: args.blocks, thread_ts: thread, reply_broadcast: broadcast, edited: false, deleted: false };
+      const m: SlackMessage = {
+        channel,
+        ts,
+        text: typeof args.text === 'string' ? args.text : '',
+        blocks: args.blocks,
+        thread_ts: thread,
+        reply_broadcast: broadcast,
+        edited: false,
+        deleted: false,
+      };
       channels.set(channel, [...inChannel(channel), m]);
       return m;
     },

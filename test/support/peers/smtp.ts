@@ -101,7 +101,9 @@ export async function startSmtp(opts: SmtpPeerOptions = {}): Promise<SmtpPeer> {
     const r = i >= 0 ? queue.splice(i, 1)[0] : undefined;
     const finish = () => {
       if (r?.code === undefined) return done();
-      const err: SMTPServerError = new Error(r.message ?? (r.code >= 500 ? 'Requested action not taken' : 'Try again later'));
+      const err: SMTPServerError = new Error(
+        r.message ?? (r.code >= 500 ? 'Requested action not taken' : 'Try again later'),
+      );
       err.responseCode = r.code;
       done(err);
     };
@@ -118,7 +120,8 @@ export async function startSmtp(opts: SmtpPeerOptions = {}): Promise<SmtpPeer> {
     logger: false,
     banner: 'Herald test SMTP',
     onAuth(auth, _session, cb) {
-      if (opts.auth && auth.username === opts.auth.username && auth.password === opts.auth.password) return cb(null, { user: auth.username });
+      if (opts.auth && auth.username === opts.auth.username && auth.password === opts.auth.password)
+        return cb(null, { user: auth.username });
       authFailures++;
       const err: SMTPServerError = new Error('Invalid username or password');
       err.responseCode = 535;
@@ -179,7 +182,8 @@ export async function startSmtp(opts: SmtpPeerOptions = {}): Promise<SmtpPeer> {
     script(...replies) {
       queue.push(...replies);
     },
-    waitForMessages: (n, timeoutMs = 10_000) => waitFor(() => messages.length >= n && messages, { timeoutMs, what: `${n} e-mail(s) at the SMTP peer` }),
+    waitForMessages: (n, timeoutMs = 10_000) =>
+      waitFor(() => messages.length >= n && messages, { timeoutMs, what: `${n} e-mail(s) at the SMTP peer` }),
     clear() {
       messages.length = 0;
       queue = [];

@@ -17,11 +17,22 @@ export async function startTeams(): Promise<TeamsPeer> {
   const sink = await startHttpSink({
     respond(req) {
       if (req.method !== 'POST' || !/^\/workflows\/[^/]+\/triggers\/manual\/paths\/invoke$/.test(req.path)) {
-        return { status: 404, body: { error: { code: 'WorkflowNotFound', message: 'The workflow could not be found.' } } };
+        return {
+          status: 404,
+          body: { error: { code: 'WorkflowNotFound', message: 'The workflow could not be found.' } },
+        };
       }
       const body = req.body;
       if (body === null || typeof body !== 'object' || Array.isArray(body)) {
-        return { status: 400, body: { error: { code: 'InvalidRequestContent', message: "The input body for trigger 'manual' of type 'Request' must be of type JSON." } } };
+        return {
+          status: 400,
+          body: {
+            error: {
+              code: 'InvalidRequestContent',
+              message: "The input body for trigger 'manual' of type 'Request' must be of type JSON.",
+            },
+          },
+        };
       }
       messages.push(body as Record<string, unknown>);
       return { status: 202, headers: { 'x-ms-workflow-run-id': `08584${randomBytes(8).toString('hex')}` } };

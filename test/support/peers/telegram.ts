@@ -57,15 +57,20 @@ export interface TelegramPeerOptions {
 }
 
 const PATH = /^\/bot([^/]+)\/([A-Za-z]+)$/;
-const fail = (code: number, description: string, extra: Record<string, unknown> = {}): Reply => ({ status: code, body: { ok: false, error_code: code, description, ...extra } });
+const fail = (code: number, description: string, extra: Record<string, unknown> = {}): Reply => ({
+  status: code,
+  body: { ok: false, error_code: code, description, ...extra },
+});
 const ok = (result: unknown): Reply => ({ body: { ok: true, result } });
 
-export const telegramRateLimit = (seconds: number): Reply => fail(429, `Too Many Requests: retry after ${seconds}`, { parameters: { retry_after: seconds } });
+export const telegramRateLimit = (seconds: number): Reply =>
+  fail(429, `Too Many Requests: retry after ${seconds}`, { parameters: { retry_after: seconds } });
 
 /** Telegram's texts for edits and deletes. */
 export const TELEGRAM_ERRORS = {
   editNotFound: 'Bad Request: message to edit not found',
-  notModified: 'Bad Request: message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message',
+  notModified:
+    'Bad Request: message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message',
   deleteNotFound: 'Bad Request: message to delete not found',
   cantDelete: "Bad Request: message can't be deleted",
   replyNotFound: 'Bad Request: message to be replied not found',
@@ -89,7 +94,9 @@ function objectArg(v: unknown): Record<string, unknown> | null {
       return null;
     }
   }
-  return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : null;
+  return value !== null && typeof value === 'object' && !Array.isArray(value)
+    ? (value as Record<string, unknown>)
+    : null;
 }
 
 export async function startTelegram(opts: TelegramPeerOptions = {}): Promise<TelegramPeer> {
@@ -163,7 +170,16 @@ export async function startTelegram(opts: TelegramPeerOptions = {}): Promise<Tel
     if (text.length > 4096) return fail(400, 'Bad Request: message is too long');
     const replyTo = replyOf(args, chat);
     if (replyTo !== null && typeof replyTo === 'object') return replyTo;
-    const msg: TelegramMessage = { chatId: String(args.chat_id), chat: chat.id, text, args, messageId: ++messageId, replyTo, edits: [], deleted: false };
+    const msg: TelegramMessage = {
+      chatId: String(args.chat_id),
+      chat: chat.id,
+      text,
+      args,
+      messageId: ++messageId,
+      replyTo,
+      edits: [],
+      deleted: false,
+    };
     messages.push(msg);
     return ok(asMessage(msg, botId, false));
   };
@@ -196,7 +212,15 @@ export async function startTelegram(opts: TelegramPeerOptions = {}): Promise<Tel
     const botId = Number(call.token.split(':')[0]);
     switch (call.method) {
       case 'getMe':
-        return ok({ id: botId, is_bot: true, first_name: 'Herald Test', username: 'herald_test_bot', can_join_groups: true, can_read_all_group_messages: false, supports_inline_queries: false });
+        return ok({
+          id: botId,
+          is_bot: true,
+          first_name: 'Herald Test',
+          username: 'herald_test_bot',
+          can_join_groups: true,
+          can_read_all_group_messages: false,
+          supports_inline_queries: false,
+        });
       case 'sendMessage':
         return sendMessage(call.args, botId);
       case 'editMessageText':
@@ -221,7 +245,8 @@ export async function startTelegram(opts: TelegramPeerOptions = {}): Promise<Tel
       expired.clear();
     }),
     calls,
-    rateLimitNext: (method, seconds) => sink.script({ ...telegramRateLimit(seconds), match: (r) => r.path.endsWith(`/${method}`) }),
+    rateLimitNext: (method, seconds) =>
+      sink.script({ ...telegramRateLimit(seconds), match: (r) => r.path.endsWith(`/${method}`) }),
     message: (id) => messages.find((m) => m.messageId === id),
     deleteMessage(id) {
       const msg = messages.find((m) => m.messageId === id);

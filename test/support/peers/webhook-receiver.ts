@@ -42,7 +42,8 @@ export interface WebhookReceiverOptions {
   delayMs?: number;
 }
 
-const keyOf = (secret: string): Buffer => Buffer.from(secret.startsWith('whsec_') ? secret.slice('whsec_'.length) : secret, 'base64');
+const keyOf = (secret: string): Buffer =>
+  Buffer.from(secret.startsWith('whsec_') ? secret.slice('whsec_'.length) : secret, 'base64');
 
 /** Signs like a Standard Webhooks sender (for tests that need a correct or a wrong signature). */
 export function signStandardWebhook(secret: string, id: string, timestamp: number | string, body: string): string {
@@ -85,7 +86,12 @@ export async function startWebhookReceiver(opts: WebhookReceiverOptions = {}): P
 
   const sink = await startHttpSink<WebhookVerdict>({
     annotate: verify,
-    respond: (req) => ({ ...(req.verified || opts.acceptUnverified ? { status: 200, body: { received: true } } : { status: 401, body: { error: req.verifyError } }), delayMs: opts.delayMs }),
+    respond: (req) => ({
+      ...(req.verified || opts.acceptUnverified
+        ? { status: 200, body: { received: true } }
+        : { status: 401, body: { error: req.verifyError } }),
+      delayMs: opts.delayMs,
+    }),
   });
   return {
     url: sink.url,
