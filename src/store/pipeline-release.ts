@@ -1,5 +1,5 @@
 import type { ChainableCommander } from 'ioredis';
-import type { RedisClient } from './redis-connect.js';
+import type { RedisClient } from './redis-client.js';
 
 /**
  * What ioredis keeps on a pipeline object after it has settled: its commands, their replies and

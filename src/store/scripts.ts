@@ -1,4 +1,4 @@
-import type { RedisClient } from './redis-connect.js';
+import type { RedisClient } from './redis-client.js';
 
 /**
  * Herald's Lua scripts, sent once per connection and then run by SHA: each is registered with
