@@ -8,7 +8,7 @@ import { ROOT } from '../support/child.js';
 import { CONNECTION_BODIES } from '../support/connection-bodies.js';
 
 /**
- * A channel type is one folder under src/channels/ plus one line in its registry (README "Adding
+ * A channel type is one folder under src/channels/ plus one line in its registry (CONTRIBUTING.md "Adding
  * a channel type"). These tests fail when a folder is not registered, or a registered type lacks
  * a piece: its files, its config, its format, its pacing, its sender or a read-only check its
  * config promises.
@@ -29,12 +29,12 @@ describe('channel modules', () => {
   });
 
   it.each(CHANNEL_TYPES.map((t) => [t]))(
-    '%s has its config, sender and module files, and the README lists it',
+    '%s has its config, sender and module files, and CONTRIBUTING.md lists it',
     (type) => {
       for (const file of ['config.ts', 'send.ts', 'index.ts'])
         expect(existsSync(join(CHANNELS_DIR, folderOf(type), file)), `${folderOf(type)}/${file}`).toBe(true);
-      const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-      expect(readme).toContain(`| \`${type}\` | \`${folderOf(type)}/\` |`);
+      const contributing = readFileSync(join(ROOT, 'CONTRIBUTING.md'), 'utf8');
+      expect(contributing).toContain(`| \`${type}\` | \`${folderOf(type)}/\` |`);
     },
   );
 
