@@ -1,9 +1,9 @@
 #!/usr/bin/env node
 /**
- * The `herald` command line (`npm run --silent herald -- …`). It uses the server's configuration
- * (loadConfig) and core (openCore): REDIS_URL, or the embedded Redis of HERALD_DATA_DIR. stdout
- * carries only the command's result; notes and logs (warn and above) go to stderr.
- * Exit status: 0 done, 1 failed, 2 usage error.
+ * The `herald` command line (`node dist/cli/main.js …`, the `herald` bin, `npm run --silent herald
+ * -- …`). It uses the server's configuration (loadConfig) and core (openCore): REDIS_URL, or the
+ * embedded Redis of HERALD_DATA_DIR. stdout carries only the command's result; notes, the Redis in
+ * use and logs (warn and above) go to stderr. Exit status: 0 done, 1 failed, 2 usage error.
  */
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { openCore, StartupError, type Core } from '../composition/cli.js';
@@ -14,7 +14,8 @@ import { createLogger } from '../log.js';
 import { asUsageError, createKey, listKeys, parseCreateFlags, revokeKey, UsageError, type Output } from './keys.js';
 import { resealSecrets } from './secrets.js';
 
-const HELP = `Usage: npm run --silent herald -- <command> [options]
+const HELP = `Usage: npm run --silent herald -- [--embedded] <command> [options]
+       node dist/cli/main.js [--embedded] <command> [options]   (installed: herald ...)
 
 Commands:
   keys create --name NAME --scopes SCOPE[,SCOPE...] [--expires-in 30m|12h|90d] [--json]
@@ -32,8 +33,18 @@ Commands:
 
 Scopes: ${SCOPES.join(', ')}, * (all).
 
-Configuration is the server's: REDIS_URL, or without it the embedded Redis under HERALD_DATA_DIR
-(default ./data) - the running Herald's, or one started for the command; HERALD_KEY_PREFIX.
+Configuration is the server's: run the command with the environment Herald runs with.
+REDIS_URL (or REDIS_CLUSTER_NODES / REDIS_SENTINELS), HERALD_KEY_PREFIX; without a Redis
+setting, the embedded Redis under HERALD_DATA_DIR (default ./data): the running Herald's, or
+one started for the command - only where that directory exists and NODE_ENV is not
+production, since a new Redis would be empty and its keys unknown to the server.
+The first line on stderr names the Redis the command uses.
+
+Options for every command:
+  --embedded
+      Start an embedded Redis under HERALD_DATA_DIR for the command when none runs there, even
+      with NODE_ENV=production or a data directory that does not exist yet (it is created).
+
 Exit status: 0 done, 1 failed, 2 usage error.
 `;
 
@@ -108,10 +119,18 @@ function noPositionals(extra: string[]): void {
   if (extra.length > 0) throw new UsageError(`Unexpected argument "${extra[0]}".`);
 }
 
-async function runCli(argv: string[], io: Output): Promise<number> {
+/** `--embedded` is global: accepted anywhere before a `--`, with any command. */
+function takeGlobalFlags(argv: string[]): { embedded: boolean; rest: string[] } {
+  const end = argv.includes('--') ? argv.indexOf('--') : argv.length;
+  const rest = argv.filter((a, i) => i >= end || a !== '--embedded');
+  return { embedded: rest.length < argv.length, rest };
+}
+
+async function runCli(argv: string[], nodeEnv: string | undefined, io: Output): Promise<number> {
+  const { embedded, rest } = takeGlobalFlags(argv);
   let parsed: Parsed;
   try {
-    parsed = parseCommand(argv);
+    parsed = parseCommand(rest);
   } catch (e) {
     if (!(e instanceof UsageError)) throw e;
     io.note(`herald: ${e.message}\nRun with --help for usage.\n`);
@@ -127,7 +146,11 @@ async function runCli(argv: string[], io: Output): Promise<number> {
     const config = loadConfig();
     // stdout is the command's output: logs go to stderr, and only warnings and worse.
     const level = ['error', 'fatal', 'silent'].includes(config.LOG_LEVEL) ? config.LOG_LEVEL : 'warn';
-    core = await openCore({ config, log: createLogger(level, process.stderr) });
+    core = await openCore({
+      config,
+      log: createLogger(level, process.stderr),
+      policy: { forced: embedded, production: nodeEnv === 'production' },
+    });
   } catch (e) {
     if (e instanceof ConfigError || e instanceof StartupError) {
       io.note(`herald: ${e.message}\n`);
@@ -135,6 +158,8 @@ async function runCli(argv: string[], io: Output): Promise<number> {
     }
     throw e;
   }
+  // Before the result, so that a key made in the wrong Redis is noticed at once, not at the 401.
+  io.note(`herald: using ${core.redisInUse}\n`);
   try {
     await parsed.run(core, io);
     return 0;
@@ -159,7 +184,9 @@ const stdio: Output = {
   note: (text) => process.stderr.write(text),
 };
 
-runCli(process.argv.slice(2), stdio).then(
+// NODE_ENV is Node's (and the Dockerfile's and systemd unit's), not a Herald setting, so it is
+// read here rather than in loadConfig.
+runCli(process.argv.slice(2), process.env.NODE_ENV, stdio).then(
   (code) => process.exit(code),
   (err: unknown) => {
     process.stderr.write(`herald: ${err instanceof Error ? err.message : String(err)}\n`);

@@ -134,7 +134,8 @@ describe('rotating HERALD_SECRET_KEY', () => {
         HERALD_SECRET_KEY_PREVIOUS: keyA,
       }),
     );
-    expect(cli.stderr).toBe('');
+    // Nothing on stderr but the line naming the Redis used.
+    expect(cli.stderr).toMatch(/^herald: using Redis rediss?:\/\/\S+ \(REDIS_URL\)\n$/);
     expect(cli.code).toBe(0);
     expect(JSON.parse(cli.stdout)).toEqual({ checked: report.checked, resealed: 0, unreadable: [] });
     await stop(second);

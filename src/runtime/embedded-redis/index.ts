@@ -44,7 +44,12 @@ export interface EmbeddedRedisOptions {
   binary?: string;
   /** How long to wait for the server to answer (AOF loading included). */
   startTimeoutMs?: number;
+  /** False: only reuse a running server, never start one (NotRunningError when none runs). */
+  start?: boolean;
 }
+
+/** openEmbeddedRedis with `start: false` found no server running on the data directory. */
+export class NotRunningError extends EmbeddedRedisError {}
 
 /** Reuses the server answering on `<dataDir>/redis/redis.sock`, or starts one. */
 export async function openEmbeddedRedis(opts: EmbeddedRedisOptions): Promise<EmbeddedRedis> {
@@ -85,6 +90,7 @@ async function reuseOrStart(paths: Paths, opts: EmbeddedRedisOptions, deadline: 
   }
   // busy: a server loading its AOF (or shutting down) is waited for, never replaced.
   if (state.kind === 'down' && !serverAlive(paths.pidFile)) {
+    if (opts.start === false) throw new NotRunningError(`No Redis runs on ${paths.socketPath}.`);
     await spawnServer(paths, opts.binary ?? 'redis-server', opts.log, deadline);
     const link = await presence(paths.socketPath);
     return link && handle(paths, true, link, opts.log);
