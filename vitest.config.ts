@@ -1,14 +1,47 @@
 import { defineConfig } from 'vitest/config';
 
+/**
+ * The test tiers, one vitest project each, so one `vitest run` runs several in parallel (as
+ * `npm test` does) and `vitest run --project <name>` runs one (the `test:<tier>` scripts):
+ * - unit: pure tests, no Redis and no global setup (they pass with Redis down, in seconds);
+ * - integration: the stores, scripts and services against the shared test Redis, and the port
+ *   contracts run against both the in-memory fakes and the Redis adapters;
+ * - e2e: a whole Herald (in process or the built dist/) over HTTP, Slack and the peers;
+ * - slow: killed processes, Redis outages, the deploy files;
+ * - failover: Redis Cluster and Sentinel of their own, run alone after everything else.
+ * Every project inherits the settings below (`extends: true`).
+ */
+/** The shared test Redis (global setup) and each file's key sweep (file-keys.ts). */
+const redis = { globalSetup: ['test/support/global-setup.ts'], setupFiles: ['test/support/file-keys.ts'] };
+
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
     testTimeout: 120_000,
     hookTimeout: 120_000,
     pool: 'forks',
     // Two cores: a few files at once keeps Redis and the sinks honest without starving them.
     maxWorkers: 4,
-    globalSetup: ['test/support/global-setup.ts'],
     reporters: ['default', './test/support/summary-reporter.ts'],
+    projects: [
+      { extends: true, test: { name: 'unit', include: ['test/unit/**/*.test.ts', 'test/docs/**/*.test.ts'] } },
+      {
+        extends: true,
+        test: {
+          name: 'integration',
+          include: ['test/integration/**/*.test.ts', 'test/service/**/*.test.ts', 'test/contracts/**/*.test.ts'],
+          ...redis,
+        },
+      },
+      {
+        extends: true,
+        test: { name: 'e2e', include: ['test/e2e/**/*.test.ts', 'test/hostile/**/*.test.ts'], ...redis },
+      },
+      {
+        extends: true,
+        test: { name: 'slow', include: ['test/faults/**/*.test.ts', 'test/deploy/**/*.test.ts'], ...redis },
+      },
+      // Starts its own Redis Cluster and Sentinel servers: no shared Redis.
+      { extends: true, test: { name: 'failover', include: ['test/failover/**/*.test.ts'] } },
+    ],
   },
 });

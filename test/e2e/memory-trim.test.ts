@@ -1,6 +1,6 @@
-import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { CHILD_DEADLINE_MS, childEnv, freePort, spawnEntry, stopChild, type Child } from '../support/child.js';
+import { testRedisUrl, uniquePrefix } from '../support/redis.js';
 import { waitFor } from '../support/wait.js';
 
 /**
@@ -38,8 +38,9 @@ describe('memory trim in a running Herald', () => {
       'main',
       [],
       childEnv({
-        REDIS_URL: 'redis://127.0.0.1:6379',
-        HERALD_KEY_PREFIX: `trim-${randomUUID().slice(0, 8)}`,
+        // The test Redis and a test prefix: the file's keys are swept when it ends.
+        REDIS_URL: testRedisUrl(),
+        HERALD_KEY_PREFIX: uniquePrefix('trim'),
         PORT: String(port),
         HOST: '127.0.0.1',
         LOG_LEVEL: 'debug',

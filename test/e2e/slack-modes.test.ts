@@ -12,7 +12,7 @@ import { startHerald } from '../support/herald.js';
 import { startSlack, type SlackPeer } from '../support/peers/slack.js';
 import { startSocketMode, type SocketModePeer } from '../support/peers/slack-socket.js';
 import { openedView } from '../support/slack-client.js';
-import { dropPrefix, testRedisUrl, uniquePrefix } from '../support/redis.js';
+import { dropPrefix, dropPrefixAt, testRedisUrl, uniquePrefix } from '../support/redis.js';
 import { waitFor } from '../support/wait.js';
 
 /** Slack is optional: off without settings, refused when half set, Socket Mode with an app token. */
@@ -64,6 +64,8 @@ async function heraldWithLog(env: Record<string, string>) {
       },
     };
   } catch (e) {
+    // A Herald refused at start-up has already written its first keys (the secret check, the queue).
+    await dropPrefixAt(testRedisUrl(), prefix);
     cleanup();
     throw e;
   }

@@ -8,7 +8,7 @@ import { createHerald, type Herald, type HeraldOptions } from '../../src/composi
 import { loadConfig } from '../../src/config.js';
 import { createLogger } from '../../src/log.js';
 import type { Scope } from '../../src/domain/common/api-key.js';
-import { dropPrefix, testRedisUrl, uniquePrefix } from './redis.js';
+import { dropPrefix, dropPrefixAt, testRedisUrl, uniquePrefix } from './redis.js';
 
 export interface ApiResponse {
   status: number;
@@ -110,6 +110,9 @@ export async function startHerald(
       await new Promise((r) => server.close(r));
       if (closeOpts.keepData !== true) await dropPrefix(herald.redis, prefix);
       await herald.close();
+      // Its worker and queues may still write while they stop (BullMQ's marker, a retry's delayed
+      // job): drop again once they have, with a connection of our own (the Herald's is closed).
+      if (closeOpts.keepData !== true && redisUrl === undefined) await dropPrefixAt(testRedisUrl(), prefix);
       rmSync(dataDir, { recursive: true, force: true });
     },
   };

@@ -2,12 +2,16 @@ import { randomBytes } from 'node:crypto';
 import { Cluster, Redis } from 'ioredis';
 import { afterAll, beforeAll } from 'vitest';
 import { createKeys, type Keys } from '../../src/store/keys.js';
+import { fileRoot, underRoot } from './run.js';
 import { waitFor } from './wait.js';
 
 export const testRedisUrl = (): string => process.env.HERALD_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 
-/** A key prefix no other test uses. */
-export const uniquePrefix = (label = 't'): string => `test-${label}-${randomBytes(6).toString('hex')}`;
+/**
+ * A key prefix no other test uses, under the calling file's root (see run.ts): the file's keys
+ * are swept when it ends, and the global setup fails a run that leaves any in a shared Redis.
+ */
+export const uniquePrefix = (label = 't'): string => `${fileRoot()}.${label}-${randomBytes(6).toString('hex')}`;
 
 /**
  * Every key under a prefix's hash tag, a batch at a time. SCAN is per node: on a Cluster, the
@@ -28,6 +32,40 @@ export async function* scanPrefix(redis: Redis | Cluster, prefix: string): Async
 export async function dropPrefix(redis: Redis | Cluster, prefix: string): Promise<void> {
   // One hash tag, one slot: a multi-key DEL is legal on a Cluster too.
   for await (const keys of scanPrefix(redis, prefix)) await redis.del(...keys);
+}
+
+/**
+ * Deletes every key under a root of prefixes (run.ts) on a standalone Redis, with a connection of
+ * its own (the one that wrote them may be closed by now), and returns them. The keys span many
+ * hash tags (slots), which only a standalone Redis takes in one UNLINK: the shared test Redis is.
+ */
+export async function sweepRoot(url: string, root: string): Promise<string[]> {
+  const redis = new Redis(url, { maxRetriesPerRequest: 1 });
+  redis.on('error', () => undefined);
+  const swept: string[] = [];
+  try {
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', underRoot(root), 'COUNT', 1000);
+      cursor = next;
+      if (keys.length > 0) await redis.unlink(...keys);
+      swept.push(...keys);
+    } while (cursor !== '0');
+    return swept;
+  } finally {
+    redis.disconnect();
+  }
+}
+
+/** Deletes a prefix's keys with a connection of its own (after the Herald that wrote them quit). */
+export async function dropPrefixAt(url: string, prefix: string): Promise<void> {
+  const redis = new Redis(url, { maxRetriesPerRequest: 1 });
+  redis.on('error', () => undefined);
+  try {
+    await dropPrefix(redis, prefix);
+  } finally {
+    redis.disconnect();
+  }
 }
 
 /** Waits until a Redis at `url` answers PING (a server a test has just started). */
