@@ -91,6 +91,12 @@ const EnvSchema = z
      * (runtime/memory-trim.ts); 0 turns that off.
      */
     HERALD_MEMORY_TRIM_IDLE_MS: z.coerce.number().int().min(0).max(3_600_000).default(1_000),
+    /**
+     * How long an update waits for its conversation's first message while that one is still being
+     * sent (README "Living updates"), so that it replies under it however slowly the platform
+     * answers; past it, the update posts on its own. 0: it does not wait.
+     */
+    HERALD_THREAD_WAIT_MS: z.coerce.number().int().min(0).max(600_000).default(30_000),
     /** How often the outbox is swept for deliveries committed but never queued (a crash in between). */
     HERALD_OUTBOX_SWEEP_MS: z.coerce.number().int().min(100).default(5_000),
     /** How often an overdue update is asked for again (`30s`, `15m`, `1h`; 10 s to 24 h). */

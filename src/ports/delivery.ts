@@ -163,4 +163,4 @@ export type ChannelSenders = { [T in ChannelType]: ChannelSender<T> };
 
 /** What the queue adapter should do with a job: finish it, or run it again after a delay. */
 export type ProcessOutcome =
-  { kind: 'done'; status: Delivery['status'] } | { kind: 'delay'; ms: number; reason: 'pacing' | 'retry' };
+  { kind: 'done'; status: Delivery['status'] } | { kind: 'delay'; ms: number; reason: 'pacing' | 'retry' | 'thread' };

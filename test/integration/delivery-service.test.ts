@@ -18,6 +18,7 @@ import { RedisConversationRepo } from '../../src/store/conversations.js';
 import { RedisExecutionRepo } from '../../src/store/executions.js';
 import { RedisIncidentRepo } from '../../src/store/incidents.js';
 import { RedisPacer } from '../../src/store/pacing.js';
+import { sendPacerOver } from '../service/fakes.js';
 import { targetOf } from '../support/delivery-targets.js';
 import { useTestRedis } from '../support/redis.js';
 
@@ -123,17 +124,20 @@ async function rig(over: Partial<DeliveryServiceDeps> = {}): Promise<Rig> {
       recordOutcome: () => Promise.resolve(),
     },
     senders: { webhook: sender } as unknown as ChannelSenders,
-    pacer: {
-      reserve: (_id, rule) => {
-        r.reserves.push(rule);
-        return Promise.resolve(r.pacing.shift() ?? 0);
+    pacer: sendPacerOver(
+      {
+        reserve: (_id, rule) => {
+          r.reserves.push(rule);
+          return Promise.resolve(r.pacing.shift() ?? 0);
+        },
+        take: () => {
+          r.takes++;
+          return Promise.resolve(r.tokens.shift() ?? 0);
+        },
+        reset: () => Promise.resolve(),
       },
-      take: () => {
-        r.takes++;
-        return Promise.resolve(r.tokens.shift() ?? 0);
-      },
-      reset: () => Promise.resolve(),
-    },
+      repo,
+    ),
     queue: { enqueue: (_jobs: QueuedJob[]) => Promise.resolve(), remove: () => Promise.resolve() },
     clock: { now: () => new Date(now.ms) },
     ids,
@@ -219,6 +223,7 @@ describe('the delivery use case', () => {
         reserve: (id, rule) => redisPacer.reserve(id, rule),
         take: (id, rule) => redisPacer.take(id, rule),
         reset: (id) => redisPacer.reset(id),
+        paceSend: (id, rule, reserveFirst) => redisPacer.paceSend(id, rule, reserveFirst),
         // A cancel lands between the engine's read and its last step before the send.
         paceAndStart: async (prev, sending, rule, reserveFirst) => {
           if (cancelled++ === 0)

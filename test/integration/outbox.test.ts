@@ -10,6 +10,7 @@ import { RedisConversationRepo } from '../../src/store/conversations.js';
 import { DISPATCH_LEASE_MS, RedisExecutionRepo } from '../../src/store/executions.js';
 import { RedisIncidentRepo } from '../../src/store/incidents.js';
 import { createKeys } from '../../src/store/keys.js';
+import { sendPacerOver } from '../service/fakes.js';
 import { connectTestRedis, dropPrefix, uniquePrefix } from '../support/redis.js';
 
 /**
@@ -40,7 +41,10 @@ function sweepOnlyService(repo: RedisExecutionRepo, ids: IdGenerator, queued: Qu
       recordOutcome: () => Promise.resolve(),
     },
     senders: {} as never,
-    pacer: { reserve: () => Promise.resolve(0), take: () => Promise.resolve(0), reset: () => Promise.resolve() },
+    pacer: sendPacerOver(
+      { reserve: () => Promise.resolve(0), take: () => Promise.resolve(0), reset: () => Promise.resolve() },
+      repo,
+    ),
     queue: { enqueue: (jobs) => Promise.resolve(void queued.push(...jobs)), remove: () => Promise.resolve() },
     clock: { now: () => new Date(now) },
     ids,

@@ -49,6 +49,8 @@ import type {
   ThreadState,
   TokenCrypto,
 } from '../../src/ports/index.js';
+import type { PaceStep, PacingRule } from '../../src/domain/execution/delivery-policy.js';
+import type { SendPacer } from '../../src/services/deliveries.js';
 
 // ── time and ids ─────────────────────────────────────────────────────────────────────────────
 
@@ -412,6 +414,8 @@ export class InMemoryExecutionRepo implements ExecutionRepo {
     if (!stored || !same(stored, prev)) return Promise.resolve(false);
     this.deliveries.set(next.id, copy(next));
     if (opts?.outbox) this.outbox.add(next.id);
+    // The timeline events go with the write (the Redis repo appends them in the same step).
+    if (opts?.events?.length) void this.incidents.appendEvents(next.incident_id, opts.events);
     return Promise.resolve(true);
   }
   activeForConnection(connectionId: string): Promise<string[]> {
@@ -455,6 +459,95 @@ export const noPacing: Pacer = {
   take: () => Promise.resolve(0),
   reset: () => Promise.resolve(),
 };
+
+/**
+ * The Redis pacer (src/store/pacing.ts) in memory, on the fake clock: the same GCRA per bucket
+ * (a schedule that `reserve` always advances, a send bucket that `take` advances only when a token
+ * is free now), `paceSend` as reserve-then-take in one step, and `paceAndStart` checking the
+ * stored record first (a lost race takes nothing) and writing the `sending` one only on `send`.
+ */
+export class FakeSendPacer implements SendPacer {
+  /** Bucket key → its theoretical arrival time (ms), as the Lua keeps it. */
+  readonly tats = new Map<string, number>();
+  readonly calls: { step: 'reserve' | 'take'; connectionId: string }[] = [];
+
+  constructor(
+    private readonly clock: Clock,
+    private readonly repo: InMemoryExecutionRepo,
+  ) {}
+
+  private pace(key: string, rule: PacingRule, reserve: boolean): number {
+    const now = this.clock.now().getTime();
+    const interval = 1000 / rule.perSecond;
+    const tolerance = (Math.max(1, Math.floor(rule.burst)) - 1) * interval;
+    const tat = Math.max(this.tats.get(key) ?? now, now);
+    const wait = Math.max(0, tat - tolerance - now);
+    if (wait > 0 && !reserve) return Math.ceil(wait);
+    this.tats.set(key, tat + interval);
+    return Math.ceil(wait);
+  }
+  reserve(connectionId: string, rule: PacingRule): Promise<number> {
+    this.calls.push({ step: 'reserve', connectionId });
+    return Promise.resolve(this.pace(`schedule:${connectionId}`, rule, true));
+  }
+  take(connectionId: string, rule: PacingRule): Promise<number> {
+    this.calls.push({ step: 'take', connectionId });
+    return Promise.resolve(this.pace(`send:${connectionId}`, rule, false));
+  }
+  reset(connectionId: string): Promise<void> {
+    this.tats.delete(`schedule:${connectionId}`);
+    this.tats.delete(`send:${connectionId}`);
+    return Promise.resolve();
+  }
+  async paceSend(connectionId: string, rule: PacingRule, reserveFirst: boolean): Promise<PaceStep> {
+    if (reserveFirst) {
+      const wait = await this.reserve(connectionId, rule);
+      if (wait > 0) return { step: 'reserved', waitMs: wait };
+    }
+    const wait = await this.take(connectionId, rule);
+    return wait > 0 ? { step: 'take', waitMs: wait } : { step: 'send' };
+  }
+  async paceAndStart(
+    prev: Delivery,
+    sending: Delivery,
+    rule: PacingRule,
+    reserveFirst: boolean,
+  ): Promise<PaceStep | null> {
+    const stored = this.repo.deliveries.get(prev.id);
+    if (!stored || !same(stored, prev)) return null;
+    const step = await this.paceSend(sending.connection_id, rule, reserveFirst);
+    if (step.step === 'send') this.repo.deliveries.set(sending.id, copy(sending));
+    return step;
+  }
+}
+
+/**
+ * A SendPacer over a scripted Pacer (its `reserve` and `take` answer what a test says), for tests
+ * that count or script those two calls: `paceSend` is reserve-then-take, and `paceAndStart` paces,
+ * then writes the `sending` record by compare-and-set (null when that write loses). Unlike the
+ * Redis adapter's single step, a lost race has asked the pacer already; FakeSendPacer is exact.
+ */
+export function sendPacerOver(pacer: Pacer, repo: Pick<ExecutionRepo, 'updateDelivery'>): SendPacer {
+  const paceSend = async (connectionId: string, rule: PacingRule, reserveFirst: boolean): Promise<PaceStep> => {
+    if (reserveFirst) {
+      const wait = await pacer.reserve(connectionId, rule);
+      if (wait > 0) return { step: 'reserved', waitMs: wait };
+    }
+    const wait = await pacer.take(connectionId, rule);
+    return wait > 0 ? { step: 'take', waitMs: wait } : { step: 'send' };
+  };
+  return {
+    reserve: (id, rule) => pacer.reserve(id, rule),
+    take: (id, rule) => pacer.take(id, rule),
+    reset: (id) => pacer.reset(id),
+    paceSend,
+    async paceAndStart(prev, sending, rule, reserveFirst) {
+      const step = await paceSend(sending.connection_id, rule, reserveFirst);
+      if (step.step !== 'send') return step;
+      return (await repo.updateDelivery(prev, sending)) ? step : null;
+    },
+  };
+}
 
 // ── announcements ────────────────────────────────────────────────────────────────────────────
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { InMemoryConversationRepo } from '../service/fakes.js';
+import { InMemoryConversationRepo, sendPacerOver } from '../service/fakes.js';
 import { createIdGenerator } from '../../src/domain/common/ids.js';
 import { newDelivery, type Attempt, type Delivery } from '../../src/domain/execution/execution.js';
 import type {
@@ -96,7 +96,10 @@ function rig(getIncident: (id: string) => Promise<Incident | null> = () => Promi
         },
       },
     } as unknown as ChannelSenders,
-    pacer: { reserve: () => Promise.resolve(0), take: () => Promise.resolve(0), reset: () => Promise.resolve() },
+    pacer: sendPacerOver(
+      { reserve: () => Promise.resolve(0), take: () => Promise.resolve(0), reset: () => Promise.resolve() },
+      repo,
+    ),
     queue: { enqueue: () => Promise.resolve(), remove: (jobIds) => (removed.push(...jobIds), Promise.resolve()) },
     clock: { now: () => new Date(NOW) },
     ids,

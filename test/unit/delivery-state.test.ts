@@ -3,6 +3,7 @@ import {
   cancel,
   DELIVERY_TRANSITIONS,
   holdForPacing,
+  holdForThread,
   INTERRUPTED_ERROR,
   interruptedAttempt,
   isRefused,
@@ -112,6 +113,11 @@ const EDGES: Record<DeliveryTransition, Edge> = {
     prepare: (d) => ({ ...d, paced: false, not_before: null }),
     run: (d) => holdForPacing(d, LATER),
     expected: (d) => ({ ...d, not_before: LATER_ISO, paced: true, rev: 8 }),
+  },
+  holdForThread: {
+    legalFrom: ['queued', 'retrying'],
+    run: (d) => holdForThread(d, 'dlv_00', NOW),
+    expected: (d) => ({ ...d, thread_wait: { delivery_id: 'dlv_00', since: NOW_ISO }, rev: 8 }),
   },
   startSending: {
     legalFrom: ['queued', 'retrying'],
@@ -236,9 +242,9 @@ describe('the delivery state machine', () => {
   );
 
   it('has the edges of README "Delivery semantics" and no others', () => {
-    // 2 + 2 + 1 + 1 + 1 + 1 + 3 + 1 legal edges; the other 48 − 12 pairs are refused.
-    expect(legal).toHaveLength(12);
-    expect(illegal).toHaveLength(DELIVERY_TRANSITIONS.length * DELIVERY_STATUSES.length - 12);
+    // 2 + 2 + 2 + 1 + 1 + 1 + 1 + 3 + 1 legal edges; the other 54 − 14 pairs are refused.
+    expect(legal).toHaveLength(14);
+    expect(illegal).toHaveLength(DELIVERY_TRANSITIONS.length * DELIVERY_STATUSES.length - 14);
   });
 
   it.each(legal)('%s from %s gives exactly the next record, leaving the input untouched', (t, status) => {
@@ -269,6 +275,22 @@ describe('the delivery state machine', () => {
 });
 
 describe('rules beyond the status', () => {
+  it('holdForThread: a delivery waits for its first message once; startSending ends the wait on the receipt', () => {
+    for (const status of ['queued', 'retrying'] as const) {
+      const waiting = { ...fixture(status), thread_wait: { delivery_id: 'dlv_00', since: T0 } };
+      const again = holdForThread(waiting, 'dlv_00', NOW);
+      expect(again).toBeInstanceOf(TransitionRefused);
+      expect((again as TransitionRefused).message).toMatch(/first message already/);
+      const waited = { delivery_id: 'dlv_00', ms: 4_800, outcome: 'delivered' as const };
+      const sending = startSending(waiting, NOW, waited) as Delivery;
+      expect(sending.thread_wait).toBeUndefined();
+      expect(sending.waited_for).toEqual(waited);
+      expect(holdForThread({ ...fixture(status), waited_for: waited }, 'dlv_00', NOW)).toBeInstanceOf(
+        TransitionRefused,
+      );
+    }
+  });
+
   it('holdForPacing: a delivery reserves its pacing slot once', () => {
     for (const status of ['queued', 'retrying'] as const) {
       const r = holdForPacing({ ...fixture(status), paced: true }, LATER);

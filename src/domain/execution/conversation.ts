@@ -45,6 +45,43 @@ export const MessageRefSchema = z
   .meta({ id: 'MessageRef' });
 export type MessageRef = z.infer<typeof MessageRefSchema>;
 
+// ── waiting for the first message ────────────────────────────────────────────────────────────
+
+/**
+ * How a wait for the conversation's first message ended: it was delivered (the update continued
+ * it), it was not (failed for good or cancelled: the update started the conversation itself), or
+ * the wait's bound passed first (the update was posted on its own).
+ */
+export const THREAD_WAIT_OUTCOMES = ['delivered', 'failed', 'timed_out'] as const;
+export type ThreadWaitOutcome = (typeof THREAD_WAIT_OUTCOMES)[number];
+
+export const WaitedForSchema = z
+  .object({
+    delivery_id: z.string().meta({
+      description:
+        "The delivery of the conversation's first message it waited for (when it was delivered: the one it continued).",
+    }),
+    ms: z
+      .number()
+      .int()
+      .min(0)
+      .meta({ description: 'How long it waited, in milliseconds: from when it was due until its send started.' }),
+    outcome: z.enum(THREAD_WAIT_OUTCOMES).meta({
+      description:
+        '`delivered`: the first message was delivered, and this one continued it (a reply under it, or an edit of it); `failed`: it was not delivered (failed for good, or cancelled), so this one was posted as the first message; `timed_out`: the bound (HERALD_THREAD_WAIT_MS) passed first, so this one was posted on its own.',
+    }),
+  })
+  .meta({ id: 'ThreadWait' });
+export type WaitedFor = z.infer<typeof WaitedForSchema>;
+
+/** Kept on a delivery while it waits for its conversation's first message (see WaitedForSchema). */
+export interface ThreadWait {
+  /** The delivery it waits for. */
+  delivery_id: string;
+  /** When the wait began: its bound counts from here, across worker restarts. */
+  since: string;
+}
+
 // ── update cadence ───────────────────────────────────────────────────────────────────────────
 
 export const NEXT_UPDATE_MIN_MS = 60_000;

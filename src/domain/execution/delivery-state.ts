@@ -1,6 +1,7 @@
 import { iso } from '../common/clock.js';
 import { DomainError } from '../common/errors.js';
 import type { Attempt, Delivery, DeliveryStatus } from './execution.js';
+import type { WaitedFor } from './conversation.js';
 
 /**
  * The delivery state machine (README "Delivery semantics"), as pure transitions: each takes the
@@ -10,9 +11,10 @@ import type { Attempt, Delivery, DeliveryStatus } from './execution.js';
  * delivery-policy's; the service decides, these record the decision.
  *
  *   queued ─┬─ holdForPacing ─▶ queued (a pacing slot is reserved: not_before, paced)
+ *           ├─ holdForThread ─▶ queued (it waits for its conversation's first message: thread_wait)
  *           ├─ startSending ──▶ sending
  *           └─ cancel ────────▶ cancelled
- *   retrying  as queued (holdForPacing ▶ retrying, startSending, cancel)
+ *   retrying  as queued (holdForPacing, holdForThread ▶ retrying, startSending, cancel)
  *   sending ─┬─ recordDelivered ──▶ delivered
  *            ├─ recordRetry ──────▶ retrying   (a retryable failure, with its not_before)
  *            ├─ recordInterrupted ▶ retrying   (found cut off: its worker died mid-send)
@@ -24,6 +26,7 @@ import type { Attempt, Delivery, DeliveryStatus } from './execution.js';
 
 export const DELIVERY_TRANSITIONS = [
   'holdForPacing',
+  'holdForThread',
   'startSending',
   'recordInterrupted',
   'recordDelivered',
@@ -37,6 +40,7 @@ export type DeliveryTransition = (typeof DELIVERY_TRANSITIONS)[number];
 /** The statuses each transition may leave from; any other is refused. */
 const LEGAL_FROM: Record<DeliveryTransition, readonly DeliveryStatus[]> = {
   holdForPacing: ['queued', 'retrying'],
+  holdForThread: ['queued', 'retrying'],
   startSending: ['queued', 'retrying'],
   recordInterrupted: ['sending'],
   recordDelivered: ['sending'],
@@ -147,11 +151,37 @@ export function holdForPacing(d: Delivery, notBefore: Date): Transitioned {
   return { ...d, not_before: iso(notBefore), paced: true, rev: d.rev + 1 };
 }
 
-/** queued|retrying → sending: an attempt starts now; its wait (not_before, pacing slot) is spent. */
-export function startSending(d: Delivery, now: Date): Transitioned {
+/**
+ * queued|retrying → same status: it continues a conversation whose first message (`firstId`) is
+ * still being sent, and waits for it from `now`. The start is kept on the record, so the wait's
+ * bound holds across worker restarts; nothing a reader sees changes. A delivery waits once:
+ * refused when it waits already or has waited before.
+ */
+export function holdForThread(d: Delivery, firstId: string, now: Date): Transitioned {
+  const refused = statusRefusal('holdForThread', d);
+  if (refused) return refused;
+  if (d.thread_wait || d.waited_for)
+    return new TransitionRefused('holdForThread', d, 'it waits, or has waited, for the first message already');
+  return { ...d, thread_wait: { delivery_id: firstId, since: iso(now) }, rev: d.rev + 1 };
+}
+
+/**
+ * queued|retrying → sending: an attempt starts now; its wait (not_before, pacing slot, the first
+ * message) is spent. `waited` is how a wait for the first message ended, for the receipt.
+ */
+export function startSending(d: Delivery, now: Date, waited: WaitedFor | null = null): Transitioned {
   const refused = statusRefusal('startSending', d);
   if (refused) return refused;
-  return { ...d, status: 'sending', sending_since: iso(now), not_before: null, paced: false, rev: d.rev + 1 };
+  const { thread_wait: _spent, ...rest } = d;
+  return {
+    ...rest,
+    status: 'sending',
+    sending_since: iso(now),
+    not_before: null,
+    paced: false,
+    ...(waited ? { waited_for: waited } : {}),
+    rev: d.rev + 1,
+  };
 }
 
 /**

@@ -4,9 +4,11 @@ import { VariablesSchema } from '../template/variables.js';
 import {
   MessageRefSchema,
   NextUpdateInSchema,
+  WaitedForSchema,
   type MessageAction,
   type MessageKind,
   type MessageRef,
+  type ThreadWait,
 } from './conversation.js';
 
 export const DELIVERY_STATUSES = ['queued', 'sending', 'delivered', 'retrying', 'failed', 'cancelled'] as const;
@@ -92,6 +94,10 @@ export const DeliverySchema = z
       description:
         "The conversation's first message it was posted under (a thread reply, a mail reply); null when it was posted on its own.",
     }),
+    waited_for: WaitedForSchema.nullable().meta({
+      description:
+        "An update due while its conversation's first message was still being sent waits for it, so that it can reply under it: which message, how long, and how the wait ended. Null when it did not wait.",
+    }),
   })
   .meta({ id: 'Delivery' });
 
@@ -105,7 +111,7 @@ export interface RenderedContent {
 
 /** The conversation fields of the wire shape: optional when stored, since records written before them lack them. */
 type ConversationFields =
-  'action' | 'sequence' | 'previous_delivery_id' | 'target_delivery_id' | 'message' | 'reply_to';
+  'action' | 'sequence' | 'previous_delivery_id' | 'target_delivery_id' | 'message' | 'reply_to' | 'waited_for';
 
 /** The stored delivery: the wire shape plus what the worker needs. */
 export interface Delivery
@@ -144,6 +150,8 @@ export interface Delivery
   not_before: string | null;
   /** A pacing slot was reserved for `not_before`: the attempt then goes without asking again. */
   paced: boolean;
+  /** Set while it waits for its conversation's first message to be settled (see WaitedForSchema). */
+  thread_wait?: ThreadWait | null;
   rev: number;
 }
 

@@ -89,6 +89,7 @@ export function presentDelivery(d: Delivery): z.infer<typeof DeliverySchema> {
     target_delivery_id: d.target_delivery_id ?? null,
     message: d.message ?? null,
     reply_to: d.reply_to ?? null,
+    waited_for: d.waited_for ?? null,
   };
 }
 
