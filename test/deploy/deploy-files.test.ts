@@ -15,6 +15,7 @@ import { startHerald, type TestHerald } from '../support/herald.js';
  * so the files are checked as data.
  */
 const read = (path: string) => readFileSync(join(ROOT, path), 'utf8');
+const version = (JSON.parse(read('package.json')) as { version: string }).version;
 type Obj = Record<string, unknown>;
 const asObj = (v: unknown): Obj => (v !== null && typeof v === 'object' ? (v as Obj) : {});
 
@@ -146,6 +147,9 @@ describe('deployment files', () => {
     expect(Object.keys(services).sort()).toEqual(['api', 'redis', 'worker']);
     for (const role of ['api', 'worker']) {
       const s = asObj(services[role]);
+      // Built from the checkout and tagged with this release (docs/install/docker.md).
+      expect(s.build).toBe('.');
+      expect(s.image).toBe(`herald:${version}`);
       const env = asObj(s.environment);
       expect(env.HERALD_ROLE).toBe(role);
       expect(s.env_file).toBe('.env');
@@ -161,27 +165,31 @@ describe('deployment files', () => {
     expect(Object.keys(asObj(compose.volumes))).toEqual(['redis-data']);
   });
 
-  it('Kubernetes: api and worker Deployments, probes on /healthz and /readyz at the served port, a Secret, PodDisruptionBudgets', () => {
+  it('Kubernetes: api and worker Deployments, probes on /healthz and /readyz at the served port, PodDisruptionBudgets', () => {
     const kinds = k8sDocs.map(({ doc }) => `${doc.kind as string}/${asObj(doc.metadata).name as string}`).sort();
+    // No Secret: `kubectl apply -f deploy/kubernetes/` must never overwrite the real one, made with
+    // `kubectl create secret` (docs/install/kubernetes.md; its keys are checked in install-docs.test.ts).
     expect(kinds).toEqual([
       'ConfigMap/herald',
       'Deployment/herald-api',
       'Deployment/herald-worker',
       'PodDisruptionBudget/herald-api',
       'PodDisruptionBudget/herald-worker',
-      'Secret/herald',
       'Service/herald',
     ]);
+    for (const f of readdirSync(join(ROOT, 'deploy', 'kubernetes')))
+      expect(/\.(ya?ml|json)$/.test(f) ? read(join('deploy', 'kubernetes', f)) : '', f).not.toMatch(/^kind: Secret$/m);
     const byName = new Map(
       k8sDocs.map(({ doc }) => [`${doc.kind as string}/${asObj(doc.metadata).name as string}`, doc]),
     );
     for (const { doc } of k8sDocs) {
       if (doc.kind === 'ConfigMap')
         for (const name of Object.keys(asObj(doc.data))) expect(CONFIG_VARIABLES, name).toContain(name);
-      if (doc.kind === 'Secret')
-        expect(Object.keys(asObj(doc.stringData)).sort()).toEqual(['HERALD_SECRET_KEY', 'REDIS_URL']);
       for (const c of containersOf(doc)) {
         for (const e of (c.env as Obj[] | undefined) ?? []) expect(CONFIG_VARIABLES, String(e.name)).toContain(e.name);
+        // A placeholder registry, clearly marked, and this release's tag: never a floating `latest`.
+        expect(c.image).toBe(`registry.example.com/herald:${version}`);
+        expect((c.envFrom as Obj[]).map((e) => asObj(e.secretRef).name).filter(Boolean)).toEqual(['herald']);
       }
     }
     const api = containersOf(byName.get('Deployment/herald-api')!)[0]!;
