@@ -6,6 +6,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { createHerald, StartupError, type Herald } from './composition/app.js';
+import { rolePlan } from './composition/role.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { answerClientErrors } from './http/server.js';
 import { createLogger } from './log.js';
@@ -20,7 +21,8 @@ async function main(): Promise<void> {
   const embedded = await embeddedRedisIfNoneConfigured(config, log, refuse);
   const redisUrl = redisTargetFromConfig(config, embedded?.socketPath);
   const herald = await startHerald({ config, redisUrl, log }, embedded, refuse);
-  const server = config.HERALD_ROLE === 'worker' ? null : await serve(herald, config, log, embedded, refuse);
+  const plan = rolePlan(config.HERALD_ROLE);
+  const server = plan.serveHttp ? await serve(herald, config, log, embedded, refuse) : null;
   logStarted({ config, log, herald, server, embedded, redisUrl });
   const trim =
     config.HERALD_MEMORY_TRIM_IDLE_MS > 0
@@ -112,7 +114,7 @@ function logStarted(s: {
   redisUrl: RedisTarget;
 }): void {
   const { config, herald, server, embedded } = s;
-  const role = config.HERALD_ROLE;
+  const { role, runWorker } = rolePlan(config.HERALD_ROLE);
   const port = server ? (server.address() as AddressInfo).port : null;
   const persistence = herald.redisFacts.persistence;
   s.log.info(
@@ -120,8 +122,7 @@ function logStarted(s: {
       port,
       host: server ? config.HOST : null,
       role,
-      // createHerald runs the delivery worker for roles worker and all.
-      delivery_worker: role !== 'api',
+      delivery_worker: runWorker,
       redis: embedded
         ? `embedded (${embedded.started ? 'started' : 'reused'}, ${embedded.socketPath})`
         : `external (${describeRedisTarget(s.redisUrl)})`,

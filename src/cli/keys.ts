@@ -126,7 +126,7 @@ export async function listKeys(keys: ApiKeyService, json: boolean, io: Output, n
 
 export async function revokeKey(keys: ApiKeyService, id: string, json: boolean, io: Output): Promise<void> {
   const before = await keys.get(id);
-  const key = await keys.revoke(id);
+  const key = await keys.revoke(id, CLI_ACTOR);
   if (json) {
     io.out(`${JSON.stringify(key)}\n`);
     return;

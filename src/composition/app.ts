@@ -1,8 +1,9 @@
 /**
  * The composition root: Redis adapters → services → edges. Nothing else constructs adapters, and
- * nothing here decides a business rule: start-up checks are in ./startup-checks.ts, the delivery
- * engine's wiring in ./delivery.ts, the Slack edge's in ./slack.ts, and the parts tell each other
- * what happened through the topics of ./events.ts.
+ * nothing here decides a business rule: the services are built by ./services.ts (the same wiring
+ * the service-tier tests use), start-up checks are in ./startup-checks.ts, the delivery engine's
+ * I/O and worker in ./delivery.ts, the Slack edge's wiring in ./slack.ts, what each role runs in
+ * ./role.ts, and the parts tell each other what happened through the topics of ./events.ts.
  */
 import type { Express } from 'express';
 import type { Router } from 'express';
@@ -10,7 +11,6 @@ import type { Logger } from 'pino';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import type { Config } from '../config.js';
 import { CORE_CONNECT_TIMEOUT_MS, withDeadline } from './cli.js';
-import type { OutboundAllow } from '../domain/connection/address-policy.js';
 import { systemClock, type Clock } from '../domain/common/clock.js';
 import type { Delivery } from '../domain/execution/execution.js';
 import type { Incident } from '../domain/incident/incident.js';
@@ -22,17 +22,12 @@ import { incidentRoutes } from '../http/routes/incidents.js';
 import { openApiRoutes } from '../http/routes/openapi.js';
 import { templateRoutes } from '../http/routes/templates.js';
 import { createHttpApp, type Readiness } from '../http/server.js';
-import type { ChannelSenders, ConnectionTester, SecretBox } from '../ports/index.js';
-import { AnnouncementService } from '../services/announcements.js';
-import { ApiKeyService } from '../services/api-keys.js';
-import { ConnectionService } from '../services/connections.js';
-import type { ExecutionService } from '../services/executions.js';
-import { IncidentService } from '../services/incidents.js';
-import { TemplateService } from '../services/templates.js';
+import type { ChannelSenders, SecretBox } from '../ports/index.js';
 import type { SlackEdge } from '../slack/app.js';
 import { RedisAnnouncementRepo } from '../store/announcements.js';
 import { RedisApiKeyRepo } from '../store/api-keys.js';
 import { RedisConnectionRepo } from '../store/connections.js';
+import { RedisConversationRepo } from '../store/conversations.js';
 import { nodeTokenCrypto } from '../store/crypto.js';
 import { keysExist } from '../store/exists.js';
 import { RedisIdempotencyStore } from '../store/idempotency.js';
@@ -43,14 +38,21 @@ import { RedisRateLimiter } from '../store/rate-limit.js';
 import type { RedisClient as Redis, RedisTarget } from '../store/redis-connect.js';
 import { createRedis, readRedisFacts, whenReady, type RedisFacts } from '../store/redis.js';
 import { RedisTemplateRepo } from '../store/templates.js';
-import { composeChannels, composeDelivery, type DeliveryWiring } from './delivery.js';
-import { Topic } from './events.js';
+import {
+  composeChannels,
+  deliveryWorker,
+  openDeliveryStore,
+  type DeliveryWorker,
+  type RedisParts,
+} from './delivery.js';
+import { Topic, type IncidentChangeKind } from './events.js';
+import { rolePlan } from './role.js';
+import { buildServices, type Services } from './services.js';
 import { slackEdge } from './slack.js';
 import { checkRedis, openSecretBox, outboundAllow } from './startup-checks.js';
 
-import type { IncidentChangeKind } from './events.js';
-
 export { openCore, StartupError, type Core } from './cli.js';
+export type { Services } from './services.js';
 
 export interface HeraldOptions {
   config: Config;
@@ -58,18 +60,10 @@ export interface HeraldOptions {
   redisUrl: string | RedisTarget;
   log: Logger;
   clock?: Clock;
-  /** Run the delivery worker in this process (default: HERALD_ROLE is worker or all). */
+  /** Run the delivery worker in this process (default: what HERALD_ROLE runs, src/composition/role.ts). */
   worker?: boolean;
   /** Replaces the channel senders (tests that exercise the engine without a platform). */
   senders?: ChannelSenders;
-}
-
-export interface Services {
-  apiKeys: ApiKeyService;
-  incidents: IncidentService;
-  templates: TemplateService;
-  connections: ConnectionService;
-  executions: ExecutionService;
 }
 
 export interface Herald {
@@ -91,33 +85,15 @@ export interface Herald {
 export async function createHerald(opts: HeraldOptions): Promise<Herald> {
   const { config, log } = opts;
   const clock = opts.clock ?? systemClock;
+  const plan = rolePlan(config.HERALD_ROLE);
   const redis = createRedis(opts.redisUrl, { name: 'herald-api', log });
   try {
     await whenReady(redis, CORE_CONNECT_TIMEOUT_MS);
     const redisFacts = await checkRedis(redis, log);
     const keys = createKeys(config.HERALD_KEY_PREFIX);
-    const box = await openSecretBox(config, redis, keys, log);
-    const events = {
-      incidentChanged: new Topic<[Incident, IncidentChangeKind]>('incident change', log),
-      // Deleting or disabling a connection cancels its queued deliveries before it answers.
-      connectionGone: new Topic<[string, string]>('connection gone', log, 'throw'),
-      deliveryChanged: new Topic<[Delivery]>('delivery change', log),
-    };
-    const allow = outboundAllow(config.HERALD_OUTBOUND_ALLOW);
-    const channels = await composeChannels(config, allow, clock);
-    const registry = new Registry();
-    collectDefaultMetrics({ register: registry, prefix: 'herald_' });
-    const { services, delivery } = composeServices({
-      opts,
-      redis,
-      keys,
-      box,
-      clock,
-      allow,
-      events,
-      channels,
-      registry,
-    });
+    const parts: RedisParts = { config, redisUrl: opts.redisUrl, redis, keys, log, clock };
+    const composed = await composeServices(opts, parts);
+    const { services, worker, events, registry, box } = composed;
     const edge: EdgeDeps = {
       keys: services.apiKeys,
       limiter: new RedisRateLimiter(redis, keys, {
@@ -134,8 +110,9 @@ export async function createHerald(opts: HeraldOptions): Promise<Herald> {
       api: v1Routes(edge, services),
       trustProxy: config.HERALD_TRUST_PROXY,
     });
-    const slack = await slackEdge(config, log, clock, app, {
-      services: { ...services, announcements: new AnnouncementService(new RedisAnnouncementRepo(redis, keys)) },
+    const slack = await slackEdge(config, plan, log, clock, app, {
+      services,
+      access: services.access,
       idempotency: edge.idempotency,
       pacer: new RedisPacer(redis, keys),
     });
@@ -145,10 +122,9 @@ export async function createHerald(opts: HeraldOptions): Promise<Herald> {
       events.deliveryChanged.on((d) => slack.announcer.deliveryChanged(d));
     }
     finish();
-    // The worker runs in role worker or all; an api-only process just enqueues.
     // Its reminders go to the Slack announcement's thread when Slack is on (a worker has the bot token).
-    if (opts.worker ?? config.HERALD_ROLE !== 'api') delivery.startWorker(slack?.announcer ?? null);
-    if (slack?.mode === 'socket' && config.HERALD_ROLE !== 'worker') {
+    if (opts.worker ?? plan.runWorker) worker.start(slack?.announcer ?? null, { reminders: plan.runReminders });
+    if (slack?.mode === 'socket' && plan.receiveSlack) {
       slack.start().catch((err: unknown) => log.error({ err }, 'Slack Socket Mode could not connect'));
     }
     return {
@@ -161,7 +137,7 @@ export async function createHerald(opts: HeraldOptions): Promise<Herald> {
       slack,
       async close() {
         await slack?.stop();
-        await delivery.close();
+        await composed.close();
         await redis.quit().catch(() => undefined);
       },
     };
@@ -173,78 +149,91 @@ export async function createHerald(opts: HeraldOptions): Promise<Herald> {
 
 interface HeraldEvents {
   incidentChanged: Topic<[Incident, IncidentChangeKind]>;
-  connectionGone: Topic<[string, string]>;
   deliveryChanged: Topic<[Delivery]>;
 }
 
-/** What the services are wired from. */
-interface ServiceParts {
-  opts: HeraldOptions;
-  redis: Redis;
-  keys: Keys;
-  box: SecretBox;
-  clock: Clock;
-  allow: OutboundAllow;
+/**
+ * The services over their Redis adapters and the delivery machinery (buildServices), the worker
+ * that may run them, and the topics the edges subscribe to.
+ */
+async function composeServices(
+  opts: HeraldOptions,
+  parts: RedisParts,
+): Promise<{
+  services: Services;
+  worker: DeliveryWorker;
   events: HeraldEvents;
-  channels: { senders: ChannelSenders; tester: ConnectionTester };
   registry: Registry;
-}
-
-/** The services over their Redis adapters, and the delivery engine they share. */
-function composeServices(w: ServiceParts): { services: Services; delivery: DeliveryWiring } {
-  const { opts, redis, keys, box, clock, events } = w;
-  const { config, log } = opts;
+  box: SecretBox;
+  close(): Promise<void>;
+}> {
+  const { config, log, redis, keys, clock } = parts;
+  const box = await openSecretBox(config, redis, keys, log);
+  const events: HeraldEvents = {
+    incidentChanged: new Topic<[Incident, IncidentChangeKind]>('incident change', log),
+    deliveryChanged: new Topic<[Delivery]>('delivery change', log),
+  };
+  const allow = outboundAllow(config.HERALD_OUTBOUND_ALLOW);
+  const channels = await composeChannels(config, allow, clock);
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix: 'herald_' });
+  const store = openDeliveryStore(parts, registry);
+  events.deliveryChanged.on(store.metrics.changed);
   const ids = createIdGenerator(() => clock.now().getTime());
   const exist = (key: (id: string) => string) => (list: string[]) => keysExist(redis, list.map(key));
-  const templateStore = new RedisTemplateRepo(redis, keys);
-  const incidentStore = new RedisIncidentRepo(redis, keys);
-  const apiKeys = new ApiKeyService({ repo: new RedisApiKeyRepo(redis, keys), clock, ids, crypto: nodeTokenCrypto });
-  const incidents = new IncidentService({
-    incidents: incidentStore,
-    templatesExist: exist(keys.template),
-    templateVariables: (tids) =>
-      Promise.all(tids.map(async (t) => (await templateStore.get(t))?.variables.map((v) => v.name) ?? null)),
+  const incidents = new RedisIncidentRepo(redis, keys);
+  const services = buildServices({
     clock,
     ids,
-    onChange: (incident, kind) => void events.incidentChanged.emit(incident, kind),
-  });
-  const connections = new ConnectionService({
-    repo: new RedisConnectionRepo(redis, keys),
+    random: Math.random,
+    repos: {
+      incidents,
+      templates: new RedisTemplateRepo(redis, keys),
+      connections: new RedisConnectionRepo(redis, keys),
+      apiKeys: new RedisApiKeyRepo(redis, keys),
+      executions: store.executions,
+      conversations: new RedisConversationRepo(redis, keys),
+      announcements: new RedisAnnouncementRepo(redis, keys),
+    },
+    exist: { templates: exist(keys.template), connections: exist(keys.connection) },
     box,
-    clock,
-    ids,
     crypto: nodeTokenCrypto,
-    allow: w.allow,
-    tester: w.channels.tester,
-    onDeleted: (id) => events.connectionGone.emit(id, 'connection deleted'),
-    onDisabled: (id) => events.connectionGone.emit(id, 'connection disabled'),
-  });
-  const templates = new TemplateService({
-    templates: templateStore,
-    clock,
-    ids,
-    getIncident: (id) => incidentStore.get(id),
-    connectionsExist: exist(keys.connection),
+    allow,
+    tester: channels.tester,
+    senders: opts.senders ?? channels.senders,
+    pacer: new RedisPacer(redis, keys),
+    queue: store.queue,
     publicUrl: config.HERALD_PUBLIC_URL,
+    threadWaitMs: config.HERALD_THREAD_WAIT_MS,
+    slackAdmins: config.HERALD_SLACK_ADMINS,
+    notices: {
+      incidentChanged: (incident, kind) => void events.incidentChanged.emit(incident, kind),
+      deliveryChanged: (d) => void events.deliveryChanged.emit(d),
+      attempt: store.metrics.attempt,
+      deliveryTrouble: (what, err) =>
+        log.warn({ err: err instanceof Error ? err.message : String(err) }, `delivery bookkeeping failed: ${what}`),
+      executeTrouble: (what, err) =>
+        log.error({ err: err instanceof Error ? err.message : String(err) }, `execute: ${what}`),
+    },
   });
-  const delivery = composeDelivery({
-    registry: w.registry,
-    config,
-    redisUrl: opts.redisUrl,
-    redis,
-    keys,
-    log,
-    clock,
+  const worker = deliveryWorker({
+    ...parts,
     ids,
-    incidents: incidentStore,
-    templates,
-    connections,
-    senders: opts.senders ?? w.channels.senders,
-    deliveryChanged: events.deliveryChanged,
-    incidentChanged: events.incidentChanged,
+    incidents,
+    deliveries: services.deliveries,
+    reminded: (incident) => void events.incidentChanged.emit(incident, 'updated'),
   });
-  events.connectionGone.on((id, reason) => delivery.deliveries.cancelForConnection(id, reason));
-  return { services: { apiKeys, incidents, connections, templates, executions: delivery.executions }, delivery };
+  return {
+    services,
+    worker,
+    events,
+    registry,
+    box,
+    async close() {
+      await worker.close();
+      await store.close();
+    },
+  };
 }
 
 /** /v1: every resource's routes and the OpenAPI document, straight on the app (see mountRoutes). */

@@ -9,6 +9,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import { systemClock, type Clock } from '../domain/common/clock.js';
 import { createIdGenerator } from '../domain/common/ids.js';
+import { AccessPolicy } from '../services/access.js';
 import { ApiKeyService } from '../services/api-keys.js';
 import { RedisApiKeyRepo } from '../store/api-keys.js';
 import { createSecretBox, nodeTokenCrypto } from '../store/crypto.js';
@@ -111,6 +112,8 @@ export async function openCore(opts: {
     clock,
     ids,
     crypto: nodeTokenCrypto,
+    // The CLI acts as the system actor (the operator on the host), whom AccessPolicy lets manage keys.
+    access: new AccessPolicy({ slackAdmins: [] }),
   });
   const resealSecrets = async (): Promise<ResealReport> => {
     const keys = createKeys(config.HERALD_KEY_PREFIX);

@@ -1,7 +1,8 @@
 /**
- * The delivery half of the composition root: the channels' I/O, the queue, the execution and
- * delivery services, and (for the worker role) the worker runtime. Pure wiring: the worker's
- * sweep and drain live in src/delivery/worker.ts, every rule in the services.
+ * The delivery half of the composition root: the channels' I/O, the queue and the execution store
+ * the services are built over (./services.ts builds the services), and, for the roles that run
+ * it, the worker runtime. Pure wiring: the worker's sweep and drain live in src/delivery/worker.ts,
+ * every rule in the services.
  */
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
@@ -9,32 +10,24 @@ import { createSmtpClient } from '../channels/email/send.js';
 import type { Config } from '../config.js';
 import type { OutboundAllow } from '../domain/connection/address-policy.js';
 import type { Clock } from '../domain/common/clock.js';
-import type { Delivery } from '../domain/execution/execution.js';
 import type { IdGenerator } from '../domain/common/ids.js';
+import type { Incident } from '../domain/incident/incident.js';
 import { createConnectionTester } from '../delivery/connection-tester.js';
 import { deliveryMetrics, type DeliveryMetrics } from '../delivery/metrics.js';
 import { createBoundedResolver } from '../delivery/outbound/guard.js';
 import { createOutboundHttp } from '../delivery/outbound/http.js';
 import { BullDeliveryQueue } from '../delivery/queue.js';
-import { createChannelSenders, loadChannelAdapters, type HeraldChannelSenders } from '../delivery/senders.js';
+import { startReminderLoop } from '../delivery/reminder-loop.js';
+import { createChannelSenders, loadChannelAdapters } from '../delivery/senders.js';
 import { startDeliveryRuntime, type DeliveryRuntime } from '../delivery/worker.js';
 import type { ChannelSenders, ConnectionTester, IncidentRepo, ReminderNotifier } from '../ports/index.js';
-import type { Incident } from '../domain/incident/incident.js';
-import type { IncidentChangeKind } from './events.js';
-import type { ConnectionService } from '../services/connections.js';
-import { DeliveryService } from '../services/deliveries.js';
-import { ExecutionService } from '../services/executions.js';
-import type { TemplateService } from '../services/templates.js';
-import { RedisConversationRepo } from '../store/conversations.js';
-import { RedisReminderSchedule } from '../store/reminders.js';
+import type { DeliveryService } from '../services/deliveries.js';
 import { ReminderService } from '../services/reminders.js';
-import { startReminderLoop } from '../delivery/reminder-loop.js';
 import { RedisExecutionRepo } from '../store/executions.js';
 import type { Keys } from '../store/keys.js';
-import { RedisPacer } from '../store/pacing.js';
+import { RedisReminderSchedule } from '../store/reminders.js';
 import type { RedisClient as Redis, RedisTarget } from '../store/redis-connect.js';
 import { BULK_COMMAND_TIMEOUT_MS, createRedis, isRedisUnavailable, redisErrorLogger } from '../store/redis.js';
-import type { Topic } from './events.js';
 
 /**
  * The channels' I/O: one guarded HTTP client for every user-supplied destination (README
@@ -46,7 +39,7 @@ export async function composeChannels(
   config: Config,
   allow: OutboundAllow,
   clock: Clock,
-): Promise<{ senders: HeraldChannelSenders; tester: ConnectionTester }> {
+): Promise<{ senders: ChannelSenders; tester: ConnectionTester }> {
   const http = createOutboundHttp(allow, {
     trustedBaseUrls: [config.SLACK_API_URL, config.TELEGRAM_API_URL],
     resolver: createBoundedResolver({ servers: config.HERALD_DNS_SERVERS }),
@@ -63,75 +56,47 @@ export async function composeChannels(
   return { senders, tester: createConnectionTester({ ...deps, adapters, senders, clock }) };
 }
 
-export interface DeliveryWiring {
-  executions: ExecutionService;
-  deliveries: DeliveryService;
-  /** Starts the worker and the outbox sweep (role worker/all). */
-  /** Starts the delivery worker and the update cadence's reminders (`notifier`: the Slack thread, when Slack is on). */
-  startWorker(notifier?: ReminderNotifier | null): void;
-  /** Stops taking jobs, waits for the running ones (up to the drain deadline), closes connections. */
-  close(): Promise<void>;
-}
-
-/** What the delivery engine is wired from. */
-export interface DeliveryParts {
+/** Where Redis is and how this process talks to it (shared by the delivery store and the worker). */
+export interface RedisParts {
   config: Config;
   redisUrl: string | RedisTarget;
   redis: Redis;
   keys: Keys;
   log: Logger;
   clock: Clock;
-  ids: IdGenerator;
-  incidents: IncidentRepo;
-  templates: TemplateService;
-  connections: ConnectionService;
-  senders: ChannelSenders;
-  registry: Registry;
-  /** Told after every delivery change (metrics here; Slack receipts subscribe). */
-  deliveryChanged: Topic<[Delivery]>;
-  /** Told when a reminder changed an incident (the Slack announcement shows "overdue"). */
-  incidentChanged?: Topic<[Incident, IncidentChangeKind]>;
 }
 
-export function composeDelivery(o: DeliveryParts): DeliveryWiring {
+/** The queue and the execution store the execution and delivery services are built over. */
+export interface DeliveryStore {
+  queue: BullDeliveryQueue;
+  executions: RedisExecutionRepo;
+  /** Delivery metrics on the registry (changes and attempts). */
+  metrics: DeliveryMetrics;
+  close(): Promise<void>;
+}
+
+export function openDeliveryStore(o: RedisParts, registry: Registry): DeliveryStore {
   const { queue, queueConnection } = composeQueue(o);
   const bulkConnection = createRedis(o.redisUrl, {
     name: 'herald-bulk',
     log: o.log,
     commandTimeoutMs: BULK_COMMAND_TIMEOUT_MS,
   });
-  const repo = new RedisExecutionRepo(o.redis, o.keys, () => o.clock.now().getTime(), bulkConnection);
-  const metrics = deliveryMetrics(o.registry);
-  o.deliveryChanged.on(metrics.changed);
-  const deliveries = composeDeliveryService(o, repo, queue, metrics.attempt);
-  const executions = composeExecutionService(o, repo, deliveries, queue);
-
-  let runtime: DeliveryRuntime | null = null;
-  let reminderLoop: { close(): Promise<void> } | null = null;
-  let workerConnection: Redis | null = null;
-
+  const executions = new RedisExecutionRepo(o.redis, o.keys, () => o.clock.now().getTime(), bulkConnection);
   return {
+    queue,
     executions,
-    deliveries,
-    startWorker(notifier: ReminderNotifier | null = null) {
-      if (runtime) return;
-      workerConnection = createRedis(o.redisUrl, { worker: true, name: 'herald-worker', log: o.log });
-      runtime = startWorkerRuntime(o, workerConnection, deliveries);
-      reminderLoop = startReminderLoop(composeReminders(o, notifier), REMINDER_POLL_MS, o.log);
-    },
+    metrics: deliveryMetrics(registry),
     async close() {
-      await reminderLoop?.close();
-      await runtime?.close();
       await queue.close().catch(() => undefined);
       await queueConnection.quit().catch(() => undefined);
       await bulkConnection.quit().catch(() => undefined);
-      await workerConnection?.quit().catch(() => undefined);
     },
   };
 }
 
 /** The BullMQ queue the services enqueue on, over a connection of its own. */
-function composeQueue(o: DeliveryParts): { queue: BullDeliveryQueue; queueConnection: Redis } {
+function composeQueue(o: RedisParts): { queue: BullDeliveryQueue; queueConnection: Redis } {
   const { log } = o;
   // BullMQ gets connections of its own. The queue (adding, removing jobs) serves requests, so its
   // commands are bounded like any request's (BullMQ's "failing fast when Redis is down"): what
@@ -146,60 +111,42 @@ function composeQueue(o: DeliveryParts): { queue: BullDeliveryQueue; queueConnec
   return { queue, queueConnection };
 }
 
-function composeDeliveryService(
-  o: DeliveryParts,
-  repo: RedisExecutionRepo,
-  queue: BullDeliveryQueue,
-  onAttempt: DeliveryMetrics['attempt'],
-): DeliveryService {
-  return new DeliveryService({
-    repo,
-    targets: {
-      get: (id) => o.connections.getForDelivery(id),
-      disable: async (id, reason) => {
-        await o.connections.disable(id, reason);
-      },
-      recordOutcome: async (id, ok, error) => {
-        await o.connections.recordHealth(id, ok ? { ok: true } : { ok: false, error: error ?? 'failed' });
-      },
-    },
-    senders: o.senders,
-    pacer: new RedisPacer(o.redis, o.keys),
-    queue,
-    clock: o.clock,
-    ids: o.ids,
-    random: Math.random,
-    getIncident: (id) => o.incidents.get(id),
-    conversations: new RedisConversationRepo(o.redis, o.keys),
-    publicUrl: o.config.HERALD_PUBLIC_URL ?? null,
-    onAttempt,
-    onError: (what, err) =>
-      o.log.warn({ err: err instanceof Error ? err.message : String(err) }, `delivery bookkeeping failed: ${what}`),
-    onDeliveryChanged: (d) => void o.deliveryChanged.emit(d),
-  });
+/** What the worker runtime is wired from, besides Redis. */
+export interface WorkerParts extends RedisParts {
+  ids: IdGenerator;
+  incidents: IncidentRepo;
+  deliveries: DeliveryService;
+  /** Told when a reminder changed an incident (the Slack announcement shows "overdue"). */
+  reminded(incident: Incident): void;
 }
 
-function composeExecutionService(
-  o: DeliveryParts,
-  repo: RedisExecutionRepo,
-  deliveries: DeliveryService,
-  queue: BullDeliveryQueue,
-): ExecutionService {
-  return new ExecutionService({
-    incidents: o.incidents,
-    repo,
-    deliveries,
-    getTemplates: (ids) => o.templates.getMany(ids),
-    getTemplateVersion: (id, version) => o.templates.getVersionOrNull(id, version),
-    conversations: new RedisConversationRepo(o.redis, o.keys),
-    listConnections: () => o.connections.listAll(),
-    enqueue: (jobs) => queue.enqueue(jobs),
-    dispatch: (batches) => queue.dispatch(batches),
-    clock: o.clock,
-    ids: o.ids,
-    publicUrl: o.config.HERALD_PUBLIC_URL,
-    onError: (what, err) => o.log.error({ err: err instanceof Error ? err.message : String(err) }, `execute: ${what}`),
-  });
+export interface DeliveryWorker {
+  /**
+   * Starts the delivery worker and its outbox sweep, and (`reminders`) the update cadence's
+   * reminders (`notifier`: the Slack thread, when Slack is on). Once; later calls do nothing.
+   */
+  start(notifier: ReminderNotifier | null, opts: { reminders: boolean }): void;
+  /** Stops taking jobs, waits for the running ones (up to the drain deadline), closes its connection. */
+  close(): Promise<void>;
+}
+
+export function deliveryWorker(o: WorkerParts): DeliveryWorker {
+  let runtime: DeliveryRuntime | null = null;
+  let reminderLoop: { close(): Promise<void> } | null = null;
+  let workerConnection: Redis | null = null;
+  return {
+    start(notifier, opts) {
+      if (runtime) return;
+      workerConnection = createRedis(o.redisUrl, { worker: true, name: 'herald-worker', log: o.log });
+      runtime = startWorkerRuntime(o, workerConnection);
+      if (opts.reminders) reminderLoop = startReminderLoop(composeReminders(o, notifier), REMINDER_POLL_MS, o.log);
+    },
+    async close() {
+      await reminderLoop?.close();
+      await runtime?.close();
+      await workerConnection?.quit().catch(() => undefined);
+    },
+  };
 }
 
 /** How often the worker looks for due reminders: a reminder is at most this late (plus a lease after a crash). */
@@ -207,7 +154,8 @@ const REMINDER_POLL_MS = 1000;
 /** How long a worker holds a due reminder before another may take it over. */
 const REMINDER_LEASE_MS = 10_000;
 
-function composeReminders(o: DeliveryParts, notifier: ReminderNotifier | null): ReminderService {
+/** The reminders service: built with the worker, since its notifier (the Slack thread) exists only then. */
+function composeReminders(o: WorkerParts, notifier: ReminderNotifier | null): ReminderService {
   return new ReminderService({
     incidents: o.incidents,
     schedule: new RedisReminderSchedule(o.redis, o.keys),
@@ -216,13 +164,13 @@ function composeReminders(o: DeliveryParts, notifier: ReminderNotifier | null): 
     ids: o.ids,
     repeatMs: o.config.HERALD_REMINDER_REPEAT,
     leaseMs: REMINDER_LEASE_MS,
-    onReminded: (incident) => void o.incidentChanged?.emit(incident, 'updated'),
+    onReminded: (incident) => o.reminded(incident),
     onError: (what, err) =>
       o.log.warn({ err: err instanceof Error ? err.message : String(err) }, `update reminder failed: ${what}`),
   });
 }
 
-function startWorkerRuntime(o: DeliveryParts, connection: Redis, deliveries: DeliveryService): DeliveryRuntime {
+function startWorkerRuntime(o: WorkerParts, connection: Redis): DeliveryRuntime {
   const { config } = o;
   return startDeliveryRuntime({
     connection,
@@ -231,7 +179,7 @@ function startWorkerRuntime(o: DeliveryParts, connection: Redis, deliveries: Del
     lockDurationMs: config.HERALD_JOB_LOCK_MS,
     sweepMs: config.HERALD_OUTBOX_SWEEP_MS,
     shutdownMs: config.HERALD_SHUTDOWN_MS,
-    deliveries,
+    deliveries: o.deliveries,
     now: () => o.clock.now().getTime(),
     log: o.log,
   });

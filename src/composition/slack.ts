@@ -3,8 +3,8 @@ import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import { StartupError } from './cli.js';
 import type { Clock } from '../domain/common/clock.js';
-import { AccessPolicy } from '../services/access.js';
 import type { createSlackEdge, SlackEdge } from '../slack/app.js';
+import type { RolePlan } from './role.js';
 
 /**
  * The Slack app when Slack is configured: SLACK_BOT_TOKEN plus SLACK_SIGNING_SECRET (HTTP mode,
@@ -15,15 +15,16 @@ import type { createSlackEdge, SlackEdge } from '../slack/app.js';
  */
 export async function slackEdge(
   config: Config,
+  plan: RolePlan,
   log: Logger,
   clock: Clock,
   app: Express,
-  wiring: Pick<Parameters<typeof createSlackEdge>[0], 'services' | 'idempotency' | 'pacer'>,
+  wiring: Pick<Parameters<typeof createSlackEdge>[0], 'services' | 'access' | 'idempotency' | 'pacer'>,
 ): Promise<SlackEdge | null> {
   const { SLACK_BOT_TOKEN: botToken, SLACK_SIGNING_SECRET: signingSecret, SLACK_APP_TOKEN: appToken } = config;
   // A worker receives no Slack requests; with the bot token it keeps announcements current
   // (the delivery receipts happen here), so the bot token alone is its whole Slack setup.
-  const worker = config.HERALD_ROLE === 'worker';
+  const worker = !plan.receiveSlack;
   if (botToken === undefined && signingSecret === undefined && appToken === undefined) {
     log.info(
       worker
@@ -48,7 +49,6 @@ export async function slackEdge(
         botToken,
         apiUrl: config.SLACK_API_URL,
         settings: { admins: [], defaultChannel: config.HERALD_SLACK_CHANNEL ?? null },
-        access: new AccessPolicy({ slackAdmins: [] }),
         log,
         now: () => clock.now(),
         ...wiring,
@@ -68,7 +68,6 @@ export async function slackEdge(
       ...(appToken !== undefined ? { appToken } : {}),
       apiUrl: config.SLACK_API_URL,
       settings: { admins: config.HERALD_SLACK_ADMINS, defaultChannel: config.HERALD_SLACK_CHANNEL ?? null },
-      access: new AccessPolicy({ slackAdmins: config.HERALD_SLACK_ADMINS }),
       log,
       now: () => clock.now(),
       ...wiring,

@@ -13,10 +13,15 @@ export interface AccessPolicyDeps {
 }
 
 /**
- * Who may do admin work. One rule for every edge: a Slack user is an admin when their id is in
- * HERALD_SLACK_ADMINS; nobody else is (an API key's rights are its scopes, checked by
- * ApiKeyService.requireScope). Every admin task requires an admin, checked on every request:
+ * Who may do admin work. One rule for every edge, applied by the services that do the work
+ * (ConnectionService.test, ApiKeyService.create/revoke, AdminViewService.overview) on every call:
  * hiding a button is presentation, this is the rule.
+ *
+ * - A Slack user may when their id is in HERALD_SLACK_ADMINS (isAdmin).
+ * - The system actor is the operator's own CLI, on the host with Herald's configuration: it may.
+ * - An API key is no admin; its rights are its scopes, checked by the HTTP edge before any service
+ *   is reached (ApiKeyService.requireScope). The one admin task /v1 offers is testing a connection
+ *   (scope connections:write); no API key can see or manage API keys.
  */
 export class AccessPolicy {
   private readonly admins: ReadonlySet<string>;
@@ -29,10 +34,16 @@ export class AccessPolicy {
     return actor.type === 'slack_user' && this.admins.has(actor.id);
   }
 
-  /** Whether `actor` may do `task` (every admin task needs an admin). */
+  /** Whether `actor` may do `task` (see the class comment). */
   can(actor: Pick<Actor, 'type' | 'id'>, task: AdminTask): boolean {
-    void task;
-    return this.isAdmin(actor);
+    switch (actor.type) {
+      case 'slack_user':
+        return this.isAdmin(actor);
+      case 'system':
+        return true;
+      case 'api_key':
+        return task === 'test_connections';
+    }
   }
 
   /** Throws `insufficient_scope` (403) unless `actor` may do `task`. */

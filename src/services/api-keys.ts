@@ -15,6 +15,7 @@ import { DomainError, notFound } from '../domain/common/errors.js';
 import type { Page, PageRequest } from '../domain/common/pagination.js';
 import { parseInput } from '../domain/common/validation.js';
 import type { ApiKeyRepo, Clock, IdGenerator, TokenCrypto } from '../ports/index.js';
+import type { AccessPolicy } from './access.js';
 import { LOST_RACE, retryOnConflict } from './retry.js';
 import { SingleFlight } from './single-flight.js';
 
@@ -23,6 +24,8 @@ export interface ApiKeyServiceDeps {
   clock: Clock;
   ids: IdGenerator;
   crypto: TokenCrypto;
+  /** Who may create and revoke keys (the service asks it on every call). */
+  access: AccessPolicy;
 }
 
 /**
@@ -59,6 +62,7 @@ export class ApiKeyService {
 
   /** Creates a key; the token is returned here and never again (only its SHA-256 is kept). */
   async create(input: unknown, actor: Actor): Promise<{ key: ApiKey; token: string }> {
+    this.d.access.authorize(actor, 'manage_api_keys');
     const body = parseInput(ApiKeyCreateSchema, input);
     const now = this.d.clock.now();
     const expiresMs = body.expires_in === undefined ? null : parseExpiresIn(body.expires_in);
@@ -89,7 +93,8 @@ export class ApiKeyService {
   }
 
   /** Revokes a key (idempotent: revoking twice keeps the first time). */
-  async revoke(id: string): Promise<ApiKey> {
+  async revoke(id: string, actor: Actor): Promise<ApiKey> {
+    this.d.access.authorize(actor, 'manage_api_keys');
     return retryOnConflict(
       async () => {
         const key = await this.get(id);

@@ -1,3 +1,4 @@
+import type { Actor } from '../domain/common/actor.js';
 import type { OutboundAllow } from '../domain/connection/address-policy.js';
 import { iso } from '../domain/common/clock.js';
 import {
@@ -43,6 +44,7 @@ import type {
   SecretBox,
   TokenCrypto,
 } from '../ports/index.js';
+import type { AccessPolicy } from './access.js';
 
 export interface ConnectionServiceDeps {
   repo: ConnectionRepo;
@@ -54,8 +56,10 @@ export interface ConnectionServiceDeps {
   crypto: Pick<TokenCrypto, 'randomBytes'>;
   /** HERALD_OUTBOUND_ALLOW, parsed. */
   allow: OutboundAllow;
-  /** The network half of POST /test (delivery layer); without it such tests answer `unreachable`. */
-  tester?: ConnectionTester;
+  /** The network half of POST /test (delivery layer). */
+  tester: ConnectionTester;
+  /** Who may test connections (asked on every test). */
+  access: AccessPolicy;
   /** Called after a connection is deleted: the delivery layer cancels its queued deliveries here. */
   onDeleted?: (connectionId: string) => Promise<void> | void;
   /** Called after a connection is disabled (PATCH enabled=false, or found dead): cancel its queue. */
@@ -216,8 +220,10 @@ export class ConnectionService {
    * POST /test: 200 with the outcome as data. Decided here without contacting anyone: an invalid
    * stored config, a literal non-public destination (`blocked_by_policy`) and a type with no
    * read-only check asked for none (`needs_send_message`). The rest is the injected tester's.
+   * Only an actor AccessPolicy lets test connections may (insufficient_scope otherwise).
    */
-  async test(id: string, input: unknown): Promise<ConnectionTestResult> {
+  async test(id: string, input: unknown, actor: Actor): Promise<ConnectionTestResult> {
+    this.d.access.authorize(actor, 'test_connections');
     const current = await this.get(id);
     const body = parseInput(ConnectionTestRequestSchema, input ?? {});
     const sendMessage = body.send_message ?? false;
@@ -243,10 +249,8 @@ export class ConnectionService {
         `A ${current.type} connection has no read-only check; send {"send_message": true} to deliver a marked test message.`,
         now,
       );
-    } else if (this.d.tester) {
-      result = await this.d.tester.test(conn, { sendMessage });
     } else {
-      result = localTestResult('unreachable', method, 'connection testing is not available in this process', now);
+      result = await this.d.tester.test(conn, { sendMessage });
     }
     await this.setLastTest(id, result);
     return result;

@@ -24,11 +24,11 @@ export interface IncidentServiceDeps {
   /** Which of these template ids exist (kept narrow so this service needs no template repo). */
   templatesExist(ids: string[]): Promise<boolean[]>;
   /**
-   * The names of the variables each template declares (null for a missing one). When given, the
-   * templates attached to one incident may declare at most 50 variables together: an execute
-   * takes at most 50 values, so more could never be sent.
+   * The names of the variables each template declares (null for a missing one). The templates
+   * attached to one incident may declare at most 50 variables together: an execute takes at most
+   * 50 values, so more could never be sent.
    */
-  templateVariables?(ids: string[]): Promise<(string[] | null)[]>;
+  templateVariables(ids: string[]): Promise<(string[] | null)[]>;
   clock: Clock;
   ids: IdGenerator;
   /** Called after an incident is created or changes (Slack announcements hook in here). */
@@ -162,7 +162,7 @@ export class IncidentService {
 
   /** The templates' variables together (one per name) are within what one execute can take. */
   private async assertVariableUnion(ids: string[]): Promise<void> {
-    if (ids.length === 0 || !this.d.templateVariables) return;
+    if (ids.length === 0) return;
     const names = new Set((await this.d.templateVariables(ids)).flatMap((v) => v ?? []));
     if (names.size <= LIMITS.variables) return;
     const message = `These templates declare ${names.size} different variables together; an execute takes at most ${LIMITS.variables}. Attach fewer templates, or share variable names between them.`;

@@ -44,11 +44,8 @@ export interface TemplateServiceDeps {
   ids: IdGenerator;
   /** Reads an incident for a preview with `incident_id` (kept narrow: no incident service needed). */
   getIncident(id: string): Promise<Incident | null>;
-  /**
-   * Which of these connection ids exist. Optional so templates work before connections are
-   * wired; without it `connection_ids` are stored unchecked.
-   */
-  connectionsExist?: (ids: string[]) => Promise<boolean[]>;
+  /** Which of these connection ids exist (kept narrow: no connection service needed). */
+  connectionsExist(ids: string[]): Promise<boolean[]>;
   /** HERALD_PUBLIC_URL, the base of `{{incident.url}}`. */
   publicUrl?: string;
 }
@@ -255,10 +252,9 @@ export class TemplateService {
 
   /** `bulk` prefixes each error with the item's index (`3.connection_ids.0`). */
   private async assertConnectionsExist(templates: Template[], bulk: boolean): Promise<void> {
-    const check = this.d.connectionsExist;
     const all = templates.flatMap((t) => t.connection_ids);
-    if (!check || all.length === 0) return;
-    const exist = await check(all);
+    if (all.length === 0) return;
+    const exist = await this.d.connectionsExist(all);
     const errors: FieldError[] = [];
     let k = 0;
     templates.forEach((t, i) => {

@@ -1,6 +1,6 @@
 import type { WebClient } from '@slack/web-api';
 import type { ChatPoster } from '../ports/index.js';
-import { AnnouncementRouter, type AnnouncementPacing } from '../services/announcements.js';
+import { AnnouncementRouter, type AnnouncementPacing } from '../services/announcement-router.js';
 import type { SlackDeps } from './deps.js';
 import { announcementMessage, reminderMessage } from './views/announcement.js';
 

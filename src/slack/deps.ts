@@ -3,7 +3,8 @@ import type { Logger } from 'pino';
 import type { Actor } from '../domain/common/actor.js';
 import type { IdempotencyStore } from '../ports/index.js';
 import type { AccessPolicy } from '../services/access.js';
-import type { AnnouncementService } from '../services/announcements.js';
+import type { AdminViewService } from '../services/admin-view.js';
+import type { AnnouncementService } from '../services/announcement-service.js';
 import type { ApiKeyService } from '../services/api-keys.js';
 import type { ConnectionService } from '../services/connections.js';
 import type { ExecutionService } from '../services/executions.js';
@@ -12,9 +13,11 @@ import type { TemplateService } from '../services/templates.js';
 
 export interface SlackServices {
   incidents: Pick<IncidentService, 'create' | 'get' | 'getWritable' | 'list' | 'update' | 'close'>;
-  apiKeys: Pick<ApiKeyService, 'create' | 'list' | 'revoke'>;
+  apiKeys: Pick<ApiKeyService, 'create' | 'revoke'>;
   templates: Pick<TemplateService, 'get' | 'getMany' | 'list' | 'search'>;
-  connections: Pick<ConnectionService, 'get' | 'list' | 'test'>;
+  connections: Pick<ConnectionService, 'get' | 'test'>;
+  /** The admin part of the App Home (refused to non-admins by the service). */
+  admin: Pick<AdminViewService, 'overview'>;
   executions: Pick<ExecutionService, 'execute' | 'get' | 'precheck' | 'prepare' | 'correct' | 'retract'>;
   announcements: AnnouncementService;
 }
@@ -28,7 +31,10 @@ export interface SlackSettings {
 
 export interface SlackDeps {
   services: SlackServices;
-  /** Who may do admin work (built from settings.admins): the rule both edges share. */
+  /**
+   * Who may do admin work (built from settings.admins), asked here only for presentation (which
+   * parts of the Home to show, whether to open an admin form); the services enforce it.
+   */
   access: AccessPolicy;
   settings: SlackSettings;
   /** The bot's Web API client (SLACK_API_URL, SLACK_BOT_TOKEN). */

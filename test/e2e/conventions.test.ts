@@ -304,7 +304,7 @@ describe('authentication and scopes', () => {
     expect((await h.api('GET', '/v1/incidents', { token })).status).toBe(200);
     const used = await h.herald.services.apiKeys.get(key.id);
     expect(used.last_used_at).not.toBeNull();
-    await h.herald.services.apiKeys.revoke(key.id);
+    await h.herald.services.apiKeys.revoke(key.id, { type: 'system', id: 't', name: 't' });
     const t0 = Date.now();
     await waitFor(async () => (await h.api('GET', '/v1/incidents', { token })).status === 401, {
       timeoutMs: 1000,

@@ -39,7 +39,7 @@ describe('execute with a hanging queue', () => {
       conversations: new RedisConversationRepo(db.redis, keys),
       listConnections: () =>
         Promise.resolve([{ id: ids.next('connection'), type: 'webhook', enabled: true, config: {} }]),
-      enqueue: () => new Promise<void>(() => undefined),
+      dispatch: () => new Promise<void>(() => undefined),
       clock: { now: () => new Date() },
       ids,
       publicUrl: undefined,

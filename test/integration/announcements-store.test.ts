@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Incident } from '../../src/domain/incident/incident.js';
-import { AnnouncementService } from '../../src/services/announcements.js';
+import { AnnouncementService } from '../../src/services/announcement-service.js';
 import { Announcer } from '../../src/slack/announcer.js';
 import type { SlackDeps } from '../../src/slack/deps.js';
 import { createKeys } from '../../src/store/keys.js';

@@ -2,9 +2,12 @@ import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseOutboundAllow } from '../../src/domain/connection/address-policy.js';
+import { SYSTEM_ACTOR } from '../../src/domain/common/actor.js';
 import { systemClock } from '../../src/domain/common/clock.js';
 import type { ConnectionTestResult, DeliveryConnection } from '../../src/domain/connection/connection.js';
 import { createIdGenerator } from '../../src/domain/common/ids.js';
+import type { ConnectionTester } from '../../src/ports/index.js';
+import { AccessPolicy } from '../../src/services/access.js';
 import { ConnectionService } from '../../src/services/connections.js';
 import { RedisConnectionRepo } from '../../src/store/connections.js';
 import { createSecretBox, nodeTokenCrypto } from '../../src/store/crypto.js';
@@ -19,7 +22,23 @@ let repo: RedisConnectionRepo;
 let svc: ConnectionService;
 const deleted: string[] = [];
 
-/** A service over the shared repo and key; tests swap the allow list or add a tester. */
+/** What the tester answers when the destination cannot be reached (the default here: no network in these tests). */
+const unreachableTester: ConnectionTester = {
+  test: (conn) =>
+    Promise.resolve({
+      ok: false,
+      status: 'unreachable',
+      method: conn.type === 'telegram' ? 'getMe' : 'send',
+      sent_message: false,
+      http_status: null,
+      provider_code: null,
+      latency_ms: 1,
+      checked_at: new Date().toISOString(),
+      detail: 'could not connect',
+    }),
+};
+
+/** A service over the shared repo and key; tests swap the allow list or the tester. */
 const makeService = (over: Partial<ConstructorParameters<typeof ConnectionService>[0]> = {}) =>
   new ConnectionService({
     repo,
@@ -28,6 +47,8 @@ const makeService = (over: Partial<ConstructorParameters<typeof ConnectionServic
     ids: createIdGenerator(),
     crypto: nodeTokenCrypto,
     allow: parseOutboundAllow([]),
+    tester: unreachableTester,
+    access: new AccessPolicy({ slackAdmins: [] }),
     ...over,
   });
 
@@ -189,19 +210,20 @@ describe('connections on Redis', () => {
     expect(deleted).toContain(connection.id);
   });
 
-  it('test(): the tester gets the opened connection; without one, network checks answer unreachable', async () => {
+  it('test(): the tester gets the opened connection; what it answers (unreachable, ok) is the result, stored', async () => {
     const { connection } = await svc.create({
       name: 'bot',
       type: 'telegram',
       config: { bot_token: '123:ABCDEFGHIJKLMNOPQRSTUVWXYZ', chat_id: 42 },
     });
-    const untested = await svc.test(connection.id, undefined);
+    const untested = await svc.test(connection.id, undefined, SYSTEM_ACTOR);
     expect(untested).toMatchObject({
       ok: false,
       status: 'unreachable',
       method: 'getMe',
-      detail: 'connection testing is not available in this process',
+      detail: 'could not connect',
     });
+    expect((await svc.get(connection.id)).last_test).toEqual(untested);
 
     const calls: { conn: DeliveryConnection; sendMessage: boolean }[] = [];
     const withTester = makeService({
@@ -222,7 +244,7 @@ describe('connections on Redis', () => {
         },
       },
     });
-    const ok = await withTester.test(connection.id, { send_message: true });
+    const ok = await withTester.test(connection.id, { send_message: true }, SYSTEM_ACTOR);
     expect(ok.status).toBe('ok');
     expect(calls).toHaveLength(1);
     expect(calls[0]!.sendMessage).toBe(true);
@@ -237,7 +259,7 @@ describe('connections on Redis', () => {
       type: 'teams',
       config: { webhook_url: 'https://x.logic.azure.com/workflows/1' },
     });
-    expect((await withTester.test(teams.id, {})).status).toBe('needs_send_message');
+    expect((await withTester.test(teams.id, {}, SYSTEM_ACTOR)).status).toBe('needs_send_message');
     expect(calls).toHaveLength(1);
   });
 
@@ -248,7 +270,7 @@ describe('connections on Redis', () => {
       type: 'discord',
       config: { webhook_url: 'https://discord.test/any/path' },
     });
-    const r = await svc.test(connection.id, {});
+    const r = await svc.test(connection.id, {}, SYSTEM_ACTOR);
     expect(r).toMatchObject({ ok: false, status: 'invalid_config', sent_message: false });
     expect(r.detail).toMatch(/config.webhook_url/);
   });

@@ -27,6 +27,7 @@ beforeAll(() => {
   svc = new IncidentService({
     incidents: repo,
     templatesExist: (t) => Promise.resolve(t.map(() => true)),
+    templateVariables: (t) => Promise.resolve(t.map(() => [])),
     clock: { now: () => new Date() },
     ids,
   });

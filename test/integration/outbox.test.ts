@@ -62,7 +62,6 @@ function executionService(o: {
   repo: RedisExecutionRepo;
   deliveries: DeliveryService;
   connections: number;
-  enqueue?: (jobs: QueuedJob[]) => Promise<void>;
   dispatch?: (batches: DispatchBatch[]) => Promise<void>;
   onError?: (what: string) => void;
 }): ExecutionService {
@@ -80,8 +79,7 @@ function executionService(o: {
     getTemplateVersion: () => Promise.resolve(null),
     conversations: new RedisConversationRepo(redis, keys),
     listConnections: () => Promise.resolve(connections),
-    enqueue: o.enqueue ?? (() => Promise.resolve()),
-    ...(o.dispatch ? { dispatch: o.dispatch } : {}),
+    dispatch: o.dispatch ?? (() => Promise.resolve()),
     clock: { now: () => new Date(now) },
     ids: o.ids,
     publicUrl: undefined,
@@ -144,7 +142,7 @@ describe('the enqueue outbox', () => {
     expect(await repo.takeOutbox(0)).toEqual([]);
   });
 
-  it('an execute whose enqueue fails still answers with the execution: the outbox holds it for the sweep', async () => {
+  it('an execute whose dispatch fails still answers with the execution: the outbox holds it for the sweep', async () => {
     const { ids, incidents, repo, incident, actor } = await withStoredIncident();
     const queued: QueuedJob[] = [];
     const deliveries = sweepOnlyService(repo, ids, queued);
@@ -155,7 +153,7 @@ describe('the enqueue outbox', () => {
       repo,
       deliveries,
       connections: 1,
-      enqueue: () => Promise.reject(new Error('queue connection lost')),
+      dispatch: () => Promise.reject(new Error('queue connection lost')),
       onError: (what) => errors.push(what),
     });
     // A 5xx here would invite a client retry that sends everything twice; the commit stands.

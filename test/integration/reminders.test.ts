@@ -51,6 +51,7 @@ function world(opts: { repeatMs: number; leaseMs: number }) {
   const incidents = new IncidentService({
     incidents: repo,
     templatesExist: (t) => Promise.resolve(t.map(() => true)),
+    templateVariables: (t) => Promise.resolve(t.map(() => [])),
     clock,
     ids,
   });

@@ -1,4 +1,5 @@
-import { AnnouncementRouter, AnnouncementService } from '../../src/services/announcements.js';
+import { AnnouncementRouter } from '../../src/services/announcement-router.js';
+import { AnnouncementService } from '../../src/services/announcement-service.js';
 import { FakeChat, InMemoryAnnouncementRepo } from './fakes.js';
 import { world } from './world.js';
 

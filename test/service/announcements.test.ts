@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { AnnouncementService } from '../../src/services/announcements.js';
+import { AnnouncementService } from '../../src/services/announcement-service.js';
 import { routedAnnouncements } from './announcement-world.js';
 import { apiActor, idOf, InMemoryAnnouncementRepo, slackActor } from './fakes.js';
 import { webhookBody } from './world.js';
@@ -154,9 +154,10 @@ describe('AnnouncementRouter receipts', () => {
     await router.idle();
     const receipts = chat.updates.at(-1)!.content.receipts!;
     expect(receipts.executionId).toBe(r.execution.id);
-    expect(receipts.status).toBe('queued');
+    expect(receipts.status).toBe('in_progress');
+    // Deleting a connection cancels its queued deliveries (an attempt recorded as cancelled), as in production.
     expect(receipts.lines.map((l) => [l.connectionName, l.status, l.attempts])).toEqual([
-      [b.id, 'queued', 0],
+      [b.id, 'cancelled', 1],
       ['Ops hook', 'queued', 0],
     ]);
     expect(a.id).not.toBe(b.id);

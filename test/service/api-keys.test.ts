@@ -1,9 +1,10 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { formatToken, isWellFormedToken, TOKEN_PATTERN } from '../../src/domain/common/api-key.js';
+import { AccessPolicy } from '../../src/services/access.js';
 import { ApiKeyService, AUTH_CACHE_MS } from '../../src/services/api-keys.js';
 import { FakeTokenCrypto, fieldsOf, idOf, refusal, refusalOf, slackActor } from './fakes.js';
-import { world } from './world.js';
+import { webhookBody, world } from './world.js';
 
 /** ApiKeyService's rules over in-memory fakes. */
 
@@ -53,6 +54,46 @@ describe('ApiKeyService.create', () => {
     ).toMatch(/^scopes/);
     expect(w.repos.apiKeys.keys.size).toBe(0);
   });
+
+  it('refuses a Slack user who is not an admin itself (insufficient_scope), and lets the system actor (the CLI)', async () => {
+    const w = world();
+    const mallory = { type: 'slack_user' as const, id: 'UMALLORY', name: 'mallory' };
+    const e = await refusal(w.services.apiKeys.create({ name: 'evil', scopes: ['*'] }, mallory));
+    expect(e.code).toBe('insufficient_scope');
+    expect(e.meta).toEqual({ task: 'manage_api_keys' });
+    expect(w.repos.apiKeys.keys.size).toBe(0);
+    // An API key manages no keys, whatever its scopes.
+    const apiKey = { type: 'api_key' as const, id: 'key_1', name: 'ci' };
+    expect((await refusal(w.services.apiKeys.create({ name: 'k', scopes: ['*'] }, apiKey))).code).toBe(
+      'insufficient_scope',
+    );
+    const cli = { type: 'system' as const, id: 'cli', name: 'cli' };
+    const { key } = await w.services.apiKeys.create({ name: 'ops', scopes: ['*'] }, cli);
+
+    const refused = await refusal(w.services.apiKeys.revoke(key.id, mallory));
+    expect(refused.code).toBe('insufficient_scope');
+    expect((await w.services.apiKeys.get(key.id)).revoked_at).toBeNull();
+    expect((await w.services.apiKeys.revoke(key.id, cli)).revoked_at).not.toBeNull();
+  });
+});
+
+describe('AdminViewService.overview', () => {
+  it('shows an admin the connections and API keys, capped, and refuses anyone else itself', async () => {
+    const w = world();
+    for (const name of ['a', 'b', 'c']) await w.services.apiKeys.create({ name, scopes: ['*'] }, slackActor);
+    await w.services.connections.create(webhookBody('Hook'));
+    const view = await w.services.admin.overview(slackActor, { connections: 5, keys: 2 });
+    expect(view.keys).toHaveLength(2);
+    expect(view.moreKeys).toBe(true);
+    expect(view.connections.map((c) => c.name)).toEqual(['Hook']);
+    expect(view.moreConnections).toBe(false);
+
+    const e = await refusal(
+      w.services.admin.overview({ type: 'slack_user', id: 'UMALLORY' }, { connections: 5, keys: 5 }),
+    );
+    expect(e.code).toBe('insufficient_scope');
+    expect(e.meta).toEqual({ task: 'view_admin' });
+  });
 });
 
 describe('ApiKeyService.authenticate', () => {
@@ -79,7 +120,7 @@ describe('ApiKeyService.authenticate', () => {
     expect((await refusal(w.services.apiKeys.authenticate(other))).code).toBe('unauthenticated');
     w.clock.advance(31 * 60_000);
     expect((await refusal(w.services.apiKeys.authenticate(short))).code).toBe('unauthenticated');
-    await w.services.apiKeys.revoke(key.id);
+    await w.services.apiKeys.revoke(key.id, slackActor);
     expect((await refusal(w.services.apiKeys.authenticate(token))).code).toBe('unauthenticated');
     expect(w.repos.apiKeys.touched).toEqual([]);
   });
@@ -110,13 +151,14 @@ describe('ApiKeyService.authenticate: the per-process cache', () => {
       clock: w.clock,
       ids: w.ids,
       crypto: new FakeTokenCrypto(),
+      access: new AccessPolicy({ slackAdmins: [slackActor.id] }),
     });
-    await other.revoke(key.id);
+    await other.revoke(key.id, slackActor);
     await expect(w.services.apiKeys.authenticate(token)).resolves.toMatchObject({ id: key.id });
     w.clock.advance(AUTH_CACHE_MS);
     expect((await refusal(w.services.apiKeys.authenticate(token))).code).toBe('unauthenticated');
     // This process's own revocation drops its cached entry.
-    await w.services.apiKeys.revoke(key2.id);
+    await w.services.apiKeys.revoke(key2.id, slackActor);
     expect((await refusal(w.services.apiKeys.authenticate(token2))).code).toBe('unauthenticated');
   });
 
@@ -182,7 +224,7 @@ describe('ApiKeyService.authenticate: one lookup per token at a time', () => {
     const early = w.services.apiKeys.authenticate(token);
     await new Promise((r) => setTimeout(r, 0));
     w.repos.apiKeys.findByTokenHash = find;
-    await w.services.apiKeys.revoke(key.id);
+    await w.services.apiKeys.revoke(key.id, slackActor);
     release();
     await expect(early).resolves.toMatchObject({ id: key.id });
     expect((await refusal(w.services.apiKeys.authenticate(token))).code).toBe('unauthenticated');
@@ -193,11 +235,11 @@ describe('ApiKeyService.revoke / get / list / requireScope', () => {
   it('revokes once: a second revoke keeps the first time', async () => {
     const w = world();
     const { key } = await w.services.apiKeys.create({ name: 'ci', scopes: ['*'] }, slackActor);
-    const first = await w.services.apiKeys.revoke(key.id);
+    const first = await w.services.apiKeys.revoke(key.id, slackActor);
     expect(first.revoked_at).toBe('2026-11-22T10:00:00.000Z');
     w.clock.advance(60_000);
-    expect((await w.services.apiKeys.revoke(key.id)).revoked_at).toBe(first.revoked_at);
-    expect((await refusal(w.services.apiKeys.revoke(idOf('apiKey', 99)))).code).toBe('not_found');
+    expect((await w.services.apiKeys.revoke(key.id, slackActor)).revoked_at).toBe(first.revoked_at);
+    expect((await refusal(w.services.apiKeys.revoke(idOf('apiKey', 99), slackActor))).code).toBe('not_found');
   });
 
   it('retries a revoke that lost a race', async () => {
@@ -207,10 +249,11 @@ describe('ApiKeyService.revoke / get / list / requireScope', () => {
     w.repos.apiKeys.interfere = (id) => {
       if (raced) return;
       raced = true;
-      w.repos.apiKeys.keys.set(id, { ...w.repos.apiKeys.keys.get(id)!, last_used_at: 'meanwhile' });
+      // A change to the record itself (a use, kept apart, would not conflict).
+      w.repos.apiKeys.keys.set(id, { ...w.repos.apiKeys.keys.get(id)!, name: 'renamed meanwhile' });
     };
-    expect(await w.services.apiKeys.revoke(key.id)).toMatchObject({
-      last_used_at: 'meanwhile',
+    expect(await w.services.apiKeys.revoke(key.id, slackActor)).toMatchObject({
+      name: 'renamed meanwhile',
       revoked_at: '2026-11-22T10:00:00.000Z',
     });
   });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { OutboundAllow } from '../../src/domain/connection/address-policy.js';
 import { CONNECTION_BODIES as BODIES, CONNECTION_SECRETS as SECRETS } from '../support/connection-bodies.js';
-import { fieldsOf, idOf, refusal } from './fakes.js';
+import { FakeTester, fieldsOf, idOf, refusal, slackActor } from './fakes.js';
 import { webhookBody, world } from './world.js';
 
 /** ConnectionService's rules over in-memory fakes. */
@@ -213,18 +213,18 @@ describe('ConnectionService.test', () => {
   it('answers needs_send_message for a type without a read-only check (tester not asked) and stores it as last_test', async () => {
     const w = world();
     const { connection: c } = await w.services.connections.create(BODIES.teams!);
-    const r = await w.services.connections.test(c.id, {});
+    const r = await w.services.connections.test(c.id, {}, slackActor);
     expect(r).toMatchObject({ ok: false, status: 'needs_send_message', method: null, sent_message: false });
-    expect(w.tester!.calls).toEqual([]);
+    expect(w.tester.calls).toEqual([]);
     expect((await w.services.connections.get(c.id)).last_test).toEqual(r);
   });
 
   it('hands the opened connection to the tester, with send_message as asked', async () => {
     const w = world();
     const { connection: c } = await w.services.connections.create(BODIES.teams!);
-    const r = await w.services.connections.test(c.id, { send_message: true });
+    const r = await w.services.connections.test(c.id, { send_message: true }, slackActor);
     expect(r.status).toBe('ok');
-    expect(w.tester!.calls).toEqual([
+    expect(w.tester.calls).toEqual([
       { id: c.id, sendMessage: true, config: expect.objectContaining({ webhook_url: SECRETS.teams }) },
     ]);
   });
@@ -238,24 +238,52 @@ describe('ConnectionService.test', () => {
     });
     const strict = world();
     strict.repos.connections.connections.set(c.id, c);
-    const r = await strict.services.connections.test(c.id, { send_message: true });
+    const r = await strict.services.connections.test(c.id, { send_message: true }, slackActor);
     expect(r).toMatchObject({ ok: false, status: 'blocked_by_policy', sent_message: false });
-    expect(strict.tester!.calls).toEqual([]);
+    expect(strict.tester.calls).toEqual([]);
   });
 
-  it('answers unreachable when this process has no tester', async () => {
-    const w = world({ tester: null });
+  it('answers what the tester answers when the destination cannot be reached (unreachable), and stores it', async () => {
+    const w = world({
+      tester: new FakeTester((conn) => ({
+        ok: false,
+        status: 'unreachable',
+        method: 'send',
+        sent_message: false,
+        http_status: null,
+        provider_code: null,
+        latency_ms: 3,
+        checked_at: '2026-11-22T10:00:00.000Z',
+        detail: `could not connect to ${conn.type}`,
+      })),
+    });
     const { connection: c } = await w.services.connections.create(BODIES.teams!);
-    expect((await w.services.connections.test(c.id, { send_message: true })).status).toBe('unreachable');
+    const r = await w.services.connections.test(c.id, { send_message: true }, slackActor);
+    expect(r).toMatchObject({ status: 'unreachable', detail: 'could not connect to teams' });
+    expect((await w.services.connections.get(c.id)).last_test).toEqual(r);
+  });
+
+  it('refuses a Slack user who is not an admin itself (insufficient_scope): nothing tested, nothing stored', async () => {
+    const w = world();
+    const { connection: c } = await w.services.connections.create(BODIES.teams!);
+    const mallory = { type: 'slack_user' as const, id: 'UMALLORY', name: 'mallory' };
+    const e = await refusal(w.services.connections.test(c.id, { send_message: true }, mallory));
+    expect(e.code).toBe('insufficient_scope');
+    expect(e.meta).toEqual({ task: 'test_connections' });
+    expect(w.tester.calls).toEqual([]);
+    expect((await w.services.connections.get(c.id)).last_test).toBeNull();
+    // An API key may test (its scope, connections:write, is the HTTP edge's to check).
+    const apiKey = { type: 'api_key' as const, id: 'key_1', name: 'ci' };
+    expect((await w.services.connections.test(c.id, { send_message: true }, apiKey)).status).toBe('ok');
   });
 
   it('validates the body strictly, after the 404', async () => {
     const w = world();
     const { connection: c } = await w.services.connections.create(BODIES.teams!);
-    const bad = await refusal(w.services.connections.test(c.id, { send_message: 'yes', dry: 1 }));
+    const bad = await refusal(w.services.connections.test(c.id, { send_message: 'yes', dry: 1 }, slackActor));
     expect(bad.errors.map((x) => x.field).sort()).toEqual(['dry', 'send_message']);
-    expect((await refusal(w.services.connections.test(idOf('connection', 9), { send_message: 'yes' }))).code).toBe(
-      'not_found',
-    );
+    expect(
+      (await refusal(w.services.connections.test(idOf('connection', 9), { send_message: 'yes' }, slackActor))).code,
+    ).toBe('not_found');
   });
 });

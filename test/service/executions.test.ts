@@ -47,8 +47,17 @@ describe('ExecutionService.execute', () => {
     ).toEqual(['Everyone→B', 'Everyone→A', 'Only A→A']);
     expect(r.deliveries.every((d) => d.status === 'queued')).toBe(true);
     expect(e.variables).toEqual({ eta: '1h' });
-    // Queued and confirmed: nothing left in the outbox.
-    expect(w.queue.jobs.map((j) => j.deliveryId)).toEqual(r.deliveries.map((d) => d.id));
+    // Queued as one dispatch job (the execution's claim) and confirmed: marked dispatched in the outbox…
+    expect(w.queue.batches).toHaveLength(1);
+    const batch = w.queue.batches[0]!;
+    expect(batch).toMatchObject({ incidentId: incident.id, claim: Date.parse(e.created_at) });
+    expect(batch.deliveries.map((x) => x.deliveryId)).toEqual(r.deliveries.map((d) => d.id));
+    expect([...w.repos.executions.dispatched]).toEqual(r.deliveries.map((d) => d.id));
+    expect(w.queue.jobs).toEqual([]);
+    // …where the dispatch job takes them all: nothing left in the outbox.
+    const claim = await s.deliveries.claimDispatch(batch);
+    expect(claim.mine.map((j) => j.deliveryId)).toEqual(r.deliveries.map((d) => d.id));
+    expect(claim.theirs).toEqual([]);
     expect(w.repos.executions.outbox.size).toBe(0);
     const after = await s.incidents.get(incident.id);
     expect(after).toMatchObject({
@@ -137,6 +146,7 @@ describe('ExecutionService.execute', () => {
     }
     expect(w.repos.executions.executions.size).toBe(0);
     expect(w.queue.jobs).toEqual([]);
+    expect(w.queue.batches).toEqual([]);
     expect((await s.incidents.get(incident.id)).rev).toBe(incident.rev);
   });
 
@@ -260,6 +270,7 @@ describe('ExecutionService.precheck', () => {
     await expect(s.executions.precheck(incident.id, { variables: { eta: '1h' } })).resolves.toBeUndefined();
     expect(w.repos.executions.executions.size).toBe(0);
     expect(w.queue.jobs).toEqual([]);
+    expect(w.queue.batches).toEqual([]);
     await s.incidents.close(incident.id, {}, apiActor);
     expect((await refusal(s.executions.precheck(incident.id, { variables: { eta: '1h' } }))).code).toBe(
       'incident_closed',

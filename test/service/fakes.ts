@@ -34,6 +34,7 @@ import type {
   ConnectionTester,
   ConversationRepo,
   DeliveryQueue,
+  DispatchBatch,
   ExecutionRepo,
   IdGenerator,
   IncidentFilter,
@@ -428,7 +429,10 @@ export class InMemoryExecutionRepo implements ExecutionRepo {
   takeOutbox(): Promise<string[]> {
     return Promise.resolve([...this.outbox]);
   }
-  markDispatched(): Promise<void> {
+  /** Delivery ids an execute put on the queue as dispatch jobs (still in the outbox, for their job to claim). */
+  readonly dispatched = new Set<string>();
+  markDispatched(ids: string[]): Promise<void> {
+    for (const id of ids) if (this.outbox.has(id)) this.dispatched.add(id);
     return Promise.resolve();
   }
   claimOutbox(ids: string[]): Promise<string[]> {
@@ -443,10 +447,17 @@ export class InMemoryExecutionRepo implements ExecutionRepo {
 
 export class FakeQueue implements DeliveryQueue {
   readonly jobs: QueuedJob[] = [];
+  /** Dispatch jobs (an execute's deliveries, DISPATCH_CHUNK each), as BullDeliveryQueue.dispatch adds them. */
+  readonly batches: DispatchBatch[] = [];
   failWith: Error | null = null;
   enqueue(jobs: QueuedJob[]): Promise<void> {
     if (this.failWith) return Promise.reject(this.failWith);
     this.jobs.push(...jobs);
+    return Promise.resolve();
+  }
+  dispatch(batches: DispatchBatch[]): Promise<void> {
+    if (this.failWith) return Promise.reject(this.failWith);
+    this.batches.push(...batches);
     return Promise.resolve();
   }
   remove(): Promise<void> {

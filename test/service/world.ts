@@ -1,16 +1,11 @@
 /**
- * The services wired over the in-memory fakes the way the composition root wires them over Redis
- * (src/composition/): one call gives a fresh, isolated world per test.
+ * The services wired over the in-memory fakes by the production wiring itself
+ * (src/composition/services.ts, buildServices): one call gives a fresh, isolated world per test.
  */
-import type { ChannelSenders, DeliveryTarget } from '../../src/ports/index.js';
-import { ApiKeyService } from '../../src/services/api-keys.js';
-import { ConnectionService } from '../../src/services/connections.js';
-import { DeliveryService } from '../../src/services/deliveries.js';
-import { ExecutionService } from '../../src/services/executions.js';
-import { IncidentService } from '../../src/services/incidents.js';
-import { TemplateService } from '../../src/services/templates.js';
+import type { ChannelSenders } from '../../src/ports/index.js';
+import { buildServices } from '../../src/composition/services.js';
+import { THREAD_WAIT_DEFAULT_MS } from '../../src/services/deliveries.js';
 import type { OutboundAllow } from '../../src/domain/connection/address-policy.js';
-import type { Incident } from '../../src/domain/incident/incident.js';
 import {
   allowNone,
   FakeClock,
@@ -18,6 +13,7 @@ import {
   FakeSecretBox,
   FakeTester,
   FakeTokenCrypto,
+  InMemoryAnnouncementRepo,
   InMemoryApiKeyRepo,
   InMemoryConnectionRepo,
   InMemoryConversationRepo,
@@ -25,22 +21,25 @@ import {
   InMemoryIncidentRepo,
   InMemoryTemplateRepo,
   noPacing,
+  sendPacerOver,
   SeqIds,
+  slackActor,
 } from './fakes.js';
 
 export interface WorldOptions {
   /** What the connection tester answers (default: ok). */
-  tester?: FakeTester | null;
+  tester?: FakeTester;
   publicUrl?: string;
   /** HERALD_OUTBOUND_ALLOW (default: nothing beyond public destinations). */
   allow?: OutboundAllow;
+  /** HERALD_SLACK_ADMINS (default: the fakes' `slackActor`, so admin work by it is allowed). */
+  slackAdmins?: string[];
 }
 
 export function world(opts: WorldOptions = {}) {
   const clock = new FakeClock();
   const ids = new SeqIds();
   const box = new FakeSecretBox();
-  const crypto = new FakeTokenCrypto();
   const incidentRepo = new InMemoryIncidentRepo();
   const templateRepo = new InMemoryTemplateRepo();
   const connectionRepo = new InMemoryConnectionRepo();
@@ -54,81 +53,54 @@ export function world(opts: WorldOptions = {}) {
   const disabled: string[] = [];
   const errors: string[] = [];
   const tester =
-    opts.tester === undefined
-      ? new FakeTester(() => ({
-          ok: true,
-          status: 'ok',
-          method: 'check',
-          sent_message: false,
-          http_status: 200,
-          provider_code: null,
-          latency_ms: 5,
-          checked_at: clock.now().toISOString(),
-          detail: '',
-        }))
-      : opts.tester;
+    opts.tester ??
+    new FakeTester(() => ({
+      ok: true,
+      status: 'ok',
+      method: 'check',
+      sent_message: false,
+      http_status: 200,
+      provider_code: null,
+      latency_ms: 5,
+      checked_at: clock.now().toISOString(),
+      detail: '',
+    }));
 
-  const incidents = new IncidentService({
-    incidents: incidentRepo,
-    templatesExist: (tids) => Promise.resolve(tids.map((t) => templateRepo.templates.has(t))),
-    templateVariables: (tids) =>
-      Promise.resolve(tids.map((t) => templateRepo.templates.get(t)?.variables.map((v) => v.name) ?? null)),
-    clock,
-    ids,
-    onChange: (incident: Incident, kind) => changes.push({ id: incident.id, kind }),
-  });
-  const connections = new ConnectionService({
-    repo: connectionRepo,
-    box,
-    clock,
-    ids,
-    crypto,
-    allow: opts.allow ?? allowNone,
-    ...(tester ? { tester } : {}),
-    onDeleted: (id) => void deleted.push(id),
-    onDisabled: (id) => void disabled.push(id),
-  });
-  const templates = new TemplateService({
-    templates: templateRepo,
-    clock,
-    ids,
-    getIncident: (id) => incidentRepo.get(id),
-    connectionsExist: (cids) => Promise.resolve(cids.map((c) => connectionRepo.connections.has(c))),
-    publicUrl: opts.publicUrl ?? 'https://herald.example.com',
-  });
-  const deliveries = new DeliveryService({
-    repo: executionRepo,
-    targets: {
-      get: (id: string): Promise<DeliveryTarget | null> => connections.getForDelivery(id),
-      disable: (id: string, reason: string) => connections.disable(id, reason).then(() => undefined),
-      recordOutcome: () => Promise.resolve(),
-    },
-    senders: {} as ChannelSenders,
-    pacer: noPacing,
-    queue,
+  const services = buildServices({
     clock,
     ids,
     random: () => 0.5,
-    getIncident: (id) => incidentRepo.get(id),
-    conversations,
+    repos: {
+      incidents: incidentRepo,
+      templates: templateRepo,
+      connections: connectionRepo,
+      apiKeys: apiKeyRepo,
+      executions: executionRepo,
+      conversations,
+      announcements: new InMemoryAnnouncementRepo(),
+    },
+    exist: {
+      templates: (tids) => Promise.resolve(tids.map((t) => templateRepo.templates.has(t))),
+      connections: (cids) => Promise.resolve(cids.map((c) => connectionRepo.connections.has(c))),
+    },
+    box,
+    crypto: new FakeTokenCrypto(),
+    allow: opts.allow ?? allowNone,
+    tester,
+    // No test here sends: the delivery engine's sends are test/service/deliveries.test.ts's.
+    senders: {} as ChannelSenders,
+    pacer: sendPacerOver(noPacing, executionRepo),
+    queue,
     publicUrl: opts.publicUrl ?? 'https://herald.example.com',
-    onError: (what) => void errors.push(what),
+    threadWaitMs: THREAD_WAIT_DEFAULT_MS,
+    slackAdmins: opts.slackAdmins ?? [slackActor.id],
+    notices: {
+      incidentChanged: (incident, kind) => void changes.push({ id: incident.id, kind }),
+      connectionGone: (id, reason) => void (reason === 'connection deleted' ? deleted : disabled).push(id),
+      deliveryTrouble: (what) => void errors.push(what),
+      executeTrouble: (what) => void errors.push(what),
+    },
   });
-  const executions = new ExecutionService({
-    incidents: incidentRepo,
-    repo: executionRepo,
-    deliveries,
-    getTemplates: (tids) => templates.getMany(tids),
-    getTemplateVersion: (tid, version) => templates.getVersionOrNull(tid, version),
-    conversations,
-    listConnections: () => connections.listAll(),
-    enqueue: (jobs) => queue.enqueue(jobs),
-    clock,
-    ids,
-    publicUrl: opts.publicUrl ?? 'https://herald.example.com',
-    onError: (what) => void errors.push(what),
-  });
-  const apiKeys = new ApiKeyService({ repo: apiKeyRepo, clock, ids, crypto });
 
   return {
     clock,
@@ -143,7 +115,7 @@ export function world(opts: WorldOptions = {}) {
       executions: executionRepo,
       apiKeys: apiKeyRepo,
     },
-    services: { incidents, templates, connections, executions, deliveries, apiKeys },
+    services,
     seen: { changes, deleted, disabled, errors },
   };
 }

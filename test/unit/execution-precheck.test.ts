@@ -63,8 +63,8 @@ function service(opts: { templates: Template[]; connections: ExecuteConnection[]
     deliveries: {},
     getTemplates: (ids: string[]) => Promise.resolve(ids.map((id) => opts.templates.find((t) => t.id === id) ?? null)),
     listConnections: () => Promise.resolve(opts.connections),
-    enqueue: () => {
-      writes.push('enqueue');
+    dispatch: () => {
+      writes.push('dispatch');
       return Promise.resolve();
     },
     clock: { now: () => new Date('2026-11-22T10:00:00.000Z') },

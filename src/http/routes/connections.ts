@@ -11,6 +11,7 @@ import {
 import { parseInput } from '../../domain/common/validation.js';
 import type { ConnectionService } from '../../services/connections.js';
 import { defineRoutes, mountRoutes, pathParam, queryList, queryString, type EdgeDeps } from '../endpoint.js';
+import { actorOf } from '../context.js';
 import { etagOf, ifMatchRevision } from '../etag.js';
 import { jsonResponse, respondOnCommit, sendStored } from '../middleware/idempotency.js';
 import { idParam, json, problem } from '../operation-docs.js';
@@ -135,7 +136,7 @@ export const connectionRouteTable = defineRoutes<Deps>({ tag: 'Connections', par
       },
     },
     handle: async (req, res, d) => {
-      res.json(await d.connections.test(pathParam(req, 'id'), req.body));
+      res.json(await d.connections.test(pathParam(req, 'id'), req.body, actorOf(res)));
     },
   },
 ]);

@@ -1,6 +1,7 @@
 import type { BlockAction, ButtonAction } from '@slack/bolt';
 import type { SlackListeners } from './dispatch.js';
-import { slackUser, type SlackDeps } from '../deps.js';
+import { isDomainError } from '../../domain/common/errors.js';
+import { slackActor, slackUser, type SlackDeps } from '../deps.js';
 import { publishHome } from './home.js';
 import { isRedisUnavailable } from '../../domain/common/unavailable.js';
 import { ephemeralMessage } from '../errors.js';
@@ -13,7 +14,7 @@ import {
   type IncidentStep,
 } from './modals.js';
 import { identity, once } from '../once.js';
-import { ACTIONS, ADMIN_ACTIONS } from '../views/action-ids.js';
+import { ACTIONS } from '../views/action-ids.js';
 import { generateApiKeyModal } from '../views/api-key-modals.js';
 
 const STEP_BY_ACTION: Record<string, IncidentStep> = {
@@ -33,8 +34,8 @@ type ButtonClick = BlockAction<ButtonAction>;
 /**
  * Buttons: on announcements, `show` answers and the App Home. Each is acked first (Slack wants
  * an answer within 3 s) and does its work after; a button that opens a modal does so once per
- * trigger, so a retried click never opens two. Admin buttons re-check the clicking user every
- * time: hiding them from non-admins is presentation, this is the rule.
+ * trigger, so a retried click never opens two. Admin buttons pass the clicking user to the
+ * service, which decides (AccessPolicy) on every click: hiding them from non-admins is presentation.
  */
 export function registerActions(app: SlackListeners, deps: SlackDeps): void {
   for (const [actionId, step] of Object.entries(STEP_BY_ACTION)) {
@@ -73,13 +74,17 @@ export function registerActions(app: SlackListeners, deps: SlackDeps): void {
   ] as const) {
     app.action<ButtonClick>({ type: 'block_actions', action_id: actionId }, async ({ ack, body, action }) => {
       await ack();
-      if (!allowed(deps, body, action.action_id)) return;
       await once(deps.idempotency, identity('trigger', body.trigger_id), async () => {
         try {
           // The outcome is stored as the connection's last_test, which the Home shows.
-          await deps.services.connections.test(action.value ?? '', { send_message: sendMessage });
+          await deps.services.connections.test(
+            action.value ?? '',
+            { send_message: sendMessage },
+            slackActor(body.user),
+          );
         } catch (err) {
-          deps.log.warn({ err, connection_id: action.value }, 'connection test from the App Home failed');
+          if (refusedAdmin(err)) warnRefused(deps, body, action.action_id);
+          else deps.log.warn({ err, connection_id: action.value }, 'connection test from the App Home failed');
         }
         await publishHome(deps, body.user.id);
       });
@@ -90,7 +95,14 @@ export function registerActions(app: SlackListeners, deps: SlackDeps): void {
     { type: 'block_actions', action_id: ACTIONS.apiKeyGenerate },
     async ({ ack, body, action }) => {
       await ack();
-      if (!allowed(deps, body, action.action_id)) return;
+      // Presentation: a form only an admin can submit (ApiKeyService.create decides) is not opened for others.
+      if (!deps.access.can(slackUser(body.user.id), 'manage_api_keys')) {
+        warnRefused(deps, body, action.action_id);
+        publishHome(deps, body.user.id).catch((err: unknown) =>
+          deps.log.warn({ err }, 'could not re-publish the App Home'),
+        );
+        return;
+      }
       await once(deps.idempotency, identity('trigger', body.trigger_id), () =>
         deps.client.views.open({ trigger_id: body.trigger_id, view: generateApiKeyModal() }).then(() => undefined),
       );
@@ -99,13 +111,13 @@ export function registerActions(app: SlackListeners, deps: SlackDeps): void {
 
   app.action<ButtonClick>({ type: 'block_actions', action_id: ACTIONS.apiKeyRevoke }, async ({ ack, body, action }) => {
     await ack();
-    if (!allowed(deps, body, action.action_id)) return;
     try {
       // Idempotent in the service: a retried click revokes nothing twice.
-      await deps.services.apiKeys.revoke(action.value ?? '');
+      await deps.services.apiKeys.revoke(action.value ?? '', slackActor(body.user));
       deps.log.info({ api_key_id: action.value, slack_user: body.user.id }, 'API key revoked from the App Home');
     } catch (err) {
-      deps.log.warn({ err, api_key_id: action.value }, 'API key revoke from the App Home failed');
+      if (refusedAdmin(err)) warnRefused(deps, body, action.action_id);
+      else deps.log.warn({ err, api_key_id: action.value }, 'API key revoke from the App Home failed');
     }
     await publishHome(deps, body.user.id);
   });
@@ -124,17 +136,18 @@ async function openOnce(deps: SlackDeps, triggerId: string, open: () => Promise<
   }
 }
 
+/** The service refused the clicking user an admin task (AccessPolicy). */
+function refusedAdmin(err: unknown): boolean {
+  return isDomainError(err) && err.code === 'insufficient_scope';
+}
+
 /**
- * The admin gate for buttons. A refused click changes nothing; the user's Home is re-published
- * (without the admin parts), which is all a forged or stale click gets back.
+ * A refused admin click changes nothing; the handler re-publishes the user's Home (without the
+ * admin parts), which is all a forged or stale click gets back.
  */
-function allowed(deps: SlackDeps, body: ButtonClick, actionId: string): boolean {
-  const task = ADMIN_ACTIONS.get(actionId);
-  if (task === undefined || deps.access.can(slackUser(body.user.id), task)) return true;
+function warnRefused(deps: SlackDeps, body: ButtonClick, actionId: string): void {
   deps.log.warn(
     { slack_user: body.user.id, action_id: actionId },
     'refused an admin action from a non-admin Slack user',
   );
-  publishHome(deps, body.user.id).catch((err: unknown) => deps.log.warn({ err }, 'could not re-publish the App Home'));
-  return false;
 }

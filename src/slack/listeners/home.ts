@@ -4,7 +4,8 @@ import { HOME_CAPS, homeView, type HomeAdminData } from '../views/home.js';
 
 /**
  * Publishes a user's App Home: open incidents for everyone; connections and API keys only for
- * HERALD_SLACK_ADMINS (AccessPolicy decides, per user, on every publish).
+ * HERALD_SLACK_ADMINS. AdminViewService refuses anyone else; asking AccessPolicy first only keeps
+ * a non-admin's Home from costing a refusal (presentation).
  */
 export async function publishHome(deps: SlackDeps, userId: string): Promise<void> {
   const s = deps.services;
@@ -13,17 +14,9 @@ export async function publishHome(deps: SlackDeps, userId: string): Promise<void
     { limit: HOME_CAPS.incidents + 1, cursor: null },
   );
   let admin: HomeAdminData | null = null;
-  if (deps.access.can(slackUser(userId), 'view_admin')) {
-    const [connections, keys] = await Promise.all([
-      s.connections.list({}, { limit: HOME_CAPS.connections + 1, cursor: null }),
-      s.apiKeys.list({ limit: HOME_CAPS.keys + 1, cursor: null }),
-    ]);
-    admin = {
-      connections: connections.data.slice(0, HOME_CAPS.connections),
-      moreConnections: connections.data.length > HOME_CAPS.connections,
-      keys: keys.data.slice(0, HOME_CAPS.keys),
-      moreKeys: keys.data.length > HOME_CAPS.keys,
-    };
+  const user = slackUser(userId);
+  if (deps.access.can(user, 'view_admin')) {
+    admin = await s.admin.overview(user, { connections: HOME_CAPS.connections, keys: HOME_CAPS.keys });
   }
   const view = homeView({
     incidents: incidents.data.slice(0, HOME_CAPS.incidents),

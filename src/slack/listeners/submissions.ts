@@ -3,12 +3,12 @@ import type { AckFn, ViewResponseAction, ViewSubmitAction } from '@slack/bolt';
 import type { SlackListeners } from './dispatch.js';
 import { isDomainError } from '../../domain/common/errors.js';
 import type { Announcer } from '../announcer.js';
-import { slackActor, slackUser, type SlackDeps } from '../deps.js';
+import { slackActor, type SlackDeps } from '../deps.js';
 import { ephemeralMessage, modalErrors } from '../errors.js';
 import { publishHome } from './home.js';
 import { messageModal } from './modals.js';
 import { identity, once } from '../once.js';
-import { ADMIN_CALLBACKS, CALLBACKS, decodeContext } from '../views/action-ids.js';
+import { CALLBACKS, decodeContext } from '../views/action-ids.js';
 import { apiKeyCreatedModal } from '../views/api-key-modals.js';
 import type { ModalView } from '../views/block-kit.js';
 import { NEXT_UPDATE_FIELD, NO_NEXT_UPDATE } from '../views/execute-modal.js';
@@ -272,19 +272,6 @@ function submit(
         ? ack({ response_action: 'update', view: messageModal('Cannot do that', ephemeralMessage(e)) })
         : ack({ response_action: 'errors', errors: modalErrors(e, inputs, fallback) });
     };
-    const task = ADMIN_CALLBACKS.get(callbackId);
-    if (task !== undefined) {
-      try {
-        deps.access.authorize(slackUser(body.user.id), task);
-      } catch (e) {
-        deps.log.warn(
-          { slack_user: body.user.id, callback_id: callbackId },
-          'refused an admin submission from a non-admin Slack user',
-        );
-        await refuse(e);
-        return;
-      }
-    }
     const state = readViewState(view.state.values);
     let outcome: Awaited<ReturnType<typeof once<SubmitOutcome>>>;
     try {
@@ -293,6 +280,12 @@ function submit(
       );
     } catch (e) {
       if (!isDomainError(e)) deps.log.error({ err: e, callback_id: callbackId }, 'Slack submission failed');
+      // The service refused an admin submission (a forged or stale form): the rule is the service's.
+      else if (e.code === 'insufficient_scope')
+        deps.log.warn(
+          { slack_user: body.user.id, callback_id: callbackId },
+          'refused an admin submission from a non-admin Slack user',
+        );
       await refuse(e);
       return;
     }

@@ -1,5 +1,3 @@
-import type { AdminTask } from '../../services/access.js';
-
 /**
  * The ids that tie a view to its handler: button action ids, modal callback ids and the App Home
  * buttons. Views set them, listeners in slack/listeners/actions.ts and slack/listeners/submissions.ts match on them.
@@ -30,20 +28,6 @@ export const CALLBACKS = {
   correct: 'execution_correct',
   retract: 'execution_retract',
 } as const;
-
-/**
- * The admin task behind each admin button and modal: AccessPolicy (services/access.ts) decides
- * who may do it, on every request (hiding the buttons is presentation only).
- */
-export const ADMIN_ACTIONS: ReadonlyMap<string, AdminTask> = new Map<string, AdminTask>([
-  [ACTIONS.connectionTest, 'test_connections'],
-  [ACTIONS.connectionTestSend, 'test_connections'],
-  [ACTIONS.apiKeyGenerate, 'manage_api_keys'],
-  [ACTIONS.apiKeyRevoke, 'manage_api_keys'],
-]);
-export const ADMIN_CALLBACKS: ReadonlyMap<string, AdminTask> = new Map<string, AdminTask>([
-  [CALLBACKS.apiKeyGenerate, 'manage_api_keys'],
-]);
 
 /** What a modal carries from opening to submission (its private_metadata, as JSON). */
 export interface ModalContext {

@@ -1,0 +1,189 @@
+/**
+ * Every service, built from its ports: the one place services are constructed. The composition
+ * root (./app.ts) calls it with the Redis adapters and the delivery machinery; the service-tier
+ * tests (test/service/world.ts) call it with in-memory fakes. Both therefore run the same wiring:
+ * which service reads what of which other, and what happens when a connection goes away.
+ */
+import type { OutboundAllow } from '../domain/connection/address-policy.js';
+import type { Attempt, Delivery } from '../domain/execution/execution.js';
+import type { Incident } from '../domain/incident/incident.js';
+import type {
+  AnnouncementReminderLog,
+  AnnouncementRepo,
+  ApiKeyRepo,
+  ChannelSenders,
+  Clock,
+  ConnectionRepo,
+  ConnectionTester,
+  ConversationRepo,
+  DeliveryQueue,
+  DispatchBatch,
+  ExecutionRepo,
+  IdGenerator,
+  IncidentRepo,
+  SecretBox,
+  TemplateRepo,
+  TokenCrypto,
+} from '../ports/index.js';
+import { AccessPolicy } from '../services/access.js';
+import { AdminViewService } from '../services/admin-view.js';
+import { AnnouncementService } from '../services/announcement-service.js';
+import { ApiKeyService } from '../services/api-keys.js';
+import { ConnectionService } from '../services/connections.js';
+import { DeliveryService, type SendPacer } from '../services/deliveries.js';
+import { ExecutionService } from '../services/executions.js';
+import { IncidentService } from '../services/incidents.js';
+import { TemplateService } from '../services/templates.js';
+import type { IncidentChangeKind } from './events.js';
+
+/** What the services are built from: storage, the delivery machinery, and the settings they read. */
+export interface ServicePorts {
+  clock: Clock;
+  ids: IdGenerator;
+  /** Retry jitter of the delivery engine. */
+  random: () => number;
+  repos: {
+    incidents: IncidentRepo;
+    templates: TemplateRepo;
+    connections: ConnectionRepo;
+    apiKeys: ApiKeyRepo;
+    executions: ExecutionRepo;
+    conversations: ConversationRepo;
+    announcements: AnnouncementRepo & AnnouncementReminderLog;
+  };
+  /** Which of these ids name a stored template / connection (one round trip for many). */
+  exist: {
+    templates(ids: string[]): Promise<boolean[]>;
+    connections(ids: string[]): Promise<boolean[]>;
+  };
+  /** Seals connection secrets at rest. */
+  box: SecretBox;
+  crypto: TokenCrypto;
+  /** HERALD_OUTBOUND_ALLOW, parsed. */
+  allow: OutboundAllow;
+  tester: ConnectionTester;
+  senders: ChannelSenders;
+  pacer: SendPacer;
+  /** The delivery queue: a job per delivery, or an execute's deliveries as dispatch jobs. */
+  queue: DeliveryQueue & { dispatch(batches: DispatchBatch[]): Promise<void> };
+  /** HERALD_PUBLIC_URL, the base of `{{incident.url}}`. */
+  publicUrl: string | undefined;
+  /** HERALD_THREAD_WAIT_MS: how long an update waits for its conversation's first message. */
+  threadWaitMs: number;
+  /** HERALD_SLACK_ADMINS: who may do admin work from Slack (AccessPolicy). */
+  slackAdmins: readonly string[];
+  notices: ServiceNotices;
+}
+
+/**
+ * What the services tell the rest of Herald. Notifications only: what a service does never
+ * depends on who listens (a listener's failure is the listener's).
+ */
+export interface ServiceNotices {
+  /** An incident was created or changed (the Slack announcement follows it). */
+  incidentChanged?(incident: Incident, kind: IncidentChangeKind): void;
+  /** A connection was deleted or disabled; its queued deliveries are already cancelled. */
+  connectionGone?(connectionId: string, reason: string): void;
+  /** A delivery changed (metrics, the announcement's receipts). */
+  deliveryChanged?(d: Delivery): void;
+  /** An attempt was recorded (metrics). */
+  attempt?(d: Delivery, a: Attempt): void;
+  /** Bookkeeping after a recorded attempt failed; the delivery's own record stands (logged). */
+  deliveryTrouble?(what: string, err: unknown): void;
+  /** Queueing an execution failed after its commit; the outbox sweep queues it (logged). */
+  executeTrouble?(what: string, err: unknown): void;
+}
+
+export interface Services {
+  access: AccessPolicy;
+  admin: AdminViewService;
+  apiKeys: ApiKeyService;
+  incidents: IncidentService;
+  templates: TemplateService;
+  connections: ConnectionService;
+  executions: ExecutionService;
+  deliveries: DeliveryService;
+  announcements: AnnouncementService;
+}
+
+export function buildServices(p: ServicePorts): Services {
+  const { clock, ids, repos, notices: n } = p;
+  const access = new AccessPolicy({ slackAdmins: p.slackAdmins });
+  // Deleting or disabling a connection cancels its queued deliveries before it answers.
+  const gone = (reason: string) => async (id: string) => {
+    await deliveries.cancelForConnection(id, reason);
+    n.connectionGone?.(id, reason);
+  };
+  const connections = new ConnectionService({
+    repo: repos.connections,
+    box: p.box,
+    clock,
+    ids,
+    crypto: p.crypto,
+    allow: p.allow,
+    tester: p.tester,
+    access,
+    onDeleted: gone('connection deleted'),
+    onDisabled: gone('connection disabled'),
+  });
+  const incidents = new IncidentService({
+    incidents: repos.incidents,
+    templatesExist: (tids) => p.exist.templates(tids),
+    templateVariables: (tids) =>
+      Promise.all(tids.map(async (t) => (await repos.templates.get(t))?.variables.map((v) => v.name) ?? null)),
+    clock,
+    ids,
+    onChange: (incident, kind) => n.incidentChanged?.(incident, kind),
+  });
+  const templates = new TemplateService({
+    templates: repos.templates,
+    clock,
+    ids,
+    getIncident: (id) => repos.incidents.get(id),
+    connectionsExist: (cids) => p.exist.connections(cids),
+    ...(p.publicUrl !== undefined ? { publicUrl: p.publicUrl } : {}),
+  });
+  const deliveries = new DeliveryService({
+    repo: repos.executions,
+    targets: {
+      get: (id) => connections.getForDelivery(id),
+      disable: async (id, reason) => {
+        await connections.disable(id, reason);
+      },
+      recordOutcome: async (id, ok, error) => {
+        await connections.recordHealth(id, ok ? { ok: true } : { ok: false, error: error ?? 'failed' });
+      },
+    },
+    senders: p.senders,
+    pacer: p.pacer,
+    queue: p.queue,
+    clock,
+    ids,
+    random: p.random,
+    getIncident: (id) => repos.incidents.get(id),
+    conversations: repos.conversations,
+    publicUrl: p.publicUrl ?? null,
+    threadWaitMs: p.threadWaitMs,
+    onAttempt: (d, a) => n.attempt?.(d, a),
+    onError: (what, err) => n.deliveryTrouble?.(what, err),
+    onDeliveryChanged: (d) => n.deliveryChanged?.(d),
+  });
+  const executions = new ExecutionService({
+    incidents: repos.incidents,
+    repo: repos.executions,
+    deliveries,
+    getTemplates: (tids) => templates.getMany(tids),
+    getTemplateVersion: (id, version) => templates.getVersionOrNull(id, version),
+    conversations: repos.conversations,
+    listConnections: () => connections.listAll(),
+    dispatch: (batches) => p.queue.dispatch(batches),
+    clock,
+    ids,
+    publicUrl: p.publicUrl,
+    onError: (what, err) => n.executeTrouble?.(what, err),
+  });
+  const apiKeys = new ApiKeyService({ repo: repos.apiKeys, clock, ids, crypto: p.crypto, access });
+  const announcements = new AnnouncementService(repos.announcements);
+  const admin = new AdminViewService({ access, connections, apiKeys });
+  return { access, admin, apiKeys, incidents, templates, connections, executions, deliveries, announcements };
+}
