@@ -58,6 +58,12 @@ export interface HttpSink<X extends object = object> {
   script(...replies: ScriptedReply[]): void;
   /** Scripted replies not used yet. */
   pendingScript(): number;
+  /**
+   * Holds the answer to the next request that `match`es (default: the next one) for `ms` more:
+   * the same answer, scripted or the peer's own, only later — a platform slow to answer that has
+   * already done what was asked (a Slack post under load). Used once, like a scripted reply.
+   */
+  hold(ms: number, match?: ScriptedReply['match']): void;
   /** Resolves when at least `n` requests have arrived (polls with a deadline, never a fixed sleep). */
   waitForRequests(n: number, timeoutMs?: number): Promise<(RecordedRequest & X)[]>;
   /** Forgets recorded requests and the script. */
@@ -97,6 +103,7 @@ function matches(s: ScriptedReply, req: RecordedRequest): boolean {
 export async function startHttpSink<X extends object = object>(opts: HttpSinkOptions<X> = {}): Promise<HttpSink<X>> {
   const requests: (RecordedRequest & X)[] = [];
   let queue: ScriptedReply[] = [];
+  let holds: ScriptedReply[] = [];
   const timers = new Set<NodeJS.Timeout>();
   const sockets = new Set<Socket>();
   let seq = 0;
@@ -152,11 +159,13 @@ export async function startHttpSink<X extends object = object>(opts: HttpSinkOpt
       requests.push(rec);
       const i = queue.findIndex((s) => matches(s, rec));
       const reply: Reply = i >= 0 ? queue.splice(i, 1)[0]! : (opts.respond?.(rec) ?? {});
-      if (reply.delayMs !== undefined && reply.delayMs > 0) {
+      const h = holds.findIndex((s) => matches(s, rec));
+      const delayMs = (reply.delayMs ?? 0) + (h >= 0 ? (holds.splice(h, 1)[0]!.delayMs ?? 0) : 0);
+      if (delayMs > 0) {
         const t = setTimeout(() => {
           timers.delete(t);
           send(res, req, rec, reply);
-        }, reply.delayMs);
+        }, delayMs);
         timers.add(t);
       } else {
         send(res, req, rec, reply);
@@ -179,11 +188,15 @@ export async function startHttpSink<X extends object = object>(opts: HttpSinkOpt
       queue.push(...replies);
     },
     pendingScript: () => queue.length,
+    hold(ms, match) {
+      holds.push({ delayMs: ms, ...(match !== undefined ? { match } : {}) });
+    },
     waitForRequests: (n, timeoutMs = 10_000) =>
       waitFor(() => requests.length >= n && requests, { timeoutMs, what: `${n} request(s) at the sink` }),
     clear() {
       requests.length = 0;
       queue = [];
+      holds = [];
     },
     async close() {
       for (const t of timers) clearTimeout(t);
@@ -204,6 +217,8 @@ export interface SinkPeer<M> {
   requests: RecordedRequest[];
   messages: M[];
   script(...replies: ScriptedReply[]): void;
+  /** Holds the answer to the next matching request for `ms` more (see HttpSink.hold). */
+  hold(ms: number, match?: ScriptedReply['match']): void;
   waitForRequests: HttpSink['waitForRequests'];
   /** Forgets the requests, the script and the messages (and whatever else the peer keeps). */
   clear(): void;
@@ -217,6 +232,7 @@ export function sinkPeer<M>(sink: HttpSink, messages: M[], forget: () => void = 
     requests: sink.requests,
     messages,
     script: (...r) => sink.script(...r),
+    hold: (ms, match) => sink.hold(ms, match),
     waitForRequests: (n, t) => sink.waitForRequests(n, t),
     clear() {
       sink.clear();

@@ -50,6 +50,11 @@ export interface SlackPeer {
   setWebhookState(path: string, state: 'ok' | 'archived' | 'removed'): void;
   /** Raw scripting (see http-sink). */
   script(...replies: ScriptedReply[]): void;
+  /**
+   * Holds the answer to the next Web API call of `method` (to `channel`, when given) for `ms`
+   * more: Slack has done it (a post is in the channel) but answers late, as under load.
+   */
+  hold(method: string, ms: number, channel?: string): void;
   /** The next call of `method` answers `{ok: false, error}`. */
   failNext(method: string, error: string): void;
   /** The next call of `method` (or the next webhook post when method is 'webhook') answers 429. */
@@ -302,6 +307,12 @@ export async function startSlack(opts: SlackPeerOptions = {}): Promise<SlackPeer
     threadOf: (channel, ts) => store.inChannel(channel).filter((m) => m.thread_ts === ts && m.ts !== ts),
     setWebhookState: (path, state) => void webhookStates.set(path, state),
     script: (...replies) => sink.script(...replies),
+    hold(method, ms, channel) {
+      sink.hold(ms, (req) => {
+        if (req.path !== apiPath(method)) return false;
+        return channel === undefined || calls.find((c) => c.request === req)?.args.channel === channel;
+      });
+    },
     failNext(method, error) {
       sink.script({ match: apiPath(method), body: { ok: false, error } });
     },
