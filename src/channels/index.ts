@@ -1,5 +1,5 @@
-import { z } from 'zod';
-import type { ChannelModule } from './channel.js';
+import type { z } from 'zod';
+import type { CHANNEL_TYPES, ChannelModule, ChannelType } from '../contracts/channel.js';
 import { discordChannel } from './discord/index.js';
 import { emailChannel } from './email/index.js';
 import { googleChatChannel } from './google-chat/index.js';
@@ -22,18 +22,12 @@ const MODULES = [
   googleChatChannel,
   telegramChannel,
   webhookChannel,
-] as const;
+] as const satisfies ModulesOf<typeof CHANNEL_TYPES>;
+
+/** One module per type of the contract's CHANNEL_TYPES, in its order: the registry cannot drift from it. */
+type ModulesOf<T extends readonly string[]> = { readonly [K in keyof T]: { type: T[K] } };
 
 type Modules = typeof MODULES;
-export type ChannelType = Modules[number]['type'];
-
-/** The channel types Herald delivers to; templates and connections share this list. */
-export const CHANNEL_TYPES = MODULES.map((m) => m.type) as unknown as TypesOf<Modules>;
-
-/** A tuple of modules → the tuple of their type names (a homomorphic map keeps it a tuple). */
-type TypesOf<M extends readonly { type: string }[]> = { readonly [K in keyof M]: M[K]['type'] };
-
-export const ChannelTypeSchema = z.enum(CHANNEL_TYPES).meta({ id: 'ChannelType' });
 
 /** Channel type → its module. */
 export const CHANNELS = Object.fromEntries(MODULES.map((m) => [m.type, m])) as {
@@ -49,8 +43,8 @@ export function channelOf(type: ChannelType): ChannelModule<ChannelType> {
   return CHANNELS[type];
 }
 
-export type { ChannelModule, MessageFormat } from './channel.js';
-export type { Destination } from './common/config-fields.js';
+export { CHANNEL_TYPES, ChannelTypeSchema } from '../contracts/channel.js';
+export type { ChannelModule, ChannelType, Destination, MessageFormat } from '../contracts/channel.js';
 export type { DiscordConfig } from './discord/config.js';
 export type { EmailConfig } from './email/config.js';
 export type { GoogleChatConfig } from './google-chat/config.js';

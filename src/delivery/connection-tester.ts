@@ -8,15 +8,14 @@ import {
   type DeliveryConnection,
   type TestStatus,
 } from '../domain/connection/connection.js';
-import type { ChannelAdapter } from '../channels/adapter.js';
 import { channelOf, type ChannelType } from '../channels/index.js';
 import { escapeHtml } from '../channels/common/escape.js';
-import type { RenderedContent } from '../domain/execution/execution.js';
-import type { ConnectionTester, OutboundMessage } from '../ports/index.js';
-import { scrubSecrets, type ChannelResult } from '../channels/common/http-outcome.js';
-import { channelDeps, type ChannelAdapters, type ChannelSenderDeps, type HeraldChannelSenders } from './senders.js';
+import { scrubSecrets } from '../channels/common/http-outcome.js';
+import type { ChannelAdapter, OutboundMessage, RenderedContent, SendResult } from '../contracts/channel.js';
+import type { ChannelSenders, ConnectionTester } from '../ports/index.js';
+import { channelDeps, type ChannelAdapters, type ChannelSenderDeps } from './senders.js';
 import { OutboundError } from './outbound/error.js';
-import type { OutboundHttp } from './outbound/http.js';
+import type { GuardedOutboundHttp } from './outbound/http.js';
 
 /**
  * The network half of POST /v1/connections/{id}/test (the service did the rest: 404, config
@@ -26,14 +25,14 @@ import type { OutboundHttp } from './outbound/http.js';
  * (Slack `auth.test`, Discord GET webhook, Telegram `getMe`, SMTP verify) or, with sendMessage, a
  * marked "[Herald test]" message goes through the real sender.
  *
- * A delivered test message is `ok`, except where the platform only says "accepted" (Teams
- * Workflows' 202: the flow runs later, so nobody knows yet whether it posted) →
- * `accepted_unverified`, which still counts as `ok: true`.
+ * A delivered test message is `ok`, except where the platform only says "accepted" (a channel
+ * module that `acceptsOnly`, or any 202: the platform acts later, so nobody knows yet whether it
+ * posted) → `accepted_unverified`, which still counts as `ok: true`.
  */
 
 export interface ConnectionTesterDeps extends ChannelSenderDeps {
   adapters: ChannelAdapters;
-  senders: HeraldChannelSenders;
+  senders: ChannelSenders;
   /** Wall clock (checked_at, Retry-After dates). */
   clock: { now(): Date };
   /** Monotonic ms for latencies. */
@@ -69,8 +68,9 @@ export function createConnectionTester(deps: ConnectionTesterDeps): ConnectionTe
   async function sendTestMessage(conn: DeliveryConnection): Promise<Outcome> {
     const message = testMessage(conn, newTestId());
     const result = await sendVia(deps.senders, conn, message);
-    // Teams Workflows answer 202 before the flow runs: accepted, not yet posted.
-    const unverified = result.outcome === 'delivered' && (conn.type === 'teams' || result.httpStatus === 202);
+    // Accepted, not yet posted: the platform's delivered means only that (its module says so), or a 202.
+    const unverified =
+      result.outcome === 'delivered' && (channelOf(conn.type).acceptsOnly === true || result.httpStatus === 202);
     if (unverified) {
       return {
         ok: true,
@@ -194,7 +194,7 @@ function checkOf(adapters: ChannelAdapters, type: ChannelType): ChannelAdapter<D
  * request itself is guarded again at connect time (that is what makes rebinding useless); this
  * pre-flight only lets the test say clearly why it would be refused.
  */
-async function checkDestinations(http: OutboundHttp, conn: DeliveryConnection): Promise<Outcome | null> {
+async function checkDestinations(http: GuardedOutboundHttp, conn: DeliveryConnection): Promise<Outcome | null> {
   for (const d of channelOf(conn.type).destinations(conn.config)) {
     try {
       if (d.kind === 'url') http.guard.checkUrl(d.value);
@@ -221,7 +221,7 @@ async function checkDestinations(http: OutboundHttp, conn: DeliveryConnection): 
 }
 
 /** A send or check result as a test outcome. */
-function fromResult(result: ChannelResult, okDetail: string): Outcome {
+function fromResult(result: SendResult, okDetail: string): Outcome {
   const base = {
     http_status: result.httpStatus,
     provider_code: result.providerCode,

@@ -1,9 +1,9 @@
-import type { ChannelAdapter, ChannelDeps, ChannelSender } from '../channels/adapter.js';
 import { createSmtpClient, type SmtpClientOptions } from '../channels/email/send.js';
 import { CHANNEL_TYPES, channelOf, type ChannelType, type ConfigOf } from '../channels/index.js';
-import { scrubResult, type ChannelResult } from '../channels/common/http-outcome.js';
-import type { DeliveryConnection } from '../domain/connection/connection.js';
-import type { OutboundMessage } from '../ports/index.js';
+import { scrubResult } from '../channels/common/http-outcome.js';
+import type { ChannelAdapter, ChannelDeps, ChannelSender, SendResult } from '../contracts/channel.js';
+import type { ChannelSenders } from '../ports/index.js';
+import type { GuardedOutboundHttp } from './outbound/http.js';
 
 /**
  * The senders of every registered channel type (src/channels/<type>/send.ts), built once from
@@ -19,7 +19,9 @@ export async function loadChannelAdapters(): Promise<ChannelAdapters> {
   return Object.fromEntries(entries) as unknown as ChannelAdapters;
 }
 
-export interface ChannelSenderDeps extends Omit<ChannelDeps, 'smtp'> {
+export interface ChannelSenderDeps extends Omit<ChannelDeps, 'smtp' | 'http'> {
+  /** The guarded HTTP client (createOutboundHttp) with SLACK_API_URL and TELEGRAM_API_URL trusted. */
+  http: GuardedOutboundHttp;
   /** The SMTP client; by default one through the HTTP client's guard, with `smtpOptions`. */
   smtp?: ChannelDeps['smtp'];
   smtpOptions?: Omit<SmtpClientOptions, 'guard'>;
@@ -32,34 +34,26 @@ export interface ChannelSenderDeps extends Omit<ChannelDeps, 'smtp'> {
 
 export const ATTEMPT_DEADLINE_MS = 60_000;
 
-/** A sender as built here: its results may name a failure's cause (read by the connection tester). */
-export interface HeraldChannelSender<T extends ChannelType> {
-  send(target: Extract<DeliveryConnection, { type: T }>, message: OutboundMessage): Promise<ChannelResult>;
-}
-
-/** Assignable to the ChannelSenders port. */
-export type HeraldChannelSenders = { [T in ChannelType]: HeraldChannelSender<T> };
-
 /** The ChannelDeps every adapter receives, with the default SMTP client filled in. */
 export function channelDeps(deps: ChannelSenderDeps): ChannelDeps {
   const { smtp, smtpOptions, attemptDeadlineMs: _deadline, ...rest } = deps;
   return { ...rest, smtp: smtp ?? createSmtpClient({ ...smtpOptions, guard: deps.http.guard }) };
 }
 
-export function createChannelSenders(adapters: ChannelAdapters, deps: ChannelSenderDeps): HeraldChannelSenders {
+export function createChannelSenders(adapters: ChannelAdapters, deps: ChannelSenderDeps): ChannelSenders {
   const shared = channelDeps(deps);
   const deadline = deps.attemptDeadlineMs ?? ATTEMPT_DEADLINE_MS;
-  const build = <T extends ChannelType>(t: T): HeraldChannelSender<T> => {
+  const build = <T extends ChannelType>(t: T): ChannelSender<ConfigOf<T>> => {
     // Each adapter is typed with its own config; here they are handled alike (the map pairs them).
     const sender = adapters[t].createSender(shared) as ChannelSender<unknown>;
     return {
       send: async (target, message) => scrubbed(bounded(sender.send(target, message), deadline), target.secrets),
     };
   };
-  return Object.fromEntries(CHANNEL_TYPES.map((t) => [t, build(t)])) as unknown as HeraldChannelSenders;
+  return Object.fromEntries(CHANNEL_TYPES.map((t) => [t, build(t)])) as unknown as ChannelSenders;
 }
 
-async function scrubbed(result: Promise<ChannelResult>, secrets: Record<string, string>): Promise<ChannelResult> {
+async function scrubbed(result: Promise<SendResult>, secrets: Record<string, string>): Promise<SendResult> {
   return scrubResult(await result, Object.values(secrets));
 }
 
@@ -68,9 +62,9 @@ async function scrubbed(result: Promise<ChannelResult>, secrets: Record<string, 
  * gone out before the platform stalled, so a retry is flagged as a possible duplicate. What is
  * still pending ends on its own time-outs; its late result is ignored.
  */
-async function bounded(attempt: Promise<ChannelResult>, deadlineMs: number): Promise<ChannelResult> {
+async function bounded(attempt: Promise<SendResult>, deadlineMs: number): Promise<SendResult> {
   let timer: NodeJS.Timeout | undefined;
-  const expired = new Promise<ChannelResult>((resolve) => {
+  const expired = new Promise<SendResult>((resolve) => {
     timer = setTimeout(() => {
       resolve({
         outcome: 'retryable',
@@ -89,5 +83,3 @@ async function bounded(attempt: Promise<ChannelResult>, deadlineMs: number): Pro
     clearTimeout(timer);
   }
 }
-
-export type { ChannelResult, FailureCause } from '../channels/common/http-outcome.js';

@@ -1,8 +1,7 @@
-import type { ChannelType } from '../channels/index.js';
+import type { ChannelSender, ChannelType } from '../contracts/channel.js';
 import type { ConnectionTestResult, DeliveryConnection } from '../domain/connection/connection.js';
 import type { PacingRule } from '../domain/execution/delivery-policy.js';
-import type { Delivery, RenderedContent } from '../domain/execution/execution.js';
-import type { MessageAction, MessageKind, MessageRef } from '../domain/execution/conversation.js';
+import type { Delivery } from '../domain/execution/execution.js';
 
 /** What the services need to send: the queue, pacing, the channel senders and the connection tester, implemented in src/delivery/ and src/channels/. */
 
@@ -85,81 +84,23 @@ export interface Pacer {
 /** A connection as a sender needs it: config with its secrets opened. Never presented. */
 export type DeliveryTarget = DeliveryConnection;
 
-export type { MessageAction, MessageKind, MessageRef } from '../domain/execution/conversation.js';
+export type { MessageAction, MessageKind, MessageRef } from '../contracts/channel.js';
 
-/** The conversation a message belongs to: one per incident per connection. */
-export interface ConversationContext {
-  /** 1 for the incident's first message to this connection, then 2, 3, … */
-  sequence: number;
-  /** The delivery before this one in the same conversation; null for the first. */
-  previousDeliveryId: string | null;
-  kind: MessageKind;
-  /** For a correction or retraction: the delivery it corrects or retracts. */
-  targetDeliveryId: string | null;
-  /**
-   * The connection keeps the incident's messages in one conversation (update mode `thread` or
-   * `edit`); false when it posts each update on its own (`new_message`). A platform that threads
-   * by a key of its own choosing (Google Chat's `threadKey`) sets it from the first message on.
-   */
-  threaded: boolean;
-}
+/**
+ * A sender per channel type, `send` taking that type's connection. The message, the result and
+ * the sender itself are the channel contract's (src/contracts/channel.ts).
+ */
+export type ChannelSenders = {
+  [T in ChannelType]: ChannelSender<Extract<DeliveryConnection, { type: T }>['config']>;
+};
 
-export interface OutboundMessage {
-  deliveryId: string;
-  executionId: string;
-  incident: { id: string; title: string; severity: string; status: string; url: string | null };
-  content: RenderedContent;
-  /** Marked test messages (connection test with send_message) say so to the reader. */
-  test?: boolean;
-  /** Default `post`. `edit` and `delete` act on `target`, and are only asked of a channel whose `conversation(config)` says it can. */
-  action?: MessageAction;
-  /** For `edit` and `delete`: the message to change, as a previous send answered it. */
-  target?: MessageRef | null;
-  /**
-   * For a `post`: the conversation's first message, to reply under (Slack `thread_ts`, Telegram
-   * reply, e-mail `In-Reply-To`/`References`, Discord forum thread); null or absent starts the
-   * conversation (or posts on its own when the connection posts each update as a new message).
-   */
-  thread?: MessageRef | null;
-  /** Absent for a connection test. */
-  conversation?: ConversationContext;
-}
-
-export type SendResult =
-  | {
-      outcome: 'delivered';
-      httpStatus: number | null;
-      providerCode: string | null;
-      latencyMs: number;
-      /** The posted (or edited) message, when the platform says which it is; null or absent when it does not. */
-      message?: MessageRef | null;
-    }
-  | {
-      outcome: 'retryable';
-      httpStatus: number | null;
-      providerCode: string | null;
-      latencyMs: number | null;
-      retryAfterMs: number | null;
-      error: string;
-      /** The platform may have received it (time-out after sending): a retry may duplicate. */
-      ambiguous: boolean;
-    }
-  | {
-      outcome: 'permanent';
-      httpStatus: number | null;
-      providerCode: string | null;
-      latencyMs: number | null;
-      error: string;
-      /** Why the destination is gone for good (404/410 on a webhook URL): disable the connection. */
-      disable: string | null;
-    };
-
-/** One sender per channel type; `T` narrows the connection's config to that type's. */
-export interface ChannelSender<T extends ChannelType = ChannelType> {
-  send(target: Extract<DeliveryConnection, { type: T }>, message: OutboundMessage): Promise<SendResult>;
-}
-
-export type ChannelSenders = { [T in ChannelType]: ChannelSender<T> };
+export type {
+  ChannelSender,
+  ConversationContext,
+  FailureCause,
+  OutboundMessage,
+  SendResult,
+} from '../contracts/channel.js';
 
 /** What the queue adapter should do with a job: finish it, or run it again after a delay. */
 export type ProcessOutcome =

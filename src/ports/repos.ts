@@ -1,4 +1,4 @@
-import type { ChannelType } from '../channels/index.js';
+import type { ChannelType } from '../contracts/channel.js';
 import type { ApiKey } from '../domain/common/api-key.js';
 import type { Clock } from '../domain/common/clock.js';
 import type { IdGenerator } from '../domain/common/ids.js';

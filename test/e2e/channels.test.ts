@@ -3,14 +3,9 @@ import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { OutboundAllow } from '../../src/domain/connection/address-policy.js';
 import { createSmtpClient } from '../../src/channels/email/send.js';
-import {
-  createChannelSenders,
-  loadChannelAdapters,
-  type ChannelResult,
-  type HeraldChannelSenders,
-} from '../../src/delivery/senders.js';
+import { createChannelSenders, loadChannelAdapters } from '../../src/delivery/senders.js';
 import { createOutboundHttp } from '../../src/delivery/outbound/http.js';
-import type { ChannelSenders } from '../../src/ports/index.js';
+import type { ChannelSenders, SendResult } from '../../src/ports/index.js';
 import { messageOf, targetOf } from '../support/delivery-targets.js';
 import { startDiscord } from '../support/peers/discord.js';
 import { startGoogleChat } from '../support/peers/google-chat.js';
@@ -39,7 +34,7 @@ function senders(
     socketTimeoutMs?: number;
     allowList?: OutboundAllow;
   } = {},
-): HeraldChannelSenders {
+): ChannelSenders {
   const slackApiUrl = o.slackApiUrl ?? 'https://slack.invalid/api/';
   const telegramApiUrl = o.telegramApiUrl ?? 'https://telegram.invalid';
   const http = createOutboundHttp(o.allowList ?? allow, {
@@ -60,7 +55,7 @@ function senders(
 
 const track = trackPeers();
 
-function expectPermanent(r: ChannelResult, disable: boolean) {
+function expectPermanent(r: SendResult, disable: boolean) {
   expect(r.outcome).toBe('permanent');
   if (r.outcome === 'permanent') expect(r.disable !== null).toBe(disable);
 }

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { OutboundAllow } from '../../src/domain/connection/address-policy.js';
-import { createChannelSenders, loadChannelAdapters, type HeraldChannelSender } from '../../src/delivery/senders.js';
+import { createChannelSenders, loadChannelAdapters } from '../../src/delivery/senders.js';
 import { createOutboundHttp } from '../../src/delivery/outbound/http.js';
+import type { ChannelSenders } from '../../src/ports/index.js';
 import {
   conversationContext as conversation,
   deliveredRef as refOf,
@@ -22,7 +23,7 @@ const adapters = await loadChannelAdapters();
 const track = trackPeers();
 
 /** A new Discord sender (with its own guild cache), as app.ts builds them. */
-function sender(): HeraldChannelSender<'discord'> {
+function sender(): ChannelSenders['discord'] {
   const http = createOutboundHttp(allow, { defaultTimeoutMs: 5_000 });
   return createChannelSenders(adapters, {
     http,

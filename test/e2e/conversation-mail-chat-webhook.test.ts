@@ -1,14 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import { OutboundAllow } from '../../src/domain/connection/address-policy.js';
 import { createSmtpClient, messageIdOf } from '../../src/channels/email/send.js';
-import {
-  createChannelSenders,
-  loadChannelAdapters,
-  type ChannelResult,
-  type HeraldChannelSenders,
-} from '../../src/delivery/senders.js';
+import { createChannelSenders, loadChannelAdapters } from '../../src/delivery/senders.js';
 import { createOutboundHttp } from '../../src/delivery/outbound/http.js';
-import type { ConversationContext, MessageKind, MessageRef, OutboundMessage } from '../../src/ports/index.js';
+import type {
+  ChannelSenders,
+  ConversationContext,
+  MessageKind,
+  MessageRef,
+  OutboundMessage,
+  SendResult,
+} from '../../src/ports/index.js';
 import { messageOf, targetOf } from '../support/delivery-targets.js';
 import { startGoogleChat } from '../support/peers/google-chat.js';
 import { startMattermost } from '../support/peers/mattermost.js';
@@ -29,7 +31,7 @@ const adapters = await loadChannelAdapters();
 const track = trackPeers();
 
 /** The senders as the worker builds them (test/e2e/channels.test.ts does the same). */
-function senders(): HeraldChannelSenders {
+function senders(): ChannelSenders {
   const slackApiUrl = 'https://slack.invalid/api/';
   const telegramApiUrl = 'https://telegram.invalid';
   const http = createOutboundHttp(allow, { trustedBaseUrls: [slackApiUrl, telegramApiUrl], defaultTimeoutMs: 5_000 });
@@ -57,7 +59,7 @@ function conversation(
 }
 
 /** The ref of a delivered result (fails the test when it has none). */
-function refOf(r: ChannelResult): MessageRef {
+function refOf(r: SendResult): MessageRef {
   expect(r.outcome).toBe('delivered');
   const ref = r.outcome === 'delivered' ? r.message : null;
   expect(ref).toBeTruthy();
@@ -306,7 +308,7 @@ describe('posting-only channels', () => {
             targetDeliveryId: 'dlv_earlier',
           }),
         });
-      const results: [string, ChannelResult][] = [
+      const results: [string, SendResult][] = [
         ['Teams', await s.teams.send(targetOf('teams', { webhook_url: teams.webhookUrl() }), m())],
         ['Mattermost', await s.mattermost.send(targetOf('mattermost', { webhook_url: mm.webhookUrl() }), m())],
         ['Google Chat', await s.google_chat.send(targetOf('google_chat', { webhook_url: chat.webhookUrl() }), m())],

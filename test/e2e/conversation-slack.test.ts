@@ -1,14 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { OutboundAllow } from '../../src/domain/connection/address-policy.js';
 import { channelOf } from '../../src/channels/index.js';
-import {
-  createChannelSenders,
-  loadChannelAdapters,
-  type ChannelResult,
-  type HeraldChannelSender,
-} from '../../src/delivery/senders.js';
+import { createChannelSenders, loadChannelAdapters } from '../../src/delivery/senders.js';
 import { createOutboundHttp } from '../../src/delivery/outbound/http.js';
-import type { MessageRef } from '../../src/ports/index.js';
+import type { ChannelSenders, MessageRef, SendResult } from '../../src/ports/index.js';
 import { messageOf, targetOf } from '../support/delivery-targets.js';
 import { startSlack, type SlackPeer } from '../support/peers/slack.js';
 import { trackPeers } from '../support/track.js';
@@ -23,7 +18,7 @@ const allow = OutboundAllow.parse(['127.0.0.1/32', 'localhost']);
 const adapters = await loadChannelAdapters();
 const track = trackPeers();
 
-function slackSender(slack: SlackPeer, o: { timeoutMs?: number } = {}): HeraldChannelSender<'slack'> {
+function slackSender(slack: SlackPeer, o: { timeoutMs?: number } = {}): ChannelSenders['slack'] {
   const http = createOutboundHttp(allow, { trustedBaseUrls: [slack.apiUrl], defaultTimeoutMs: 5_000 });
   return createChannelSenders(adapters, {
     http,
@@ -37,7 +32,7 @@ const bot = (over: { channel?: string; reply_broadcast?: boolean; username?: str
   targetOf('slack', { bot_token: 'xoxb-good-token', channel: 'C0INCIDENTS', ...over });
 
 /** The message ref of a delivered result (fails the test otherwise). */
-function refOf(r: ChannelResult): MessageRef {
+function refOf(r: SendResult): MessageRef {
   expect(r.outcome).toBe('delivered');
   const ref = r.outcome === 'delivered' ? r.message : undefined;
   expect(ref).toBeTruthy();

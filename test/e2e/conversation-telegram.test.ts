@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { OutboundAllow } from '../../src/domain/connection/address-policy.js';
-import { createChannelSenders, loadChannelAdapters, type HeraldChannelSender } from '../../src/delivery/senders.js';
+import { createChannelSenders, loadChannelAdapters } from '../../src/delivery/senders.js';
 import { createOutboundHttp } from '../../src/delivery/outbound/http.js';
+import type { ChannelSenders } from '../../src/ports/index.js';
 import {
   conversationContext as conversation,
   deliveredRef as refOf,
@@ -22,7 +23,7 @@ const adapters = await loadChannelAdapters();
 const track = trackPeers();
 const token = '123456789:AAbbCCddEEffGGhhIIjjKKllMMnn';
 
-function sender(tg: TelegramPeer): HeraldChannelSender<'telegram'> {
+function sender(tg: TelegramPeer): ChannelSenders['telegram'] {
   const http = createOutboundHttp(allow, { trustedBaseUrls: [tg.url], defaultTimeoutMs: 5_000 });
   return createChannelSenders(adapters, { http, slackApiUrl: 'https://slack.invalid/api/', telegramApiUrl: tg.url })
     .telegram;

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { channelOf } from '../../src/channels/index.js';
 import {
   classifyHttpStatus,
   classifySmtpCode,
@@ -67,9 +68,9 @@ describe('retry policy', () => {
   });
 
   it('paces per platform unless the connection overrides it', () => {
-    expect(pacingFor('slack', null)).toEqual({ perSecond: 1, burst: 1 });
-    expect(pacingFor('discord', null)).toEqual({ perSecond: 2.5, burst: 5 });
-    expect(pacingFor('slack', 120)).toEqual({ perSecond: 2, burst: 1 });
+    expect(pacingFor(channelOf('slack').pacing, null)).toEqual({ perSecond: 1, burst: 1 });
+    expect(pacingFor(channelOf('discord').pacing, null)).toEqual({ perSecond: 2.5, burst: 5 });
+    expect(pacingFor(channelOf('slack').pacing, 120)).toEqual({ perSecond: 2, burst: 1 });
   });
 });
 

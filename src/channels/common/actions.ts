@@ -1,4 +1,4 @@
-import type { MessageAction, OutboundMessage } from '../../ports/index.js';
+import type { MessageAction, OutboundMessage } from '../../contracts/channel.js';
 
 /**
  * Runs the handler for the message's action (absent means `post`): how a sender that can edit

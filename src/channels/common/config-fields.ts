@@ -1,50 +1,11 @@
 import { z } from 'zod';
-import type { OutboundAllow } from '../../domain/connection/address-policy.js';
+import type { ConnectionTypeDefinition, Destination } from '../../contracts/channel.js';
 import { normalizeHost } from '../../domain/connection/address-policy.js';
-import type { DomainError } from '../../domain/common/errors.js';
 
 /**
  * What one channel type declares about its connections (its `config.ts`), and the field builders
- * the types share. The rest of a channel module is described in ../channel.ts.
+ * the types share. What a definition holds is the contract's ConnectionTypeDefinition.
  */
-
-/** A place secrets are sent to, named by a field of the config. */
-export interface Destination {
-  /** Dotted path into the request body, for errors: `config.webhook_url`. */
-  field: string;
-  /** `url` destinations must be https (unless allowed); `host` ones (SMTP) are judged by host only. */
-  kind: 'url' | 'host';
-  /** The URL or host as configured. */
-  value: string;
-  /** Normalized host name or address (lower-case, no brackets), what the policy judges. */
-  host: string;
-  /**
-   * Secret keys (as in the connection's `secrets`) sent to this destination besides the field
-   * itself: moving the destination to another host requires re-sending each of them.
-   */
-  secrets: string[];
-}
-
-export interface ConnectionTypeDefinition<S extends z.ZodType = z.ZodType, C extends z.ZodType = S> {
-  /** The complete config, secrets included: what is stored (sealed) and what a PATCH must merge into. */
-  configSchema: S;
-  /** The config accepted on create, when it differs (a generated secret may be absent). */
-  createConfigSchema: C;
-  /** Top-level config fields whose values are secret: write-only, sealed at rest, never returned. */
-  secretFields: readonly string[];
-  /** Object fields whose every value is secret (webhook `headers`), presented as `<field>.<key>`. */
-  secretMaps: readonly string[];
-  /** Where this config sends things; platform APIs from the operator's configuration are not listed. */
-  destinations(config: z.output<S>): Destination[];
-  /** Name of the read-only check the tester runs (`auth.test`, `getMe`, …), or null when there is none. */
-  readOnlyCheck(config: z.output<S>): string | null;
-  /** Type-specific rules that need the allow list (legacy Teams URLs, Discord URL shape). */
-  rules?(config: z.output<S>, allow: OutboundAllow): DomainError | null;
-  /** Fills generated values on create (a webhook's signing secret); randomness is injected. */
-  complete?(config: z.output<C>, randomBytes: (n: number) => Buffer): z.output<S>;
-  /** The config field returned once, as `signing_secret`, in the create response. */
-  signingSecretField?: string;
-}
 
 /** What a type must say; the rest has a default (no secret maps, no destinations, no read-only check). */
 type ConnectionTypeInput<S extends z.ZodType, C extends z.ZodType> = Pick<
@@ -122,3 +83,5 @@ export function hostOfUrl(url: string): string {
     return '';
   }
 }
+
+export type { ConnectionTypeDefinition, Destination } from '../../contracts/channel.js';

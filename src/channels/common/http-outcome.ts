@@ -1,7 +1,12 @@
 import { classifyHttpStatus, disablesConnection, MAX_RETRY_AFTER_MS } from '../../domain/execution/delivery-policy.js';
-import type { SendResult } from '../../ports/index.js';
+import type {
+  FailureCause,
+  OutboundHttp,
+  OutboundRequest,
+  OutboundResponse,
+  SendResult,
+} from '../../contracts/channel.js';
 import { OutboundError, type OutboundErrorKind } from '../../delivery/outbound/error.js';
-import type { OutboundHttp, OutboundRequest, OutboundResponse } from '../../delivery/outbound/http.js';
 
 /**
  * The one mapping from "what the platform (or the network) did" to a SendResult, shared by every
@@ -13,12 +18,6 @@ import type { OutboundHttp, OutboundRequest, OutboundResponse } from '../../deli
  * Error strings name a host at most — never a URL (webhook URLs carry their secret) — and carry
  * the platform's own short message only where the platform is known not to echo the request.
  */
-
-/** Why a failure happened, beyond its outcome: what a connection test reports (not stored). */
-export type FailureCause = 'policy' | 'auth' | 'not_found' | 'rate_limited';
-
-/** A SendResult with the cause of a failure when a sender knows it (the tester reads it). */
-export type ChannelResult = SendResult & { cause?: FailureCause };
 
 /** Seconds (integer or decimal) or an HTTP date → milliseconds from now; null when absent or unreadable. */
 export function parseRetryAfter(value: string | undefined, nowMs: number): number | null {
@@ -55,7 +54,7 @@ export interface HttpReading {
 }
 
 /** Maps an HTTP answer by its status (see the module comment). */
-export function fromHttpStatus(res: OutboundResponse, r: HttpReading): ChannelResult {
+export function fromHttpStatus(res: OutboundResponse, r: HttpReading): SendResult {
   const status = res.status;
   const providerCode = r.providerCode ?? null;
   const what = `${r.who} answered ${status}${r.detail ? `: ${clip(r.detail)}` : providerCode ? `: ${providerCode}` : ''}`;
@@ -102,7 +101,7 @@ export function fromHttpStatus(res: OutboundResponse, r: HttpReading): ChannelRe
 const POLICY_KINDS: ReadonlySet<OutboundErrorKind> = new Set(['blocked_by_policy', 'https_required']);
 
 /** Maps a failed request (guard refusal, redirect, DNS, socket, time-out). */
-export function fromOutboundError(err: OutboundError): ChannelResult {
+export function fromOutboundError(err: OutboundError): SendResult {
   if (!err.retryable) {
     const cause = POLICY_KINDS.has(err.kind) ? 'policy' : undefined;
     const error = err.kind === 'redirect' ? `${err.message} (update the URL to where it now points)` : err.message;
@@ -120,7 +119,7 @@ export function fromOutboundError(err: OutboundError): ChannelResult {
 }
 
 /** A failure decided before anything was sent (oversize payload, unusable config). */
-export function refused(error: string): ChannelResult {
+export function refused(error: string): SendResult {
   return permanent(null, null, null, error, null);
 }
 
@@ -131,7 +130,7 @@ export function permanent(
   error: string,
   disable: string | null,
   cause?: FailureCause,
-): ChannelResult {
+): SendResult {
   return withCause({ outcome: 'permanent', httpStatus, providerCode, latencyMs, error, disable }, cause);
 }
 
@@ -141,7 +140,7 @@ export function retryable(
   latencyMs: number | null,
   error: string,
   opts: { retryAfterMs?: number | null; ambiguous?: boolean; cause?: FailureCause } = {},
-): ChannelResult {
+): SendResult {
   return withCause(
     {
       outcome: 'retryable',
@@ -156,7 +155,10 @@ export function retryable(
   );
 }
 
-function withCause(result: SendResult, cause: FailureCause | undefined): ChannelResult {
+/** The results a cause can be added to: the failures. */
+type Failure = Exclude<SendResult, { outcome: 'delivered' }>;
+
+function withCause(result: Failure, cause: FailureCause | undefined): Failure {
   return cause === undefined ? result : { ...result, cause };
 }
 
@@ -167,8 +169,8 @@ function withCause(result: SendResult, cause: FailureCause | undefined): Channel
 export async function exchange(
   http: OutboundHttp,
   req: OutboundRequest,
-  read: (res: OutboundResponse) => ChannelResult,
-): Promise<ChannelResult> {
+  read: (res: OutboundResponse) => SendResult,
+): Promise<SendResult> {
   let res: OutboundResponse;
   try {
     res = await http.request(req);
@@ -233,7 +235,7 @@ export function scrubSecrets(text: string, secrets: readonly string[]): string {
 }
 
 /** The result with secrets scrubbed from its error string. */
-export function scrubResult(result: ChannelResult, secrets: readonly string[]): ChannelResult {
+export function scrubResult(result: SendResult, secrets: readonly string[]): SendResult {
   if (result.outcome === 'delivered') return result;
   const error = scrubSecrets(result.error, secrets);
   const disable =

@@ -1,5 +1,5 @@
 import { cutText, graphemePrefix } from '../../domain/common/text-cut.js';
-import type { OutboundMessage } from '../../ports/index.js';
+import type { OutboundMessage } from '../../contracts/channel.js';
 
 /**
  * Text helpers every sender shares: the visible test marker and the platforms' length limits.

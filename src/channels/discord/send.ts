@@ -1,6 +1,12 @@
 import type { DiscordConfig } from './config.js';
-import type { MessageRef, OutboundMessage } from '../../ports/index.js';
-import type { OutboundHttp, OutboundResponse } from '../../delivery/outbound/http.js';
+import type {
+  ChannelAdapter,
+  MessageRef,
+  OutboundHttp,
+  OutboundMessage,
+  OutboundResponse,
+  SendResult,
+} from '../../contracts/channel.js';
 import {
   exchange,
   fromHttpStatus,
@@ -10,11 +16,9 @@ import {
   secondsToMs,
   stringOf,
   withQuery,
-  type ChannelResult,
 } from '../common/http-outcome.js';
 import { subjectOf, TEST_MARKER, truncate } from '../common/message-text.js';
 import { byAction } from '../common/actions.js';
-import type { ChannelAdapter } from '../adapter.js';
 
 /**
  * Discord through a channel webhook, executed with `?wait=true` so a 200 carries the created
@@ -149,7 +153,7 @@ export function createDiscordSender(deps: DiscordSenderDeps) {
   const now = deps.now ?? Date.now;
   const s: Sender = { deps, now, guilds: createGuildCache(deps, now) };
   return {
-    send(target: { config: DiscordConfig }, message: OutboundMessage): Promise<ChannelResult> {
+    send(target: { config: DiscordConfig }, message: OutboundMessage): Promise<SendResult> {
       return byAction(message, {
         post: () => post(s, target.config, message),
         edit: () => edit(s, target.config, message),
@@ -176,7 +180,7 @@ function postPlace(
   return { threadId: null, threadName: discordThreadName(message) };
 }
 
-async function post(s: Sender, config: DiscordConfig, message: OutboundMessage): Promise<ChannelResult> {
+async function post(s: Sender, config: DiscordConfig, message: OutboundMessage): Promise<SendResult> {
   const place = postPlace(config, message);
   const body = {
     ...discordPayload(message, config, s.now()),
@@ -212,7 +216,7 @@ function targetThread(config: DiscordConfig, target: MessageRef): string | null 
 }
 
 /** `PATCH` the target with the new embeds (no username, avatar or thread name: they are not editable). */
-async function edit(s: Sender, config: DiscordConfig, message: OutboundMessage): Promise<ChannelResult> {
+async function edit(s: Sender, config: DiscordConfig, message: OutboundMessage): Promise<SendResult> {
   const target = message.target ?? null;
   if (target === null) return refused('an edit needs the message to change (target), and none was given');
   const url = discordMessageUrl(config.webhook_url, target.id, targetThread(config, target));
@@ -231,7 +235,7 @@ async function edit(s: Sender, config: DiscordConfig, message: OutboundMessage):
  * `DELETE` the target. A message Discord no longer has (10008) is gone either way — deleted by a
  * person, or by an earlier attempt whose answer was lost — so that is delivered too.
  */
-async function remove(s: Sender, config: DiscordConfig, message: OutboundMessage): Promise<ChannelResult> {
+async function remove(s: Sender, config: DiscordConfig, message: OutboundMessage): Promise<SendResult> {
   const target = message.target ?? null;
   if (target === null) return refused('a delete needs the message to delete (target), and none was given');
   const url = discordMessageUrl(config.webhook_url, target.id, targetThread(config, target));
@@ -249,7 +253,7 @@ async function remove(s: Sender, config: DiscordConfig, message: OutboundMessage
   return result;
 }
 
-const isUnknownMessage = (r: ChannelResult): r is Extract<ChannelResult, { outcome: 'permanent' }> =>
+const isUnknownMessage = (r: SendResult): r is Extract<SendResult, { outcome: 'permanent' }> =>
   r.outcome === 'permanent' && r.providerCode === DISCORD_UNKNOWN_MESSAGE;
 
 /** One request to the webhook; answers the SendResult and Discord's JSON, if any. */
@@ -258,7 +262,7 @@ async function call(
   method: string,
   url: string,
   body: Record<string, unknown> | null,
-): Promise<{ result: ChannelResult; json: Record<string, unknown> | null }> {
+): Promise<{ result: SendResult; json: Record<string, unknown> | null }> {
   // Filled by the reader: a holder, because TypeScript does not see a callback assign a local.
   const seen: { json: Record<string, unknown> | null } = { json: null };
   const req = {
@@ -280,7 +284,7 @@ async function call(
  * (the URL is not a webhook). Unknown Message (10008) and Unknown Channel (10003, a thread that no
  * longer exists) are about one message or thread: the webhook still works for the others.
  */
-export function readDiscordAnswer(res: OutboundResponse, host: string, nowMs: number): ChannelResult {
+export function readDiscordAnswer(res: OutboundResponse, host: string, nowMs: number): SendResult {
   const json = res.status >= 400 ? jsonOf(res) : null;
   const code = stringOf(json?.code);
   const message = stringOf(json?.message);

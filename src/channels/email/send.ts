@@ -8,12 +8,11 @@ import nodemailer, {
 import { normalizeHost } from '../../domain/connection/address-policy.js';
 import type { EmailConfig } from './config.js';
 import { classifySmtpCode } from '../../domain/execution/delivery-policy.js';
-import type { OutboundMessage } from '../../ports/index.js';
+import type { ChannelAdapter, OutboundMessage, SendResult, SmtpClient, SmtpServer } from '../../contracts/channel.js';
 import { OutboundError } from '../../delivery/outbound/error.js';
 import type { OutboundGuard } from '../../delivery/outbound/guard.js';
-import { clip, fromOutboundError, permanent, refused, retryable, type ChannelResult } from '../common/http-outcome.js';
+import { clip, fromOutboundError, permanent, refused, retryable } from '../common/http-outcome.js';
 import { subjectOf } from '../common/message-text.js';
-import type { ChannelAdapter } from '../adapter.js';
 
 /**
  * E-mail over SMTP with nodemailer: one transport per send (a fresh, guarded resolution every
@@ -63,15 +62,6 @@ export interface SmtpTransport {
   close(): void;
 }
 
-export type SmtpVerifyOutcome =
-  { ok: true; latencyMs: number } | { ok: false; latencyMs: number; result: ChannelResult };
-
-export interface SmtpClient {
-  send(config: EmailConfig, mail: SendMailOptions): Promise<ChannelResult>;
-  /** Connects, says EHLO, upgrades TLS and logs in as a send would, then quits: the read-only check. */
-  verify(config: EmailConfig): Promise<SmtpVerifyOutcome>;
-}
-
 /** Codes of a failed or refused login. */
 const AUTH_CODES = new Set(['EAUTH', 'ENOAUTH', 'EOAUTH2']);
 
@@ -80,7 +70,7 @@ export function createSmtpClient(o: SmtpClientOptions): SmtpClient {
   const make = o.createTransport ?? ((options: SMTPTransportOptions) => nodemailer.createTransport(options));
 
   /** Resolves through the guard and builds the transport; `progress` learns when the message is out. */
-  async function open(config: EmailConfig, progress: { messageSent: boolean }): Promise<SmtpTransport> {
+  async function open(config: SmtpServer, progress: { messageSent: boolean }): Promise<SmtpTransport> {
     const [first] = await o.guard.resolve(config.host);
     if (!first) throw new OutboundError('dns_failure', `${normalizeHost(config.host)} has no address`);
     const name = normalizeHost(config.host);
@@ -160,7 +150,7 @@ function replyCode(response: unknown): number | null {
 }
 
 /** A nodemailer (or guard) error as a delivery outcome. */
-export function smtpFailure(e: unknown, host: string, messageSent: boolean, latencyMs: number): ChannelResult {
+export function smtpFailure(e: unknown, host: string, messageSent: boolean, latencyMs: number): SendResult {
   if (e instanceof OutboundError) return fromOutboundError(e);
   const err = (e ?? {}) as NodemailerError;
   const code = typeof err.code === 'string' ? err.code : '';
@@ -253,7 +243,7 @@ export const EMAIL_SIZE_LIMIT = 256 * 1024;
 
 export function createEmailSender(deps: EmailSenderDeps) {
   return {
-    async send(target: { config: EmailConfig }, message: OutboundMessage): Promise<ChannelResult> {
+    async send(target: { config: EmailConfig }, message: OutboundMessage): Promise<SendResult> {
       if (message.action !== undefined && message.action !== 'post')
         return refused(`e-mail cannot ${message.action} a sent message`);
       const mail = emailMessage(target.config, message);
@@ -279,7 +269,7 @@ export const adapter: ChannelAdapter<EmailConfig> = {
   /** SMTP verify: connect, TLS and login, without sending. */
   async check(config, deps) {
     const v = await deps.smtp.verify(config);
-    const result: ChannelResult = v.ok
+    const result: SendResult = v.ok
       ? { outcome: 'delivered', httpStatus: null, providerCode: null, latencyMs: v.latencyMs }
       : v.result;
     return {
@@ -288,3 +278,5 @@ export const adapter: ChannelAdapter<EmailConfig> = {
     };
   },
 };
+
+export type { SmtpClient, SmtpVerifyOutcome } from '../../contracts/channel.js';

@@ -1,18 +1,14 @@
 import type { GoogleChatConfig } from './config.js';
-import type { MessageRef, OutboundMessage } from '../../ports/index.js';
-import type { OutboundHttp, OutboundResponse } from '../../delivery/outbound/http.js';
-import {
-  exchange,
-  fromHttpStatus,
-  hostOf,
-  jsonOf,
-  refused,
-  stringOf,
-  withQuery,
-  type ChannelResult,
-} from '../common/http-outcome.js';
+import type {
+  ChannelAdapter,
+  MessageRef,
+  OutboundHttp,
+  OutboundMessage,
+  OutboundResponse,
+  SendResult,
+} from '../../contracts/channel.js';
+import { exchange, fromHttpStatus, hostOf, jsonOf, refused, stringOf, withQuery } from '../common/http-outcome.js';
 import { joinSubject, subjectOf, truncate } from '../common/message-text.js';
-import type { ChannelAdapter } from '../adapter.js';
 
 /**
  * Google Chat space webhook: `{text: "*subject*\n\nbody"}` (values were escaped for Chat's text
@@ -69,7 +65,7 @@ export function googleChatUrl(config: GoogleChatConfig, message: OutboundMessage
 export function createGoogleChatSender(deps: GoogleChatSenderDeps) {
   const now = deps.now ?? Date.now;
   return {
-    send(target: { config: GoogleChatConfig }, message: OutboundMessage): Promise<ChannelResult> {
+    send(target: { config: GoogleChatConfig }, message: OutboundMessage): Promise<SendResult> {
       if (message.action !== undefined && message.action !== 'post') {
         return Promise.resolve(
           refused(`Google Chat cannot ${message.action} a sent message (a space webhook only posts)`),
@@ -100,7 +96,7 @@ function refOf(res: OutboundResponse): MessageRef | null {
 }
 
 /** Google API errors: `{error: {code, message, status}}`; `status` (RESOURCE_EXHAUSTED…) is the provider code. */
-function readAnswer(res: OutboundResponse, host: string, nowMs: number): ChannelResult {
+function readAnswer(res: OutboundResponse, host: string, nowMs: number): SendResult {
   const error = res.status >= 400 ? jsonOf(res)?.error : null;
   const e = error !== null && typeof error === 'object' ? (error as Record<string, unknown>) : {};
   const result = fromHttpStatus(res, {

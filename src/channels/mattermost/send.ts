@@ -1,17 +1,13 @@
 import type { MattermostConfig } from './config.js';
-import type { OutboundMessage } from '../../ports/index.js';
-import type { OutboundHttp, OutboundResponse } from '../../delivery/outbound/http.js';
-import {
-  exchange,
-  fromHttpStatus,
-  hostOf,
-  jsonOf,
-  refused,
-  stringOf,
-  type ChannelResult,
-} from '../common/http-outcome.js';
+import type {
+  ChannelAdapter,
+  OutboundHttp,
+  OutboundMessage,
+  OutboundResponse,
+  SendResult,
+} from '../../contracts/channel.js';
+import { exchange, fromHttpStatus, hostOf, jsonOf, refused, stringOf } from '../common/http-outcome.js';
 import { joinSubject, subjectOf, truncate } from '../common/message-text.js';
-import type { ChannelAdapter } from '../adapter.js';
 
 /**
  * Mattermost incoming webhook: `{text: "**subject**\n\nbody", channel?, username?}` (values were
@@ -46,7 +42,7 @@ export function mattermostPayload(
 export function createMattermostSender(deps: MattermostSenderDeps) {
   const now = deps.now ?? Date.now;
   return {
-    send(target: { config: MattermostConfig }, message: OutboundMessage): Promise<ChannelResult> {
+    send(target: { config: MattermostConfig }, message: OutboundMessage): Promise<SendResult> {
       if (message.action !== undefined && message.action !== 'post')
         return Promise.resolve(
           refused(`Mattermost cannot ${message.action} a sent message (an incoming webhook only posts)`),
@@ -65,7 +61,7 @@ export function createMattermostSender(deps: MattermostSenderDeps) {
   };
 }
 
-function readAnswer(res: OutboundResponse, host: string, nowMs: number): ChannelResult {
+function readAnswer(res: OutboundResponse, host: string, nowMs: number): SendResult {
   const json = res.status >= 400 ? jsonOf(res) : null;
   const result = fromHttpStatus(res, {
     urlAddressed: true,

@@ -1,6 +1,13 @@
 import type { SlackConfig } from './config.js';
-import type { MessageRef, OutboundMessage } from '../../ports/index.js';
-import type { OutboundHttp, OutboundResponse } from '../../delivery/outbound/http.js';
+import type {
+  ChannelAdapter,
+  FailureCause,
+  MessageRef,
+  OutboundHttp,
+  OutboundMessage,
+  OutboundResponse,
+  SendResult,
+} from '../../contracts/channel.js';
 import {
   exchange,
   fromHttpStatus,
@@ -11,12 +18,9 @@ import {
   refused,
   retryable,
   stringOf,
-  type ChannelResult,
-  type FailureCause,
 } from '../common/http-outcome.js';
 import { joinSubject, splitText, subjectOf, truncate, TRUNCATION_MARKER } from '../common/message-text.js';
 import { byAction } from '../common/actions.js';
-import type { ChannelAdapter } from '../adapter.js';
 
 /**
  * Slack, in either mode of the connection:
@@ -134,7 +138,7 @@ export function slackMethodUrl(apiUrl: string, method: string): string {
 export function createSlackSender(deps: SlackSenderDeps) {
   const now = deps.now ?? Date.now;
   return {
-    async send(target: { config: SlackConfig }, message: OutboundMessage): Promise<ChannelResult> {
+    async send(target: { config: SlackConfig }, message: OutboundMessage): Promise<SendResult> {
       const config = target.config;
       if (config.webhook_url !== undefined) return sendToWebhook(deps, config.webhook_url, config, message, now);
       if (config.bot_token === undefined || config.channel === undefined)
@@ -157,7 +161,7 @@ interface Bot {
   now: () => number;
 }
 
-const emptyMessage = (): ChannelResult =>
+const emptyMessage = (): SendResult =>
   permanent(
     null,
     'empty_message',
@@ -176,7 +180,7 @@ async function sendToWebhook(
   config: SlackConfig,
   message: OutboundMessage,
   now: () => number,
-): Promise<ChannelResult> {
+): Promise<SendResult> {
   const action = message.action ?? 'post';
   if (action !== 'post')
     return refused(
@@ -195,7 +199,7 @@ async function sendToWebhook(
  * conversation stays where it began, even if the connection's channel changed since). Slack's
  * answer names the message (`channel`, `ts`); its permalink is asked for after, best effort.
  */
-async function post(bot: Bot, config: SlackConfig, message: OutboundMessage): Promise<ChannelResult> {
+async function post(bot: Bot, config: SlackConfig, message: OutboundMessage): Promise<SendResult> {
   const payload = slackPayload(message, config);
   if (payload === null) return emptyMessage();
   const thread = message.thread ?? null;
@@ -221,7 +225,7 @@ async function post(bot: Bot, config: SlackConfig, message: OutboundMessage): Pr
  * `chat.update` of `message.target` with the new text and blocks (no username or icon: Slack
  * ignores them on an update). The message stays the same one, so the target is answered back.
  */
-async function edit(bot: Bot, message: OutboundMessage): Promise<ChannelResult> {
+async function edit(bot: Bot, message: OutboundMessage): Promise<SendResult> {
   const target = message.target ?? null;
   if (target === null) return refused('an edit needs the message to change (target), and none was given');
   const payload = slackPayload(message, {});
@@ -239,7 +243,7 @@ async function edit(bot: Bot, message: OutboundMessage): Promise<ChannelResult> 
  * `chat.delete` of `message.target`. A message Slack no longer has is gone either way: after an
  * ambiguous time-out the retry finds it deleted, and must not fail for that.
  */
-async function remove(bot: Bot, message: OutboundMessage): Promise<ChannelResult> {
+async function remove(bot: Bot, message: OutboundMessage): Promise<SendResult> {
   const target = message.target ?? null;
   if (target === null) return refused('a delete needs the message to delete (target), and none was given');
   const { result } = await callWebApi(bot, 'chat.delete', { channel: target.channel ?? bot.channel, ts: target.id });
@@ -274,7 +278,7 @@ const DELETE_ERRORS: Readonly<Record<string, string>> = {
   compliance_exports_prevent_deletion: "the workspace's compliance exports prevent deleting messages",
 };
 
-function explained(result: ChannelResult, meanings: Readonly<Record<string, string>>): ChannelResult {
+function explained(result: SendResult, meanings: Readonly<Record<string, string>>): SendResult {
   if (result.outcome !== 'permanent' || result.providerCode === null) return result;
   const meaning = meanings[result.providerCode];
   return meaning === undefined ? result : { ...result, error: `${result.error} (${meaning})` };
@@ -285,7 +289,7 @@ async function callWebApi(
   bot: Bot,
   method: string,
   body: Record<string, unknown>,
-): Promise<{ result: ChannelResult; json: Record<string, unknown> | null }> {
+): Promise<{ result: SendResult; json: Record<string, unknown> | null }> {
   // Filled by the reader: a holder, because TypeScript does not see a callback assign a local.
   const seen: { json: Record<string, unknown> | null } = { json: null };
   const req = postJson(
@@ -337,7 +341,7 @@ function postJson(url: string, body: unknown, headers: Record<string, string>, t
 }
 
 /** Incoming webhooks answer 200 `ok`, or a status with a short error word as text. */
-function readWebhookAnswer(res: OutboundResponse, host: string, nowMs: number): ChannelResult {
+function readWebhookAnswer(res: OutboundResponse, host: string, nowMs: number): SendResult {
   const word = res.body.trim();
   const code = res.status >= 300 && /^[a-z_]{1,64}$/.test(word) ? word : null;
   return fromHttpStatus(res, { urlAddressed: true, who: `Slack (${host})`, providerCode: code, nowMs });
@@ -347,7 +351,7 @@ function readWebhookAnswer(res: OutboundResponse, host: string, nowMs: number): 
  * Web API answers: HTTP 200 with `{ok}`; `ok: false` carries the error string (our provider_code).
  * Non-200 statuses (429, 5xx) are read by status, with the error string when the body has one.
  */
-export function readWebApiAnswer(res: OutboundResponse, method: string, nowMs: number): ChannelResult {
+export function readWebApiAnswer(res: OutboundResponse, method: string, nowMs: number): SendResult {
   const json = jsonOf(res);
   const error = stringOf(json?.error);
   if (res.status !== 200)

@@ -11,5 +11,7 @@ export const teamsChannel = defineChannel({
   // A Workflows trigger answers 202 with nothing: no message id to reply under, edit or delete.
   conversation: () => NO_CONVERSATION,
   pacing: { perSecond: 4, burst: 4 },
+  // A Workflows trigger answers 202 before the flow runs: delivered means accepted, not yet posted.
+  acceptsOnly: true,
   adapter: async () => (await import('./send.js')).adapter,
 });

@@ -1,17 +1,13 @@
 import type { TeamsConfig } from './config.js';
-import type { OutboundMessage } from '../../ports/index.js';
-import type { OutboundHttp, OutboundResponse } from '../../delivery/outbound/http.js';
-import {
-  exchange,
-  fromHttpStatus,
-  hostOf,
-  jsonOf,
-  refused,
-  stringOf,
-  type ChannelResult,
-} from '../common/http-outcome.js';
+import type {
+  ChannelAdapter,
+  OutboundHttp,
+  OutboundMessage,
+  OutboundResponse,
+  SendResult,
+} from '../../contracts/channel.js';
+import { exchange, fromHttpStatus, hostOf, jsonOf, refused, stringOf } from '../common/http-outcome.js';
 import { subjectOf } from '../common/message-text.js';
-import type { ChannelAdapter } from '../adapter.js';
 
 /**
  * Microsoft Teams through a Power Automate "Workflows" webhook: a message envelope carrying one
@@ -61,7 +57,7 @@ export function teamsPayload(message: OutboundMessage): Record<string, unknown> 
 export function createTeamsSender(deps: TeamsSenderDeps) {
   const now = deps.now ?? Date.now;
   return {
-    send(target: { config: TeamsConfig }, message: OutboundMessage): Promise<ChannelResult> {
+    send(target: { config: TeamsConfig }, message: OutboundMessage): Promise<SendResult> {
       if (message.action !== undefined && message.action !== 'post')
         return Promise.resolve(
           refused(`Teams cannot ${message.action} a sent message (a Workflows webhook only posts)`),
@@ -89,7 +85,7 @@ export function createTeamsSender(deps: TeamsSenderDeps) {
 }
 
 /** Workflows errors look like `{error: {code, message}}`. */
-function readAnswer(res: OutboundResponse, host: string, nowMs: number): ChannelResult {
+function readAnswer(res: OutboundResponse, host: string, nowMs: number): SendResult {
   const error = jsonOf(res)?.error;
   const e = error !== null && typeof error === 'object' ? (error as Record<string, unknown>) : {};
   const result = fromHttpStatus(res, {

@@ -1,7 +1,14 @@
 import type { TelegramConfig } from './config.js';
 import { escapeTelegram } from './escape.js';
-import type { MessageRef, OutboundMessage } from '../../ports/index.js';
-import type { OutboundHttp, OutboundResponse } from '../../delivery/outbound/http.js';
+import type {
+  ChannelAdapter,
+  FailureCause,
+  MessageRef,
+  OutboundHttp,
+  OutboundMessage,
+  OutboundResponse,
+  SendResult,
+} from '../../contracts/channel.js';
 import {
   exchange,
   fromHttpStatus,
@@ -11,12 +18,9 @@ import {
   retryable,
   secondsToMs,
   stringOf,
-  type ChannelResult,
-  type FailureCause,
 } from '../common/http-outcome.js';
 import { joinSubject, subjectOf, TEST_MARKER, truncate } from '../common/message-text.js';
 import { byAction } from '../common/actions.js';
-import type { ChannelAdapter } from '../adapter.js';
 
 /**
  * Telegram Bot API `sendMessage` on TELEGRAM_API_URL (the operator's, trusted). The subject is
@@ -76,7 +80,7 @@ interface Bot {
 export function createTelegramSender(deps: TelegramSenderDeps) {
   const bot: Bot = { deps, now: deps.now ?? Date.now };
   return {
-    send(target: { config: TelegramConfig }, message: OutboundMessage): Promise<ChannelResult> {
+    send(target: { config: TelegramConfig }, message: OutboundMessage): Promise<SendResult> {
       return byAction(message, {
         post: () => post(bot, target.config, message),
         edit: () => edit(bot, target.config, message),
@@ -90,7 +94,7 @@ export function createTelegramSender(deps: TelegramSenderDeps) {
 function fittedText(
   message: OutboundMessage,
   parseMode: TelegramConfig['parse_mode'],
-): { text: string } | { refusal: ChannelResult } {
+): { text: string } | { refusal: SendResult } {
   const text = telegramText(message, parseMode);
   if (text.length <= TELEGRAM_TEXT_LIMIT) return { text };
   if (parseMode !== undefined) {
@@ -113,7 +117,7 @@ const formatting = (config: TelegramConfig) => ({
  * `sendMessage` to the connection's chat; with `thread`, as a reply to the incident's first
  * message (`allow_sending_without_reply`: if that message was deleted, the update still goes out).
  */
-async function post(bot: Bot, config: TelegramConfig, message: OutboundMessage): Promise<ChannelResult> {
+async function post(bot: Bot, config: TelegramConfig, message: OutboundMessage): Promise<SendResult> {
   const fitted = fittedText(message, config.parse_mode);
   if ('refusal' in fitted) return fitted.refusal;
   const replyTo = replyTarget(message.thread ?? null, config.chat_id);
@@ -182,7 +186,7 @@ export function telegramPermalink(
  * means the message already says this (a retry after a lost answer, or an unchanged correction):
  * nothing is left to do, so it is delivered.
  */
-async function edit(bot: Bot, config: TelegramConfig, message: OutboundMessage): Promise<ChannelResult> {
+async function edit(bot: Bot, config: TelegramConfig, message: OutboundMessage): Promise<SendResult> {
   const target = message.target ?? null;
   if (target === null) return refused('an edit needs the message to change (target), and none was given');
   const messageId = telegramMessageId(target.id);
@@ -214,7 +218,7 @@ async function edit(bot: Bot, config: TelegramConfig, message: OutboundMessage):
  * a person, or by an attempt whose answer was lost): delivered. Telegram lets a bot delete a
  * message only within 48 hours of sending it, which nothing but an explanation can help.
  */
-async function remove(bot: Bot, config: TelegramConfig, message: OutboundMessage): Promise<ChannelResult> {
+async function remove(bot: Bot, config: TelegramConfig, message: OutboundMessage): Promise<SendResult> {
   const target = message.target ?? null;
   if (target === null) return refused('a delete needs the message to delete (target), and none was given');
   const messageId = telegramMessageId(target.id);
@@ -237,10 +241,7 @@ async function remove(bot: Bot, config: TelegramConfig, message: OutboundMessage
 }
 
 /** A refusal that means the work is already done: delivered, with Telegram's answer kept. */
-function deliveredAnyway(
-  result: Extract<ChannelResult, { outcome: 'permanent' }>,
-  ref: MessageRef | null,
-): ChannelResult {
+function deliveredAnyway(result: Extract<SendResult, { outcome: 'permanent' }>, ref: MessageRef | null): SendResult {
   return {
     outcome: 'delivered',
     httpStatus: result.httpStatus,
@@ -256,7 +257,7 @@ async function callBot(
   config: TelegramConfig,
   method: string,
   body: Record<string, unknown>,
-): Promise<{ result: ChannelResult; json: Record<string, unknown> | null }> {
+): Promise<{ result: SendResult; json: Record<string, unknown> | null }> {
   // Filled by the reader: a holder, because TypeScript does not see a callback assign a local.
   const seen: { json: Record<string, unknown> | null } = { json: null };
   const req = {
@@ -280,7 +281,7 @@ const recordOf = (v: unknown): Record<string, unknown> | null =>
  * Bot API answers. error_code is the provider code; 401/403/404 are the token or the chat being
  * unusable (permanent), 400 a bad request (permanent), 429 retryable after `retry_after`.
  */
-export function readTelegramAnswer(res: OutboundResponse, method: string, nowMs: number): ChannelResult {
+export function readTelegramAnswer(res: OutboundResponse, method: string, nowMs: number): SendResult {
   const json = jsonOf(res);
   if (res.status === 200) {
     if (json?.ok === true)

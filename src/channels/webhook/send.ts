@@ -1,10 +1,14 @@
 import { createHmac } from 'node:crypto';
 import type { WebhookConfig } from './config.js';
-import type { OutboundMessage } from '../../ports/index.js';
-import type { OutboundHttp, OutboundResponse } from '../../delivery/outbound/http.js';
-import { exchange, fromHttpStatus, hostOf, refused, type ChannelResult } from '../common/http-outcome.js';
+import type {
+  ChannelAdapter,
+  OutboundHttp,
+  OutboundMessage,
+  OutboundResponse,
+  SendResult,
+} from '../../contracts/channel.js';
+import { exchange, fromHttpStatus, hostOf, refused } from '../common/http-outcome.js';
 import { subjectOf } from '../common/message-text.js';
-import type { ChannelAdapter } from '../adapter.js';
 
 /**
  * Signed HTTP webhooks (Standard Webhooks, standardwebhooks.com). The body is JSON:
@@ -85,7 +89,7 @@ export function signWebhook(secret: string, id: string, timestampSeconds: number
 export function createWebhookSender(deps: WebhookSenderDeps) {
   const now = deps.now ?? Date.now;
   return {
-    send(target: { config: WebhookConfig }, message: OutboundMessage): Promise<ChannelResult> {
+    send(target: { config: WebhookConfig }, message: OutboundMessage): Promise<SendResult> {
       if (message.action !== undefined && message.action !== 'post')
         return Promise.resolve(refused(`a webhook cannot ${message.action} a sent message`));
       const config = target.config;

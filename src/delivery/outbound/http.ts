@@ -3,6 +3,7 @@ import https from 'node:https';
 import type { OutboundAllow } from '../../domain/connection/address-policy.js';
 import { classifyNetworkError, OutboundError } from './error.js';
 import { OutboundGuard, type Resolver } from './guard.js';
+import type { OutboundHttp, OutboundRequest, OutboundResponse } from '../../contracts/channel.js';
 
 /**
  * The HTTP client of every delivery and connection test: node:http/https over the guarded agents
@@ -17,30 +18,10 @@ import { OutboundGuard, type Resolver } from './guard.js';
  * (no redirects, time-outs, the answer cap). Everything else a user supplied is guarded.
  */
 
-export interface OutboundRequest {
-  method: string;
-  url: string;
-  headers?: Record<string, string>;
-  /** Sent as given (JSON callers stringify); Content-Length is always set, never chunked. */
-  body?: string | Buffer;
-  /** Total budget from start to the end of the answer (default 10 s). */
-  timeoutMs?: number;
-}
-
-export interface OutboundResponse {
-  status: number;
-  /** Lower-case names; repeated headers joined with ", ". */
-  headers: Record<string, string>;
-  /** The answer as UTF-8 text, at most `maxResponseBytes` of it. */
-  body: string;
-  /** True when the answer was longer than the cap and was cut (the status is still real). */
-  truncated: boolean;
-  latencyMs: number;
-}
-
-export interface OutboundHttp {
+/** The guarded client as the delivery machinery holds it: the senders' OutboundHttp, with its guard. */
+export interface GuardedOutboundHttp extends OutboundHttp {
+  /** Resolves and judges addresses: the SMTP client and the connection tester's pre-checks go through it. */
   readonly guard: OutboundGuard;
-  request(req: OutboundRequest): Promise<OutboundResponse>;
 }
 
 export interface OutboundHttpOptions {
@@ -74,7 +55,7 @@ function isUnder(url: URL, base: URL): boolean {
   return url.pathname === base.pathname || url.pathname.startsWith(prefix);
 }
 
-export function createOutboundHttp(allow: OutboundAllow, opts: OutboundHttpOptions = {}): OutboundHttp {
+export function createOutboundHttp(allow: OutboundAllow, opts: OutboundHttpOptions = {}): GuardedOutboundHttp {
   const guard = new OutboundGuard(allow, { resolver: opts.resolver });
   const client: Client = {
     opts,
@@ -320,3 +301,5 @@ function readBoundedBody(
   });
   res.on('end', () => done(false));
 }
+
+export type { OutboundHttp, OutboundRequest, OutboundResponse } from '../../contracts/channel.js';

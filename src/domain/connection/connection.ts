@@ -1,8 +1,15 @@
 import { z } from 'zod';
 import { refuseLiteralHost, type OutboundAllow } from './address-policy.js';
-import { ChannelTypeSchema, CHANNEL_TYPES, type ChannelType } from '../../channels/index.js';
-import { CHANNELS, channelOf, type ConfigOf, type Destination, type MessageFormat } from '../../channels/index.js';
-import type { ConversationSupport } from '../../channels/channel.js';
+import {
+  ChannelTypeSchema,
+  CHANNEL_TYPES,
+  type ChannelType,
+  type ConversationSupport,
+  type Destination,
+  type MessageFormat,
+} from '../../contracts/channel.js';
+// The registry's pure half: each type's config schema, destinations and conversation rules.
+import { CHANNELS, channelOf, type ConfigOf } from '../../channels/index.js';
 import { UpdateModeSchema, type UpdateMode } from '../execution/conversation.js';
 import { DomainError, fieldError, type FieldError } from '../common/errors.js';
 import { LIMITS } from '../common/limits.js';

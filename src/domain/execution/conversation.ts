@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { MessageKind, MessageRef } from '../../contracts/channel.js';
 import { DomainError, fieldError } from '../common/errors.js';
 
 /**
@@ -9,13 +10,8 @@ import { DomainError, fieldError } from '../common/errors.js';
  * retractions delete them; elsewhere each posts a short note in the conversation.
  */
 
-/** What a delivery does on its platform. */
-export const MESSAGE_ACTIONS = ['post', 'edit', 'delete'] as const;
-export type MessageAction = (typeof MESSAGE_ACTIONS)[number];
-
-/** The kinds of execution: an announcement (execute), a correction, a retraction. */
-export const MESSAGE_KINDS = ['announcement', 'correction', 'retraction'] as const;
-export type MessageKind = (typeof MESSAGE_KINDS)[number];
+// What a delivery does on its platform, and the kinds of execution: the channel contract's.
+export { MESSAGE_ACTIONS, MESSAGE_KINDS, type MessageAction, type MessageKind } from '../../contracts/channel.js';
 
 /** How a connection carries an incident's later messages. */
 export const UPDATE_MODES = ['thread', 'new_message', 'edit'] as const;
@@ -42,8 +38,8 @@ export const MessageRefSchema = z
       description: 'A link to the message where the platform gives one (Slack permalink, Discord jump URL, t.me link).',
     }),
   })
-  .meta({ id: 'MessageRef' });
-export type MessageRef = z.infer<typeof MessageRefSchema>;
+  .meta({ id: 'MessageRef' }) satisfies z.ZodType<MessageRef>;
+export type { MessageRef } from '../../contracts/channel.js';
 
 // ── waiting for the first message ────────────────────────────────────────────────────────────
 

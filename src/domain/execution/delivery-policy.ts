@@ -1,4 +1,4 @@
-import { channelOf, type ChannelType } from '../../channels/index.js';
+import type { PacingRule } from '../../contracts/channel.js';
 
 /**
  * The delivery policy of README "Delivery semantics", declared once: how many attempts, how long to wait, what is
@@ -74,16 +74,15 @@ export function disablesConnection(status: number, urlAddressed: boolean): boole
   return urlAddressed && (status === 404 || status === 410);
 }
 
-/** Pacing: a token bucket of `burst` tokens refilled at `perSecond`. */
-export interface PacingRule {
-  perSecond: number;
-  burst: number;
-}
+export type { PacingRule } from '../../contracts/channel.js';
 
-/** The connection's override (`rate_limit_per_minute`) wins over the platform's default (its channel module's). */
-export function pacingFor(type: ChannelType, ratePerMinute: number | null): PacingRule {
+/**
+ * The connection's override (`rate_limit_per_minute`) wins over the platform's default (its channel
+ * module's `pacing`, which the caller passes: the domain does not read the channel registry).
+ */
+export function pacingFor(platformDefault: PacingRule, ratePerMinute: number | null): PacingRule {
   if (ratePerMinute !== null && ratePerMinute > 0) return { perSecond: ratePerMinute / 60, burst: 1 };
-  return channelOf(type).pacing;
+  return platformDefault;
 }
 
 /**

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ChannelTypeSchema, type ChannelType } from '../../channels/index.js';
+import { ChannelTypeSchema, type ChannelType, type RenderedContent } from '../../contracts/channel.js';
 import { VariablesSchema } from '../template/variables.js';
 import {
   MessageRefSchema,
@@ -102,12 +102,7 @@ export const DeliverySchema = z
   .meta({ id: 'Delivery' });
 
 /** What a delivery sends: rendered once at execute, so every retry sends the same words. */
-export interface RenderedContent {
-  subject: string;
-  body: string;
-  /** E-mail only: the HTML part. */
-  html?: string;
-}
+export type { RenderedContent } from '../../contracts/channel.js';
 
 /** The conversation fields of the wire shape: optional when stored, since records written before them lack them. */
 type ConversationFields =

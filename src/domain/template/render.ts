@@ -1,5 +1,5 @@
 import Mustache from 'mustache';
-import type { MessageFormat } from '../../channels/channel.js';
+import type { MessageFormat } from '../../contracts/channel.js';
 import { escapeHtml } from '../../channels/common/escape.js';
 import type { Incident } from '../incident/incident.js';
 import { parseMustache, type MustacheToken } from './template-placeholders.js';

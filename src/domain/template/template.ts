@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { CHANNEL_TYPES, type ChannelType } from '../../channels/index.js';
+import { CHANNEL_TYPES, type ChannelType } from '../../contracts/channel.js';
 import { emptyPatch } from '../common/errors.js';
 import { LIMITS } from '../common/limits.js';
 import type { MessageSource } from './render.js';
