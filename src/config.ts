@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import { SLACK_API_BASE_URL } from './channels/slack/index.js';
+import { TELEGRAM_API_BASE_URL } from './channels/telegram/index.js';
 
 /**
  * The environment, parsed once by zod. A bad variable stops start-up with a message naming it;
@@ -111,8 +113,8 @@ const EnvSchema = z
     SLACK_SIGNING_SECRET: z.string().min(1).optional(),
     SLACK_BOT_TOKEN: z.string().min(1).optional(),
     SLACK_APP_TOKEN: z.string().min(1).optional(),
-    SLACK_API_URL: url.default('https://slack.com/api/'),
-    TELEGRAM_API_URL: url.default('https://api.telegram.org'),
+    SLACK_API_URL: url.default(SLACK_API_BASE_URL),
+    TELEGRAM_API_URL: url.default(TELEGRAM_API_BASE_URL),
     HERALD_SLACK_CHANNEL: z.string().min(1).optional(),
     HERALD_SLACK_ADMINS: csv.default([]),
     HERALD_TRUST_PROXY: bool.default(false),

@@ -2,6 +2,9 @@ import { defineChannel, NO_CONVERSATION } from '../channel.js';
 import { slack as connection } from './config.js';
 import { escapeSlack } from './escape.js';
 
+/** Slack's Web API: the default of the operator's SLACK_API_URL (a local stand-in in tests). */
+export const SLACK_API_BASE_URL = 'https://slack.com/api/';
+
 /** Slack: see ./config.ts (what a connection holds), ./send.ts (how a message goes out). */
 export const slackChannel = defineChannel({
   ...connection,
