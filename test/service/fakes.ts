@@ -149,10 +149,11 @@ export class InMemoryIncidentRepo implements IncidentRepo {
     return Promise.resolve(true);
   }
   list(filter: IncidentFilter, page: PageRequest): Promise<Page<Incident>> {
+    // As the Redis store: an empty list filters nothing.
     const all = [...this.incidents.values()].filter(
       (i) =>
-        (!filter.status || filter.status.includes(i.status)) &&
-        (!filter.severity || filter.severity.includes(i.severity)),
+        (!filter.status?.length || filter.status.includes(i.status)) &&
+        (!filter.severity?.length || filter.severity.includes(i.severity)),
     );
     return Promise.resolve(pageById(all, page));
   }
@@ -222,8 +223,18 @@ export class InMemoryTemplateRepo implements TemplateRepo {
     return Promise.resolve(v ? copy(v) : null);
   }
   listVersions(id: string, latest: number, page: PageRequest): Promise<Page<Template>> {
-    const all = (this.versions.get(id) ?? []).filter((t) => t.version <= latest).sort((a, b) => b.version - a.version);
-    return Promise.resolve(pageByOffset(all, page));
+    // As the Redis store: the cursor is the last version served and the next page starts below
+    // it, so a version written between two pages does not shift the second.
+    const below = page.cursor && 'offset' in page.cursor ? page.cursor.offset : latest + 1;
+    const all = (this.versions.get(id) ?? [])
+      .filter((t) => t.version <= latest && t.version < below)
+      .sort((a, b) => b.version - a.version);
+    const data = all.slice(0, page.limit);
+    const last = data.at(-1);
+    return Promise.resolve({
+      data: data.map(copy),
+      nextCursor: last !== undefined && last.version > 1 ? { offset: last.version } : null,
+    });
   }
 }
 
@@ -266,9 +277,10 @@ export class InMemoryConnectionRepo implements ConnectionRepo {
     return Promise.resolve(true);
   }
   list(filter: ConnectionFilter, page: PageRequest): Promise<Page<ConnectionRecord>> {
+    // As the Redis store: an empty list of types filters nothing.
     const all = [...this.connections.values()].filter(
       (c) =>
-        (!filter.type || filter.type.includes(c.type)) &&
+        (!filter.type?.length || filter.type.includes(c.type)) &&
         (filter.enabled === undefined || c.enabled === filter.enabled),
     );
     return Promise.resolve(pageById(all, page));
@@ -326,6 +338,8 @@ export class InMemoryApiKeyRepo implements ApiKeyRepo {
   interfere: ((id: string) => void) | null = null;
 
   create(key: ApiKey, tokenSha256: string): Promise<void> {
+    // As the Redis store: a token hash names one key, the first.
+    if (this.byHash.has(tokenSha256)) return Promise.reject(new Error('token hash collision'));
     this.keys.set(key.id, copy(key));
     this.byHash.set(tokenSha256, key.id);
     return Promise.resolve();
@@ -344,8 +358,11 @@ export class InMemoryApiKeyRepo implements ApiKeyRepo {
   update(prev: ApiKey, next: ApiKey): Promise<boolean> {
     this.interfere?.(prev.id);
     const stored = this.keys.get(prev.id);
-    if (!stored || !same(stored, prev)) return Promise.resolve(false);
-    this.keys.set(next.id, copy(next));
+    // As the Redis store: use (touch) is kept apart from the record, so it neither makes the
+    // compare fail nor is overwritten by the update.
+    const unused = (k: ApiKey) => ({ ...k, last_used_at: null });
+    if (!stored || !same(unused(stored), unused(prev))) return Promise.resolve(false);
+    this.keys.set(next.id, { ...copy(next), last_used_at: stored.last_used_at });
     return Promise.resolve(true);
   }
   touch(id: string, at: string): Promise<void> {
@@ -566,8 +583,11 @@ export class InMemoryAnnouncementRepo implements AnnouncementRepo, AnnouncementR
   readonly announcements = new Map<string, Announcement>();
   /** incident id → the highest reminder number recorded as posted. */
   readonly lastReminders = new Map<string, number>();
-  /** incident id → claim holder, and whether a change was marked while held. */
-  readonly claims = new Map<string, { token: string; dirty: boolean }>();
+  /**
+   * incident id → claim holder, whether a change was marked while held, and when the claim lapses
+   * (wall-clock ms, as Redis's PX: a holder that died stops blocking the others).
+   */
+  readonly claims = new Map<string, { token: string; dirty: boolean; until: number }>();
 
   get(incidentId: string): Promise<Announcement | null> {
     const a = this.announcements.get(incidentId);
@@ -593,20 +613,30 @@ export class InMemoryAnnouncementRepo implements AnnouncementRepo, AnnouncementR
       this.lastReminders.set(incidentId, reminder);
     return Promise.resolve();
   }
-  claimRefresh(incidentId: string, token: string): Promise<boolean> {
+  private heldClaim(incidentId: string): { token: string; dirty: boolean; until: number } | undefined {
     const held = this.claims.get(incidentId);
-    if (held && held.token !== token) {
+    if (held && held.until <= Date.now()) {
+      this.claims.delete(incidentId);
+      return undefined;
+    }
+    return held;
+  }
+  claimRefresh(incidentId: string, token: string, ttlMs: number): Promise<boolean> {
+    const held = this.heldClaim(incidentId);
+    // As SET NX: a held claim refuses everyone, its holder too.
+    if (held) {
       held.dirty = true;
       return Promise.resolve(false);
     }
-    this.claims.set(incidentId, { token, dirty: false });
+    this.claims.set(incidentId, { token, dirty: false, until: Date.now() + ttlMs });
     return Promise.resolve(true);
   }
-  finishRefresh(incidentId: string, token: string): Promise<boolean> {
-    const held = this.claims.get(incidentId);
+  finishRefresh(incidentId: string, token: string, ttlMs: number): Promise<boolean> {
+    const held = this.heldClaim(incidentId);
     if (!held || held.token !== token) return Promise.resolve(false);
     if (held.dirty) {
       held.dirty = false;
+      held.until = Date.now() + ttlMs;
       return Promise.resolve(true);
     }
     this.claims.delete(incidentId);
