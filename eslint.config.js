@@ -8,7 +8,16 @@ const layer = (files, patterns) => ({
   rules: { 'no-restricted-imports': ['error', { patterns }] },
 });
 /** The I/O half of the channel modules, reached only through the registry's lazy `adapter()`. */
-const channelIo = ['**/channels/*/send*', '**/channels/adapter*', '**/common/http-outcome*'];
+const channelIo = ['**/channels/*/send*', '**/common/http-outcome*'];
+/** The delivery machinery above the channels (all of src/delivery/ but the outbound client). */
+const deliveryMachinery = [
+  '**/delivery/senders*',
+  '**/delivery/connection-tester*',
+  '**/delivery/queue*',
+  '**/delivery/worker*',
+  '**/delivery/metrics*',
+  '**/delivery/reminder-loop*',
+];
 const io = [
   'ioredis',
   'bullmq',
@@ -44,6 +53,44 @@ export default tseslint.config(
     files: ['src/**'],
     rules: { 'max-lines-per-function': ['error', { max: 80, skipBlankLines: true, skipComments: true }] },
   },
+  // The channel contract (src/contracts/) is the bottom layer: everyone may import it, and it
+  // imports nothing above it — no layer of Herald but a domain/common leaf, and of an I/O
+  // library only types — even as a type, so no import circle can pass through it.
+  {
+    files: ['src/contracts/**'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: [
+                // (domain/common holds leaves the contract may use, e.g. DomainError)
+                '**/domain/connection/**',
+                '**/domain/execution/**',
+                '**/domain/incident/**',
+                '**/domain/template/**',
+                '**/channels/**',
+                '**/ports*',
+                '**/delivery/**',
+                '**/services/**',
+                '**/store/**',
+                '**/http/**',
+                '**/slack/**',
+                '**/cli/**',
+                '**/runtime/**',
+                '**/app*',
+                '**/composition/**',
+                '**/config*',
+              ],
+              message: 'the contract is the bottom layer: it imports nothing above it (types neither)',
+            },
+            { group: io, allowTypeImports: true, message: 'the contract names I/O libraries by type only' },
+          ],
+        },
+      ],
+    },
+  },
   layer(
     ['src/domain/**'],
     [
@@ -60,17 +107,18 @@ export default tseslint.config(
           '**/app*',
           '**/composition/**',
           '**/config*',
+          '**/channels/channel*',
           ...channelIo,
         ],
-        message: 'domain is pure: no I/O and no outer layers',
+        message: 'domain is pure: no I/O and no outer layers (channel types come from src/contracts/)',
       },
     ],
   ),
   // A channel module's pure half (config, escape, index) is read by the domain: it follows the
-  // domain's rules, except that it may name types of the I/O half it loads lazily.
+  // domain's rules, types included (what it shares with the I/O half is in src/contracts/).
   {
     files: ['src/channels/**'],
-    ignores: ['src/channels/*/send.ts', 'src/channels/adapter.ts', 'src/channels/common/http-outcome.ts'],
+    ignores: ['src/channels/*/send.ts', 'src/channels/common/http-outcome.ts'],
     // (Relative patterns for the Slack edge and the app config: src/channels/slack/ and each
     // type's config.ts share their names.)
     rules: {
@@ -94,7 +142,6 @@ export default tseslint.config(
                 '../../config*',
                 ...channelIo,
               ],
-              allowTypeImports: true,
               message: "a channel's pure half: no I/O (send.ts is loaded through adapter())",
             },
           ],
@@ -103,7 +150,7 @@ export default tseslint.config(
     },
   },
   layer(
-    ['src/channels/*/send.ts', 'src/channels/adapter.ts', 'src/channels/common/http-outcome.ts'],
+    ['src/channels/*/send.ts', 'src/channels/common/http-outcome.ts'],
     [
       {
         group: [
@@ -114,8 +161,11 @@ export default tseslint.config(
           '**/cli/**',
           '**/app*',
           '**/composition/**',
+          '**/ports*',
+          ...deliveryMachinery,
         ],
-        message: 'a sender is an adapter: it never imports services or edges',
+        message:
+          'a sender is an adapter below the ports: it never imports services, edges, ports or the delivery machinery (src/contracts/ has what it shares)',
       },
     ],
   ),

@@ -2,7 +2,7 @@ import { defineChannel } from '../channel.js';
 import { telegram as connection } from './config.js';
 import { escapeTelegram } from './escape.js';
 
-/** the Telegram Bot API: the default of the operator's TELEGRAM_API_URL (a local stand-in in tests). */
+/** The Telegram Bot API: the default of the operator's TELEGRAM_API_URL (a local stand-in in tests). */
 export const TELEGRAM_API_BASE_URL = 'https://api.telegram.org';
 
 /** Telegram: see ./config.ts (what a connection holds), ./send.ts (how a message goes out). */
