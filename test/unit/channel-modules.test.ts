@@ -72,4 +72,12 @@ describe('channel modules', () => {
     if (adapter.check === null)
       for (const { config } of configs) expect(m.readOnlyCheck(m.createConfigSchema.parse(config))).toBeNull();
   });
+
+  it("the registry holds the contract's channel types, one module each, in the contract's order", () => {
+    expect(Object.keys(CHANNELS)).toEqual([...CHANNEL_TYPES]);
+  });
+
+  it('only Teams declares that its "delivered" means accepted (a test message is then accepted_unverified)', () => {
+    expect(CHANNEL_TYPES.filter((t) => channelOf(t).acceptsOnly === true)).toEqual(['teams']);
+  });
 });
