@@ -64,20 +64,39 @@ export async function startHerald(
     ...env,
   });
   const { redisUrl, ...rest } = opts;
-  const herald = await createHerald({
-    config,
-    redisUrl: redisUrl ?? testRedisUrl(),
-    log: createLogger(config.LOG_LEVEL),
-    ...rest,
-  });
-  const server: Server = await new Promise((resolve) => {
-    const s = herald.app.listen(0, '127.0.0.1', () => resolve(s));
-  });
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  // A Herald that fails to start, or whose first key cannot be made, is stopped and its keys
+  // dropped here: the caller never gets a close() to call, and a worker left running would keep
+  // writing under the prefix after the file's sweep.
+  const abandon = async (herald: Herald | undefined, server: Server | undefined) => {
+    server?.closeAllConnections();
+    if (server) await new Promise((r) => server.close(r));
+    await herald?.close();
+    if (redisUrl === undefined) await dropPrefixAt(testRedisUrl(), prefix);
+    rmSync(dataDir, { recursive: true, force: true });
+  };
+  let herald: Herald | undefined;
+  let server: Server | undefined;
   const system = { type: 'system' as const, id: 'test', name: 'test' };
   const tokenWith = async (scopes: (Scope | '*')[], name = 'test key') =>
-    (await herald.services.apiKeys.create({ name, scopes }, system)).token;
-  const token = await tokenWith(['*'], 'admin');
+    (await herald!.services.apiKeys.create({ name, scopes }, system)).token;
+  let token: string;
+  try {
+    herald = await createHerald({
+      config,
+      redisUrl: redisUrl ?? testRedisUrl(),
+      log: createLogger(config.LOG_LEVEL),
+      ...rest,
+    });
+    const app = herald.app;
+    server = await new Promise<Server>((resolve) => {
+      const s = app.listen(0, '127.0.0.1', () => resolve(s));
+    });
+    token = await tokenWith(['*'], 'admin');
+  } catch (e) {
+    await abandon(herald, server).catch(() => undefined);
+    throw e;
+  }
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
   const api = async (method: string, path: string, opts: RequestOptions = {}): Promise<ApiResponse> => {
     const headers: Record<string, string> = { ...opts.headers };
