@@ -1,5 +1,5 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { STATUS_CODES, type Server } from 'node:http';
+import { STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import express, { type Express, type Router } from 'express';
 import type { Logger } from 'pino';
@@ -7,7 +7,7 @@ import type { Registry } from 'prom-client';
 import { DomainError } from '../domain/common/errors.js';
 import { requestIdOf } from './context.js';
 import { edge, fullPath } from './middleware/edge.js';
-import { problemHandler, toProblem } from './middleware/problem.js';
+import { problemHandler, toProblem, type Problem } from './middleware/problem.js';
 import { sendLongStringsAsStrings } from './string-send.js';
 
 export interface Readiness {
@@ -106,9 +106,11 @@ function mountProbes(app: Express, deps: ServerDeps): void {
 const UNAVAILABLE_LOG_EVERY_MS = 10_000;
 
 /**
- * Requests Node's HTTP parser refuses before Express sees them (a request line that is not HTTP,
- * headers over Node's 16 KiB limit, a bad Content-Length) get a problem+json answer like every
- * other refusal, instead of Node's bare "400 Bad Request". Call once on the listening server.
+ * Every answer Node's HTTP layer would give by itself, as problem+json like every other refusal
+ * instead of Node's bare text: a request line that is not HTTP (400), headers over Node's 16 KiB
+ * limit (431), a request that did not arrive in time (408) — the server's 'clientError' — and an
+ * `Expect` other than `100-continue` (417, 'checkExpectation'). Bodies too large or of the wrong
+ * type are the body reader's (middleware/body.ts: 413, 415). Call once on the listening server.
  */
 export function answerClientErrors(server: Server): void {
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
@@ -117,22 +119,57 @@ export function answerClientErrors(server: Server): void {
       socket.destroy();
       return;
     }
-    const tooLarge = err.code === 'HPE_HEADER_OVERFLOW';
-    const problem = tooLarge
-      ? toProblem(
-          new DomainError(
-            'request_headers_too_large',
-            'The request headers are larger than the server accepts (16 KiB in all).',
-          ),
-          'none',
-        )
-      : toProblem(new DomainError('bad_request', 'The request is not valid HTTP/1.1.'), 'none');
+    const problem =
+      err.code === 'HPE_HEADER_OVERFLOW'
+        ? toProblem(
+            new DomainError(
+              'request_headers_too_large',
+              'The request headers are larger than the server accepts (16 KiB in all).',
+            ),
+            'none',
+          )
+        : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+          ? ownProblem(408, 'request_timeout', 'The request did not arrive in time.')
+          : toProblem(new DomainError('bad_request', 'The request is not valid HTTP/1.1.'), 'none');
     const body = JSON.stringify(problem);
     socket.end(
       `HTTP/1.1 ${problem.status} ${STATUS_CODES[problem.status] ?? 'Bad Request'}\r\n` +
         `Content-Type: application/problem+json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
     );
   });
+  // With a listener here Node no longer answers a bad Expect itself, and no 'request' follows.
+  server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
+    const expect = String(req.headers.expect ?? '').slice(0, 64);
+    const body = JSON.stringify(
+      ownProblem(
+        417,
+        'expectation_failed',
+        `The server meets no expectation but "100-continue" (Expect: ${JSON.stringify(expect).slice(1, -1)}).`,
+      ),
+    );
+    res.writeHead(417, {
+      'Content-Type': 'application/problem+json',
+      'Content-Length': Buffer.byteLength(body),
+      Connection: 'close',
+    });
+    res.end(body);
+  });
+}
+
+/**
+ * A problem for an answer no domain error stands for (only Node's HTTP layer gives these), in
+ * the shape of middleware/problem.ts's; no request id, as none was given before Express.
+ */
+function ownProblem(status: number, code: string, detail: string): Omit<Problem, 'code'> & { code: string } {
+  return {
+    type: `urn:herald:problem:${code}`,
+    title: STATUS_CODES[status] ?? code,
+    status,
+    detail,
+    code,
+    request_id: 'none',
+    errors: [],
+  };
 }
 
 function constantTimeEquals(a: string, b: string): boolean {

@@ -133,4 +133,86 @@ describe('correct and retract from Slack', () => {
       ['execution.retracted', 'UBOB'],
     ]);
   });
+
+  it('what changed is read from the stored execution: a submission that changes nothing is refused on the note, even with view.blocks empty', async () => {
+    const conn = (
+      await h.api('POST', '/v1/connections', {
+        body: { name: 'Empty-change bot', type: 'slack', config: { bot_token: 'xoxb-empty', channel: 'C0EMPTY' } },
+      })
+    ).body;
+    expect(conn.id).toMatch(/^con_/);
+    const template = (
+      await h.api('POST', '/v1/templates', {
+        body: {
+          name: 'Empty-change notice',
+          body: 'Back at {{eta}}.',
+          variables: [{ name: 'eta', required: true }],
+          connection_ids: [conn.id],
+        },
+      })
+    ).body;
+    const incident = (
+      await h.api('POST', '/v1/incidents', {
+        body: { title: 'Search degraded', severity: 'minor', template_ids: [template.id] },
+      })
+    ).body;
+    const exe = await h.api('POST', `/v1/incidents/${incident.id}/execute`, { body: { variables: { eta: '09:00' } } });
+    expect(exe.status).toBe(202);
+    await waitFor(() => slack.messagesIn('C0EMPTY').find((m) => m.text.includes('09:00')), { what: 'the bot message' });
+    const withButtons = await announcementUpdate(
+      slack,
+      incident.id,
+      (_t, call) => buttonValue(call, 'execution_correct') !== undefined,
+    );
+    const before = slack.callsTo('views.open').length;
+    await client.click('execution_correct', buttonValue(withButtons, 'execution_correct')!, { channel: 'CINC' });
+    const correct = await openedView(before);
+    expect(correct.callback_id).toBe('execution_correct');
+
+    // The values as sent, signed, but with view.blocks emptied: no initial values to compare
+    // with in the payload. The stored execution still says nothing changed.
+    const forged = {
+      type: 'view_submission',
+      team: { id: 'T0HERALD', domain: 'herald-test' },
+      user: { id: BOB.id, username: BOB.name, name: BOB.name, team_id: 'T0HERALD' },
+      api_app_id: 'A0HERALD',
+      token: 'legacy-verification-token',
+      trigger_id: '1.2.forged',
+      view: {
+        ...correct,
+        id: newViewId(),
+        team_id: 'T0HERALD',
+        hash: 'h',
+        blocks: [],
+        state: {
+          values: {
+            'variables.eta': { value: { type: 'plain_text_input', value: '09:00' } },
+            note: { value: { type: 'plain_text_input', value: null } },
+          },
+        },
+      },
+      response_urls: [],
+    };
+    const r = await client.post(new URLSearchParams({ payload: JSON.stringify(forged) }).toString());
+    expect(r.status).toBe(200);
+    expect(r.json).toMatchObject({
+      response_action: 'errors',
+      errors: { note: expect.stringMatching(/Nothing would change/) },
+    });
+
+    // As shown, untouched: nothing differs from what was sent and there is no note.
+    const untouched = await client.submit(correct, {}, { viewId: newViewId() });
+    expect(untouched.json).toMatchObject({
+      response_action: 'errors',
+      errors: { note: expect.stringMatching(/Nothing would change/) },
+    });
+
+    // A real change still goes through, and only it is sent (the note stays unset).
+    const changed = await client.submit(correct, { 'variables.eta': '10:30' }, { viewId: newViewId() });
+    expect(changed.json.response_action).toBe('update');
+    const executions = (await h.api('GET', `/v1/incidents/${incident.id}/executions`)).body.data;
+    const corrections = executions.filter((e: any) => e.kind === 'correction');
+    expect(corrections).toHaveLength(1);
+    expect(corrections[0]).toMatchObject({ note: null, variables: { eta: '10:30' } });
+  });
 });

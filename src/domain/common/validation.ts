@@ -1,5 +1,6 @@
-import type { z } from 'zod';
+import { ZodError, type z } from 'zod';
 import { DomainError, type FieldError } from './errors.js';
+import { kindOfKey, textViolation, type TextKind } from './text-policy.js';
 
 /**
  * Turns zod issues into the `errors[]` of a problem: one entry per field, with a dotted path
@@ -54,6 +55,11 @@ function fieldCode(issue: z.core.$ZodIssue): string {
       return issue.input === undefined ? 'required' : 'invalid_value';
     case 'invalid_format':
       return 'invalid_format';
+    case 'custom': {
+      // A check that names its own code (the text policy's control_character and the like).
+      const own: unknown = issue.params?.code;
+      return typeof own === 'string' ? own : 'invalid';
+    }
     default:
       return 'invalid';
   }
@@ -76,6 +82,24 @@ export function dedupeFieldErrors(errors: FieldError[]): FieldError[] {
  * only the path, a code and the message.
  */
 export function safeParseInput<S extends z.ZodType>(schema: S, input: unknown): z.ZodSafeParseResult<z.output<S>> {
+  // The text policy first, on the input as sent: a schema's `.trim()` would otherwise drop a
+  // trailing U+FEFF or U+2028 before any check saw it. Every service parses its input here, so
+  // a Slack submission meets the same rule as a /v1 body.
+  const findings = textFindings(input);
+  if (findings.length > 0) {
+    return {
+      success: false,
+      error: new ZodError(
+        findings.map((f) => ({
+          code: 'custom' as const,
+          path: f.path,
+          message: f.message,
+          params: { code: f.code },
+          input: undefined,
+        })),
+      ),
+    } as z.ZodSafeParseResult<z.output<S>>;
+  }
   return schema.safeParse(input, { reportInput: true });
 }
 
@@ -96,98 +120,73 @@ export function parseInput<S extends z.ZodType>(
 
 // ── text hygiene ─────────────────────────────────────────────────────────────────────────────
 
-/**
- * Fields whose text people write in several lines (descriptions, message bodies, notes): there
- * a tab, a newline and a CRLF are text. Everything under `variables` counts too (values typed
- * at execute, defaults declared on a template). Every other string is one line.
- */
-const FREE_TEXT_KEYS: ReadonlySet<string> = new Set([
-  'description',
-  'impact',
-  'body',
-  'html',
-  'notes',
-  'note',
-  'resolution_summary',
-  'summary',
-  'message',
-  'text',
-  'default',
-]);
-
-/** A UTF-16 surrogate half without its partner: not a character, and not encodable as UTF-8. */
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
-// eslint-disable-next-line no-control-regex -- finding control characters is the point
-const CONTROL_ONE_LINE = /[\u0000-\u001F]/;
-// eslint-disable-next-line no-control-regex -- tab, LF and CR-before-LF are allowed in free text
-const CONTROL_FREE_TEXT = /[\u0000-\u0008\u000B-\u000C\u000E-\u001F]|\r(?!\n)/;
-
 /** At most this many hygiene errors are reported: enough to fix a form, never a huge answer. */
 const MAX_HYGIENE_ERRORS = 20;
 
-function hygieneProblem(text: string, freeText: boolean): { code: string; message: string } | null {
-  if (LONE_SURROGATE.test(text))
-    return { code: 'invalid_unicode', message: 'The text contains a lone UTF-16 surrogate (not a character).' };
-  if (text.includes('\u0000')) return { code: 'control_character', message: 'The text contains a NUL character.' };
-  if ((freeText ? CONTROL_FREE_TEXT : CONTROL_ONE_LINE).test(text)) {
-    return {
-      code: 'control_character',
-      message: freeText
-        ? 'The text contains a control character (only tab and line breaks are allowed).'
-        : 'The text contains a control character or line break (this field is one line).',
-    };
-  }
-  return null;
+/** A string the text policy refuses, with its path (keys as they are, array indexes as strings). */
+interface TextFinding {
+  path: string[];
+  code: string;
+  message: string;
 }
 
 /**
- * Every string of a parsed JSON request — object keys included — that holds what no Herald text
- * may: lone surrogates (`"\ud800"` escapes), NUL, and C0 control characters other than tab and
- * newline in free text (FREE_TEXT_KEYS). Applied to every /v1 body in one place (http/middleware/body.ts),
- * so no endpoint stores them. Iterative, so a deeply nested body cannot exhaust the stack.
+ * Every string of `value` — object keys included — that breaks the text policy (text-policy.ts),
+ * each with its path. Iterative, so a deeply nested body cannot exhaust the stack.
  */
-export function textHygieneErrors(value: unknown): FieldError[] {
+function textFindings(value: unknown): TextFinding[] {
   // Each node points at its parent: the path is built only for a string in error, so a body
   // nested 20,000 levels deep costs linear time, not a copy of the path per level.
   interface Node {
     value: unknown;
     key: string | null;
     parent: Node | null;
-    freeText: boolean;
+    kind: TextKind;
   }
-  const pathOf = (n: Node): string => {
+  const pathOf = (n: Node): string[] => {
     const parts: string[] = [];
     for (let at: Node | null = n; at !== null && at.key !== null; at = at.parent) parts.push(at.key);
-    return parts.reverse().join('.');
+    return parts.reverse();
   };
-  const errors: FieldError[] = [];
-  const stack: Node[] = [{ value, key: null, parent: null, freeText: false }];
-  while (stack.length > 0 && errors.length < MAX_HYGIENE_ERRORS) {
+  const found: TextFinding[] = [];
+  const stack: Node[] = [{ value, key: null, parent: null, kind: 'one_line' }];
+  while (stack.length > 0 && found.length < MAX_HYGIENE_ERRORS) {
     const node = stack.pop()!;
     const v = node.value;
     if (typeof v === 'string') {
-      const problem = hygieneProblem(v, node.freeText);
-      if (problem) errors.push({ field: pathOf(node), ...problem });
+      const problem = textViolation(v, node.kind);
+      if (problem) {
+        const path = pathOf(node);
+        found.push({ path, code: problem.code, message: `${path.join('.') || 'The value'} ${problem.message}` });
+      }
     } else if (Array.isArray(v)) {
       for (let i = v.length - 1; i >= 0; i--)
-        stack.push({ value: v[i] as unknown, key: String(i), parent: node, freeText: node.freeText });
+        stack.push({ value: v[i] as unknown, key: String(i), parent: node, kind: node.kind });
     } else if (v !== null && typeof v === 'object') {
       const entries = Object.entries(v as Record<string, unknown>);
       for (let i = entries.length - 1; i >= 0; i--) {
         const [key, child] = entries[i]!;
-        const keyProblem = hygieneProblem(key, false);
+        const keyProblem = textViolation(key, 'one_line');
         if (keyProblem) {
-          errors.push({
-            field: pathOf({ value: child, key, parent: node, freeText: false }),
+          found.push({
+            path: pathOf({ value: child, key, parent: node, kind: 'one_line' }),
             code: keyProblem.code,
-            message: `The field name: ${keyProblem.message}`,
+            message: `A field name ${keyProblem.message}`,
           });
           continue;
         }
-        const freeText = node.freeText || key === 'variables' || FREE_TEXT_KEYS.has(key);
-        stack.push({ value: child, key, parent: node, freeText });
+        stack.push({ value: child, key, parent: node, kind: kindOfKey(key, node.kind) });
       }
     }
   }
-  return errors;
+  return found;
+}
+
+/**
+ * Every string of a parsed JSON request — object keys included — that breaks the text policy
+ * (text-policy.ts), as `errors[]` entries. Applied to every /v1 body in one place
+ * (http/middleware/body.ts), so no endpoint stores what the policy refuses.
+ */
+export function textHygieneErrors(value: unknown): FieldError[] {
+  return textFindings(value).map((f) => ({ field: f.path.join('.'), code: f.code, message: f.message }));
 }

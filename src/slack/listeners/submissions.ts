@@ -11,9 +11,9 @@ import { identity, once } from '../once.js';
 import { CALLBACKS, decodeContext } from '../views/action-ids.js';
 import { apiKeyCreatedModal } from '../views/api-key-modals.js';
 import type { ModalView } from '../views/block-kit.js';
+import { CORRECTION_INPUTS, correctionRequestOf } from '../views/correction-modals.js';
 import { NEXT_UPDATE_FIELD, NO_NEXT_UPDATE } from '../views/execute-modal.js';
 import {
-  changedVariablesOf,
   listOf,
   optionalTextOf,
   readViewState,
@@ -166,16 +166,14 @@ async function executeAfterAck(
 // still out there); a retraction's have none.
 function registerCorrect(app: SlackListeners, deps: SlackDeps, announcer: Announcer): void {
   submit(app, deps, CALLBACKS.correct, async ({ state, body, ctx }) => {
-    const variables = changedVariablesOf(state, body.view.blocks);
-    const note = textOf(state, 'note');
-    const request = {
-      ...(Object.keys(variables).length > 0 ? { variables } : {}),
-      ...(note.trim() !== '' ? { note } : {}),
-    };
     const incidentId = incidentIdOf(ctx);
-    return followUp(announcer, incidentId, 'correct', () =>
-      deps.services.executions.correct(incidentId, ctx.execution_id ?? '', request, slackActor(body.user)),
-    );
+    const executionId = ctx.execution_id ?? '';
+    return followUp(announcer, incidentId, 'correct', async () => {
+      // What changed is read against the stored execution, not the blocks the payload carries.
+      const { execution } = await deps.services.executions.get(incidentId, executionId);
+      const request = correctionRequestOf(variablesOf(state), textOf(state, 'note'), execution.variables);
+      return deps.services.executions.correct(incidentId, executionId, request, slackActor(body.user));
+    });
   });
 }
 
@@ -264,7 +262,7 @@ function submit(
 ): void {
   app.view({ callback_id: callbackId, type: 'view_submission' }, async ({ body, ack }: Submission) => {
     const view = body.view;
-    const inputs = inputBlockIds(view.blocks);
+    const inputs = [...new Set([...inputBlockIds(view.blocks), ...(CORRECTION_INPUTS[callbackId] ?? [])])];
     // Errors must name an input of this view; a view without inputs gets an explanation instead.
     const refuse = (e: unknown) => {
       const fallback = inputs[0];

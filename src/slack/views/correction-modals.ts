@@ -1,3 +1,4 @@
+import { fieldError } from '../../domain/common/errors.js';
 import { LIMITS } from '../../domain/common/limits.js';
 import { NOTE_MAX } from '../../domain/execution/conversation.js';
 import type { Incident } from '../../domain/incident/incident.js';
@@ -79,6 +80,43 @@ export function correctModal(p: { incident: Incident; execution: CorrectedExecut
     privateMetadata: encodeContext({ incident_id: p.incident.id, execution_id: e.id }),
     blocks,
   });
+}
+
+/**
+ * The inputs each modal here always has, whatever blocks a submission carries: a refusal can land
+ * on them even when a payload's `view.blocks` is empty or forged (Slack places errors by the view
+ * it showed, not by the copy it sends back).
+ */
+export const CORRECTION_INPUTS: Readonly<Record<string, readonly string[]>> = {
+  [CALLBACKS.correct]: ['note'],
+  [CALLBACKS.retract]: ['reason'],
+};
+
+/**
+ * The correct request of a Correct modal's submission. What changed is judged against the
+ * execution as stored (`sent`), never against the `initial_value`s of the blocks in the payload:
+ * those are the client's copy, and an empty or altered one would turn every unchanged value into
+ * a "change". A submission that changes nothing and says nothing is refused on the note input,
+ * as the API refuses a correction with neither variables nor a note.
+ */
+export function correctionRequestOf(
+  typed: Record<string, string>,
+  note: string,
+  sent: Readonly<Record<string, string>>,
+): { variables?: Record<string, string>; note?: string } {
+  const changed = Object.fromEntries(
+    Object.entries(typed).filter(([name, value]) => !Object.hasOwn(sent, name) || sent[name] !== value),
+  );
+  const hasNote = note.trim() !== '';
+  if (Object.keys(changed).length === 0 && !hasNote) {
+    throw fieldError(
+      'validation_failed',
+      'note',
+      'Nothing would change: every value is as sent. Change a value, write what was wrong, or both.',
+      'required',
+    );
+  }
+  return { ...(Object.keys(changed).length > 0 ? { variables: changed } : {}), ...(hasNote ? { note } : {}) };
 }
 
 /** The retraction's confirmation: what happens, and the reason (required) shown where a message stays. */
