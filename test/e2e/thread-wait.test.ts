@@ -71,9 +71,23 @@ async function newIncident(t: TestHerald, title: string): Promise<string> {
   return inc.body.id as string;
 }
 
-/** Executes the incident to `ids` without waiting for the deliveries; answers the execution's id. */
+/**
+ * Executes the incident to `ids` without waiting for the deliveries; answers the execution's id.
+ * A 503 (Redis slow to answer on a busy machine) is retried with the same Idempotency-Key, as
+ * the problem says a client should.
+ */
 async function execute(t: TestHerald, incidentId: string, ids: string[]): Promise<string> {
-  const r = await t.api('POST', `/v1/incidents/${incidentId}/execute`, { body: { connection_ids: ids } });
+  const key = randomBytes(8).toString('hex');
+  const r = await waitFor(
+    async () => {
+      const res = await t.api('POST', `/v1/incidents/${incidentId}/execute`, {
+        body: { connection_ids: ids },
+        headers: { 'idempotency-key': key },
+      });
+      return res.status === 503 ? undefined : res;
+    },
+    { timeoutMs: 30_000, intervalMs: 200, what: 'the execute to be taken' },
+  );
   expect(r.status, JSON.stringify(r.body)).toBe(202);
   return r.body.id as string;
 }
@@ -251,12 +265,16 @@ describe('a worker killed while an update waits for the first message', () => {
       const redis = connectTestRedis();
       try {
         const keys = createKeys(api.prefix);
-        // The update waits (its wait is on its record) while the first is retrying.
+        const stored = async (id: string) => {
+          const raw = await redis.get(keys.delivery(id));
+          return raw ? (JSON.parse(raw) as { status: string; thread_wait?: unknown }) : null;
+        };
+        // The update waits (its wait is on its record) while the first is retrying: nothing is in
+        // flight when the worker dies.
         await waitFor(
           async () => {
-            const raw = await redis.get(keys.delivery(id2!));
-            const d = raw ? (JSON.parse(raw) as { status: string; thread_wait?: unknown }) : null;
-            return d?.status === 'queued' && d.thread_wait ? d : undefined;
+            const [d1, d2] = [await stored(id1!), await stored(id2!)];
+            return d1?.status === 'retrying' && d2?.status === 'queued' && d2.thread_wait ? d2 : undefined;
           },
           { timeoutMs: CHILD_DEADLINE_MS, intervalMs: 100, what: 'the update to wait for the first message' },
         ).catch((e: unknown) => {
