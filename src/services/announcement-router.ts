@@ -20,8 +20,8 @@ import type { AnnouncementService } from './announcement-service.js';
 
 /** How the router paces the chat platform. */
 export interface AnnouncementPacing {
-  /** Shared slots across processes (store/pacing.ts); absent: per process only. */
-  pacer?: Pacer;
+  /** Slots shared by every process (store/pacing.ts); the per-process intervals hold as well. */
+  pacer: Pacer;
   /** Least time between two posts to one channel (default 1,000 ms). */
   postIntervalMs?: number;
   /** Least time between two updates of one announcement (default 2,000 ms). */
@@ -43,7 +43,7 @@ export interface AnnouncementRouterDeps {
   chat: ChatPoster;
   /** HERALD_SLACK_CHANNEL: where incidents created outside the chat platform are announced. */
   defaultChannel: string | null;
-  pacing?: AnnouncementPacing;
+  pacing: AnnouncementPacing;
   log: { warn(obj: object, msg: string): void };
   /** What of a platform error is logged (its code and message, never the request). */
   describeError?: (err: unknown) => unknown;
@@ -68,8 +68,8 @@ const UPDATE_INTERVAL_MS = 2000;
  * Paced as Slack asks (about one message per second per channel; chat.update is rate limited):
  * posts to one channel go one at a time, each at least a second after the previous one was
  * answered (queued, never dropped), and one announcement is updated at most once every two
- * seconds — a burst of receipts becomes one update showing the latest state. With a shared pacer
- * the same slots are shared by every process; without one the pacing is per process.
+ * seconds — a burst of receipts becomes one update showing the latest state. The shared pacer
+ * spreads the same slots over every process; while it is unreachable the pacing is per process.
  */
 export class AnnouncementRouter implements ReminderNotifier {
   private readonly running = new Map<string, { again: boolean; done: Promise<void> }>();
@@ -86,8 +86,8 @@ export class AnnouncementRouter implements ReminderNotifier {
   private readonly now: () => Date;
 
   constructor(private readonly r: AnnouncementRouterDeps) {
-    this.postIntervalMs = r.pacing?.postIntervalMs ?? POST_INTERVAL_MS;
-    this.updateIntervalMs = r.pacing?.updateIntervalMs ?? UPDATE_INTERVAL_MS;
+    this.postIntervalMs = r.pacing.postIntervalMs ?? POST_INTERVAL_MS;
+    this.updateIntervalMs = r.pacing.updateIntervalMs ?? UPDATE_INTERVAL_MS;
     this.describe = r.describeError ?? ((err) => err);
     this.now = r.now ?? (() => new Date());
   }
@@ -252,12 +252,10 @@ export class AnnouncementRouter implements ReminderNotifier {
     return run;
   }
 
-  /** Waits for the next slot of `key` in the shared pacer (none: no wait). */
+  /** Waits for the next slot of `key` in the shared pacer. */
   private async sharedSlot(key: string, intervalMs: number): Promise<void> {
-    const pacer = this.r.pacing?.pacer;
-    if (!pacer) return;
     try {
-      const wait = await pacer.reserve(key, { perSecond: 1000 / intervalMs, burst: 1 });
+      const wait = await this.r.pacing.pacer.reserve(key, { perSecond: 1000 / intervalMs, burst: 1 });
       if (wait > 0) await delay(wait);
     } catch (err) {
       // Redis trouble must not stop announcements: the per-process pacing still holds.

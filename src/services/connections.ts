@@ -61,9 +61,9 @@ export interface ConnectionServiceDeps {
   /** Who may test connections (asked on every test). */
   access: AccessPolicy;
   /** Called after a connection is deleted: the delivery layer cancels its queued deliveries here. */
-  onDeleted?: (connectionId: string) => Promise<void> | void;
+  onDeleted(connectionId: string): Promise<void> | void;
   /** Called after a connection is disabled (PATCH enabled=false, or found dead): cancel its queue. */
-  onDisabled?: (connectionId: string) => Promise<void> | void;
+  onDisabled(connectionId: string): Promise<void> | void;
 }
 
 export type DeliveryOutcome = { ok: true } | { ok: false; error: string };
@@ -166,7 +166,7 @@ export class ConnectionService {
         next.updated_at = iso(this.d.clock.now());
         next.rev = current.rev + 1;
         if (await this.d.repo.update(current, next)) {
-          if (current.enabled && !next.enabled) await this.d.onDisabled?.(id);
+          if (current.enabled && !next.enabled) await this.d.onDisabled(id);
           return next;
         }
         return LOST_RACE;
@@ -182,7 +182,7 @@ export class ConnectionService {
         const current = await this.get(id);
         checkRevision('connection', current.rev, ifMatch);
         if (await this.d.repo.delete(current)) {
-          await this.d.onDeleted?.(id);
+          await this.d.onDeleted(id);
           return;
         }
         return LOST_RACE;

@@ -7,13 +7,13 @@ import { announcementMessage, reminderMessage } from './views/announcement.js';
 /**
  * The Slack side of announcements. What to post where and when (channel fallback, which changes
  * refresh, receipts following the newest execute, coalescing, pacing) is AnnouncementRouter's
- * (services/announcements.ts); this wires it to Slack: the Web API client as its ChatPoster, the
+ * (services/announcement-router.ts); this wires it to Slack: the Web API client as its ChatPoster, the
  * announcement rendered as Block Kit, errors logged by their Slack code.
  */
 export type AnnouncerPacing = AnnouncementPacing;
 
 export class Announcer extends AnnouncementRouter {
-  constructor(deps: SlackDeps, pacing: AnnouncerPacing = {}) {
+  constructor(deps: SlackDeps, pacing: AnnouncerPacing) {
     const s = deps.services;
     super({
       store: s.announcements,

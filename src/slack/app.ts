@@ -49,7 +49,7 @@ export interface SlackEdgeOptions {
   access: AccessPolicy;
   idempotency: IdempotencyStore;
   /** Shares announcement pacing (posts per channel, updates per announcement) across processes. */
-  pacer?: Pacer;
+  pacer: Pacer;
   log: Logger;
   now(): Date;
 }
@@ -91,7 +91,7 @@ export function createSlackEdge(opts: SlackEdgeOptions, expressApp: Express): Sl
     log,
     now,
   };
-  const announcer = new Announcer(deps, opts.pacer ? { pacer: opts.pacer } : {});
+  const announcer = new Announcer(deps, { pacer: opts.pacer });
 
   // A fixed authorization: Herald is installed in one workspace with one bot token. Returning it
   // here (instead of passing `token`) keeps Bolt from calling auth.test on every request.

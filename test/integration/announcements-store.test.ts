@@ -10,6 +10,7 @@ import { RedisAnnouncementRepo } from '../../src/store/announcements.js';
 import { waitFor } from '../support/wait.js';
 import { connectTestRedis, dropPrefix, uniquePrefix } from '../support/redis.js';
 import { anIncident } from '../support/factories.js';
+import { noPacing } from '../service/fakes.js';
 
 let redis: Redis;
 const prefix = uniquePrefix('ann');
@@ -96,7 +97,7 @@ describe('announcement refreshes across processes', () => {
         log: pino({ level: 'silent' }),
         now: () => new Date(),
       } as unknown as SlackDeps;
-      return new Announcer(deps);
+      return new Announcer(deps, { pacer: noPacing });
     };
     let letApiGo!: () => void;
     const apiGate = new Promise<void>((r) => (letApiGo = r));

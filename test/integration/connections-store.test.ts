@@ -49,6 +49,9 @@ const makeService = (over: Partial<ConstructorParameters<typeof ConnectionServic
     allow: parseOutboundAllow([]),
     tester: unreachableTester,
     access: new AccessPolicy({ slackAdmins: [] }),
+    // No delivery layer here: nothing is queued for a connection to cancel.
+    onDeleted: () => undefined,
+    onDisabled: () => undefined,
     ...over,
   });
 

@@ -1,6 +1,6 @@
 import { AnnouncementRouter } from '../../src/services/announcement-router.js';
 import { AnnouncementService } from '../../src/services/announcement-service.js';
-import { FakeChat, InMemoryAnnouncementRepo } from './fakes.js';
+import { FakeChat, InMemoryAnnouncementRepo, noPacing } from './fakes.js';
 import { world } from './world.js';
 
 /**
@@ -20,7 +20,7 @@ export function routedAnnouncements(opts: { defaultChannel?: string | null } = {
     connections: w.services.connections,
     chat,
     defaultChannel: opts.defaultChannel === undefined ? 'CDEFAULT' : opts.defaultChannel,
-    pacing: { postIntervalMs: 1, updateIntervalMs: 1 },
+    pacing: { pacer: noPacing, postIntervalMs: 1, updateIntervalMs: 1 },
     log: { warn: (_o: object, msg: string) => void warnings.push(msg) },
     now: () => w.clock.now(),
   });

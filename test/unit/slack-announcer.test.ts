@@ -5,9 +5,10 @@ import type { Announcement } from '../../src/ports/index.js';
 import { Announcer, type AnnouncerPacing } from '../../src/slack/announcer.js';
 import type { SlackDeps } from '../../src/slack/deps.js';
 import { anIncident } from '../support/factories.js';
+import { noPacing } from '../service/fakes.js';
 
 /** The announcer against in-memory fakes: coalescing, channel fallback, receipts following. */
-function setup(opts: { failChannels?: string[]; pacing?: AnnouncerPacing } = {}) {
+function setup(opts: { failChannels?: string[]; pacing?: Partial<AnnouncerPacing> } = {}) {
   let incident: Incident = anIncident();
   const stored = new Map<string, Announcement>();
   const updates: any[] = [];
@@ -90,7 +91,7 @@ function setup(opts: { failChannels?: string[]; pacing?: AnnouncerPacing } = {})
     now: () => new Date(),
   } as unknown as SlackDeps;
   return {
-    announcer: new Announcer(deps, opts.pacing),
+    announcer: new Announcer(deps, { pacer: noPacing, ...opts.pacing }),
     maxInFlight: () => maxInFlight,
     updates,
     posts,
