@@ -84,8 +84,9 @@ export function dedupeFieldErrors(errors: FieldError[]): FieldError[] {
 export function safeParseInput<S extends z.ZodType>(schema: S, input: unknown): z.ZodSafeParseResult<z.output<S>> {
   // The text policy first, on the input as sent: a schema's `.trim()` would otherwise drop a
   // trailing U+FEFF or U+2028 before any check saw it. Every service parses its input here, so
-  // a Slack submission meets the same rule as a /v1 body.
-  const findings = textFindings(input);
+  // a Slack submission meets the same rule as a /v1 body (a /v1 body the reader already walked
+  // is not walked twice).
+  const findings = isObject(input) && TEXT_CHECKED.has(input) ? [] : textFindings(input);
   if (findings.length > 0) {
     return {
       success: false,
@@ -188,5 +189,16 @@ function textFindings(value: unknown): TextFinding[] {
  * (http/middleware/body.ts), so no endpoint stores what the policy refuses.
  */
 export function textHygieneErrors(value: unknown): FieldError[] {
-  return textFindings(value).map((f) => ({ field: f.path.join('.'), code: f.code, message: f.message }));
+  const findings = textFindings(value);
+  if (findings.length === 0 && isObject(value)) TEXT_CHECKED.add(value);
+  return findings.map((f) => ({ field: f.path.join('.'), code: f.code, message: f.message }));
 }
+
+/**
+ * Parsed bodies the policy found clean (http/middleware/body.ts walks each one): safeParseInput
+ * skips walking them again. Weak, so a request's body is forgotten with the request. A body is
+ * the client's JSON, which Herald reads and never writes into.
+ */
+const TEXT_CHECKED = new WeakSet<object>();
+
+const isObject = (v: unknown): v is object => typeof v === 'object' && v !== null;
