@@ -12,8 +12,13 @@ const address = (what: string) => z.email({ message: `${what} must be an e-mail 
 /** `alerts@example.com` or `Herald Alerts <alerts@example.com>`. */
 const fromAddress = z
   .string()
-  .trim()
   .max(320)
+  // Not trimmed: a header value is refused, never altered, when a space or an invisible character
+  // (U+00A0, U+FEFF) leads or trails it.
+  .refine(
+    (s) => !/^[\s\uFEFF]|[\s\uFEFF]$/u.test(s),
+    'from must not start or end with a space, a line break or an invisible character.',
+  )
   .refine((s) => {
     const m = /^(?:[^<>\r\n]{1,200}\s)?<([^<>\s]+)>$/.exec(s);
     return address('from').safeParse(m ? m[1] : s).success;
@@ -32,7 +37,7 @@ const EmailConfigSchema = z
   .strictObject({
     host: z
       .string()
-      .trim()
+      // Not trimmed, like a URL: " smtp.example.com" is refused by the host check, not altered.
       .min(1, 'host is required.')
       .max(253)
       .refine((h) => isIpLiteral(h) || HOST_NAME.test(h), 'host must be a host name or an IP address.'),
