@@ -393,7 +393,10 @@ export class InMemoryExecutionRepo implements ExecutionRepo {
     incidentPrev: Incident,
     incidentNext: Incident,
     events: IncidentEvent[],
+    threads?: Map<string, ThreadState>,
   ): Promise<boolean> {
+    // As the Redis store: every conversation must still be as read, or nothing is written.
+    if (threads && this.conversations && !this.conversations.stillAsRead(incidentPrev.id, threads)) return false;
     if (!(await this.incidents.update(incidentPrev, incidentNext, events))) return false;
     this.conversations?.advance(deliveries);
     this.creates++;
@@ -715,6 +718,10 @@ export class InMemoryConversationRepo implements ConversationRepo {
       out.set(c, { sequence: Number(seq), lastDeliveryId: last || null, raw });
     }
     return Promise.resolve(out);
+  }
+  /** Whether each conversation is still as `read` (the execute commit's check). */
+  stillAsRead(incidentId: string, read: Map<string, ThreadState>): boolean {
+    return [...read].every(([c, t]) => (this.threadStates.get(`${incidentId}/${c}`) ?? null) === t.raw);
   }
   /** What the execute commit writes (the in-memory execution repo calls it). */
   advance(deliveries: Delivery[]): void {
