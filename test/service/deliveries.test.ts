@@ -1,12 +1,12 @@
 /**
- * The delivery engine (DeliveryService.process) over the in-memory fakes: every transition of a
+ * The delivery engine (DeliveryService.process), wired by buildServices over the in-memory fakes: every transition of a
  * delivery, pacing, corrections and retractions of a delivered message, and the wait of an update
  * for its conversation's first message while that one is still being sent.
  */
 import { describe, expect, it } from 'vitest';
 import { MAX_ATTEMPTS } from '../../src/domain/execution/delivery-policy.js';
-import { newDelivery, type Delivery } from '../../src/domain/execution/execution.js';
-import { newIncident } from '../../src/domain/incident/incident.js';
+import type { Delivery } from '../../src/domain/execution/execution.js';
+import { buildServices } from '../../src/composition/services.js';
 import type {
   ChannelSenders,
   DeliveryTarget,
@@ -15,16 +15,25 @@ import type {
   ProcessOutcome,
   SendResult,
 } from '../../src/ports/index.js';
-import { DeliveryService } from '../../src/services/deliveries.js';
-import { targetOf } from '../support/delivery-targets.js';
+import { THREAD_WAIT_DEFAULT_MS, type DeliveryService } from '../../src/services/deliveries.js';
 import {
+  allowNone,
+  apiActor,
   FakeClock,
   FakeQueue,
+  FakeSecretBox,
   FakeSendPacer,
+  FakeTester,
+  FakeTokenCrypto,
+  InMemoryAnnouncementRepo,
+  InMemoryApiKeyRepo,
+  InMemoryConnectionRepo,
   InMemoryConversationRepo,
   InMemoryExecutionRepo,
   InMemoryIncidentRepo,
+  InMemoryTemplateRepo,
   SeqIds,
+  slackActor,
 } from './fakes.js';
 
 const delivered = (m: OutboundMessage): SendResult => ({
@@ -64,24 +73,30 @@ interface Deferred {
   resolve(r: SendResult): void;
 }
 
-function rig(opts: { threadWaitMs?: number; target?: DeliveryTarget } = {}) {
+/** Connection bodies as an operator creates them. */
+const SLACK_BOT = { name: 'Bot', type: 'slack', config: { bot_token: 'xoxb-test', channel: 'C1' } };
+const WEBHOOK = { name: 'Hook', type: 'webhook', config: { url: 'https://hooks.example.com/herald' } };
+const TEAMS = {
+  name: 'Teams',
+  type: 'teams',
+  config: {
+    webhook_url: 'https://prod-00.westeurope.logic.azure.com/workflows/abc/triggers/manual/paths/invoke?sig=x',
+  },
+};
+
+/**
+ * The services as production wires them (buildServices) over the in-memory fakes, with a pacer
+ * that paces as Redis does and senders that answer what a test says — or hold a send until the
+ * test answers it (a platform that takes its time). One connection, one incident.
+ */
+async function rig(opts: { threadWaitMs?: number; connection?: Record<string, unknown> } = {}) {
   const clock = new FakeClock();
   const ids = new SeqIds();
   const incidents = new InMemoryIncidentRepo();
   const conversations = new InMemoryConversationRepo();
   const repo = new InMemoryExecutionRepo(incidents, conversations);
+  const connectionRepo = new InMemoryConnectionRepo();
   const pacer = new FakeSendPacer(clock, repo);
-  const queue = new FakeQueue();
-  const incident = incidents.put(
-    newIncident(
-      ids.next('incident'),
-      { title: 'Checkout down', severity: 'critical', description: '', impact: '', template_ids: [] },
-      { type: 'system', id: 't', name: 't' },
-      clock.now().toISOString(),
-    ),
-  );
-  const target: DeliveryTarget = opts.target ?? targetOf('slack', { bot_token: 'xoxb-test', channel: 'C1' });
-  const connection = { current: target as DeliveryTarget | null };
   const sends: OutboundMessage[] = [];
   /** Scripted answers of the next sends (then: delivered). */
   const script: SendResult[] = [];
@@ -89,79 +104,74 @@ function rig(opts: { threadWaitMs?: number; target?: DeliveryTarget } = {}) {
   const held = new Map<string, Deferred>();
   const holdNext = new Set<string>();
   const changes: string[] = [];
-  const disabledWhile: string[] = [];
   const send = (_t: DeliveryTarget, m: OutboundMessage): Promise<SendResult> => {
     sends.push(m);
     if (holdNext.delete(m.deliveryId)) return new Promise<SendResult>((resolve) => held.set(m.deliveryId, { resolve }));
     return Promise.resolve(script.shift() ?? delivered(m));
   };
-  const service = (): DeliveryService =>
-    new DeliveryService({
-      repo,
-      targets: {
-        get: () => Promise.resolve(connection.current),
-        disable: async (id, reason) => {
-          // What a reader sees at the moment the connection is disabled.
-          const ds = await repo.activeForConnection(id);
-          disabledWhile.push(`${reason} | active: ${ds.length}`);
-          if (connection.current) connection.current = { ...connection.current, enabled: false };
-        },
-        recordOutcome: () => Promise.resolve(),
-      },
-      senders: { slack: { send }, webhook: { send }, teams: { send } } as unknown as ChannelSenders,
-      pacer,
-      queue,
+  /** A new DeliveryService over the same store: what a restarted worker runs. */
+  const build = () =>
+    buildServices({
       clock,
       ids,
       random: () => 0.5,
-      getIncident: (id) => incidents.get(id),
-      conversations,
-      publicUrl: 'https://herald.example.com',
-      ...(opts.threadWaitMs !== undefined ? { threadWaitMs: opts.threadWaitMs } : {}),
-      onDeliveryChanged: (d) => changes.push(`${d.id.slice(-2)}:${d.status}`),
-    });
-  let last: Delivery | null = null;
-  /** A delivery of the incident to the connection, next in its conversation (as an execute commits it). */
-  const add = (over: Partial<Delivery> = {}): Delivery => {
-    const sequence = last ? (last.sequence ?? 1) + 1 : 1;
-    const d: Delivery = {
-      ...newDelivery({
-        id: ids.next('delivery'),
-        executionId: ids.next('execution'),
-        incidentId: incident.id,
-        connectionId: target.id,
-        connectionType: target.type,
-        templateId: null,
-        templateVersion: null,
-        content: { subject: 'Checkout down', body: `update ${sequence}` },
-        sequence,
-        previousDeliveryId: last?.id ?? null,
+      repos: {
+        incidents,
+        templates: new InMemoryTemplateRepo(),
+        connections: connectionRepo,
+        apiKeys: new InMemoryApiKeyRepo(),
+        executions: repo,
+        conversations,
+        announcements: new InMemoryAnnouncementRepo(),
+      },
+      exist: {
+        templates: (tids) => Promise.resolve(tids.map(() => false)),
+        connections: (cids) => Promise.resolve(cids.map((c) => connectionRepo.connections.has(c))),
+      },
+      box: new FakeSecretBox(),
+      crypto: new FakeTokenCrypto(),
+      allow: allowNone,
+      tester: new FakeTester(() => {
+        throw new Error('no connection test here');
       }),
-      ...over,
-    };
-    repo.deliveries.set(d.id, structuredClone(d));
-    conversations.advance([d]);
-    last = d;
-    return d;
+      senders: { slack: { send }, webhook: { send }, teams: { send } } as unknown as ChannelSenders,
+      pacer,
+      queue: new FakeQueue(),
+      publicUrl: 'https://herald.example.com',
+      threadWaitMs: opts.threadWaitMs ?? THREAD_WAIT_DEFAULT_MS,
+      slackAdmins: [],
+      notices: { deliveryChanged: (d) => void changes.push(`${d.id}:${d.status}`) },
+    });
+  const services = build();
+  const { connection } = await services.connections.create(opts.connection ?? SLACK_BOT);
+  const newIncident = async (title = 'Checkout down') =>
+    (await services.incidents.create({ title, severity: 'critical' }, apiActor)).id;
+  const incidentId = await newIncident();
+  /** An execute of the incident: its delivery to the connection, next in their conversation. */
+  const execute = async (incident = incidentId): Promise<Delivery> => {
+    const r = await services.executions.execute(incident, {}, slackActor, { dryRun: false });
+    if (r.dryRun) throw new Error('expected a real execute');
+    return r.deliveries.find((d) => d.connection_id === connection.id)!;
   };
   const get = (id: string): Delivery => structuredClone(repo.deliveries.get(id)!);
   return {
     clock,
     repo,
     incidents,
-    incident,
+    incidentId,
     conversations,
-    pacer,
-    target,
+    connectionRepo,
     connection,
+    pacer,
     sends,
     script,
     held,
     holdNext,
     changes,
-    disabledWhile,
-    service,
-    add,
+    service: () => build().deliveries,
+    executions: services.executions,
+    newIncident,
+    execute,
     get,
   };
 }
@@ -195,8 +205,8 @@ const settle = () => new Promise((r) => setImmediate(r));
 
 describe('DeliveryService.process: the transitions of a delivery', () => {
   it('queued → sending → delivered: the receipt, the message, and the conversation it starts', async () => {
-    const r = rig();
-    const d = r.add();
+    const r = await rig();
+    const d = await r.execute();
     const service = r.service();
     r.holdNext.add(d.id);
     const run = service.process(d.id);
@@ -211,16 +221,16 @@ describe('DeliveryService.process: the transitions of a delivery', () => {
     expect(after.message).toEqual({ id: `ts-${d.id}`, channel: 'C1', permalink: null });
     expect(after.attempts.map((a) => [a.outcome, a.http_status])).toEqual([['delivered', 200]]);
     expect(after.waited_for).toBeUndefined();
-    expect(r.changes).toEqual([`${d.id.slice(-2)}:sending`, `${d.id.slice(-2)}:delivered`]);
-    expect(await r.conversations.root(r.incident.id, r.target.id)).toEqual({ ref: after.message, deliveryId: d.id });
+    expect(r.changes).toEqual([`${d.id}:sending`, `${d.id}:delivered`]);
+    expect(await r.conversations.root(r.incidentId, r.connection.id)).toEqual({ ref: after.message, deliveryId: d.id });
     // Run again (a job run twice): nothing is sent again.
     expect(await service.process(d.id)).toEqual({ kind: 'done', status: 'delivered' });
     expect(r.sends).toHaveLength(1);
   });
 
   it('retries with backoff, each attempt recorded, then fails for good with a delivery.failed event', async () => {
-    const r = rig();
-    const d = r.add();
+    const r = await rig();
+    const d = await r.execute();
     r.script.push(...Array.from({ length: MAX_ATTEMPTS }, () => unavailable));
     const outcomes = await untilDone(r.service(), r.clock, d.id);
     const delays = outcomes.filter((o) => o.kind === 'delay');
@@ -233,14 +243,14 @@ describe('DeliveryService.process: the transitions of a delivery', () => {
     expect(after.attempts).toHaveLength(MAX_ATTEMPTS);
     expect(after.attempts.every((a) => a.outcome === 'retryable_failure')).toBe(true);
     expect(r.sends).toHaveLength(MAX_ATTEMPTS);
-    const events = r.incidents.events.get(r.incident.id) ?? [];
-    expect(events.map((e) => e.type)).toEqual(['delivery.failed']);
-    expect(JSON.stringify(events[0])).toContain(`gave up after ${MAX_ATTEMPTS} attempts`);
+    const events = r.incidents.events.get(r.incidentId) ?? [];
+    expect(events.map((e) => e.type)).toEqual(['incident.created', 'incident.executed', 'delivery.failed']);
+    expect(JSON.stringify(events.at(-1))).toContain(`gave up after ${MAX_ATTEMPTS} attempts`);
   });
 
   it('a retry waits for its not_before even when its job runs early', async () => {
-    const r = rig();
-    const d = r.add();
+    const r = await rig();
+    const d = await r.execute();
     r.script.push(unavailable);
     const service = r.service();
     expect(await service.process(d.id)).toEqual({ kind: 'delay', ms: 1500, reason: 'retry' });
@@ -252,38 +262,36 @@ describe('DeliveryService.process: the transitions of a delivery', () => {
   });
 
   it('a dead connection is disabled before the failure is written, and its other deliveries are cancelled', async () => {
-    const r = rig({
-      target: targetOf('webhook', { url: 'https://hooks.example.com/in', secret: 'whsec_dGVzdHRlc3R0ZXN0dGVzdA==' }),
-    });
-    const d = r.add();
-    const other = r.add({ sequence: 1, previous_delivery_id: null });
+    const r = await rig({ connection: WEBHOOK });
+    const d = await r.execute();
+    const other = await r.execute(await r.newIncident('Search down'));
     r.script.push(gone);
+    // What the delivery's record says at the moment the connection is written disabled.
+    const seen: string[] = [];
+    r.connectionRepo.interfere = () => void seen.push(r.get(d.id).status);
     expect(await r.service().process(d.id)).toEqual({ kind: 'done', status: 'failed' });
-    // Disabled while both deliveries were still active: the failure was not written yet.
-    expect(r.disabledWhile).toEqual(['the webhook URL answered 404 (it no longer exists) | active: 2']);
+    expect(seen[0]).toBe('sending');
+    const after = r.connectionRepo.connections.get(r.connection.id)!;
+    expect(after.enabled).toBe(false);
+    expect(JSON.stringify(after)).toContain('the webhook URL answered 404 (it no longer exists)');
     expect(r.get(d.id).status).toBe('failed');
     expect(r.get(other.id).status).toBe('cancelled');
     expect(r.get(other.id).attempts.at(-1)).toMatchObject({ outcome: 'cancelled', error: 'connection disabled' });
   });
 
   it('a permanent failure that is no dead connection fails the delivery and disables nothing', async () => {
-    const r = rig();
-    const d = r.add();
+    const r = await rig();
+    const d = await r.execute();
     r.script.push(refused);
     expect(await r.service().process(d.id)).toEqual({ kind: 'done', status: 'failed' });
-    expect(r.disabledWhile).toEqual([]);
+    expect(r.connectionRepo.connections.get(r.connection.id)!.enabled).toBe(true);
     expect(r.get(d.id).attempts.map((a) => a.outcome)).toEqual(['permanent_failure']);
   });
 
   it('pacing delays, never drops: a delivery reserves its slot once, waits for it, then sends', async () => {
-    const r = rig({
-      target: {
-        ...targetOf('webhook', { url: 'https://hooks.example.com/in', secret: 'whsec_dGVzdHRlc3R0ZXN0dGVzdA==' }),
-        rateLimitPerMinute: 60,
-      },
-    });
-    const a = r.add();
-    const b = r.add({ sequence: 1, previous_delivery_id: null });
+    const r = await rig({ connection: { ...WEBHOOK, rate_limit_per_minute: 60 } });
+    const a = await r.execute();
+    const b = await r.execute(await r.newIncident('Search down'));
     const service = r.service();
     expect(await service.process(a.id)).toEqual({ kind: 'done', status: 'delivered' });
     expect(await service.process(b.id)).toEqual({ kind: 'delay', ms: 1000, reason: 'pacing' });
@@ -299,32 +307,24 @@ describe('DeliveryService.process: the transitions of a delivery', () => {
   });
 
   it('a correction edits the delivered message in place, a retraction deletes it and ends the conversation', async () => {
-    const r = rig();
-    const first = r.add();
+    const r = await rig();
+    const first = await r.execute();
     const service = r.service();
     await service.process(first.id);
     const ref = r.get(first.id).message!;
-    const correction = r.add({
-      execution_kind: 'correction',
-      planned_action: 'edit',
-      target: ref,
-      target_delivery_id: first.id,
-    });
+    const corrected = await r.executions.correct(r.incidentId, first.execution_id, { note: 'wrong ETA' }, slackActor);
+    const correction = corrected.deliveries[0]!;
     expect(await paced(service, r.clock, correction.id)).toEqual({ kind: 'done', status: 'delivered' });
     expect(r.sends[1]).toMatchObject({ action: 'edit', target: ref, thread: null });
     expect(r.get(correction.id).action).toBe('edit');
-    const retraction = r.add({
-      execution_kind: 'retraction',
-      planned_action: 'delete',
-      target: ref,
-      target_delivery_id: first.id,
-    });
+    const retracted = await r.executions.retract(r.incidentId, first.execution_id, { reason: 'wrong team' }, apiActor);
+    const retraction = retracted.deliveries[0]!;
     expect(await paced(service, r.clock, retraction.id)).toEqual({ kind: 'done', status: 'delivered' });
     expect(r.sends[2]).toMatchObject({ action: 'delete', target: ref });
     expect(r.get(retraction.id)).toMatchObject({ action: 'delete', message: null });
     // Retracted: the next update starts a new conversation instead of replying under it.
-    expect(await r.conversations.root(r.incident.id, r.target.id)).toBeNull();
-    const next = r.add();
+    expect(await r.conversations.root(r.incidentId, r.connection.id)).toBeNull();
+    const next = await r.execute();
     expect(await paced(service, r.clock, next.id)).toEqual({ kind: 'done', status: 'delivered' });
     expect(r.sends[3]).toMatchObject({ action: 'post', thread: null });
     expect(r.get(next.id).waited_for).toBeUndefined();
@@ -333,9 +333,9 @@ describe('DeliveryService.process: the transitions of a delivery', () => {
 
 describe('DeliveryService.process: an update waits for its conversation’s first message', () => {
   it('while the first is being sent, the update waits (no send, no worker held), then replies under it', async () => {
-    const r = rig();
-    const first = r.add();
-    const update = r.add();
+    const r = await rig();
+    const first = await r.execute();
+    const update = await r.execute();
     const service = r.service();
     r.holdNext.add(first.id);
     const sending = service.process(first.id);
@@ -366,10 +366,10 @@ describe('DeliveryService.process: an update waits for its conversation’s firs
   });
 
   it('the first message failing for good makes the waiting update the first message', async () => {
-    const r = rig();
-    const first = r.add();
-    const update = r.add();
-    const third = r.add();
+    const r = await rig();
+    const first = await r.execute();
+    const update = await r.execute();
+    const third = await r.execute();
     const service = r.service();
     r.holdNext.add(first.id);
     const sending = service.process(first.id);
@@ -384,7 +384,7 @@ describe('DeliveryService.process: an update waits for its conversation’s firs
     expect(await service.process(update.id)).toEqual({ kind: 'done', status: 'delivered' });
     expect(r.sends[1]).toMatchObject({ deliveryId: update.id, action: 'post', thread: null });
     expect(r.get(update.id).waited_for).toEqual({ delivery_id: first.id, ms: 2_000, outcome: 'failed' });
-    const root = await r.conversations.root(r.incident.id, r.target.id);
+    const root = await r.conversations.root(r.incidentId, r.connection.id);
     expect(root?.deliveryId).toBe(update.id);
     // The third replies under the update, which started the conversation.
     expect(await paced(service, r.clock, third.id)).toEqual({ kind: 'done', status: 'delivered' });
@@ -394,9 +394,9 @@ describe('DeliveryService.process: an update waits for its conversation’s firs
   });
 
   it('waits no longer than the bound, then posts on its own and says so; a restarted worker keeps the bound', async () => {
-    const r = rig({ threadWaitMs: 5_000 });
-    const first = r.add();
-    const update = r.add();
+    const r = await rig({ threadWaitMs: 5_000 });
+    const first = await r.execute();
+    const update = await r.execute();
     r.holdNext.add(first.id);
     void r.service().process(first.id);
     await settle();
@@ -420,12 +420,9 @@ describe('DeliveryService.process: an update waits for its conversation’s firs
   });
 
   it('does not wait where there is nothing to continue: HERALD_THREAD_WAIT_MS=0, or a connection that cannot thread', async () => {
-    for (const r of [
-      rig({ threadWaitMs: 0 }),
-      rig({ target: targetOf('teams', { webhook_url: 'https://example.webhook.office.com/webhookb2/x' }) }),
-    ]) {
-      const first = r.add();
-      const update = r.add();
+    for (const r of [await rig({ threadWaitMs: 0 }), await rig({ connection: TEAMS })]) {
+      const first = await r.execute();
+      const update = await r.execute();
       r.holdNext.add(first.id);
       void r.service().process(first.id);
       await settle();
@@ -437,9 +434,9 @@ describe('DeliveryService.process: an update waits for its conversation’s firs
   });
 
   it('an update whose first message is delivered already replies at once, without waiting', async () => {
-    const r = rig();
-    const first = r.add();
-    const update = r.add();
+    const r = await rig();
+    const first = await r.execute();
+    const update = await r.execute();
     const service = r.service();
     await service.process(first.id);
     expect(await paced(service, r.clock, update.id)).toEqual({ kind: 'done', status: 'delivered' });
@@ -448,9 +445,9 @@ describe('DeliveryService.process: an update waits for its conversation’s firs
   });
 
   it('a first message still queued (not picked up yet) is waited for too', async () => {
-    const r = rig();
-    const first = r.add();
-    const update = r.add();
+    const r = await rig();
+    const first = await r.execute();
+    const update = await r.execute();
     const service = r.service();
     expect(await service.process(update.id)).toEqual({ kind: 'delay', ms: 250, reason: 'thread' });
     r.clock.advance(250);
