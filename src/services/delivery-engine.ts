@@ -33,11 +33,14 @@ interface Reads {
 }
 
 /**
- * Sends one delivery: the use case behind every queue job. Idempotent by construction — it reads
- * the delivery first and does nothing for a terminal one, so a job run twice (a worker killed after
- * sending, before acknowledging) never sends a delivered message again, and a cut-off attempt is
- * recorded as `interrupted` with `possible_duplicate`. Every "not yet" (backoff, Retry-After, a
- * pacing slot) is kept on the record as `not_before`, so a job that runs early only waits again.
+ * The delivery engine: sends one delivery, the use case behind every queue job (administering
+ * deliveries is delivery-admin.ts'). Idempotent by construction — it reads the delivery first and
+ * does nothing for a terminal one, so a job run twice (a worker killed after sending, before
+ * acknowledging) never sends a delivered message again, and a cut-off attempt is recorded as
+ * `interrupted` with `possible_duplicate`. Every "not yet" (backoff, Retry-After, a pacing slot)
+ * is kept on the record as `not_before`, so a job that runs early only waits again; so is the
+ * start of an update's wait for its conversation's first message (`thread_wait`, see
+ * delivery-conversation.ts), so a restarted worker keeps its bound.
  */
 export class DeliveryEngine {
   /** Incident reads in flight, by id: the deliveries of one execute start together and share one. */
