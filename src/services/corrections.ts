@@ -13,14 +13,31 @@ import { newEvent } from '../domain/incident/incident-event.js';
 import { parseInput } from '../domain/common/validation.js';
 import { incidentView } from '../domain/template/render.js';
 import type { Template } from '../domain/template/template.js';
+import type { Clock, ConversationRepo, ExecutionRepo, IdGenerator, IncidentRepo } from '../ports/index.js';
 import { planCorrections } from './correction-plan.js';
-import { conversationPlaces, deliveriesOf, executionOr404, incidentOr404 } from './execution-records.js';
-import { queueCommitted } from './execution-queue.js';
-import type { ExecutionServiceDeps, ExecutionWithDeliveries } from './executions.js';
+import type { ExecuteConnection } from './execution-plan.js';
+import { queueCommitted, type QueueCommittedDeps } from './execution-queue.js';
+import {
+  conversationPlaces,
+  deliveriesOf,
+  executionOr404,
+  incidentOr404,
+  type ExecutionWithDeliveries,
+} from './execution-records.js';
 import { LOST_RACE, retryOnConflict } from './retry.js';
 
-/** What corrections need: the execution service's own ports (minus the delivery engine). */
-export type CorrectionServiceDeps = Omit<ExecutionServiceDeps, 'deliveries' | 'getTemplates'>;
+/** What corrections need (ExecutionServiceDeps supplies it: corrections are queued like an execute). */
+export interface CorrectionServiceDeps extends QueueCommittedDeps {
+  incidents: Pick<IncidentRepo, 'get'>;
+  repo: ExecutionRepo;
+  /** One version of a template (corrections render with the version the message was made from). */
+  getTemplateVersion(id: string, version: number): Promise<Template | null>;
+  conversations: ConversationRepo;
+  listConnections(): Promise<ExecuteConnection[]>;
+  clock: Clock;
+  ids: IdGenerator;
+  publicUrl: string | undefined;
+}
 
 /**
  * Corrections and retractions of an execution's delivered messages (README "Living updates"):

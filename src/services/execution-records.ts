@@ -10,6 +10,12 @@ import type { ExecutionRepo, IncidentRepo, ThreadState } from '../ports/index.js
  * in its connection's conversation.
  */
 
+/** An execution and its deliveries, as stored: each edge (HTTP, Slack) presents them its own way. */
+export interface ExecutionWithDeliveries {
+  execution: Execution;
+  deliveries: Delivery[];
+}
+
 export async function incidentOr404(incidents: Pick<IncidentRepo, 'get'>, id: string): Promise<Incident> {
   const incident = isId('incident', id) ? await incidents.get(id) : null;
   if (!incident) throw notFound('Incident', id);

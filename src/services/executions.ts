@@ -7,7 +7,6 @@ import {
   ExecuteRequestSchema,
   RedeliverRequestSchema,
   newDelivery,
-  type Delivery,
   type Execution,
 } from '../domain/execution/execution.js';
 import { assertWritable, type Incident } from '../domain/incident/incident.js';
@@ -40,11 +39,17 @@ import {
   type PlannedDelivery,
 } from './execution-plan.js';
 import { queueCommitted } from './execution-queue.js';
-import { conversationPlaces, deliveriesOf, executionOr404, incidentOr404 } from './execution-records.js';
+import {
+  conversationPlaces,
+  deliveriesOf,
+  executionOr404,
+  incidentOr404,
+  type ExecutionWithDeliveries,
+} from './execution-records.js';
 import { LOST_RACE, retryOnConflict } from './retry.js';
 
 export { DISPATCH_CHUNK } from './execution-queue.js';
-export { mergeDeclaredVariables, type ExecuteConnection, type PlannedDelivery };
+export { mergeDeclaredVariables, type ExecuteConnection, type ExecutionWithDeliveries, type PlannedDelivery };
 
 export interface ExecutionServiceDeps {
   incidents: IncidentRepo;
@@ -113,12 +118,6 @@ export interface PrepareOptions {
   limit: number;
   /** What the preview shows where a value is still to be typed. */
   placeholder: (name: string) => string;
-}
-
-/** An execution and its deliveries, as stored: each edge (HTTP, Slack) presents them its own way. */
-export interface ExecutionWithDeliveries {
-  execution: Execution;
-  deliveries: Delivery[];
 }
 
 export type ExecuteResult =
