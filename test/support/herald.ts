@@ -64,14 +64,15 @@ export async function startHerald(
     ...env,
   });
   const { redisUrl, ...rest } = opts;
-  // A Herald that fails to start, or whose first key cannot be made, is stopped and its keys
-  // dropped here: the caller never gets a close() to call, and a worker left running would keep
-  // writing under the prefix after the file's sweep.
+  // A Herald that fails to start, or whose first key cannot be made, is stopped here, and its keys
+  // dropped when the prefix is its own: the caller never gets a close() to call, and a worker left
+  // running would keep writing under the prefix after the file's sweep. A prefix the caller gave
+  // holds the caller's data (a test that restarts Herald on it expects a refused start to keep it).
   const abandon = async (herald: Herald | undefined, server: Server | undefined) => {
     server?.closeAllConnections();
     if (server) await new Promise((r) => server.close(r));
     await herald?.close();
-    if (redisUrl === undefined) await dropPrefixAt(testRedisUrl(), prefix);
+    if (redisUrl === undefined && env.HERALD_KEY_PREFIX === undefined) await dropPrefixAt(testRedisUrl(), prefix);
     rmSync(dataDir, { recursive: true, force: true });
   };
   let herald: Herald | undefined;
