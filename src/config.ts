@@ -51,6 +51,13 @@ const EnvSchema = z
     /** Credentials for cluster nodes or the Sentinel-managed primary (REDIS_URL carries its own). */
     REDIS_USERNAME: z.string().min(1).optional(),
     REDIS_PASSWORD: z.string().min(1).optional(),
+    /**
+     * Replicas that must hold an acknowledged write before Herald answers 201/202 (Redis WAIT
+     * after each commit that carries a promise); 0 = off. docs/operations/failover.md.
+     */
+    HERALD_REDIS_WAIT_REPLICAS: z.coerce.number().int().min(0).max(16).default(0),
+    /** How long one WAIT may take before the request answers 503 (the write may exist). */
+    HERALD_REDIS_WAIT_TIMEOUT_MS: z.coerce.number().int().min(10).max(10_000).default(500),
     HERALD_DATA_DIR: z.string().min(1).default('./data'),
     /** Prefix of every Redis key (inside the hash tag): several Heralds can share one Redis. */
     HERALD_KEY_PREFIX: z

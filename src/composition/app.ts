@@ -29,6 +29,7 @@ import { RedisApiKeyRepo } from '../store/api-keys.js';
 import { RedisConnectionRepo } from '../store/connections.js';
 import { RedisConversationRepo } from '../store/conversations.js';
 import { nodeTokenCrypto } from '../store/crypto.js';
+import { replicaWaitFromConfig } from '../store/durability.js';
 import { keysExist } from '../store/exists.js';
 import { RedisIdempotencyStore } from '../store/idempotency.js';
 import { RedisIncidentRepo } from '../store/incidents.js';
@@ -86,7 +87,7 @@ export async function createHerald(opts: HeraldOptions): Promise<Herald> {
   const { config, log } = opts;
   const clock = opts.clock ?? systemClock;
   const plan = rolePlan(config.HERALD_ROLE);
-  const redis = createRedis(opts.redisUrl, { name: 'herald-api', log });
+  const redis = createRedis(opts.redisUrl, { name: 'herald-api', log, replicaWait: replicaWaitFromConfig(config) });
   try {
     await whenReady(redis, CORE_CONNECT_TIMEOUT_MS);
     const redisFacts = await checkRedis(redis, log);

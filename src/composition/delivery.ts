@@ -23,6 +23,7 @@ import { startDeliveryRuntime, type DeliveryRuntime } from '../delivery/worker.j
 import type { ChannelSenders, ConnectionTester, IncidentRepo, ReminderNotifier } from '../ports/index.js';
 import type { DeliveryService } from '../services/deliveries.js';
 import { ReminderService } from '../services/reminders.js';
+import { replicaWaitFromConfig } from '../store/durability.js';
 import { RedisExecutionRepo } from '../store/executions.js';
 import type { Keys } from '../store/keys.js';
 import { RedisReminderSchedule } from '../store/reminders.js';
@@ -81,6 +82,7 @@ export function openDeliveryStore(o: RedisParts, registry: Registry): DeliverySt
     name: 'herald-bulk',
     log: o.log,
     commandTimeoutMs: BULK_COMMAND_TIMEOUT_MS,
+    replicaWait: replicaWaitFromConfig(o.config),
   });
   const executions = new RedisExecutionRepo(o.redis, o.keys, () => o.clock.now().getTime(), bulkConnection);
   return {

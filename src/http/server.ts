@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { DomainError } from '../domain/common/errors.js';
 import { requestIdOf } from './context.js';
+import { deadlineAftermath, requestDeadline } from './middleware/deadline.js';
 import { edge, fullPath } from './middleware/edge.js';
 import { problemHandler, toProblem, type Problem } from './middleware/problem.js';
 import { sendLongStringsAsStrings } from './string-send.js';
@@ -45,6 +46,8 @@ export function createHttpApp(deps: ServerDeps): { app: Express; finish: () => v
   app.set('trust proxy', deps.trustProxy);
   // Request id, access log, metrics and the malformed-path 400, in one layer (middleware/edge.ts).
   app.use(edge(deps.log, deps.registry));
+  // One deadline per request over all its Redis calls; the API and /readyz answer 503 by it.
+  app.use(requestDeadline((path) => path.startsWith('/v1/') || path === '/readyz'));
 
   /** Called once every other route (Slack) is mounted: the API, the probes, the catch-all 404 and the error handler. */
   const finish = () => {
@@ -58,6 +61,7 @@ export function createHttpApp(deps: ServerDeps): { app: Express; finish: () => v
     // A paused Redis closes no connection (commands just time out), so the 503s themselves are
     // logged too, at most once per UNAVAILABLE_LOG_EVERY_MS.
     let lastUnavailableLog = 0;
+    app.use(deadlineAftermath());
     app.use(
       problemHandler(
         (err, req) => {

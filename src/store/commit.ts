@@ -1,6 +1,8 @@
 import type { RedisClient as Redis } from './redis-connect.js';
 import { DomainError } from '../domain/common/errors.js';
 import type { CommittedEffect } from '../ports/index.js';
+import { currentDeadline } from '../domain/common/unavailable.js';
+import { awaitReplicas, durableWriter } from './durability.js';
 import { currentIdempotentScope } from './idempotency.js';
 import { luaScript, runScript } from './scripts.js';
 
@@ -139,7 +141,9 @@ export class Change {
       JSON.stringify(this.writes.map((w) => ({ c: w.c, k: w.k, n: w.a.length }))),
     ];
     for (const w of this.writes) for (const a of w.a) args.push(a);
-    const result = await runScript(this.redis, COMMIT_LUA, this.keys, args);
+    // A change a request acknowledges goes on the durable writer, whose WAIT follows it.
+    const durable = effect !== undefined || currentDeadline() !== undefined;
+    const result = await runScript(durable ? durableWriter(this.redis) : this.redis, COMMIT_LUA, this.keys, args);
     if (claimCheck !== 0 && result === claimCheck) {
       throw new DomainError(
         'idempotency_key_in_use',
@@ -147,6 +151,9 @@ export class Change {
       );
     }
     if (result === 0 && scope && response) scope.request.stored = true;
+    // A write a request acknowledges (its effect, or any change made while serving a request)
+    // must survive a failover before it is acknowledged (durability.ts; off unless configured).
+    if (result === 0 && durable) await awaitReplicas(this.redis, this.keys[0]!);
     return result === 0;
   }
 }

@@ -9,6 +9,7 @@ import type { ExecutionRepo, ThreadState } from '../ports/index.js';
 import { advanceThreads } from './conversations.js';
 import { mirrorReminder } from './reminders.js';
 import { Change } from './commit.js';
+import { awaitReplicas, durableWriter } from './durability.js';
 import { loadJson, pageIndexes } from './index-page.js';
 import type { Keys } from './keys.js';
 import { luaScript, runScript } from './scripts.js';
@@ -210,7 +211,9 @@ export class RedisExecutionRepo implements ExecutionRepo {
     ];
     // The timeline's `delivery.failed` is written with the failure itself: never one without the other.
     for (const e of opts.events ?? []) args.push(JSON.stringify(e));
-    const written = (await runScript(this.redis, DELIVERY_UPDATE_LUA, keys, args)) === 0;
+    const written = (await runScript(durableWriter(this.redis), DELIVERY_UPDATE_LUA, keys, args)) === 0;
+    // A delivery's state must outlive a failover: a lost "sending" would resend it unflagged.
+    if (written) await awaitReplicas(this.redis, keys[0]!);
     if (written) rememberText(next, nextText);
     return written;
   }

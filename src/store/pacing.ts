@@ -3,6 +3,7 @@ import type { PaceStep, PacingRule } from '../domain/execution/delivery-policy.j
 import type { Delivery } from '../domain/execution/execution.js';
 import type { Pacer } from '../ports/index.js';
 import type { Keys } from './keys.js';
+import { awaitReplicas, durableWriter } from './durability.js';
 import { luaScript, runScript } from './scripts.js';
 import { rememberText, storedTextSha1 } from './stored-text.js';
 
@@ -156,13 +157,15 @@ export class RedisPacer implements Pacer {
       k.connectionActiveDeliveries(connectionId),
     ];
     const text = JSON.stringify(sending);
-    const answer = (await runScript(this.redis, DELIVERY_START_LUA, keys, [
+    const answer = (await runScript(durableWriter(this.redis), DELIVERY_START_LUA, keys, [
       ...paceSendArgs(rule, reserveFirst),
       storedTextSha1(prev),
       text,
       sending.id,
     ])) as [number, number];
     if (answer[0] === 3) return null;
+    // "sending" must outlive a failover before the send: lost, the retry would not be flagged.
+    if (answer[0] === 0) await awaitReplicas(this.redis, keys[2]!);
     // Written: the next compare-and-set of this delivery expects exactly this text.
     if (answer[0] === 0) rememberText(sending, text);
     return paceStepOf(answer);

@@ -1,6 +1,7 @@
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
 import type { Config } from '../config.js';
 import { releaseSettledPipelines } from './pipeline-release.js';
+import { bindToRequestDeadline } from './deadline.js';
 import { redisLocation } from './redis-location.js';
 import { defineScripts } from './scripts.js';
 
@@ -80,10 +81,27 @@ export interface ConnectOptions {
   options?: RedisOptions;
 }
 
+/**
+ * Whether an error answer means "this connection is on the wrong node": a primary demoted by a
+ * failover answers writes with READONLY (and a replica being promoted can say MASTERDOWN).
+ * Reconnecting makes a Sentinel client ask the sentinels for the primary again, instead of
+ * answering 503 for as long as the demoted node lives. Request connections (no offline queue)
+ * only reconnect: the failed command is answered 503 and nothing is re-sent behind the request's
+ * back. Worker connections re-send the command once reconnected (2): a write refused by a replica
+ * was not applied, so sending it again applies it once.
+ */
+export function reconnectOnError(use: RedisUse): (err: Error) => boolean | 1 | 2 {
+  return (err) => {
+    if (!/^(READONLY|MASTERDOWN|UNBLOCKED) /.test(err.message)) return false;
+    return use === 'request' ? 1 : 2;
+  };
+}
+
 function baseOptions(o: ConnectOptions): RedisOptions {
   return {
     connectionName: o.name,
     maxRetriesPerRequest: o.use === 'request' ? 3 : null,
+    reconnectOnError: reconnectOnError(o.use),
     // Commands issued in the same tick go out in one write: with dozens of requests in flight,
     // that is one syscall and one Redis read per batch instead of per command.
     // Each batch is a pipeline object; connectRedis has it let go of what it carried once it
@@ -106,6 +124,8 @@ export function connectRedis(target: RedisTarget, o: ConnectOptions): RedisClien
   const client = newClient(target, o);
   defineScripts(client);
   releaseSettledPipelines(client);
+  // Commands sent while serving a request race the request's one deadline (deadline.ts).
+  if (o.use === 'request') bindToRequestDeadline(client);
   return client;
 }
 
@@ -123,6 +143,15 @@ function newClient(target: RedisTarget, o: ConnectOptions): RedisClient {
       sentinels: target.sentinels,
       name: target.name,
       role: 'master',
+      // Subscribes to the sentinels' +switch-master and drops the connection the moment the
+      // primary changes: without it Herald kept writing to the old primary until the sentinels
+      // demoted it, and a demoted primary throws away what it received since in its resync.
+      failoverDetector: true,
+      // Every sentinel is asked in turn; a dead one must not hold up finding the new primary.
+      sentinelCommandTimeout: 1000,
+      sentinelRetryStrategy: (times: number) => Math.min(100 * times, 1000),
+      // The detector's own subscriber connections: the default waits a minute to reconnect.
+      sentinelReconnectStrategy: () => 1000,
       // Sentinels usually share the primary's password when they have one at all.
       ...(target.password !== undefined ? { sentinelPassword: target.password } : {}),
       ...(target.username !== undefined ? { sentinelUsername: target.username } : {}),

@@ -1,6 +1,7 @@
 import { Cluster, type Redis, type RedisOptions } from 'ioredis';
 import type { Logger } from 'pino';
 import { isRedisUnavailable } from '../domain/common/unavailable.js';
+import { requireReplicas, type ReplicaWait } from './durability.js';
 import { connectRedis, type RedisClient, type RedisTarget } from './redis-connect.js';
 
 export { isRedisUnavailable };
@@ -87,7 +88,14 @@ export function workerRedisOptions(name: string): RedisOptions {
  */
 export function createRedis(
   target: string | RedisTarget,
-  opts: { worker?: boolean; name?: string; log?: Logger; commandTimeoutMs?: number } = {},
+  opts: {
+    worker?: boolean;
+    name?: string;
+    log?: Logger;
+    commandTimeoutMs?: number;
+    /** Acknowledged commits on this connection wait for replicas (durability.ts). */
+    replicaWait?: ReplicaWait;
+  } = {},
 ): RedisClient {
   const name = opts.name ?? 'herald';
   const t: RedisTarget = typeof target === 'string' ? { kind: 'standalone', url: target } : target;
@@ -98,6 +106,18 @@ export function createRedis(
         ...(opts.commandTimeoutMs !== undefined ? { commandTimeout: opts.commandTimeoutMs } : {}),
       };
   const redis = connectRedis(t, { use: opts.worker ? 'worker' : 'request', name, options });
+  if (!opts.worker && opts.replicaWait !== undefined) {
+    // Writes that wait for replicas get a connection of their own (durability.ts).
+    const writer = connectRedis(t, {
+      use: 'request',
+      name: `${name}-durable`,
+      options: { ...options, connectionName: `${name}-durable` },
+    });
+    if (opts.log) watchRedis(writer, opts.log, `${name}-durable`);
+    requireReplicas(redis, opts.replicaWait, writer);
+    // Closed with its client: 'end' comes once the client is quit or disconnected for good.
+    redis.once('end', () => writer.disconnect());
+  }
   if (opts.log) watchRedis(redis, opts.log, name);
   return redis;
 }

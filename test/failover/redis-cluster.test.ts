@@ -18,6 +18,7 @@ import { readRedisFacts } from '../../src/store/redis.js';
 import { expectStorySurvivesFailover, nodeClient, startCluster, type TestCluster } from '../support/redis-cluster.js';
 import { uniquePrefix } from '../support/redis.js';
 import { waitFor } from '../support/wait.js';
+import { runFailoverCase, type SwitchKind, type Topology } from './support.js';
 
 const log = pino({ level: 'silent' });
 let cluster: TestCluster;
@@ -205,4 +206,41 @@ describe('Redis Cluster', () => {
       rmSync(dataDir, { recursive: true, force: true });
     }
   }, 60_000);
+});
+
+/**
+ * The failover matrix on a Cluster (./support.ts, runFailoverCase): the master of Herald's slot
+ * switched by CLUSTER FAILOVER on its replica, or killed (SIGKILL; a replica takes over), with one
+ * replica per master (the cluster above, whole again first) and with two (a cluster of nine).
+ */
+describe('Redis Cluster failover: nothing acknowledged is lost, normal answers within 5 s', () => {
+  let twoReplicas: TestCluster | undefined;
+  const figures: Record<string, number> = {};
+  beforeAll(async () => {
+    twoReplicas = await startCluster(2);
+  }, 120_000);
+  afterAll(async () => {
+    await twoReplicas?.stop();
+    console.info(`Cluster: ms from the promotion to normal reads / acknowledged writes: ${JSON.stringify(figures)}`);
+  }, 30_000);
+
+  const topology = (c: TestCluster, replicas: 1 | 2): Topology => ({
+    target: { kind: 'cluster', nodes: c.nodes.map((n) => ({ host: '127.0.0.1', port: n.port })) },
+    replicas,
+    waitReplicas: 1,
+    settled: () => c.settled(),
+    switchPrimary: (kind, prefix) => c.switchPrimary(kind, createKeys(prefix).tag),
+  });
+
+  for (const replicas of [1, 2] as const) {
+    for (const kind of ['commanded', 'killed'] as SwitchKind[]) {
+      it(`${replicas} replica(s) per master, master ${kind}`, async () => {
+        const c = replicas === 1 ? cluster : twoReplicas!;
+        const r = await runFailoverCase(topology(c, replicas), kind);
+        figures[`${replicas} replica(s), ${kind}: reads`] = r.readsMs;
+        figures[`${replicas} replica(s), ${kind}: writes`] = r.recoveredMs;
+        console.info(`Cluster, ${replicas} replica(s), ${kind}: ${JSON.stringify(r)}`);
+      }, 180_000);
+    }
+  }
 });

@@ -1,10 +1,10 @@
 /**
- * Private Redis Clusters and Sentinel groups for tests: their own redis-server processes on free
+ * Private Redis Clusters for tests (Sentinel groups: redis-sentinel.ts): their own redis-server processes on free
  * loopback ports under a temporary directory, killed by stop() and, as a last resort, on exit.
  * Nothing here touches the shared Redis on 6379.
  */
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -31,26 +31,26 @@ async function portFree(port: number): Promise<boolean> {
 }
 
 /** A port that is free, and (for cluster nodes) whose bus port, port + 10000, is free too. */
-async function freePort(withBus: boolean): Promise<number> {
+export async function freePort(withBus: boolean): Promise<number> {
   for (;;) {
     const p = 20_000 + Math.floor(Math.random() * 35_000);
     if ((await portFree(p)) && (!withBus || (await portFree(p + 10_000)))) return p;
   }
 }
 
-function startServer(args: string[]): ChildProcess {
+export function startServer(args: string[]): ChildProcess {
   const child = spawn('redis-server', args, { stdio: 'ignore' });
   live.add(child);
   child.once('exit', () => live.delete(child));
   return child;
 }
 
-async function cli(port: number, ...args: string[]): Promise<string> {
+export async function cli(port: number, ...args: string[]): Promise<string> {
   const { stdout } = await run('redis-cli', ['-h', '127.0.0.1', '-p', String(port), ...args], { timeout: 20_000 });
   return stdout;
 }
 
-async function waitPing(port: number): Promise<void> {
+export async function waitPing(port: number): Promise<void> {
   await waitFor(async () => (await cli(port, 'PING')).trim() === 'PONG', {
     timeoutMs: 30_000,
     intervalMs: 100,
@@ -69,42 +69,51 @@ export interface TestCluster {
   roleOf(port: number): Promise<'master' | 'slave'>;
   /** The port of the master serving `key`'s slot, and of one of its replicas. */
   ownerOf(key: string): Promise<{ master: number; replica: number | null }>;
+  /** Waits until every node is up, the cluster is ok and every master has all its replicas in sync. */
+  settled(): Promise<void>;
+  /**
+   * Switches the master serving `key`: `commanded` by CLUSTER FAILOVER on one of its replicas,
+   * `killed` by SIGKILL of the master (a replica takes over once the others mark it failed).
+   * Resolves with when the replica was seen promoted; a killed master is started again right
+   * after, and rejoins as a replica of the new one (its nodes.conf says so).
+   */
+  switchPrimary(kind: 'commanded' | 'killed', key: string): Promise<{ promotedAt: number }>;
   stop(): Promise<void>;
 }
 
-/** Three masters with one replica each; resolves once every node reports cluster_state:ok. */
-export async function startCluster(): Promise<TestCluster> {
+/** Three masters with `replicas` replicas each; resolves once every node reports cluster_state:ok. */
+export async function startCluster(replicas: 1 | 2 = 1): Promise<TestCluster> {
   const dir = mkdtempSync(join(tmpdir(), 'herald-cluster-'));
   const nodes: TestNode[] = [];
-  for (let i = 0; i < 6; i++) {
+  const args = (port: number) => [
+    '--port',
+    String(port),
+    '--bind',
+    '127.0.0.1',
+    '--cluster-enabled',
+    'yes',
+    '--cluster-config-file',
+    join(dir, `nodes-${port}.conf`),
+    '--cluster-node-timeout',
+    '2000',
+    '--dir',
+    dir,
+    '--dbfilename',
+    `dump-${port}.rdb`,
+    '--appendfilename',
+    `aof-${port}.aof`,
+    '--appenddirname',
+    `aof-${port}`,
+    '--save',
+    '',
+    '--appendonly',
+    'yes',
+    '--maxmemory-policy',
+    'noeviction',
+  ];
+  for (let i = 0; i < 3 * (1 + replicas); i++) {
     const port = await freePort(true);
-    const proc = startServer([
-      '--port',
-      String(port),
-      '--bind',
-      '127.0.0.1',
-      '--cluster-enabled',
-      'yes',
-      '--cluster-config-file',
-      join(dir, `nodes-${port}.conf`),
-      '--cluster-node-timeout',
-      '2000',
-      '--dir',
-      dir,
-      '--dbfilename',
-      `dump-${port}.rdb`,
-      '--appendfilename',
-      `aof-${port}.aof`,
-      '--appenddirname',
-      `aof-${port}`,
-      '--save',
-      '',
-      '--appendonly',
-      'yes',
-      '--maxmemory-policy',
-      'noeviction',
-    ]);
-    nodes.push({ port, process: proc });
+    nodes.push({ port, process: startServer(args(port)) });
   }
   const stop = async () => {
     for (const n of nodes) n.process.kill('SIGKILL');
@@ -118,7 +127,14 @@ export async function startCluster(): Promise<TestCluster> {
     for (const n of nodes) await waitPing(n.port);
     await run(
       'redis-cli',
-      ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', '1', '--cluster-yes'],
+      [
+        '--cluster',
+        'create',
+        ...nodes.map((n) => `127.0.0.1:${n.port}`),
+        '--cluster-replicas',
+        String(replicas),
+        '--cluster-yes',
+      ],
       { timeout: 60_000 },
     );
     for (const n of nodes) {
@@ -137,7 +153,7 @@ export async function startCluster(): Promise<TestCluster> {
             .trim()
             .split('\n')
             .map((l) => l.split(' '));
-          return lines.filter((f) => f[2]?.includes('slave') && f[3] !== '-').length === 3;
+          return lines.filter((f) => f[2]?.includes('slave') && f[3] !== '-').length === 3 * replicas;
         },
         { timeoutMs: 45_000, intervalMs: 200, what: `replicas known to ${n.port}` },
       );
@@ -159,142 +175,83 @@ export async function startCluster(): Promise<TestCluster> {
       .trim()
       .split('\n')
       .map((l) => l.split(' '));
+  const roleOf = async (port: number): Promise<'master' | 'slave'> => {
+    const me = (await table(port)).find((f) => f[2]?.includes('myself'));
+    return me?.[2]?.includes('master') ? 'master' : 'slave';
+  };
+  const ownerOf = async (key: string) => {
+    const slot = Number((await cli(nodes[0]!.port, 'CLUSTER', 'KEYSLOT', key)).trim());
+    const rows = await table(nodes[0]!.port);
+    const master = rows.find(
+      (f) =>
+        f[2]?.includes('master') &&
+        !f[2].includes('fail') &&
+        f.slice(8).some((r) => {
+          const [a, b] = r.split('-').map(Number);
+          return a !== undefined && slot >= a && slot <= (b ?? a);
+        }),
+    );
+    if (!master) throw new Error(`no master for slot ${slot}`);
+    const replica = rows.find((f) => f[3] === master[0] && !f[2]?.includes('fail'));
+    const portOf = (f: string[]) => Number(f[1]?.split('@')[0]?.split(':')[1]);
+    return { master: portOf(master), replica: replica ? portOf(replica) : null };
+  };
+  const settled = async () => {
+    await waitFor(
+      async () => {
+        for (const n of nodes) {
+          if (!(await cli(n.port, 'CLUSTER', 'INFO').catch(() => '')).includes('cluster_state:ok')) return false;
+          const rows = await table(n.port);
+          if (rows.some((f) => f[2]?.includes('fail'))) return false;
+          if (rows.filter((f) => f[2]?.includes('slave') && f[3] !== '-').length !== 3 * replicas) return false;
+          const info = await cli(n.port, 'INFO', 'replication');
+          if (info.includes('role:slave') && !info.includes('master_link_status:up')) return false;
+        }
+        return true;
+      },
+      { timeoutMs: 90_000, intervalMs: 250, what: 'cluster settled' },
+    );
+  };
   return {
     nodes,
-    async roleOf(port) {
-      const me = (await table(port)).find((f) => f[2]?.includes('myself'));
-      return me?.[2]?.includes('master') ? 'master' : 'slave';
+    settled,
+    async switchPrimary(kind, key) {
+      const { master, replica } = await ownerOf(key);
+      if (replica === null) throw new Error('the master has no replica');
+      if (kind === 'commanded') {
+        await cli(replica, 'CLUSTER', 'FAILOVER');
+        await waitFor(async () => (await roleOf(replica)) === 'master', {
+          timeoutMs: 60_000,
+          intervalMs: 50,
+          what: 'CLUSTER FAILOVER',
+        });
+      } else {
+        const dead = nodes.find((n) => n.port === master)!;
+        dead.process.kill('SIGKILL');
+        // Any of its replicas may win the election.
+        await waitFor(
+          async () => {
+            const now = (await ownerOf(key).catch(() => null))?.master;
+            return now !== undefined && now !== master && (await roleOf(now)) === 'master';
+          },
+          { timeoutMs: 60_000, intervalMs: 50, what: 'a replica to take over the killed master' },
+        );
+      }
+      const promotedAt = Date.now();
+      if (kind === 'killed') {
+        const dead = nodes.find((n) => n.port === master)!;
+        await waitFor(() => dead.process.exitCode !== null || dead.process.signalCode !== null, {
+          timeoutMs: 10_000,
+          what: 'killed master to exit',
+        });
+        dead.process = startServer(args(master));
+      }
+      return { promotedAt };
     },
-    async ownerOf(key) {
-      const slot = Number((await cli(nodes[0]!.port, 'CLUSTER', 'KEYSLOT', key)).trim());
-      const rows = await table(nodes[0]!.port);
-      const master = rows.find(
-        (f) =>
-          f[2]?.includes('master') &&
-          !f[2].includes('fail') &&
-          f.slice(8).some((r) => {
-            const [a, b] = r.split('-').map(Number);
-            return a !== undefined && slot >= a && slot <= (b ?? a);
-          }),
-      );
-      if (!master) throw new Error(`no master for slot ${slot}`);
-      const replica = rows.find((f) => f[3] === master[0] && !f[2]?.includes('fail'));
-      const portOf = (f: string[]) => Number(f[1]?.split('@')[0]?.split(':')[1]);
-      return { master: portOf(master), replica: replica ? portOf(replica) : null };
-    },
+    roleOf,
+    ownerOf,
     stop,
   };
-}
-
-export interface TestSentinelGroup {
-  name: string;
-  master: TestNode;
-  replicas: TestNode[];
-  sentinels: TestNode[];
-  /** The port the sentinels currently call primary. */
-  primaryPort(): Promise<number>;
-  stop(): Promise<void>;
-}
-
-/** One primary, two replicas, three sentinels (quorum 2) with failover in a few seconds. */
-export async function startSentinelGroup(name = 'herald'): Promise<TestSentinelGroup> {
-  const dir = mkdtempSync(join(tmpdir(), 'herald-sentinel-'));
-  const all: TestNode[] = [];
-  const server = async (extra: string[]) => {
-    const port = await freePort(false);
-    const node = {
-      port,
-      process: startServer([
-        '--port',
-        String(port),
-        '--bind',
-        '127.0.0.1',
-        '--dir',
-        dir,
-        '--dbfilename',
-        `dump-${port}.rdb`,
-        '--appendfilename',
-        `aof-${port}.aof`,
-        '--appenddirname',
-        `aof-${port}`,
-        '--save',
-        '',
-        '--appendonly',
-        'yes',
-        '--maxmemory-policy',
-        'noeviction',
-        ...extra,
-      ]),
-    };
-    all.push(node);
-    return node;
-  };
-  const stop = async () => {
-    for (const n of all) n.process.kill('SIGKILL');
-    await waitFor(() => all.every((n) => n.process.exitCode !== null || n.process.signalCode !== null), {
-      timeoutMs: 10_000,
-      what: 'sentinel group to exit',
-    }).catch(() => undefined);
-    rmSync(dir, { recursive: true, force: true });
-  };
-  try {
-    const master = await server([]);
-    await waitPing(master.port);
-    const replicas = [
-      await server(['--replicaof', '127.0.0.1', String(master.port)]),
-      await server(['--replicaof', '127.0.0.1', String(master.port)]),
-    ];
-    for (const r of replicas) await waitPing(r.port);
-    const sentinels: TestNode[] = [];
-    for (let i = 0; i < 3; i++) {
-      const port = await freePort(false);
-      const conf = join(dir, `sentinel-${port}.conf`);
-      // Sentinel rewrites its config file, so each gets its own.
-      writeFileSync(
-        conf,
-        [
-          `port ${port}`,
-          'bind 127.0.0.1',
-          `dir ${dir}`,
-          `sentinel monitor ${name} 127.0.0.1 ${master.port} 2`,
-          `sentinel down-after-milliseconds ${name} 1500`,
-          `sentinel failover-timeout ${name} 6000`,
-          `sentinel parallel-syncs ${name} 1`,
-          '',
-        ].join('\n'),
-      );
-      const node = { port, process: startServer([conf, '--sentinel']) };
-      all.push(node);
-      sentinels.push(node);
-    }
-    for (const s of sentinels) await waitPing(s.port);
-    // Ready when every sentinel knows both replicas and the other two sentinels.
-    for (const s of sentinels) {
-      await waitFor(
-        async () => {
-          const info = await cli(s.port, 'SENTINEL', 'MASTER', name);
-          const f = info.trim().split('\n');
-          const v = (k: string) => Number(f[f.indexOf(k) + 1]);
-          return v('num-slaves') >= 2 && v('num-other-sentinels') >= 2;
-        },
-        { timeoutMs: 45_000, intervalMs: 200, what: `sentinel ${s.port} to see the group` },
-      );
-    }
-    return {
-      name,
-      master,
-      replicas,
-      sentinels,
-      stop,
-      async primaryPort() {
-        const out = (await cli(sentinels[0]!.port, 'SENTINEL', 'GET-MASTER-ADDR-BY-NAME', name)).trim().split('\n');
-        return Number(out[1]);
-      },
-    };
-  } catch (e) {
-    await stop();
-    throw e;
-  }
 }
 
 /** A plain connection to one node, for a test's own checks. */

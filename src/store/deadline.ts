@@ -1,0 +1,76 @@
+import { currentDeadline, RequestDeadlineError } from '../domain/common/unavailable.js';
+import type { RedisClient } from './redis-client.js';
+
+/*
+ * The store's half of the request deadline (domain/common/unavailable.ts has the deadline itself):
+ * the Redis commands of a request connection race it.
+ */
+
+/** Throws RequestDeadlineError when the current request's deadline has passed. */
+export function checkDeadline(): void {
+  const d = currentDeadline();
+  if (d !== undefined && Date.now() >= d.at) throw new RequestDeadlineError();
+}
+
+/** `p`, or RequestDeadlineError once the current request's deadline passes first. */
+export function raceDeadline<T>(p: Promise<T>): Promise<T> {
+  const d = currentDeadline();
+  return d === undefined ? p : Promise.race([p, d.expired]);
+}
+
+type AnyFn = (this: unknown, ...args: unknown[]) => unknown;
+
+const isThenable = (v: unknown): v is Promise<unknown> =>
+  typeof v === 'object' && v !== null && typeof (v as { then?: unknown }).then === 'function';
+
+/**
+ * Binds every command of `client` to the request deadline: its built-in commands, `call`, the
+ * scripts defined on it so far (defineCommand adds them to the instance) and what its pipelines
+ * and transactions `exec`. Outside a request (workers, sweeps, start-up) nothing changes.
+ * Call after the scripts are defined.
+ */
+export function bindToRequestDeadline(client: RedisClient): void {
+  const target = client as unknown as Record<string, unknown>;
+  const names = new Set<string>([...client.getBuiltinCommands(), 'call', 'sendCommand']);
+  // Scripts and their Buffer variants are own properties added by defineCommand.
+  for (const key of Object.keys(target)) if (typeof target[key] === 'function') names.add(key);
+  for (const name of names) {
+    if (name === 'pipeline' || name === 'multi' || name === 'sendCommand') continue;
+    const original = target[name];
+    if (typeof original !== 'function') continue;
+    target[name] = bound(original as AnyFn);
+  }
+  for (const name of ['pipeline', 'multi'] as const) {
+    const create = target[name];
+    if (typeof create !== 'function') continue;
+    target[name] = function (this: unknown, ...args: unknown[]) {
+      const chain = (create as AnyFn).apply(this, args) as Record<string, unknown>;
+      const exec = chain.exec;
+      if (typeof exec === 'function') chain.exec = bound(exec as AnyFn);
+      return chain;
+    };
+  }
+}
+
+function bound(original: AnyFn): AnyFn {
+  return function (this: unknown, ...args: unknown[]) {
+    const d = currentDeadline();
+    // A call with a callback is ioredis' own (its ready check, its connection set-up): it must
+    // run, and its callback is how it learns the outcome, whatever request is being served.
+    if (d === undefined || typeof args[args.length - 1] === 'function') return original.apply(this, args);
+    // Past the deadline nothing more is sent: the request is being answered 503.
+    if (Date.now() >= d.at) return handled(Promise.reject(new RequestDeadlineError()));
+    const result = original.apply(this, args);
+    return isThenable(result) ? handled(Promise.race([result, d.expired])) : result;
+  };
+}
+
+/**
+ * Marks a rejection as seen: a caller that drops the promise (a fire-and-forget renewal) must not
+ * turn a request's deadline into an unhandled rejection, which ends the process. Callers that
+ * await it still get the error.
+ */
+function handled<T>(p: Promise<T>): Promise<T> {
+  p.catch(() => undefined);
+  return p;
+}
