@@ -4,7 +4,7 @@
  * own redis-server (AOF on) on a free port, `node dist/main.js` (role all, default worker
  * concurrency) and the sink in their own processes, and talks to Herald over HTTP only.
  *   npx tsx bench/shard.ts [incidents=2000] [deliveries=2000]
- * docs/scaling.md quotes its output (one JSON line).
+ * docs/operations.md ("What one Redis primary carries") quotes its output (one JSON line).
  */
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';

@@ -7,8 +7,8 @@ import { defineScripts } from './scripts.js';
 
 /**
  * Where Herald's Redis is: one server (REDIS_URL or the embedded socket), a Redis Cluster
- * (REDIS_CLUSTER_NODES) or a primary found through Sentinels (REDIS_SENTINELS). README
- * "Configuration" lists the variables; docs/scaling.md says what each buys.
+ * (REDIS_CLUSTER_NODES) or a primary found through Sentinels (REDIS_SENTINELS).
+ * docs/configuration.md lists the variables; docs/operations.md and docs/operations/failover.md say what each buys.
  */
 export type RedisTarget =
   | { kind: 'standalone'; url: string }
