@@ -4,7 +4,7 @@
  * the job does nothing but POST a body of Herald's size with node:http (keep-alive agent). None of
  * Herald's own work: no delivery record, no pacing, no signing, no outbound guard. It is the queue
  * work Herald's fan-out paid alone while each delivery was its own job, before dispatch jobs
- * (README "Benchmarks", row 5c).
+ * (docs/performance.md, row 5c).
  *   node --import tsx bench/queue-floor.ts <redisUrl> <sinkBaseUrl> <jobs> <concurrency>
  * Prints {"ready":true} once its worker is connected, waits for a line on stdin (the go: the body
  * size in bytes), adds the jobs in one addBulk as Herald's execute does, then prints

@@ -52,7 +52,7 @@ const QUICK = process.argv.includes('--quick');
 /**
  * `--only=read,deliveries,...` runs only the named rows (read, write, list, memory, fanout,
  * deliveries, slack, cli): for profiling one thing. `--profile=DIR` starts every Herald with
- * `--cpu-prof --cpu-prof-dir=DIR` (README "Benchmarks", "Profiling"). Both are for the people
+ * `--cpu-prof --cpu-prof-dir=DIR` (docs/performance.md, "Profiling"). Both are for the people
  * looking for where the time goes; a run with either is not a benchmark result.
  */
 const ONLY = argValue('--only')?.split(',') ?? null;

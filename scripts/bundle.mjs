@@ -36,7 +36,7 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
  *   function the router declares inside its per-request dispatch (`next`, the param and route
  *   loops) in a call that redefines the new closure's `name`: three such calls, and a property
  *   redefinition each, on every request. Loaded as they ship they run unwrapped; they are two
- *   packages of a few files each, so start-up barely notices (README "Benchmarks").
+ *   packages of a few files each, so start-up barely notices (docs/performance.md).
  */
 const EXTERNAL = ['koffi', 'msgpackr-extract', 'pg', '@valkey/valkey-glide', 'express', 'router'];
 

@@ -102,7 +102,7 @@ const EnvSchema = z
     HERALD_MEMORY_TRIM_IDLE_MS: z.coerce.number().int().min(0).max(3_600_000).default(1_000),
     /**
      * How long an update waits for its conversation's first message while that one is still being
-     * sent (README "Living updates"), so that it replies under it however slowly the platform
+     * sent (docs/explanation/living-updates.md), so that it replies under it however slowly the platform
      * answers; past it, the update posts on its own. 0: it does not wait.
      */
     HERALD_THREAD_WAIT_MS: z.coerce.number().int().min(0).max(600_000).default(30_000),

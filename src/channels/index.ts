@@ -10,7 +10,7 @@ import { telegramChannel } from './telegram/index.js';
 import { webhookChannel } from './webhook/index.js';
 
 /**
- * The registry of channel types (README "Adding a channel type"): one line per platform, in the
+ * The registry of channel types (CONTRIBUTING.md "Adding a channel type"): one line per platform, in the
  * order the README and the OpenAPI list them. Everything else about a type is in its folder.
  */
 const MODULES = [

@@ -1,6 +1,6 @@
 /**
- * `herald keys create | list | revoke` (README "API keys"): turns flags into ApiKeyService calls and presents
- * the results, as a table for people or JSON for scripts. The rules (scopes, expiry, revocation)
+ * `herald keys create | list | revoke` (docs/api.md "Authentication and scopes"): turns flags into ApiKeyService calls
+ * and presents the results, as a table for people or JSON for scripts. The rules (scopes, expiry, revocation)
  * live in the service and the domain; this file only translates.
  */
 import type { Actor } from '../domain/common/actor.js';

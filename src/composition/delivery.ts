@@ -31,8 +31,8 @@ import type { RedisClient as Redis, RedisTarget } from '../store/redis-connect.j
 import { BULK_COMMAND_TIMEOUT_MS, createRedis, isRedisUnavailable, redisErrorLogger } from '../store/redis.js';
 
 /**
- * The channels' I/O: one guarded HTTP client for every user-supplied destination (README
- * "Delivery semantics", Outbound safety; the operator's platform API bases are trusted, names are
+ * The channels' I/O: one guarded HTTP client for every user-supplied destination (docs/explanation/
+ * delivery-semantics.md, "Outbound safety"; the operator's platform API bases are trusted, names are
  * resolved by bounded c-ares), SMTP through the same guard, every channel's sender and the
  * connection tester.
  */

@@ -10,7 +10,7 @@ import { readRedisFacts, type RedisFacts } from '../store/redis.js';
 import { loadOrCreateSecretKey, previousSecretKeys, verifySecretKey } from '../store/secret-key.js';
 
 /**
- * What start-up refuses or warns about, each once (README "Running in production"): a Redis that
+ * What start-up refuses or warns about, each once (docs/operations.md): a Redis that
  * may evict, a Redis that keeps nothing on disk, a secret key that does not open what Redis
  * holds, and an unparsable HERALD_OUTBOUND_ALLOW. Each refusal is a StartupError naming the fix.
  */

@@ -33,7 +33,7 @@ export const ChannelTypeSchema = z.enum(CHANNEL_TYPES).meta({ id: 'ChannelType' 
 
 // ── what a channel type declares ─────────────────────────────────────────────────────────────
 
-/** How rendered values are written for a channel (README "Delivery semantics"). */
+/** How rendered values are written for a channel (docs/explanation/delivery-semantics.md). */
 export interface MessageFormat {
   /** Escapes one VALUE (an incident field, a variable) for the platform's markup (a plain function, never a method using `this`). */
   escape: (value: string) => string;
@@ -42,8 +42,8 @@ export interface MessageFormat {
 }
 
 /**
- * What a platform can do with an incident's conversation, for one connection's config (README
- * "Living updates"): reply in a thread, edit a message it posted, delete one.
+ * What a platform can do with an incident's conversation, for one connection's config (docs/explanation/
+ * living-updates.md): reply in a thread, edit a message it posted, delete one.
  */
 export interface ConversationSupport {
   /** Later messages of an incident continue the first one's conversation (a thread, a reply chain, a mail thread, or a sequence in the payload). */

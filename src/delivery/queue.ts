@@ -212,7 +212,7 @@ interface DispatchRun {
 }
 
 /**
- * One dispatch job (README "Delivery semantics"): takes its deliveries from the outbox, hands on
+ * One dispatch job (docs/explanation/delivery-semantics.md): takes its deliveries from the outbox, hands on
  * those it could not take, and sends the rest itself, as many at once as the worker's concurrency
  * allows across all its dispatch jobs. A delivery that must wait (a retry, a pacing slot) is handed
  * on with its delay, and so is each one not started when the worker begins to close; once the

@@ -73,7 +73,7 @@ export const bodyModeOf = (route: Pick<Route<unknown>, 'method' | 'body'>): Body
 export const openApiPath = (path: string): string => path.replace(/:([A-Za-z]\w*)/g, '{$1}');
 
 /**
- * Mounts a table with the chain of README "Conventions worth knowing", in its order of checks: the path is known
+ * Mounts a table with the chain of docs/api.md, in its order of checks: the path is known
  * (else 404 at the end of the router) → method allowed (405 + Allow) → 401 → rate limit → 403 →
  * body (400/413/415) → Idempotency-Key (POST) → the route, which does 404/409/422.
  *

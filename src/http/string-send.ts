@@ -6,7 +6,7 @@ import type { Express, Response } from 'express';
  * that only goes back when V8 next collects the Buffer object, so under load the answers of many
  * requests wait in it at once: a list page is 20-40 KB, 6-7k a second in the bench. The C library
  * then keeps the heap they grew to, as free memory it does not return: on Node 24, whose young
- * generation is four times Node 20's, 35 MB of a 145 MB RSS at rest (README "Benchmarks").
+ * generation is four times Node 20's, 35 MB of a 145 MB RSS at rest (docs/performance.md).
  *
  * Written as a string instead, Node encodes it into memory of its own that is freed as soon as
  * the socket has taken the bytes, whatever V8 does. Only what Express would convert takes this

@@ -7,7 +7,7 @@
  * working memory of V8's compiler threads — comes from glibc's malloc. Freed, that memory stays
  * with glibc: it gives back only what is free at the very top of a heap, and after a burst most of
  * it lies below a few small blocks still in use. On Node 24 that was 20–30 MB at rest after
- * `npm run bench` (README "Benchmarks"). `malloc_trim(0)` hands every whole free page back to the
+ * `npm run bench` (docs/performance.md). `malloc_trim(0)` hands every whole free page back to the
  * kernel, wherever it lies, in a few ms. No Node API calls it, and glibc's tunables
  * (`MALLOC_TRIM_THRESHOLD_`) only move the top-of-heap threshold.
  *

@@ -11,7 +11,7 @@ import { loadCHeapRelease, type CHeapRelease } from './c-heap.js';
  * on Node 24) and keeps it committed afterwards. Its own memory reducer does give it back, but only
  * after tens of seconds of quiet (about 27 s after 5,000 deliveries, measured with `npm run
  * bench`), so a Herald that works in bursts spends most of its life at its peak size. Capping the
- * young generation instead costs throughput in every burst (README "Benchmarks").
+ * young generation instead costs throughput in every burst (docs/performance.md).
  *
  * What: every TRIM_DEFAULTS.checkMs the event loop's utilization over the interval is read.
  * Once it has stayed under IDLE_UTILIZATION for `idleMs`, and the young generation has grown by

@@ -30,7 +30,7 @@ export interface ApiKeyServiceDeps {
 
 /**
  * How long one process trusts a key it has looked up. Revocation must take effect on every
- * instance within a second (README "API keys"): an entry is at most this old, the process that
+ * instance within a second (docs/api.md "Authentication and scopes"): an entry is at most this old, the process that
  * revokes drops its own at once, and an expiry is checked against the clock on every request.
  * Within that window a request spends no Redis round trip on its key; the lookup (three reads
  * and the last-use write) happens at most four times a second per key and process.

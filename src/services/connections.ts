@@ -76,8 +76,8 @@ export type DeliveryOutcome = { ok: true } | { ok: false; error: string };
 const MAX_SYSTEM_ATTEMPTS = 100;
 
 /**
- * Connections (README "Delivery semantics", Outbound safety): CRUD with sealed secrets, merge-PATCH with the secret_required rule, the
- * write-time address policy, the non-network part of POST /test, and the seams the delivery
+ * Connections (docs/explanation/delivery-semantics.md, Outbound safety): CRUD with sealed secrets, merge-PATCH with the
+ * secret_required rule, the write-time address policy, the non-network part of POST /test, and the seams the delivery
  * layer uses (getForDelivery, recordHealth, disable, setLastTest).
  */
 export class ConnectionService {

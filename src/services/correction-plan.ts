@@ -12,7 +12,7 @@ import { sourceForChannel, type Template } from '../domain/template/template.js'
 
 /**
  * What a correction or retraction does to each delivered message of the execution it acts on
- * (README "Living updates"): edit it in place (a correction) or delete it (a retraction) where the
+ * (docs/explanation/living-updates.md): edit it in place (a correction) or delete it (a retraction) where the
  * platform can and said which message it posted; elsewhere post a short note in the incident's
  * conversation ("Correction: …", "Retracted: …"). Pure: the service reads, this decides.
  */

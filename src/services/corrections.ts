@@ -40,7 +40,7 @@ export interface CorrectionServiceDeps extends QueueCommittedDeps {
 }
 
 /**
- * Corrections and retractions of an execution's delivered messages (README "Living updates"):
+ * Corrections and retractions of an execution's delivered messages (docs/explanation/living-updates.md):
  * each is an execution of its own kind, with deliveries that edit, delete or follow up on the
  * originals (which action, per delivery, is correction-plan.ts's), queued like an execute's.
  */

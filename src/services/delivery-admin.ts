@@ -81,7 +81,7 @@ export class DeliveryAdmin {
   }
 
   /**
-   * A dispatch job's first step (README "Delivery semantics"): takes its deliveries from the
+   * A dispatch job's first step (docs/explanation/delivery-semantics.md): takes its deliveries from the
    * outbox. Those it takes no job, sweep or other worker can be sending, so the worker may send
    * them as if it held each one's own job; the rest are given jobs of their own (`handOff`), as
    * the outbox sweep gives any delivery it finds: job ids are stable, so one queued already is

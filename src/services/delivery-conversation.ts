@@ -12,8 +12,8 @@ import type {
 } from '../ports/index.js';
 
 /**
- * Where a delivery goes in its incident's conversation with the connection (README "Living
- * updates"), and the wait for the conversation's first message: an update due while that message
+ * Where a delivery goes in its incident's conversation with the connection (docs/explanation/
+ * living-updates.md), and the wait for the conversation's first message: an update due while that message
  * is still being sent would otherwise post on its own, however briefly it missed it (a platform
  * that answers slowly under load), so it waits until the first message is settled — delivered:
  * it replies under it; failed for good: it becomes the first message itself — or until the bound

@@ -124,8 +124,8 @@ export type ExecuteResult =
   { dryRun: true; deliveries: PlannedDelivery[] } | ({ dryRun: false } & ExecutionWithDeliveries);
 
 /**
- * Execute (README "Delivery semantics"): render every (connection × template that targets it) pair once, store the
- * execution and all its deliveries in one atomic step, then put them on the queue. The 202 is
+ * Execute (docs/explanation/delivery-semantics.md): render every (connection × template that targets it) pair once,
+ * store the execution and all its deliveries in one atomic step, then put them on the queue. The 202 is
  * answered only after the queue has them; a crash in between is covered by the outbox sweep.
  * Also what a form shows before an execute, reading executions back, and redelivering; corrections
  * and retractions are CorrectionService's (./corrections.ts), offered here for the edges.

@@ -89,7 +89,7 @@ export class IncidentService {
       async () => {
         const current = await this.get(id);
         checkRevision('incident', current.rev, ifMatch);
-        // Order of checks (README "Conventions worth knowing"): closed (409) before the body's content (422).
+        // Order of checks (docs/api.md): closed (409) before the body's content (422).
         if (current.status === 'closed') applyPatch(current, {}, '');
         const patch = parseInput(IncidentPatchSchema, input);
         const now = iso(this.d.clock.now());

@@ -24,7 +24,7 @@ export interface ReminderServiceDeps {
 }
 
 /**
- * The update cadence's reminders (README "Living updates"): the worker calls `runDue` every
+ * The update cadence's reminders (docs/explanation/living-updates.md): the worker calls `runDue` every
  * second or so. Each due incident is leased from the schedule, so one worker handles it at a time
  * and a killed worker's lease lapses to another. For each: people are told first (the notifier
  * does nothing for a reminder number it already sent), then the reminder is recorded on the

@@ -1,7 +1,7 @@
 /**
  * The one optimistic-write loop. Every service that compare-and-sets a record reads it, computes
  * the change and commits only if the record is still what it read; losing that race is not the
- * client's problem (README "Conventions worth knowing"): the attempt is re-run on a fresh read after a short,
+ * client's problem (docs/api.md): the attempt is re-run on a fresh read after a short,
  * jittered pause, so many writers at once spread out instead of colliding again in lock-step.
  * Only a client's own stale If-Match is a 412/409 — the attempt throws that itself.
  */

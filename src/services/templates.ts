@@ -69,8 +69,8 @@ export class TemplateService {
   }
 
   /**
-   * Bulk create (README "Delivery semantics"): all or nothing, in one atomic write. Every item is judged before
-   * anything is refused, so one answer names every bad field of every item, as in `3.name`;
+   * Bulk create (docs/explanation/delivery-semantics.md): all or nothing, in one atomic write. Every item is judged
+   * before anything is refused, so one answer names every bad field of every item, as in `3.name`;
    * names must be unique within the batch as well as against stored templates.
    */
   async createMany(input: unknown): Promise<Template[]> {
@@ -222,8 +222,8 @@ export class TemplateService {
   }
 
   /**
-   * The render preview (README "Delivery semantics"): the current version for every channel type, with the caller's
-   * variables (defaults applied) and the built-ins of `incident_id` or a sample incident.
+   * The render preview (docs/explanation/delivery-semantics.md): the current version for every channel type, with the
+   * caller's variables (defaults applied) and the built-ins of `incident_id` or a sample incident.
    * Nothing is sent. Variables the template does not use are ignored, as at execute.
    */
   async render(id: string, input: unknown): Promise<TemplatePreviews> {

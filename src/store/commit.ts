@@ -24,7 +24,7 @@ import { luaScript, runScript } from './scripts.js';
  * ARGV[3…] the writes' arguments, in order, n of them per write. Plain arguments, not inside the
  *         JSON: an execute's change carries every delivery's record (megabytes for a large
  *         fan-out), and JSON-encoding them again (every quote escaped) and decoding them in the
- *         script blocked Herald's event loop for hundreds of ms (README "Benchmarks").
+ *         script blocked Herald's event loop for hundreds of ms (docs/performance.md).
  * Returns 0 when every check held and every write ran, else the 1-based index of the first
  * failed check (nothing written).
  */

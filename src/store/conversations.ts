@@ -7,7 +7,7 @@ import type { Keys } from './keys.js';
 import { luaScript, runScript } from './scripts.js';
 
 /**
- * The conversation of an incident with each connection (README "Living updates"), in two hashes
+ * The conversation of an incident with each connection (docs/explanation/living-updates.md), in two hashes
  * keyed by connection id, each with one writer:
  *
  * - `inc:<id>:threads` — `<sequence>|<last delivery id>`, written by the commit of an execute,

@@ -12,7 +12,7 @@ export const nodeTokenCrypto: TokenCrypto = {
  * AES-256-GCM for secrets at rest. Sealed form: `v1.<iv>.<tag>.<ciphertext>` (base64url), a fresh
  * 12-byte IV each time. A wrong key fails authentication and throws — never returns garbage.
  *
- * Key rotation (README "Rotating the secret key"): `previous` are keys that sealed data earlier
+ * Key rotation (SECURITY.md "Rotating the secret key"): `previous` are keys that sealed data earlier
  * (HERALD_SECRET_KEY_PREVIOUS). Values are always sealed with the current key; opening tries the
  * current key, then each previous one — GCM's tag tells a wrong key apart, so no key id is stored.
  * `reseal` moves one value to the current key; `herald secrets reseal` applies it to everything.

@@ -5,7 +5,7 @@ import { shareRecord } from '../domain/common/shared-record.js';
  * again returns the same record instead of parsing it again. What is hot is read over and over
  * unchanged — an incident a status page polls, the incident every delivery of an execute reads,
  * the first page of the incident list — and its JSON.parse and copy into the record's shape were
- * a visible share of a read's and a delivery's CPU (README "Benchmarks").
+ * a visible share of a read's and a delivery's CPU (docs/performance.md).
  *
  * Always right: the text read from Redis is compared in full, so a record changed by any process
  * decodes anew. The records are shared between callers (domain/common/shared-record.ts: frozen).

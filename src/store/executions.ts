@@ -255,7 +255,7 @@ export class RedisExecutionRepo implements ExecutionRepo {
 
 /**
  * Delivery records serialised between two turns of the event loop while an execute's change is
- * built, so a large fan-out's records are not all serialised in one stretch (README "Benchmarks":
+ * built, so a large fan-out's records are not all serialised in one stretch (docs/performance.md:
  * with 1,000 records of 10 kB, acks while it was planned went from up to 1.1 s to 69 ms).
  */
 const SERIALISE_BETWEEN_YIELDS = 100;

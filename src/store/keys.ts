@@ -36,7 +36,7 @@ export function createKeys(prefix: string) {
     templates: () => `${t}:tpls`,
     templateVersions: (id: string) => `${t}:tpl:${id}:versions`,
     templateNames: () => `${t}:tpl-names`,
-    /** Non-closed incidents that attach a template: the in-use rule of README "Delivery semantics". */
+    /** Non-closed incidents that attach a template: the in-use rule of docs/explanation/delivery-semantics.md. */
     templateIncidents: (id: string) => `${t}:tpl:${id}:incs`,
 
     connection: (id: string) => `${t}:con:${id}`,

@@ -25,7 +25,7 @@ const noop = (): void => undefined;
  * V8's young-generation collection (the scavenger) keeps alive whatever an old-generation object
  * points at, dead or not, until the next full collection. So once a pipeline object happens to
  * be promoted, the commands, replies and promises of the batches that follow it are kept, copied
- * and promoted too. Measured on Node 24 with `--trace-gc-nvp` (README "Benchmarks"): with 64
+ * and promoted too. Measured on Node 24 with `--trace-gc-nvp` (docs/performance.md): with 64
  * concurrent reads, 10 % of everything a read allocated was promoted, 4–5 MB per scavenge, and
  * each scavenge stopped the process for 4–6 ms instead of under 1 ms. Those pauses were the
  * read p99. With the references dropped: 0.8 MB per scavenge over Herald's read and list loads,

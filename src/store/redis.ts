@@ -8,7 +8,7 @@ export { isRedisUnavailable };
 
 /**
  * How long one command may take on a connection that serves a request. A stopped, paused or
- * unreachable Redis must turn into a 503 within 2 s (README "Redis faults"), and the first command
+ * unreachable Redis must turn into a 503 within 2 s (docs/operations.md "Redis faults"), and the first command
  * of a request decides it; 1.2 s leaves room for the answer itself on a busy machine.
  */
 export const REQUEST_COMMAND_TIMEOUT_MS = 1200;

@@ -75,7 +75,7 @@ describe('creating connections', () => {
     expect(Object.keys(bot.body.secrets)).toEqual(['bot_token']);
     const hook = await create(BODIES.webhook!);
     expect(hook.body.config).toEqual({ url: 'https://hooks.example.com/herald' });
-    // Optional fields that are not set are null, never omitted (README "Conventions worth knowing").
+    // Optional fields that are not set are null, never omitted (docs/api.md).
     const plainMail = await create({
       ...BODIES.email!,
       config: { host: 'smtp.example.com', port: 25, security: 'none', from: 'a@example.com', to: ['b@example.com'] },

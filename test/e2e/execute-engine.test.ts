@@ -58,7 +58,7 @@ describe('execute', () => {
     const badFlag = await h.api('POST', `/v1/incidents/${inc.id}/execute?dry_run=yes`, { body: {} });
     expect(badFlag.status).toBe(422);
     expect(badFlag.body.errors[0].field).toBe('dry_run');
-    // The resource's 404 comes before the query's 422 (the order of checks in README "Conventions worth knowing").
+    // The resource's 404 comes before the query's 422 (the order of checks in docs/api.md).
     expect(
       (await h.api('POST', '/v1/incidents/inc_01ARZ3NDEKTSV4RRFFQ69G5FAV/execute?dry_run=yes', { body: {} })).status,
     ).toBe(404);

@@ -16,7 +16,7 @@ import { connectTestRedis, testRedisUrl } from '../support/redis.js';
 import { waitFor } from '../support/wait.js';
 
 /**
- * Living updates when the platform answers slowly (README "Living updates"): two executes of one
+ * Living updates when the platform answers slowly (docs/explanation/living-updates.md): two executes of one
  * incident sent back to back, while the platform holds its answer to the first post for seconds,
  * still make one conversation — the second message waits until the first is settled, then
  * replies under it (Slack thread_ts, Telegram reply, Discord forum thread, e-mail In-Reply-To),

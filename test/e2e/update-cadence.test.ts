@@ -10,7 +10,7 @@ import { testRedisUrl } from '../support/redis.js';
 import { waitFor } from '../support/wait.js';
 
 /**
- * README "Living updates", process level: an API-only Herald takes the execute with
+ * docs/explanation/living-updates.md, process level: an API-only Herald takes the execute with
  * `next_update_in`; a separate worker process (the real `npm start` entry, HERALD_ROLE=worker)
  * records the overdue reminders every HERALD_REMINDER_REPEAT. The worker is SIGKILLed after
  * reminder 1 and a new one carries on with reminder 2 — no number repeated, none skipped; a

@@ -7,8 +7,8 @@ import { testRedisUrl } from '../support/redis.js';
 import { waitFor } from '../support/wait.js';
 
 /**
- * README "Delivery semantics": "a process killed at any point loses no delivery". An API-only Herald takes the
- * execute; a separate worker process (the real `npm start` entry, HERALD_ROLE=worker) sends to a
+ * docs/explanation/delivery-semantics.md: "a process killed at any point loses no delivery". An API-only Herald takes
+ * the execute; a separate worker process (the real `npm start` entry, HERALD_ROLE=worker) sends to a
  * slow sink and is SIGKILLed mid-fan-out; a second worker finishes, and every delivery arrives.
  */
 const CONNECTIONS = 300;

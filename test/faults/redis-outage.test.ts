@@ -77,7 +77,7 @@ afterAll(async () => {
   await relay?.close();
   await redis?.close();
   vi.restoreAllMocks();
-  // The figures behind the 2 s promise (README "Redis faults").
+  // The figures behind the 2 s promise (docs/operations.md "Redis faults").
   console.info('slowest 503 per request class, ms:', JSON.stringify(slowest));
 });
 

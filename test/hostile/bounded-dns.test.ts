@@ -16,8 +16,8 @@ import { startWebhookReceiver, type WebhookReceiver } from '../support/peers/web
 import { waitFor } from '../support/wait.js';
 
 /**
- * Bounded DNS (README "Outbound safety"): user-supplied names are resolved by c-ares with
- * time-outs and a deadline, against a local DNS server that answers some names, drops the
+ * Bounded DNS (docs/explanation/delivery-semantics.md "Outbound safety"): user-supplied names are resolved by c-ares
+ * with time-outs and a deadline, against a local DNS server that answers some names, drops the
  * queries for others and delays a few. The SSRF checks still apply to every resolved address,
  * and slow or silent DNS for some destinations does not hold up the others.
  */

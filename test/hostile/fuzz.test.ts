@@ -12,7 +12,7 @@ import { logLines, rawClient, type RawResponse } from './raw-http.js';
 
 /**
  * Property-based fuzzing of every endpoint of manifest/openapi.json and of /slack/events
- * (README "Errors"): malformed, oversized, wrongly typed, deeply nested, prototype-polluting,
+ * (docs/api.md "Errors"): malformed, oversized, wrongly typed, deeply nested, prototype-polluting,
  * invalid-UTF-8 and unicode-hostile input, odd content types and methods, long and garbage
  * headers, query tricks. Invariants on every answer: no 5xx, no hang (a per-request deadline),
  * problem+json for every /v1 error (a Slack-shaped answer on /slack/events), nothing at error

@@ -10,7 +10,7 @@ import { startSlack, type SlackPeer } from '../support/peers/slack.js';
 import { logLines, rawClient } from './raw-http.js';
 
 /**
- * Every malformed request is a 4xx (README "Errors"): broken percent-encoding, bodies that do not
+ * Every malformed request is a 4xx (docs/api.md "Errors"): broken percent-encoding, bodies that do not
  * decode, invalid UTF-8, text no field may hold, signed-but-malformed Slack payloads. And the
  * render preview needs incidents:read to read an incident.
  */

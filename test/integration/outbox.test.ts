@@ -168,7 +168,7 @@ describe('the enqueue outbox', () => {
 });
 
 /**
- * Dispatch jobs (README "Delivery semantics"): an execute's deliveries go on the queue in jobs of
+ * Dispatch jobs (docs/explanation/delivery-semantics.md): an execute's deliveries go on the queue in jobs of
  * DISPATCH_CHUNK, and the worker that runs one sends only what it takes from the outbox. What the
  * sweep took, or an earlier run of the same job, is handed on as a job per delivery: no delivery
  * is ever sent by two at once, and none is left behind.

@@ -180,8 +180,10 @@ export async function startCluster(replicas: 1 | 2 = 1): Promise<TestCluster> {
     return me?.[2]?.includes('master') ? 'master' : 'slave';
   };
   const ownerOf = async (key: string) => {
-    const slot = Number((await cli(nodes[0]!.port, 'CLUSTER', 'KEYSLOT', key)).trim());
-    const rows = await table(nodes[0]!.port);
+    // Asked of a node that is running: the first one may be the master a test killed.
+    const alive = nodes.find((n) => n.process.exitCode === null && n.process.signalCode === null) ?? nodes[0]!;
+    const slot = Number((await cli(alive.port, 'CLUSTER', 'KEYSLOT', key)).trim());
+    const rows = await table(alive.port);
     const master = rows.find(
       (f) =>
         f[2]?.includes('master') &&

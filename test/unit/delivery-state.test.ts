@@ -241,7 +241,7 @@ describe('the delivery state machine', () => {
     DELIVERY_STATUSES.filter((s) => !EDGES[t].legalFrom.includes(s)).map((s) => [t, s] as const),
   );
 
-  it('has the edges of README "Delivery semantics" and no others', () => {
+  it('has the edges of docs/explanation/delivery-semantics.md and no others', () => {
     // 2 + 2 + 2 + 1 + 1 + 1 + 1 + 3 + 1 legal edges; the other 54 − 14 pairs are refused.
     expect(legal).toHaveLength(14);
     expect(illegal).toHaveLength(DELIVERY_TRANSITIONS.length * DELIVERY_STATUSES.length - 14);

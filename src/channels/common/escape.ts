@@ -1,7 +1,7 @@
 /**
  * Escaping of VALUES (incident fields, caller variables) for each target format, so a value is
- * shown as typed and can never become a mention or markup (README "Delivery semantics"). A template's own literal
- * text is never passed through these: the author's formatting is kept.
+ * shown as typed and can never become a mention or markup (docs/explanation/delivery-semantics.md). A template's own
+ * literal text is never passed through these: the author's formatting is kept.
  *
  * Two strategies, because the platforms differ:
  * - formats with a real escape syntax get it: HTML entities (e-mail HTML, Telegram HTML),

@@ -27,7 +27,7 @@ import { byAction } from '../common/actions.js';
  * Markdown at render), coloured by severity, linking the incident when Herald has a public URL.
  * `allowed_mentions: {parse: []}` makes Discord ping nobody, whatever the text says.
  *
- * Conversations (README "Living updates"): a webhook cannot reply to a message, so it threads only
+ * Conversations (docs/explanation/living-updates.md): a webhook cannot reply to a message, so it threads only
  * in a thread — the one `thread_id` names (every message goes there), or in a forum webhook
  * (`forum`) the post an incident's first message opens with `thread_name`; later posts go to that
  * post's thread. It edits (`PATCH …/messages/<id>`) and deletes (`DELETE …/messages/<id>`) the

@@ -13,9 +13,9 @@ import { joinSubject, subjectOf, truncate } from '../common/message-text.js';
 /**
  * Google Chat space webhook: `{text: "*subject*\n\nbody"}` (values were escaped for Chat's text
  * markup at render). `requestId` = the delivery id makes a retry idempotent on Google's side — the
- * same requestId returns the message already created instead of posting it again (README "Delivery semantics").
- * Threads: a webhook cannot name a thread Google made, only a `threadKey` of Herald's choosing,
- * with `messageReplyOption=REPLY_MESSAGE_FALLBACK_TO_NEW_THREAD` (without it Google ignores the
+ * same requestId returns the message already created instead of posting it again
+ * (docs/explanation/delivery-semantics.md). Threads: a webhook cannot name a thread Google made, only a `threadKey` of
+ * Herald's choosing, with `messageReplyOption=REPLY_MESSAGE_FALLBACK_TO_NEW_THREAD` (without it Google ignores the
  * key and starts a new thread; with it the first message under a key starts the thread and later
  * ones reply in it). When the incident's conversation is threaded the key is sent from the FIRST
  * message on — the config's `thread_key` when set (one thread for the connection, as before),

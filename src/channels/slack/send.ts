@@ -28,7 +28,7 @@ import { byAction } from '../common/actions.js';
  *   (`ok`, `invalid_payload`, `no_text`, 404 `no_service`, 410 `channel_is_archived`);
  * - bot mode: the Web API (SLACK_API_URL) with the bot token; Slack answers HTTP 200
  *   `{ok: false, error}` for most failures, 429 + Retry-After when rate limited. Bot mode keeps an
- *   incident's conversation (README "Living updates"): a post is `chat.postMessage` (in the first
+ *   incident's conversation (docs/explanation/living-updates.md): a post is `chat.postMessage` (in the first
  *   message's thread via `thread_ts` when the message names one) and answers the message's
  *   `{id: ts, channel, permalink}`; an edit is `chat.update` and a delete `chat.delete` of the
  *   message a previous send answered.

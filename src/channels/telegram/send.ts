@@ -28,7 +28,7 @@ import { byAction } from '../common/actions.js';
  * previews are off. Telegram answers `{ok: true, result}` or `{ok: false, error_code,
  * description, parameters: {retry_after}}` — the retry delay is in the body only.
  *
- * Conversations (README "Living updates"): a later message of an incident replies to its first one
+ * Conversations (docs/explanation/living-updates.md): a later message of an incident replies to its first one
  * (`reply_parameters`), a correction is `editMessageText`, a retraction `deleteMessage`. A sent
  * message's ref is `{id: message_id, channel: chat id, permalink: t.me link or null}`. Edits and
  * deletes are judged by Telegram's description (its error_code is a bare 400): "not modified" and

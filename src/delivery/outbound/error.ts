@@ -5,7 +5,7 @@
  * - `retryable`: could the same request succeed later? (policy refusals and redirects: never)
  * - `ambiguous`: may the destination have received the request? True only when the whole request
  *   had been handed to the socket before the failure (a reset or time-out while waiting for the
- *   answer); a retry after an ambiguous failure is a possible duplicate (README "Delivery semantics").
+ *   answer); a retry after an ambiguous failure is a possible duplicate (docs/explanation/delivery-semantics.md).
  *
  * Messages name the host at most, never the URL: webhook URLs carry their secret in the path.
  */

@@ -13,8 +13,8 @@ import {
 import { OutboundError } from './error.js';
 
 /**
- * The outbound guard of README "Delivery semantics", Outbound safety: the ONE place that decides whether Herald may open a connection
- * to a user-supplied destination — HTTP deliveries, connection tests and SMTP alike.
+ * The outbound guard of docs/explanation/delivery-semantics.md, Outbound safety: the ONE place that decides whether
+ * Herald may open a connection to a user-supplied destination — HTTP deliveries, connection tests and SMTP alike.
  *
  * Rules:
  * - every address actually connected to must be public unicast (`permitsAddress` of

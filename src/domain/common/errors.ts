@@ -77,7 +77,7 @@ export function notFound(what: string, id: string): DomainError {
   return new DomainError('not_found', `${what} ${id} was not found.`);
 }
 
-/** A PATCH with no field in it (README "Conventions worth knowing"). */
+/** A PATCH with no field in it (docs/api.md). */
 export function emptyPatch(): DomainError {
   return new DomainError('validation_failed', 'The patch is empty: send at least one field.', [
     { field: '', code: 'empty_patch', message: 'Send at least one field to change.' },

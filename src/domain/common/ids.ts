@@ -1,6 +1,6 @@
 import { monotonicFactory } from 'ulid';
 
-/** Resource prefixes of README "Conventions worth knowing". */
+/** Resource prefixes of docs/api.md. */
 export const ID_PREFIX = {
   incident: 'inc',
   template: 'tpl',

@@ -1,4 +1,4 @@
-/** Field and request limits of README "Conventions worth knowing", named once and used by every schema and edge. */
+/** Field and request limits of docs/api.md, named once and used by every schema and edge. */
 export const LIMITS = {
   title: 200,
   longText: 10_000,

@@ -3,7 +3,7 @@ import { DomainError, fieldError } from './errors.js';
 import { LIMITS } from './limits.js';
 
 /**
- * Cursor pagination of README "Conventions worth knowing". A cursor is opaque to clients: base64url of a small JSON that
+ * Cursor pagination of docs/api.md. A cursor is opaque to clients: base64url of a small JSON that
  * names the last item served (an id for id-ordered lists, an offset for append-only timelines).
  */
 export interface PageRequest {

@@ -27,6 +27,8 @@ export function isRedisUnavailable(err: unknown): boolean {
   return (
     m === 'Command timed out' ||
     m === 'Connection is closed.' ||
+    // A command in flight when its connection closed (a failover drops every connection).
+    m === 'Command aborted due to connection close' ||
     m.startsWith("Stream isn't writeable") ||
     m.startsWith('Reached the max retries per request limit') ||
     m.startsWith('connect ETIMEDOUT') ||

@@ -1,8 +1,8 @@
 import ipaddr from 'ipaddr.js';
 
 /**
- * Outbound address policy (README "Delivery semantics", Outbound safety), pure: it classifies literal addresses and
- * reads the operator's allow list; it never resolves a name. Two callers share it:
+ * Outbound address policy (docs/explanation/delivery-semantics.md, Outbound safety), pure: it classifies literal
+ * addresses and reads the operator's allow list; it never resolves a name. Two callers share it:
  *
  * - create/PATCH of a connection (services/connections.ts): a destination whose host is a
  *   LITERAL non-public address is refused up front (`destination_not_allowed`);

@@ -16,8 +16,8 @@ import { LIMITS } from '../common/limits.js';
 import { dedupeFieldErrors, safeParseInput, toFieldErrors } from '../common/validation.js';
 
 /**
- * Connections (README "Delivery semantics", Outbound safety): the request schemas, the stored record, and the pure rules — config
- * validation per type, merge-PATCH, the secret_required rule, the address policy at write time,
+ * Connections (docs/explanation/delivery-semantics.md, Outbound safety): the request schemas, the stored record, and
+ * the pure rules — config validation per type, merge-PATCH, the secret_required rule, the address policy at write time,
  * health bookkeeping. Secrets are plaintext here; sealing them is the service's job (through the
  * SecretBox port), so the rules stay pure and testable. What a client sees of a record is the
  * HTTP edge's business (src/http/presenters/connection.ts).
@@ -382,9 +382,9 @@ function mergeMap(current: Record<string, unknown>, patch: Record<string, unknow
 }
 
 /**
- * README "Delivery semantics", Outbound safety: moving a destination to another host without re-sending every secret that goes there
- * would hand those secrets to the new host. One `secret_required` entry per secret not sent.
- * (A webhook's signing secret never travels, so it is kept.)
+ * docs/explanation/delivery-semantics.md, Outbound safety: moving a destination to another host without re-sending
+ * every secret that goes there would hand those secrets to the new host. One `secret_required` entry per secret not
+ * sent. (A webhook's signing secret never travels, so it is kept.)
  */
 export function missingSecrets(
   type: ChannelType,

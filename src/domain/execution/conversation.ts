@@ -3,7 +3,7 @@ import type { MessageKind, MessageRef } from '../../contracts/channel.js';
 import { DomainError, fieldError } from '../common/errors.js';
 
 /**
- * Living updates (README "Living updates"): one conversation per incident per connection. The
+ * Living updates (docs/explanation/living-updates.md): one conversation per incident per connection. The
  * first message an incident sends to a connection starts it; later executes continue it (a
  * thread, a reply chain, a mail thread), or keep one message current (`edit`), or post on their
  * own (`new_message`). Corrections edit delivered messages in place where the platform can, and

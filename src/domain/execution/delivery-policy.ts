@@ -1,8 +1,8 @@
 import type { PacingRule } from '../../contracts/channel.js';
 
 /**
- * The delivery policy of README "Delivery semantics", declared once: how many attempts, how long to wait, what is
- * worth retrying, and how fast each platform may be sent to.
+ * The delivery policy of docs/explanation/delivery-semantics.md, declared once: how many attempts, how long to wait,
+ * what is worth retrying, and how fast each platform may be sent to.
  */
 export const MAX_ATTEMPTS = 8;
 const BASE_MS = 2_000;
@@ -22,8 +22,8 @@ export function retryDelayMs(n: number, retryAfterMs: number | null, random: () 
 }
 
 /**
- * "Up to 8 attempts within about an hour" (README "Delivery semantics"): the backoff alone spends about 4 minutes
- * over 8 attempts, so only a platform's Retry-After can stretch a delivery further — and a retry
+ * "Up to 8 attempts within about an hour" (docs/explanation/delivery-semantics.md): the backoff alone spends about 4
+ * minutes over 8 attempts, so only a platform's Retry-After can stretch a delivery further — and a retry
  * whose attempt would start more than this long after the first attempt (of the current
  * redeliver round) is not made: the delivery fails with the last error.
  */

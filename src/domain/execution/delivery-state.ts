@@ -4,7 +4,7 @@ import type { Attempt, Delivery, DeliveryStatus } from './execution.js';
 import type { WaitedFor } from './conversation.js';
 
 /**
- * The delivery state machine (README "Delivery semantics"), as pure transitions: each takes the
+ * The delivery state machine (docs/explanation/delivery-semantics.md), as pure transitions: each takes the
  * delivery as read, checks that the move is legal from its status, and returns the next record
  * (status, attempts, receipt fields, timestamps, `rev` + 1) or a TransitionRefused. No I/O and no
  * clock: time is a parameter. Deciding *whether* to retry (the budget, the backoff) is

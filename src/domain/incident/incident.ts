@@ -115,7 +115,7 @@ export function newIncident(id: string, input: IncidentCreate, actor: Actor, now
   };
 }
 
-/** Closed is terminal: no write of any kind (README "Incident states"). */
+/** Closed is terminal: no write of any kind (docs/api.md "Incident states"). */
 export const isWritable = (incident: Pick<Incident, 'status'>): boolean => incident.status !== 'closed';
 
 export function assertWritable(incident: Incident): void {
@@ -135,7 +135,7 @@ export interface PatchOutcome {
 }
 
 /**
- * Applies a PATCH under the state machine of README "Incident states". Setting a value the incident already has is
+ * Applies a PATCH under the state machine of docs/api.md "Incident states". Setting a value the incident already has is
  * not a change: an all-no-op patch returns the incident untouched (same updated_at, no events).
  */
 export function applyPatch(incident: Incident, patch: IncidentPatch, now: string): PatchOutcome {
@@ -162,7 +162,7 @@ export function applyPatch(incident: Incident, patch: IncidentPatch, now: string
   if (patch.status !== undefined && patch.status !== incident.status) {
     statusChange = { from: incident.status, to: patch.status };
     next.status = patch.status;
-    // Entering resolved stamps the time; reopening from resolved clears it (README "Incident states").
+    // Entering resolved stamps the time; reopening from resolved clears it (docs/api.md "Incident states").
     next.resolved_at = patch.status === 'resolved' ? now : null;
     // A resolved incident owes no more updates: its reminders stop.
     if (patch.status === 'resolved') {

@@ -4,7 +4,7 @@ import { durationMs } from '../execution/conversation.js';
 import { isOpen, type Incident } from './incident.js';
 
 /**
- * The update cadence (README "Living updates"): an execute may say when the next update is due
+ * The update cadence (docs/explanation/living-updates.md): an execute may say when the next update is due
  * (`next_update_in`); when that time passes without another execute, Herald reminds the people
  * who can act, then again every repeat interval until an execute comes, the incident is resolved
  * or closed. Pure: the reminder worker (services/reminders.ts) asks `reminderStep` what to do.

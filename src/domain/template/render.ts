@@ -34,7 +34,8 @@ export interface IncidentView {
 
 export interface RenderContext {
   incident: IncidentView;
-  /** `note`: a correction's note or a retraction's reason, for Herald's own correction texts (not a template built-in). */
+  /** `note`: a correction's note or a retraction's reason, for Herald's own correction texts (not a template built-in).
+   * */
   execution: { id: string; note?: string };
   /** Final values (defaults already applied, see resolveVariables). */
   variables: Readonly<Record<string, string>>;
@@ -176,8 +177,8 @@ export function sampleIncident(publicUrl?: string): IncidentView {
 }
 
 /**
- * The message an incident without templates sends (README "Delivery semantics"): title, severity, status, impact,
- * description and every supplied variable. Channel escaping applies as for any template.
+ * The message an incident without templates sends (docs/explanation/delivery-semantics.md): title, severity, status,
+ * impact, description and every supplied variable. Channel escaping applies as for any template.
  */
 export function defaultMessageSource(): MessageSource {
   return {

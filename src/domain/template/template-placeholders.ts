@@ -5,11 +5,11 @@ import { RESERVED_VARIABLE_NAMES, type TemplateVariable } from './variables.js';
 
 /**
  * What a template's Mustache text uses, and whether it is allowed: logic-less Mustache with
- * escaped placeholders only (README "Delivery semantics"). `{{{x}}}` / `{{&x}}` would bypass the per-channel escaping
- * and partials `{{>x}}` would pull in text from nowhere, so both are refused at write time.
+ * escaped placeholders only (docs/explanation/delivery-semantics.md). `{{{x}}}` / `{{&x}}` would bypass the per-channel
+ * escaping and partials `{{>x}}` would pull in text from nowhere, so both are refused at write time.
  */
 
-/** The placeholders every template may use without declaring them (README "Delivery semantics"). */
+/** The placeholders every template may use without declaring them (docs/explanation/delivery-semantics.md). */
 export const BUILT_IN_PLACEHOLDERS: ReadonlySet<string> = new Set([
   'incident.id',
   'incident.title',

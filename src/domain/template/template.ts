@@ -6,7 +6,7 @@ import type { MessageSource } from './render.js';
 import { settleVariables, type TemplateText } from './template-placeholders.js';
 import { TemplateVariableSchema, VariablesSchema, type TemplateVariable } from './variables.js';
 
-/** Most connections one template can target; empty means every connection (README "Delivery semantics"). */
+/** Most connections one template can target; empty means every connection (docs/explanation/delivery-semantics.md). */
 export const TEMPLATE_CONNECTIONS_MAX = 100;
 
 const templateText = (field: string) =>

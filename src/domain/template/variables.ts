@@ -23,7 +23,7 @@ export const VariableNameSchema = z
   .regex(LIMITS.variableName, nameMessage)
   .refine((n) => !RESERVED_VARIABLE_NAMES.has(n), { error: (issue) => reservedMessage(String(issue.input)) });
 
-/** `{name: value}` as supplied by a caller: ≤ 50 names, values ≤ 4,000 characters (README "Conventions worth knowing"). */
+/** `{name: value}` as supplied by a caller: ≤ 50 names, values ≤ 4,000 characters (docs/api.md). */
 export const VariablesSchema = z
   .record(
     z.string(),
@@ -108,7 +108,7 @@ export function resolveVariables(
   return { values, missing };
 }
 
-/** The 422 of README "Delivery semantics" for missing variables: one `errors[]` entry per name. */
+/** The 422 of docs/explanation/delivery-semantics.md for missing variables: one `errors[]` entry per name. */
 export function missingVariablesError(names: readonly string[]): DomainError {
   return new DomainError(
     'missing_variables',

@@ -76,7 +76,7 @@ function hasBody(req: Request): boolean {
 }
 
 /**
- * Reads a JSON body under README "Conventions worth knowing": `application/json` or 415; malformed → 400; over 256 KiB → 413.
+ * Reads a JSON body under docs/api.md: `application/json` or 415; malformed → 400; over 256 KiB → 413.
  * `optional` routes (close, test, redeliver) also take no body at all, without a Content-Type.
  * Settles once `req.body` is set; a refusal rejects (or throws, when it needs no reading) with
  * the error to answer. Nothing to read (an optional body left out) returns undefined, not a

@@ -19,7 +19,7 @@ const REPLAYED_HEADERS = ['content-type', 'location', 'etag'];
 const RENEW_EVERY_MS = 1_500;
 
 /**
- * `Idempotency-Key` on POST (README "Conventions worth knowing"), scoped to the API key and kept 24 h.
+ * `Idempotency-Key` on POST (docs/api.md), scoped to the API key and kept 24 h.
  *
  * Crash safety: the key is held by a short lease (5 s) that this request renews while it runs, so
  * a claim whose process died is taken over by a retry within seconds instead of blocking it. A

@@ -42,7 +42,7 @@ export const ConnectionCreatedSchema = ConnectionSchema.extend({
 
 /**
  * The non-secret config fields of a type, in its schema's order: what `config` on the wire
- * lists, with null for an optional field that is not set (README "Conventions worth knowing": absent is null, not omitted).
+ * lists, with null for an optional field that is not set (docs/api.md: absent is null, not omitted).
  */
 function presentedConfigFields(type: ChannelType): string[] {
   const def = channelOf(type);

@@ -15,7 +15,7 @@ const paginationOf = (page: Page<unknown>, req: PageRequest) => ({
   limit: req.limit,
 });
 
-/** The list envelope of README "Conventions worth knowing". */
+/** The list envelope of docs/api.md. */
 export function presentPage<T, W>(page: Page<T>, req: PageRequest, present: (item: T) => W) {
   return { data: page.data.map(present), pagination: paginationOf(page, req) };
 }

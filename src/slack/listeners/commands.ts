@@ -12,7 +12,7 @@ import { incidentListMessage } from '../views/incident-list.js';
 
 export const COMMAND = '/incident';
 
-/** `list` shows at most this many open incidents (README "Slack"). */
+/** `list` shows at most this many open incidents (docs/slack.md). */
 export const LIST_LIMIT = 20;
 
 export type ParsedCommand =

@@ -12,7 +12,7 @@ import type {
  * id. Bolt runs every registered listener's middleware for every request it receives — the
  * listener's filters, each a copy of the request's arguments and a promise — so with a listener
  * per button and per modal (about twenty), every slash command paid for all of them: an ack cost
- * about twice what it does with one listener per kind (README "Benchmarks"). The handlers and the
+ * about twice what it does with one listener per kind (docs/performance.md). The handlers and the
  * arguments they get are Bolt's, unchanged; an id nobody handles is left unanswered, as before
  * (and the payload guard refuses such requests before Bolt sees them).
  */
