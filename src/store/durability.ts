@@ -1,3 +1,4 @@
+import { Cluster } from 'ioredis';
 import type { Config } from '../config.js';
 import type { RedisClient } from './redis-connect.js';
 
@@ -62,16 +63,25 @@ export function durableWriter(client: RedisClient): RedisClient {
 /**
  * Waits until the configured number of replicas hold what `client`'s durable writer has written,
  * if replicas are required. Call after writing through durableWriter(client). `key` is one the
- * write touched: on a Cluster it routes WAIT to the node (and the connection) that wrote it; a
- * pipeline keeps both on that one connection.
+ * write touched (on a Cluster it says which node's connection wrote it).
  */
 export async function awaitReplicas(client: RedisClient, key: string): Promise<void> {
   const durable = durables.get(client);
   if (durable === undefined) return;
   const { wait, writer } = durable;
+  const acknowledged = Number(await sendWait(writer, key, wait));
+  if (acknowledged < wait.replicas) throw new ReplicaWaitError(acknowledged, wait.replicas);
+}
+
+/**
+ * WAIT on the connection that wrote `key`. One server: the client's own connection. A Cluster
+ * routes a command without keys to any node, so WAIT rides in a pipeline behind a command on
+ * `key`, which goes to (and over the one connection to) the node holding it.
+ */
+async function sendWait(writer: RedisClient, key: string, wait: ReplicaWait): Promise<unknown> {
+  if (!(writer instanceof Cluster)) return writer.call('WAIT', wait.replicas, wait.timeoutMs);
   const results = await writer.pipeline().exists(key).call('WAIT', wait.replicas, wait.timeoutMs).exec();
   const [err, count] = results?.[1] ?? [new Error('WAIT got no answer'), 0];
   if (err) throw err;
-  const acknowledged = Number(count);
-  if (acknowledged < wait.replicas) throw new ReplicaWaitError(acknowledged, wait.replicas);
+  return count;
 }

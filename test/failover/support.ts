@@ -64,6 +64,8 @@ export async function runFailoverCase(topology: Topology, kind: SwitchKind): Pro
         HERALD_WORKER_CONCURRENCY: '4',
         HERALD_REDIS_WAIT_REPLICAS: String(topology.waitReplicas),
         HERALD_REDIS_WAIT_TIMEOUT_MS: '1000',
+        // HERALD_TEST_LOG_LEVEL=error shows what Herald logged when a case fails.
+        LOG_LEVEL: process.env.HERALD_TEST_LOG_LEVEL ?? 'silent',
       },
       { redisUrl: topology.target },
     );

@@ -116,8 +116,8 @@ interface Answer {
 }
 
 /**
- * Every request class, LOOPS_PER_CLASS loops each, sending one request after another until `stop()`: some
- * are caught mid-way by the SIGSTOP (their first calls answered, the next ones not), which is
+ * Every request class, LOOPS_PER_CLASS loops each, sending one request after another until
+ * `stop()`: some are caught mid-way by the SIGSTOP (their first calls answered, the next ones not), which is
  * where time-outs per command added up.
  */
 function fireContinuously(stopped: () => boolean): { answers: Answer[]; stop(): Promise<void> } {
@@ -130,7 +130,8 @@ function fireContinuously(stopped: () => boolean): { answers: Answer[]; stop(): 
         const afterStop = stopped();
         const start = performance.now();
         const r = await send();
-        answers.push({ name, ms: Math.round(performance.now() - start), afterStop, ...r });
+        // Counted as answered during the stall only if Redis is still stopped when it comes.
+        answers.push({ name, ms: Math.round(performance.now() - start), afterStop: afterStop && stopped(), ...r });
       }
     });
   return {

@@ -34,6 +34,7 @@ export function isRedisUnavailable(err: unknown): boolean {
     m.startsWith('connect ETIMEDOUT') ||
     /^(LOADING|READONLY|MASTERDOWN|CLUSTERDOWN|TRYAGAIN|BUSY|UNBLOCKED) /.test(m) ||
     m.startsWith('Failed to refresh slots cache') ||
+    m.startsWith('Too many Cluster redirections') ||
     m.startsWith('None of startup nodes is available')
   );
 }
