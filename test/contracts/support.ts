@@ -1,7 +1,8 @@
 import type { Page, PageRequest } from '../../src/domain/common/pagination.js';
 import { createIdGenerator } from '../../src/domain/common/ids.js';
 import { createKeys, type Keys } from '../../src/store/keys.js';
-import { uniquePrefix, useTestRedis } from '../support/redis.js';
+import { afterAll } from 'vitest';
+import { dropPrefix, uniquePrefix, useTestRedis } from '../support/redis.js';
 
 /**
  * What the port contracts share. Each contract is one `describe` body, a function of a factory
@@ -13,12 +14,24 @@ import { uniquePrefix, useTestRedis } from '../support/redis.js';
 export type Make<R> = () => R;
 
 /**
- * The test Redis for the calling contract file, and a fresh prefix per store it makes: every key
- * sits under the file's root and is swept when the file ends.
+ * The test Redis for the calling contract file, and a fresh prefix per store it makes, each
+ * dropped when the file's tests are done.
  */
 export function contractRedis(label: string): { keys(): Keys; redis(): ReturnType<typeof useTestRedis>['redis'] } {
   const db = useTestRedis(label);
-  return { keys: () => createKeys(uniquePrefix(label)), redis: () => db.redis };
+  const made: string[] = [];
+  // Registered after useTestRedis's own hook, so it runs first, while the connection is open.
+  afterAll(async () => {
+    for (const prefix of made) await dropPrefix(db.redis, prefix);
+  });
+  return {
+    keys: () => {
+      const prefix = uniquePrefix(label);
+      made.push(prefix);
+      return createKeys(prefix);
+    },
+    redis: () => db.redis,
+  };
 }
 
 export const ids = createIdGenerator();

@@ -100,11 +100,19 @@ async function checkLeftovers(state: RunState): Promise<void> {
     for (let i = 0; i < left.length; i += 500) await redis.unlink(...left.slice(i, i + 500));
     // vitest only prints an error thrown here: the exit code is what fails the run.
     process.exitCode = 1;
+    // Per prefix first (its label names the test that took it), then the keys themselves.
+    const perPrefix = new Map<string, number>();
+    for (const k of left) {
+      const tag = k.slice(0, k.indexOf('}') + 1);
+      perPrefix.set(tag, (perPrefix.get(tag) ?? 0) + 1);
+    }
+    const prefixes = [...perPrefix].map(([tag, n]) => `${n}\t${tag}`).join('\n  ');
     const shown = left.slice(0, 50).join('\n  ');
     const more = left.length > 50 ? `\n  … and ${left.length - 50} more` : '';
     throw new Error(
       `the tests left ${left.length} key(s) in the shared Redis at ${state.url} (now deleted); ` +
-        `each test file must delete what it wrote (useTestRedis, dropPrefix, TestHerald.close):\n  ${shown}${more}`,
+        `each test file must delete what it wrote (useTestRedis, dropPrefix, TestHerald.close).\n` +
+        `Per prefix:\n  ${prefixes}\nKeys:\n  ${shown}${more}`,
     );
   } finally {
     redis.disconnect();
