@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { CHILD_DEADLINE_MS, childEnv, freePort, spawnEntry, stopChild, type Child } from '../support/child.js';
-import { testRedisUrl, uniquePrefix } from '../support/redis.js';
+import { dropPrefixAt, testRedisUrl, uniquePrefix } from '../support/redis.js';
 import { waitFor } from '../support/wait.js';
 
 /**
@@ -13,9 +13,12 @@ import { waitFor } from '../support/wait.js';
  * 16 MB semi-spaces, over the 8 MB growth the trimmer gives back.
  */
 let child: Child | undefined;
+const prefix = uniquePrefix('trim');
 afterEach(async () => {
   await stopChild(child);
   child = undefined;
+  // What the child wrote at start-up (its secret check, its queue), once it has stopped.
+  await dropPrefixAt(testRedisUrl(), prefix);
 });
 
 interface TrimLine {
@@ -40,7 +43,7 @@ describe('memory trim in a running Herald', () => {
       childEnv({
         // The test Redis and a test prefix: the file's keys are swept when it ends.
         REDIS_URL: testRedisUrl(),
-        HERALD_KEY_PREFIX: uniquePrefix('trim'),
+        HERALD_KEY_PREFIX: prefix,
         PORT: String(port),
         HOST: '127.0.0.1',
         LOG_LEVEL: 'debug',
