@@ -102,6 +102,9 @@ export type {
   SendResult,
 } from '../contracts/channel.js';
 
-/** What the queue adapter should do with a job: finish it, or run it again after a delay. */
+/**
+ * What the queue adapter should do with a job: finish it, or run it again after a delay (for
+ * pacing, a retry, or to look again whether its conversation's first message is settled).
+ */
 export type ProcessOutcome =
   { kind: 'done'; status: Delivery['status'] } | { kind: 'delay'; ms: number; reason: 'pacing' | 'retry' | 'thread' };
