@@ -5,7 +5,7 @@
  * case-insensitive unique template names) and records what was asked of it, so a test can check
  * that a refused request wrote nothing. `interfere` hooks let a test lose a compare-and-set race.
  */
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { OutboundAllow } from '../../src/domain/connection/address-policy.js';
 import type { Actor } from '../../src/domain/common/actor.js';
 import type { ApiKey } from '../../src/domain/common/api-key.js';
@@ -37,13 +37,19 @@ import type {
   DispatchBatch,
   ExecutionRepo,
   IdGenerator,
+  IdempotencyBegin,
+  IdempotencyClaim,
+  IdempotencyStore,
+  IdempotentRequest,
   IncidentFilter,
   IncidentRepo,
   Pacer,
   PostedMessage,
   QueuedJob,
   ReminderContent,
+  ReminderSchedule,
   SecretBox,
+  StoredResponse,
   TemplateRepo,
   TemplateWriteOutcome,
   ThreadRoot,
@@ -52,6 +58,8 @@ import type {
 } from '../../src/ports/index.js';
 import type { PaceStep, PacingRule } from '../../src/domain/execution/delivery-policy.js';
 import type { SendPacer } from '../../src/services/deliveries.js';
+import { LIMITS } from '../../src/domain/common/limits.js';
+import { IDEMPOTENCY_LEASE_MS } from '../../src/store/idempotency.js';
 
 // ── time and ids ─────────────────────────────────────────────────────────────────────────────
 
@@ -739,6 +747,99 @@ export class InMemoryConversationRepo implements ConversationRepo {
   forget(incidentId: string, connectionId: string, deliveryId: string): Promise<void> {
     const k = `${incidentId}/${connectionId}`;
     if (this.roots.get(k)?.deliveryId === deliveryId) this.roots.delete(k);
+    return Promise.resolve();
+  }
+}
+
+// ── idempotency and reminders ────────────────────────────────────────────────────────────────
+
+/**
+ * The Redis idempotency store (src/store/idempotency.ts) in memory, on a clock: a claim is a
+ * lease of IDEMPOTENCY_LEASE_MS that only its holder (same fingerprint and token) renews,
+ * completes or releases; a stored answer lives LIMITS.idempotencyTtlSeconds; the fingerprint is
+ * compared before anything else, so a different body with the same key is refused while in
+ * flight and once done. `within` only runs `work`: no in-memory repo writes the answer with its
+ * effect (the Redis commit does), so `complete` is how a fake request stores it.
+ */
+export class InMemoryIdempotencyStore implements IdempotencyStore {
+  /** `scope/key` → the claim or the answer, and when it lapses (ms on the clock). */
+  readonly entries = new Map<
+    string,
+    { fingerprint: string; token: string | null; response: StoredResponse | null; expiresAt: number }
+  >();
+
+  constructor(private readonly clock: Clock) {}
+
+  private live(scope: string, key: string) {
+    const k = `${scope}/${key}`;
+    const e = this.entries.get(k);
+    if (e && e.expiresAt <= this.clock.now().getTime()) this.entries.delete(k);
+    return this.entries.get(k) ?? null;
+  }
+  private held(claim: IdempotencyClaim) {
+    const e = this.live(claim.scope, claim.key);
+    return e && e.response === null && e.fingerprint === claim.fingerprint && e.token === claim.token ? e : null;
+  }
+
+  begin(scope: string, key: string, fingerprint: string): Promise<IdempotencyBegin> {
+    const e = this.live(scope, key);
+    if (!e) {
+      const claim: IdempotencyClaim = { scope, key, fingerprint, token: randomBytes(12).toString('hex') };
+      const expiresAt = this.clock.now().getTime() + IDEMPOTENCY_LEASE_MS;
+      this.entries.set(`${scope}/${key}`, { fingerprint, token: claim.token, response: null, expiresAt });
+      return Promise.resolve({ state: 'new', claim });
+    }
+    if (e.fingerprint !== fingerprint) return Promise.resolve({ state: 'mismatch' });
+    if (e.response === null) return Promise.resolve({ state: 'in_flight' });
+    return Promise.resolve({ state: 'done', response: copy(e.response) });
+  }
+  renew(claim: IdempotencyClaim): Promise<boolean> {
+    const e = this.held(claim);
+    if (e) e.expiresAt = this.clock.now().getTime() + IDEMPOTENCY_LEASE_MS;
+    return Promise.resolve(e !== null);
+  }
+  complete(claim: IdempotencyClaim, response: StoredResponse): Promise<void> {
+    const e = this.held(claim);
+    if (e) {
+      e.response = copy(response);
+      e.token = null;
+      e.expiresAt = this.clock.now().getTime() + LIMITS.idempotencyTtlSeconds * 1000;
+    }
+    return Promise.resolve();
+  }
+  release(claim: IdempotencyClaim): Promise<void> {
+    if (this.held(claim)) this.entries.delete(`${claim.scope}/${claim.key}`);
+    return Promise.resolve();
+  }
+  within<T>(_request: IdempotentRequest, work: () => T): T {
+    return work();
+  }
+}
+
+/**
+ * The Redis reminder schedule (src/store/reminders.ts) in memory: incident id → due time (ms),
+ * claimed in due order (ties by id, as a sorted set orders them) by pushing each a lease ahead.
+ * `schedule` is what the incident commit mirrors from `next_reminder_at` (null drops it).
+ */
+export class InMemoryReminderSchedule implements ReminderSchedule {
+  readonly due = new Map<string, number>();
+
+  schedule(incidentId: string, atMs: number | null): void {
+    if (atMs === null) this.due.delete(incidentId);
+    else this.due.set(incidentId, atMs);
+  }
+  claimDue(nowMs: number, leaseMs: number, limit: number): Promise<{ incidentId: string; lease: number }[]> {
+    const lease = nowMs + leaseMs;
+    const claimed = [...this.due]
+      .filter(([, at]) => at <= nowMs)
+      .sort(([a, x], [b, y]) => x - y || (a < b ? -1 : a > b ? 1 : 0))
+      .slice(0, limit)
+      .map(([incidentId]) => ({ incidentId, lease }));
+    for (const c of claimed) this.due.set(c.incidentId, lease);
+    return Promise.resolve(claimed);
+  }
+  release(incidentId: string, lease: number, atMs: number | null): Promise<void> {
+    if (this.due.get(incidentId) === lease) this.schedule(incidentId, atMs);
     return Promise.resolve();
   }
 }
