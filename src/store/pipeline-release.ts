@@ -32,10 +32,19 @@ const noop = (): void => undefined;
  * pauses of 1.7 ms on average; a plain ioredis loop of 64 concurrent auto-pipelined MGETs went
  * from 10.6 to 0.2 MB per scavenge and from ~150,000 to ~180,000–200,000 commands a second.
  *
- * Safe because nothing reads these fields once the pipeline has settled: ioredis resolves the
- * pipeline once, after every reply (a cluster redirection re-sends before that), and hands
- * callers a copy of the results. The queue and results become empty arrays (so `length` still
- * reads 0); a pipeline is not run twice (ioredis refuses that for MULTI).
+ * Only once exec has fulfilled: ioredis fulfils a pipeline once, after every command has answered
+ * (Pipeline.fillResult counts the replies down; a Cluster redirection re-sends before that), and
+ * hands callers a copy of the results, so nothing reads these fields afterwards. The queue and
+ * results become empty arrays (so `length` still reads 0); a pipeline is not run twice (ioredis
+ * refuses that for MULTI).
+ *
+ * A rejected pipeline is left as it is. A rejection does not wait for the commands: ioredis
+ * rejects a pipeline it cannot route or finish sending (a Cluster without a slot map, keys across
+ * slots, a HIMPORT preparation or send that fails part-way), and every command already sent still
+ * reports its reply, or its connection error once the connection closes, to fillResult, which
+ * reads `_queue[position]`. Emptied, that threw a TypeError for each late command, each one an
+ * unhandled rejection. Failed pipelines are rare; keeping one until the next full collection
+ * costs nothing worth saving.
  */
 export function releaseSettledPipelines(client: RedisClient): void {
   const create = client.pipeline.bind(client);
@@ -52,10 +61,11 @@ export function releaseSettledPipelines(client: RedisClient): void {
         internals.resolve = noop;
         internals.reject = noop;
       };
-      // A branch of its own: the caller still gets the result or the failure. (It does count as
-      // handling a failure, so an ignored failed exec would raise no unhandled-rejection warning;
-      // Herald awaits every exec, which the lint's no-floating-promises rule holds it to.)
-      settled.then(release, release);
+      // A branch of its own: the caller still gets the result or the failure. The failure side
+      // keeps everything (see above) and only marks this branch's rejection as handled, so an
+      // ignored failed exec raises no unhandled-rejection warning; Herald awaits every exec,
+      // which the lint's no-floating-promises rule holds it to.
+      settled.then(release, noop);
       return settled;
     };
     return pipeline;
