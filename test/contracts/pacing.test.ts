@@ -6,7 +6,7 @@ import type { ExecutionRepo } from '../../src/ports/index.js';
 import type { SendPacer } from '../../src/services/deliveries.js';
 import { RedisExecutionRepo } from '../../src/store/executions.js';
 import { RedisPacer } from '../../src/store/pacing.js';
-import { FakeClock, FakeSendPacer, InMemoryExecutionRepo } from '../service/fakes.js';
+import { FakeClock, FakeSendPacer, InMemoryExecutionRepo, InMemoryIncidentRepo } from '../service/fakes.js';
 import { contractRedis, ids, plain, type Make } from './support.js';
 
 /**
@@ -38,7 +38,7 @@ function redisHarness(): Harness {
 }
 
 function fakeHarness(): Harness {
-  const repo = new InMemoryExecutionRepo();
+  const repo = new InMemoryExecutionRepo(new InMemoryIncidentRepo());
   return {
     pacer: new FakeSendPacer(new FakeClock(), repo),
     repo,
