@@ -478,18 +478,26 @@ export class FakeQueue implements DeliveryQueue {
   /** Dispatch jobs (an execute's deliveries, DISPATCH_CHUNK each), as BullDeliveryQueue.dispatch adds them. */
   readonly batches: DispatchBatch[] = [];
   failWith: Error | null = null;
+  /** As BullMQ: a job id already on the queue is not added again (the first one stays). */
   enqueue(jobs: QueuedJob[]): Promise<void> {
     if (this.failWith) return Promise.reject(this.failWith);
-    this.jobs.push(...jobs);
+    for (const j of jobs) if (!this.holds(j.jobId)) this.jobs.push(j);
     return Promise.resolve();
   }
   dispatch(batches: DispatchBatch[]): Promise<void> {
     if (this.failWith) return Promise.reject(this.failWith);
-    this.batches.push(...batches);
+    for (const b of batches) if (!this.holds(b.jobId)) this.batches.push(b);
     return Promise.resolve();
   }
-  remove(): Promise<void> {
+  /** Takes the jobs back (nothing runs them here, so every one is still waiting). */
+  remove(jobIds: string[]): Promise<void> {
+    const gone = new Set(jobIds);
+    this.jobs.splice(0, this.jobs.length, ...this.jobs.filter((j) => !gone.has(j.jobId)));
+    this.batches.splice(0, this.batches.length, ...this.batches.filter((b) => !gone.has(b.jobId)));
     return Promise.resolve();
+  }
+  private holds(jobId: string): boolean {
+    return this.jobs.some((j) => j.jobId === jobId) || this.batches.some((b) => b.jobId === jobId);
   }
 }
 
