@@ -1,4 +1,4 @@
-import { currentDeadline, RequestDeadlineError } from '../domain/common/unavailable.js';
+import { currentDeadline, RequestDeadlineError, setRedisStallProbe } from '../domain/common/unavailable.js';
 import type { RedisClient } from './redis-client.js';
 
 /*
@@ -9,13 +9,43 @@ import type { RedisClient } from './redis-client.js';
 /** Throws RequestDeadlineError when the current request's deadline has passed. */
 export function checkDeadline(): void {
   const d = currentDeadline();
-  if (d !== undefined && Date.now() >= d.at) throw new RequestDeadlineError();
+  if (d !== undefined && d.passed) throw new RequestDeadlineError();
 }
 
 /** `p`, or RequestDeadlineError once the current request's deadline passes first. */
 export function raceDeadline<T>(p: Promise<T>): Promise<T> {
   const d = currentDeadline();
   return d === undefined ? p : Promise.race([p, d.expired]);
+}
+
+/*
+ * Whether Redis is answering at all: the commands the request connections have outstanding, and
+ * when the last of them was answered (or, from idle, when the first was sent). A deadline passes
+ * only while this shows no progress (domain/common/unavailable.ts), so a slow machine is not
+ * mistaken for a stalled Redis.
+ */
+let outstanding = 0;
+let progressAt = Date.now();
+const progressed = (): void => {
+  outstanding--;
+  progressAt = Date.now();
+};
+/** The first request connection bound, with its own (unbound) ping, for the probe below. */
+let pinger: (() => Promise<unknown>) | undefined;
+setRedisStallProbe(
+  () => (outstanding > 0 ? Date.now() - progressAt : 0),
+  () => {
+    // One ping at a time, and only when nothing else would show whether Redis answers.
+    if (outstanding === 0 && pinger !== undefined) tracked(pinger()).catch(() => undefined);
+  },
+);
+
+/** Counts `p` as outstanding until it settles (whatever its outcome). */
+function tracked<T>(p: Promise<T>): Promise<T> {
+  if (outstanding === 0) progressAt = Date.now();
+  outstanding++;
+  p.then(progressed, progressed);
+  return p;
 }
 
 type AnyFn = (this: unknown, ...args: unknown[]) => unknown;
@@ -31,6 +61,7 @@ const isThenable = (v: unknown): v is Promise<unknown> =>
  */
 export function bindToRequestDeadline(client: RedisClient): void {
   const target = client as unknown as Record<string, unknown>;
+  pinger ??= client.ping.bind(client);
   const names = new Set<string>([...client.getBuiltinCommands(), 'call', 'sendCommand']);
   // Scripts and their Buffer variants are own properties added by defineCommand.
   for (const key of Object.keys(target)) if (typeof target[key] === 'function') names.add(key);
@@ -59,9 +90,9 @@ function bound(original: AnyFn): AnyFn {
     // run, and its callback is how it learns the outcome, whatever request is being served.
     if (d === undefined || typeof args[args.length - 1] === 'function') return original.apply(this, args);
     // Past the deadline nothing more is sent: the request is being answered 503.
-    if (Date.now() >= d.at) return handled(Promise.reject(new RequestDeadlineError()));
+    if (d.passed) return handled(Promise.reject(new RequestDeadlineError()));
     const result = original.apply(this, args);
-    return isThenable(result) ? handled(Promise.race([result, d.expired])) : result;
+    return isThenable(result) ? handled(Promise.race([tracked(result), d.expired])) : result;
   };
 }
 

@@ -45,14 +45,19 @@ export function isRedisUnavailable(err: unknown): boolean {
  * A per-command time-out adds up: a request that makes three calls against a paused Redis waits
  * three time-outs. Instead the HTTP edge opens a deadline when a request arrives
  * (src/http/middleware/deadline.ts), and every command a request connection sends while the
- * request is unanswered races the time that is left. Past the deadline a command fails with
- * RequestDeadlineError (a "Redis cannot be used" error, answered 503), and a command not yet sent
- * is never sent: a request answered 503 does not go on to commit its write afterwards.
+ * request is unanswered races it. Once it passes a command fails with RequestDeadlineError (a
+ * "Redis cannot be used" error, answered 503), and a command not yet sent is never sent: a request
+ * answered 503 does not go on to commit its write afterwards.
+ *
+ * The deadline passes only while Redis is not answering (see redisStalledFor): a request that
+ * Redis keeps answering — a large execute, or any request on a machine whose CPUs are busy — is
+ * slow, not stuck, and cutting it off would turn load into errors. When the time is up and Redis
+ * has made progress recently, the deadline looks again shortly after.
  */
 export interface Deadline {
-  /** Date.now() at which the request's Redis calls give up. */
-  readonly at: number;
-  /** Rejects at `at` (never resolves); commands race it. */
+  /** Set once the deadline has passed: commands not yet sent fail at once. */
+  readonly passed: boolean;
+  /** Rejects when the deadline passes (never resolves); commands race it. */
   readonly expired: Promise<never>;
   /** Set once the request is answered: what it started afterwards is not bound by it. */
   finished: boolean;
@@ -68,25 +73,87 @@ export class RequestDeadlineError extends Error {
   }
 }
 
+/**
+ * Redis counts as stalled once commands have been waiting this long with no reply to any of them.
+ * Far above a healthy reply on a loaded machine (milliseconds to tens of them), far below the
+ * 2 s within which a stalled Redis is answered.
+ */
+export const REDIS_STALL_MS = 300;
+/** How often a deadline whose time is up looks again while Redis is still answering. */
+const RECHECK_MS = 100;
+
+/**
+ * How long the request connections' outstanding commands have gone without any reply (0 when
+ * nothing is outstanding), and a way to ask Redis something when nothing is: the store sets both
+ * (src/store/deadline.ts) when it binds a request connection. Without them, Redis counts as
+ * stalled whenever a deadline's time is up.
+ */
+let stalledFor: () => number = () => Number.POSITIVE_INFINITY;
+let probeRedis: () => void = () => undefined;
+
+export function setRedisStallProbe(probe: () => number, ping: () => void): void {
+  stalledFor = probe;
+  probeRedis = ping;
+}
+
+/** Whether Redis has stopped answering the request connections (see REDIS_STALL_MS). */
+export function redisStalled(): boolean {
+  return stalledFor() >= REDIS_STALL_MS;
+}
+
+/**
+ * Calls `then` once `ms` have passed and Redis is stalled, looking again every RECHECK_MS while
+ * it is not. A stall is confirmed after the event loop's I/O phase (setImmediate): on a busy
+ * machine a reply may already sit in the socket, and a timer runs before it is read.
+ * Returns a function that cancels.
+ */
+export function whenStalledAfter(ms: number, then: () => void): () => void {
+  let timer: NodeJS.Timeout | undefined;
+  let immediate: NodeJS.Immediate | undefined;
+  const look = (): void => {
+    timer = undefined;
+    if (!redisStalled()) {
+      // A request waiting on something else (BullMQ's connection, the CPU) has no command of its
+      // own outstanding: a ping shows within REDIS_STALL_MS whether Redis is answering.
+      probeRedis();
+      timer = setTimeout(look, RECHECK_MS);
+      return;
+    }
+    immediate = setImmediate(() => {
+      immediate = undefined;
+      if (redisStalled()) then();
+      else timer = setTimeout(look, RECHECK_MS);
+    });
+  };
+  timer = setTimeout(look, Math.max(0, ms));
+  return () => {
+    clearTimeout(timer);
+    if (immediate !== undefined) clearImmediate(immediate);
+  };
+}
+
 const storage = new AsyncLocalStorage<Deadline>();
 
-/** A deadline `ms` from now; `end()` it when the request is answered. */
+/** A deadline `ms` from now (passing only while Redis is stalled); `end()` it when answered. */
 export function openDeadline(ms: number): Deadline {
-  let timer: NodeJS.Timeout | undefined;
-  const expired = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new RequestDeadlineError()), Math.max(0, ms));
-  });
-  // Nobody may be racing it when it fires.
-  expired.catch(() => undefined);
-  const d: Deadline = {
-    at: Date.now() + ms,
-    expired,
+  let cancel: () => void = () => undefined;
+  const d = {
+    passed: false,
     finished: false,
+    expired: undefined as unknown as Promise<never>,
     end() {
       d.finished = true;
-      clearTimeout(timer);
+      cancel();
     },
   };
+  d.expired = new Promise<never>((_, reject) => {
+    cancel = whenStalledAfter(ms, () => {
+      d.passed = true;
+      reject(new RequestDeadlineError());
+    });
+  });
+  // Nobody may be racing it when it passes.
+  d.expired.catch(() => undefined);
   return d;
 }
 

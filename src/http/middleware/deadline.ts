@@ -1,21 +1,23 @@
 import { ServerResponse } from 'node:http';
 import type { ErrorRequestHandler, RequestHandler, Response } from 'express';
 import { serviceUnavailable, UNAVAILABLE_RETRY_AFTER_S } from '../../domain/common/errors.js';
-import { openDeadline, withDeadline } from '../../domain/common/unavailable.js';
+import { openDeadline, whenStalledAfter, withDeadline } from '../../domain/common/unavailable.js';
 import { requestIdOf } from '../context.js';
 import { toProblem } from './problem.js';
 
 /**
- * How long a request's Redis calls may take in all, from its arrival. Every command a request
- * sends races what is left of it (src/store/deadline.ts), so a paused or unreachable Redis is
- * answered 503 once, at this bound, however many calls the request makes.
+ * How long a request's Redis calls may take in all, from its arrival, while Redis is not
+ * answering. Every command a request sends races the deadline (src/store/deadline.ts), so a
+ * paused or unreachable Redis is answered 503 once, at this bound, however many calls the request
+ * makes. A Redis that is answering, however slowly the request progresses, is not cut off
+ * (domain/common/unavailable.ts, REDIS_STALL_MS).
  */
 export const REQUEST_REDIS_BUDGET_MS = 900;
 
 /**
  * The latest an API request or /readyz is answered while Redis does not respond: a 503 is sent
- * at this point even if the request is still waiting on something else (BullMQ, an event loop
- * slowed by load). With REQUEST_REDIS_BUDGET_MS it leaves 200 ms for the answer to reach a client
+ * at this point, if Redis is stalled, even when the request is waiting on something else (BullMQ,
+ * whose connections are not bound to the deadline). With REQUEST_REDIS_BUDGET_MS it leaves 200 ms for the answer to reach a client
  * on a busy machine within the 2 s promised (docs/operations/failover.md).
  */
 export const REQUEST_ANSWER_BOUND_MS = 1200;
@@ -26,16 +28,16 @@ type DeadlineLocals = { [ANSWERED]?: boolean };
 /**
  * Opens the request's deadline, which every Redis call under it observes. When `answer` says so
  * for the request's path (the API and /readyz: not Slack's endpoint, whose answer is its own
- * friendly line), a request still unanswered at REQUEST_ANSWER_BOUND_MS gets 503
+ * friendly line), a request still unanswered at REQUEST_ANSWER_BOUND_MS while Redis is stalled gets 503
  * service_unavailable problem+json with Retry-After, and whatever the request does afterwards is
  * dropped (see deadlineAftermath).
  */
 export function requestDeadline(answer: (path: string) => boolean): RequestHandler {
   return (req, res, next) => {
     const deadline = openDeadline(REQUEST_REDIS_BUDGET_MS);
-    let bound: NodeJS.Timeout | undefined;
+    let cancelBound: () => void = () => undefined;
     if (answer(req.path)) {
-      bound = setTimeout(() => {
+      cancelBound = whenStalledAfter(REQUEST_ANSWER_BOUND_MS, () => {
         if (res.headersSent || res.writableEnded) return;
         (res.locals as DeadlineLocals)[ANSWERED] = true;
         const err = serviceUnavailable();
@@ -49,11 +51,11 @@ export function requestDeadline(answer: (path: string) => boolean): RequestHandl
         });
         ServerResponse.prototype.end.call(res, body, 'utf8');
         freeze(res);
-      }, REQUEST_ANSWER_BOUND_MS);
+      });
     }
     const done = () => {
       deadline.end();
-      clearTimeout(bound);
+      cancelBound();
     };
     res.once('finish', done);
     res.once('close', done);
