@@ -36,6 +36,7 @@ import { RedisIncidentRepo } from '../store/incidents.js';
 import { createKeys, type Keys } from '../store/keys.js';
 import { RedisPacer } from '../store/pacing.js';
 import { RedisRateLimiter } from '../store/rate-limit.js';
+import { RedisReminderSchedule } from '../store/reminders.js';
 import type { RedisClient as Redis, RedisTarget } from '../store/redis-connect.js';
 import { createRedis, readRedisFacts, whenReady, type RedisFacts } from '../store/redis.js';
 import { RedisTemplateRepo } from '../store/templates.js';
@@ -43,12 +44,13 @@ import {
   composeChannels,
   deliveryWorker,
   openDeliveryStore,
+  REMINDER_LEASE_MS,
   type DeliveryWorker,
   type RedisParts,
 } from './delivery.js';
 import { Topic, type IncidentChangeKind } from './events.js';
 import { rolePlan } from './role.js';
-import { buildServices, type Services } from './services.js';
+import { buildServices, LateReminderNotifier, type Services } from './services.js';
 import { slackEdge } from './slack.js';
 import { checkRedis, openSecretBox, outboundAllow } from './startup-checks.js';
 
@@ -88,13 +90,15 @@ export async function createHerald(opts: HeraldOptions): Promise<Herald> {
   const clock = opts.clock ?? systemClock;
   const plan = rolePlan(config.HERALD_ROLE);
   const redis = createRedis(opts.redisUrl, { name: 'herald-api', log, replicaWait: replicaWaitFromConfig(config) });
+  // What start-up has opened, closed in reverse order by close() and by a refusal to start alike: a
+  // refused Herald must not leave its queue's connection open to write its keys after the refusal.
+  const opened: Closers = [];
   try {
     await whenReady(redis, CORE_CONNECT_TIMEOUT_MS);
     const redisFacts = await checkRedis(redis, log);
     const keys = createKeys(config.HERALD_KEY_PREFIX);
     const parts: RedisParts = { config, redisUrl: opts.redisUrl, redis, keys, log, clock };
-    const composed = await composeServices(opts, parts);
-    const { services, worker, events, registry, box } = composed;
+    const { services, worker, events, registry, box, reminderNotifier } = await composeServices(opts, parts, opened);
     const edge: EdgeDeps = {
       keys: services.apiKeys,
       limiter: new RedisRateLimiter(redis, keys, {
@@ -117,14 +121,16 @@ export async function createHerald(opts: HeraldOptions): Promise<Herald> {
       idempotency: edge.idempotency,
       pacer: new RedisPacer(redis, keys),
     });
+    if (slack) opened.push(() => slack.stop());
+    // Its reminders go to the Slack announcement's thread when Slack is on (a worker has the bot token).
+    reminderNotifier.attach(slack?.announcer ?? null);
     if (slack) {
       // The announcement follows its incident, and its receipts every delivery change, in whichever process made it.
       events.incidentChanged.on((incident, kind) => slack.announcer.incidentChanged(incident, kind));
       events.deliveryChanged.on((d) => slack.announcer.deliveryChanged(d));
     }
     finish();
-    // Its reminders go to the Slack announcement's thread when Slack is on (a worker has the bot token).
-    if (opts.worker ?? plan.runWorker) worker.start(slack?.announcer ?? null, { reminders: plan.runReminders });
+    if (opts.worker ?? plan.runWorker) worker.start({ reminders: plan.runReminders });
     if (slack?.mode === 'socket' && plan.receiveSlack) {
       slack.start().catch((err: unknown) => log.error({ err }, 'Slack Socket Mode could not connect'));
     }
@@ -137,15 +143,23 @@ export async function createHerald(opts: HeraldOptions): Promise<Herald> {
       app,
       slack,
       async close() {
-        await slack?.stop();
-        await composed.close();
+        await closeAll(opened);
         await redis.quit().catch(() => undefined);
       },
     };
   } catch (e) {
+    await closeAll(opened);
     redis.disconnect();
     throw e;
   }
+}
+
+/** Closes of what start-up opened, in the order it opened them. */
+type Closers = (() => Promise<void>)[];
+
+/** Last opened, first closed, each awaited: one that fails is logged by its owner and skipped here. */
+async function closeAll(opened: Closers): Promise<void> {
+  for (const close of opened.splice(0).reverse()) await close().catch(() => undefined);
 }
 
 interface HeraldEvents {
@@ -160,13 +174,15 @@ interface HeraldEvents {
 async function composeServices(
   opts: HeraldOptions,
   parts: RedisParts,
+  opened: Closers,
 ): Promise<{
   services: Services;
   worker: DeliveryWorker;
   events: HeraldEvents;
   registry: Registry;
   box: SecretBox;
-  close(): Promise<void>;
+  /** Attach the Slack announcer (or null) once it exists: the worker's reminders post through it. */
+  reminderNotifier: LateReminderNotifier;
 }> {
   const { config, log, redis, keys, clock } = parts;
   const box = await openSecretBox(config, redis, keys, log);
@@ -179,16 +195,17 @@ async function composeServices(
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'herald_' });
   const store = openDeliveryStore(parts, registry);
+  opened.push(() => store.close());
   events.deliveryChanged.on(store.metrics.changed);
   const ids = createIdGenerator(() => clock.now().getTime());
   const exist = (key: (id: string) => string) => (list: string[]) => keysExist(redis, list.map(key));
-  const incidents = new RedisIncidentRepo(redis, keys);
+  const reminderNotifier = new LateReminderNotifier();
   const services = buildServices({
     clock,
     ids,
     random: Math.random,
     repos: {
-      incidents,
+      incidents: new RedisIncidentRepo(redis, keys),
       templates: new RedisTemplateRepo(redis, keys),
       connections: new RedisConnectionRepo(redis, keys),
       apiKeys: new RedisApiKeyRepo(redis, keys),
@@ -207,6 +224,12 @@ async function composeServices(
     publicUrl: config.HERALD_PUBLIC_URL,
     threadWaitMs: config.HERALD_THREAD_WAIT_MS,
     slackAdmins: config.HERALD_SLACK_ADMINS,
+    reminders: {
+      schedule: new RedisReminderSchedule(redis, keys),
+      repeatMs: config.HERALD_REMINDER_REPEAT,
+      leaseMs: REMINDER_LEASE_MS,
+      notifier: reminderNotifier,
+    },
     notices: {
       incidentChanged: (incident, kind) => void events.incidentChanged.emit(incident, kind),
       deliveryChanged: (d) => void events.deliveryChanged.emit(d),
@@ -215,26 +238,13 @@ async function composeServices(
         log.warn({ err: err instanceof Error ? err.message : String(err) }, `delivery bookkeeping failed: ${what}`),
       executeTrouble: (what, err) =>
         log.error({ err: err instanceof Error ? err.message : String(err) }, `execute: ${what}`),
+      reminderTrouble: (what, err) =>
+        log.warn({ err: err instanceof Error ? err.message : String(err) }, `update reminder failed: ${what}`),
     },
   });
-  const worker = deliveryWorker({
-    ...parts,
-    ids,
-    incidents,
-    deliveries: services.deliveries,
-    reminded: (incident) => void events.incidentChanged.emit(incident, 'updated'),
-  });
-  return {
-    services,
-    worker,
-    events,
-    registry,
-    box,
-    async close() {
-      await worker.close();
-      await store.close();
-    },
-  };
+  const worker = deliveryWorker({ ...parts, deliveries: services.deliveries, reminders: services.reminders });
+  opened.push(() => worker.close());
+  return { services, worker, events, registry, box, reminderNotifier };
 }
 
 /** /v1: every resource's routes and the OpenAPI document, straight on the app (see mountRoutes). */

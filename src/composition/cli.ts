@@ -9,8 +9,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import { systemClock, type Clock } from '../domain/common/clock.js';
 import { createIdGenerator } from '../domain/common/ids.js';
-import { AccessPolicy } from '../services/access.js';
-import { ApiKeyService } from '../services/api-keys.js';
+import type { ApiKeyService } from '../services/api-keys.js';
 import { RedisApiKeyRepo } from '../store/api-keys.js';
 import { createSecretBox, nodeTokenCrypto } from '../store/crypto.js';
 import {
@@ -20,6 +19,7 @@ import {
   type EmbeddedRedis,
 } from '../runtime/embedded-redis/index.js';
 import { createKeys } from '../store/keys.js';
+import { buildKeyServices } from './key-services.js';
 import { createRedis, whenReady } from '../store/redis.js';
 import { describeRedisTarget, redisTargetFromConfig } from '../store/redis-connect.js';
 import { redisLocation } from '../store/redis-location.js';
@@ -107,13 +107,14 @@ export async function openCore(opts: {
   }
   const clock = opts.clock ?? systemClock;
   const ids = createIdGenerator(() => clock.now().getTime());
-  const apiKeys = new ApiKeyService({
-    repo: new RedisApiKeyRepo(redis, createKeys(config.HERALD_KEY_PREFIX)),
+  // The server's own wiring of the key service (buildServices calls the same). The CLI acts as the
+  // system actor (the operator on the host), whom AccessPolicy lets manage keys: no Slack admin here.
+  const { apiKeys } = buildKeyServices({
     clock,
     ids,
+    apiKeys: new RedisApiKeyRepo(redis, createKeys(config.HERALD_KEY_PREFIX)),
     crypto: nodeTokenCrypto,
-    // The CLI acts as the system actor (the operator on the host), whom AccessPolicy lets manage keys.
-    access: new AccessPolicy({ slackAdmins: [] }),
+    slackAdmins: [],
   });
   const resealSecrets = async (): Promise<ResealReport> => {
     const keys = createKeys(config.HERALD_KEY_PREFIX);

@@ -10,8 +10,6 @@ import { createSmtpClient } from '../channels/email/send.js';
 import type { Config } from '../config.js';
 import type { OutboundAllow } from '../domain/connection/address-policy.js';
 import type { Clock } from '../domain/common/clock.js';
-import type { IdGenerator } from '../domain/common/ids.js';
-import type { Incident } from '../domain/incident/incident.js';
 import { createConnectionTester } from '../delivery/connection-tester.js';
 import { deliveryMetrics, type DeliveryMetrics } from '../delivery/metrics.js';
 import { createBoundedResolver } from '../delivery/outbound/guard.js';
@@ -20,13 +18,12 @@ import { BullDeliveryQueue } from '../delivery/queue.js';
 import { startReminderLoop } from '../delivery/reminder-loop.js';
 import { createChannelSenders, loadChannelAdapters } from '../delivery/senders.js';
 import { startDeliveryRuntime, type DeliveryRuntime } from '../delivery/worker.js';
-import type { ChannelSenders, ConnectionTester, IncidentRepo, ReminderNotifier } from '../ports/index.js';
+import type { ChannelSenders, ConnectionTester } from '../ports/index.js';
 import type { DeliveryService } from '../services/deliveries.js';
-import { ReminderService } from '../services/reminders.js';
+import type { ReminderService } from '../services/reminders.js';
 import { replicaWaitFromConfig } from '../store/durability.js';
 import { RedisExecutionRepo } from '../store/executions.js';
 import type { Keys } from '../store/keys.js';
-import { RedisReminderSchedule } from '../store/reminders.js';
 import type { RedisClient as Redis, RedisTarget } from '../store/redis-connect.js';
 import { BULK_COMMAND_TIMEOUT_MS, createRedis, isRedisUnavailable, redisErrorLogger } from '../store/redis.js';
 
@@ -91,10 +88,19 @@ export function openDeliveryStore(o: RedisParts, registry: Registry): DeliverySt
     metrics: deliveryMetrics(registry),
     async close() {
       await queue.close().catch(() => undefined);
-      await queueConnection.quit().catch(() => undefined);
-      await bulkConnection.quit().catch(() => undefined);
+      await closeConnection(queueConnection);
+      await closeConnection(bulkConnection);
     },
   };
+}
+
+/**
+ * QUIT, or, on a connection not ready yet (start-up refused early), a plain disconnect: without
+ * an offline queue, QUIT is refused there, and the connection would stay open and finish its
+ * connecting (BullMQ then writes its queue's keys).
+ */
+async function closeConnection(c: Redis): Promise<void> {
+  await c.quit().catch(() => c.disconnect());
 }
 
 /** The BullMQ queue the services enqueue on, over a connection of its own. */
@@ -115,19 +121,17 @@ function composeQueue(o: RedisParts): { queue: BullDeliveryQueue; queueConnectio
 
 /** What the worker runtime is wired from, besides Redis. */
 export interface WorkerParts extends RedisParts {
-  ids: IdGenerator;
-  incidents: IncidentRepo;
   deliveries: DeliveryService;
-  /** Told when a reminder changed an incident (the Slack announcement shows "overdue"). */
-  reminded(incident: Incident): void;
+  /** The update cadence's reminders (built by buildServices, its notifier attached before start). */
+  reminders: ReminderService;
 }
 
 export interface DeliveryWorker {
   /**
-   * Starts the delivery worker and its outbox sweep, and (`reminders`) the update cadence's
-   * reminders (`notifier`: the Slack thread, when Slack is on). Once; later calls do nothing.
+   * Starts the delivery worker and its outbox sweep, and (`reminders`) the loop that runs the
+   * update cadence's due reminders. Once; later calls do nothing.
    */
-  start(notifier: ReminderNotifier | null, opts: { reminders: boolean }): void;
+  start(opts: { reminders: boolean }): void;
   /** Stops taking jobs, waits for the running ones (up to the drain deadline), closes its connection. */
   close(): Promise<void>;
 }
@@ -137,16 +141,16 @@ export function deliveryWorker(o: WorkerParts): DeliveryWorker {
   let reminderLoop: { close(): Promise<void> } | null = null;
   let workerConnection: Redis | null = null;
   return {
-    start(notifier, opts) {
+    start(opts) {
       if (runtime) return;
       workerConnection = createRedis(o.redisUrl, { worker: true, name: 'herald-worker', log: o.log });
       runtime = startWorkerRuntime(o, workerConnection);
-      if (opts.reminders) reminderLoop = startReminderLoop(composeReminders(o, notifier), REMINDER_POLL_MS, o.log);
+      if (opts.reminders) reminderLoop = startReminderLoop(o.reminders, REMINDER_POLL_MS, o.log);
     },
     async close() {
       await reminderLoop?.close();
       await runtime?.close();
-      await workerConnection?.quit().catch(() => undefined);
+      if (workerConnection) await closeConnection(workerConnection);
     },
   };
 }
@@ -154,23 +158,7 @@ export function deliveryWorker(o: WorkerParts): DeliveryWorker {
 /** How often the worker looks for due reminders: a reminder is at most this late (plus a lease after a crash). */
 const REMINDER_POLL_MS = 1000;
 /** How long a worker holds a due reminder before another may take it over. */
-const REMINDER_LEASE_MS = 10_000;
-
-/** The reminders service: built with the worker, since its notifier (the Slack thread) exists only then. */
-function composeReminders(o: WorkerParts, notifier: ReminderNotifier | null): ReminderService {
-  return new ReminderService({
-    incidents: o.incidents,
-    schedule: new RedisReminderSchedule(o.redis, o.keys),
-    notifier,
-    clock: o.clock,
-    ids: o.ids,
-    repeatMs: o.config.HERALD_REMINDER_REPEAT,
-    leaseMs: REMINDER_LEASE_MS,
-    onReminded: (incident) => o.reminded(incident),
-    onError: (what, err) =>
-      o.log.warn({ err: err instanceof Error ? err.message : String(err) }, `update reminder failed: ${what}`),
-  });
-}
+export const REMINDER_LEASE_MS = 10_000;
 
 function startWorkerRuntime(o: WorkerParts, connection: Redis): DeliveryRuntime {
   const { config } = o;

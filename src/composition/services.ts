@@ -21,20 +21,24 @@ import type {
   ExecutionRepo,
   IdGenerator,
   IncidentRepo,
+  ReminderNotifier,
+  ReminderSchedule,
   SecretBox,
   TemplateRepo,
   TokenCrypto,
 } from '../ports/index.js';
-import { AccessPolicy } from '../services/access.js';
+import type { AccessPolicy } from '../services/access.js';
 import { AdminViewService } from '../services/admin-view.js';
 import { AnnouncementService } from '../services/announcement-service.js';
-import { ApiKeyService } from '../services/api-keys.js';
+import type { ApiKeyService } from '../services/api-keys.js';
 import { ConnectionService } from '../services/connections.js';
 import { DeliveryService, type SendPacer } from '../services/deliveries.js';
 import { ExecutionService } from '../services/executions.js';
 import { IncidentService } from '../services/incidents.js';
+import { ReminderService } from '../services/reminders.js';
 import { TemplateService } from '../services/templates.js';
 import type { IncidentChangeKind } from './events.js';
+import { buildKeyServices } from './key-services.js';
 
 /** What the services are built from: storage, the delivery machinery, and the settings they read. */
 export interface ServicePorts {
@@ -72,7 +76,40 @@ export interface ServicePorts {
   threadWaitMs: number;
   /** HERALD_SLACK_ADMINS: who may do admin work from Slack (AccessPolicy). */
   slackAdmins: readonly string[];
+  /** The update cadence's reminders. */
+  reminders: {
+    /** When each incident's next update reminder is due. */
+    schedule: ReminderSchedule;
+    /** HERALD_REMINDER_REPEAT: how often an overdue update is asked for again. */
+    repeatMs: number;
+    /** How long a worker holds a due reminder before another may take it over. */
+    leaseMs: number;
+    /** Tells people (the Slack thread): a LateReminderNotifier when that exists only after the services. */
+    notifier: ReminderNotifier;
+  };
   notices: ServiceNotices;
+}
+
+/**
+ * The reminders' notifier is the Slack announcer, and the announcer is built over the services:
+ * so buildServices gets this stand-in, and the composition root attaches the announcer (or null,
+ * Slack off) once it exists, before the worker that sends reminders starts. Attached to nothing, a
+ * reminder tells nobody and is still recorded on the incident's timeline.
+ */
+export class LateReminderNotifier implements ReminderNotifier {
+  private target: ReminderNotifier | null = null;
+  private attached = false;
+
+  /** Once: a second attach is a wiring error (two announcers would each post the reminder). */
+  attach(target: ReminderNotifier | null): void {
+    if (this.attached) throw new Error('the reminder notifier is already attached');
+    this.attached = true;
+    this.target = target;
+  }
+
+  async remind(incident: Incident, reminder: number, overdueMs: number): Promise<void> {
+    await this.target?.remind(incident, reminder, overdueMs);
+  }
 }
 
 /**
@@ -92,6 +129,8 @@ export interface ServiceNotices {
   deliveryTrouble?(what: string, err: unknown): void;
   /** Queueing an execution failed after its commit; the outbox sweep queues it (logged). */
   executeTrouble?(what: string, err: unknown): void;
+  /** A due reminder failed; it is tried again when its lease lapses (logged). */
+  reminderTrouble?(what: string, err: unknown): void;
 }
 
 export interface Services {
@@ -104,11 +143,13 @@ export interface Services {
   executions: ExecutionService;
   deliveries: DeliveryService;
   announcements: AnnouncementService;
+  /** The update cadence's reminders: the worker runs the due ones. */
+  reminders: ReminderService;
 }
 
 export function buildServices(p: ServicePorts): Services {
   const { clock, ids, repos, notices: n } = p;
-  const access = new AccessPolicy({ slackAdmins: p.slackAdmins });
+  const { access, apiKeys } = buildKeyServices({ ...p, apiKeys: repos.apiKeys });
   // Deleting or disabling a connection cancels its queued deliveries before it answers.
   const gone = (reason: string) => async (id: string) => {
     await deliveries.cancelForConnection(id, reason);
@@ -126,23 +167,7 @@ export function buildServices(p: ServicePorts): Services {
     onDeleted: gone('connection deleted'),
     onDisabled: gone('connection disabled'),
   });
-  const incidents = new IncidentService({
-    incidents: repos.incidents,
-    templatesExist: (tids) => p.exist.templates(tids),
-    templateVariables: (tids) =>
-      Promise.all(tids.map(async (t) => (await repos.templates.get(t))?.variables.map((v) => v.name) ?? null)),
-    clock,
-    ids,
-    onChange: (incident, kind) => n.incidentChanged?.(incident, kind),
-  });
-  const templates = new TemplateService({
-    templates: repos.templates,
-    clock,
-    ids,
-    getIncident: (id) => repos.incidents.get(id),
-    connectionsExist: (cids) => p.exist.connections(cids),
-    ...(p.publicUrl !== undefined ? { publicUrl: p.publicUrl } : {}),
-  });
+  const { incidents, templates } = buildIncidentsAndTemplates(p);
   const deliveries = new DeliveryService({
     repo: repos.executions,
     targets: {
@@ -182,8 +207,56 @@ export function buildServices(p: ServicePorts): Services {
     publicUrl: p.publicUrl,
     onError: (what, err) => n.executeTrouble?.(what, err),
   });
-  const apiKeys = new ApiKeyService({ repo: repos.apiKeys, clock, ids, crypto: p.crypto, access });
   const announcements = new AnnouncementService(repos.announcements);
   const admin = new AdminViewService({ access, connections, apiKeys });
-  return { access, admin, apiKeys, incidents, templates, connections, executions, deliveries, announcements };
+  const reminders = buildReminders(p);
+  return {
+    access,
+    admin,
+    apiKeys,
+    incidents,
+    templates,
+    connections,
+    executions,
+    deliveries,
+    announcements,
+    reminders,
+  };
+}
+
+/** Incidents and templates: each reads the other's store, neither any other service. */
+function buildIncidentsAndTemplates(p: ServicePorts): { incidents: IncidentService; templates: TemplateService } {
+  const { clock, ids, repos, notices: n } = p;
+  const incidents = new IncidentService({
+    incidents: repos.incidents,
+    templatesExist: (tids) => p.exist.templates(tids),
+    templateVariables: (tids) =>
+      Promise.all(tids.map(async (t) => (await repos.templates.get(t))?.variables.map((v) => v.name) ?? null)),
+    clock,
+    ids,
+    onChange: (incident, kind) => n.incidentChanged?.(incident, kind),
+  });
+  const templates = new TemplateService({
+    templates: repos.templates,
+    clock,
+    ids,
+    getIncident: (id) => repos.incidents.get(id),
+    connectionsExist: (cids) => p.exist.connections(cids),
+    ...(p.publicUrl !== undefined ? { publicUrl: p.publicUrl } : {}),
+  });
+  return { incidents, templates };
+}
+
+/** The update cadence's reminders over the incidents' store. */
+function buildReminders(p: ServicePorts): ReminderService {
+  const n = p.notices;
+  return new ReminderService({
+    ...p.reminders,
+    incidents: p.repos.incidents,
+    clock: p.clock,
+    ids: p.ids,
+    // A reminder changes the incident: the announcement then shows "overdue".
+    onReminded: (incident) => n.incidentChanged?.(incident, 'updated'),
+    onError: (what, err) => n.reminderTrouble?.(what, err),
+  });
 }

@@ -35,6 +35,7 @@ import {
   SeqIds,
   slackActor,
 } from './fakes.js';
+import { noReminders } from './world.js';
 
 const delivered = (m: OutboundMessage): SendResult => ({
   outcome: 'delivered',
@@ -140,6 +141,7 @@ async function rig(opts: { threadWaitMs?: number; connection?: Record<string, un
       publicUrl: 'https://herald.example.com',
       threadWaitMs: opts.threadWaitMs ?? THREAD_WAIT_DEFAULT_MS,
       slackAdmins: [],
+      reminders: noReminders(),
       notices: { deliveryChanged: (d) => void changes.push(`${d.id}:${d.status}`) },
     });
   const services = build();

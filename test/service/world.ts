@@ -3,7 +3,7 @@
  * (src/composition/services.ts, buildServices): one call gives a fresh, isolated world per test.
  */
 import type { ChannelSenders } from '../../src/ports/index.js';
-import { buildServices } from '../../src/composition/services.js';
+import { buildServices, LateReminderNotifier, type ServicePorts } from '../../src/composition/services.js';
 import { THREAD_WAIT_DEFAULT_MS } from '../../src/services/deliveries.js';
 import type { OutboundAllow } from '../../src/domain/connection/address-policy.js';
 import {
@@ -35,6 +35,17 @@ export interface WorldOptions {
   /** HERALD_SLACK_ADMINS (default: the fakes' `slackActor`, so admin work by it is allowed). */
   slackAdmins?: string[];
 }
+
+/**
+ * The reminders' ports where no test runs reminders: nothing is ever due, nobody is told. The
+ * reminders over the real store are test/integration/reminders.test.ts's.
+ */
+export const noReminders = (): ServicePorts['reminders'] => ({
+  schedule: { claimDue: () => Promise.resolve([]), release: () => Promise.resolve() },
+  repeatMs: 60 * 60_000,
+  leaseMs: 10_000,
+  notifier: new LateReminderNotifier(),
+});
 
 export function world(opts: WorldOptions = {}) {
   const clock = new FakeClock();
@@ -94,6 +105,7 @@ export function world(opts: WorldOptions = {}) {
     publicUrl: opts.publicUrl ?? 'https://herald.example.com',
     threadWaitMs: THREAD_WAIT_DEFAULT_MS,
     slackAdmins: opts.slackAdmins ?? [slackActor.id],
+    reminders: noReminders(),
     notices: {
       incidentChanged: (incident, kind) => void changes.push({ id: incident.id, kind }),
       connectionGone: (id, reason) => void (reason === 'connection deleted' ? deleted : disabled).push(id),
