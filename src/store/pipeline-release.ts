@@ -12,6 +12,7 @@ interface PipelineInternals {
   promise: Promise<unknown> | null;
   resolve: (result: unknown) => void;
   reject: (error: Error) => void;
+  isCluster: boolean;
 }
 
 const noop = (): void => undefined;
@@ -45,6 +46,12 @@ const noop = (): void => undefined;
  * reads `_queue[position]`. Emptied, that threw a TypeError for each late command, each one an
  * unhandled rejection. Failed pipelines are rare; keeping one until the next full collection
  * costs nothing worth saving.
+ *
+ * Cluster pipelines are left alone too. When a node fails, a Cluster pipeline re-runs itself
+ * (Pipeline.fillResult: connectionClosed, TRYAGAIN, MOVED call exec again) and may fulfil from one
+ * round while commands of another still report to fillResult; ioredis tolerates those late reports
+ * only because its queue is still there. Emptied, each threw a TypeError as an unhandled rejection
+ * (seen when a Cluster master was killed).
  */
 export function releaseSettledPipelines(client: RedisClient): void {
   const create = client.pipeline.bind(client);
@@ -52,6 +59,7 @@ export function releaseSettledPipelines(client: RedisClient): void {
     const pipeline = create(commands);
     const exec = pipeline.exec.bind(pipeline);
     const internals = pipeline as unknown as PipelineInternals;
+    if (internals.isCluster) return pipeline;
     pipeline.exec = (...args: Parameters<ChainableCommander['exec']>) => {
       const settled = exec(...args);
       const release = (): void => {

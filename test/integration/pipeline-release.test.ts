@@ -1,6 +1,7 @@
 import { createServer, type AddressInfo, type Socket } from 'node:net';
-import type { ChainableCommander } from 'ioredis';
+import { Cluster, type ChainableCommander } from 'ioredis';
 import { describe, expect, it } from 'vitest';
+import { releaseSettledPipelines } from '../../src/store/pipeline-release.js';
 import { connectRedis } from '../../src/store/redis-connect.js';
 import { testRedisUrl, useTestRedis } from '../support/redis.js';
 import { waitFor } from '../support/wait.js';
@@ -213,5 +214,19 @@ describe('a pipeline that fails before its commands have answered', () => {
       client.disconnect();
       await redis.close();
     }
+  });
+});
+
+describe('a Cluster pipeline', () => {
+  it('is left as ioredis made it: a Cluster pipeline re-runs itself, and its late reports read its queue', async () => {
+    // No node needs to answer: the pipeline is only created, never run.
+    const cluster = new Cluster([{ host: '127.0.0.1', port: 1 }], { lazyConnect: true });
+    const prototypeExec = Object.getPrototypeOf(cluster.pipeline()).exec as unknown;
+    releaseSettledPipelines(cluster);
+    const pipeline = cluster.pipeline();
+    expect((pipeline as unknown as { isCluster: boolean }).isCluster).toBe(true);
+    expect(Object.hasOwn(pipeline, 'exec')).toBe(false);
+    expect(Object.getPrototypeOf(pipeline).exec).toBe(prototypeExec);
+    cluster.disconnect();
   });
 });

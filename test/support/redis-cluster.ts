@@ -81,21 +81,17 @@ export interface TestCluster {
   stop(): Promise<void>;
 }
 
-/** Three masters with `replicas` replicas each; resolves once every node reports cluster_state:ok. */
-export async function startCluster(replicas: 1 | 2 = 1): Promise<TestCluster> {
-  const dir = mkdtempSync(join(tmpdir(), 'herald-cluster-'));
-  const nodes: TestNode[] = [];
-  const args = (port: number) => [
+/**
+ * A private redis-server's arguments as a failover test wants them: on 127.0.0.1, files of its
+ * own under `dir`, AOF on (a restarted node keeps what it acknowledged), nothing evicted.
+ */
+export function persistentServerArgs(port: number, dir: string, extra: string[] = []): string[] {
+  return [
     '--port',
     String(port),
     '--bind',
     '127.0.0.1',
-    '--cluster-enabled',
-    'yes',
-    '--cluster-config-file',
-    join(dir, `nodes-${port}.conf`),
-    '--cluster-node-timeout',
-    '2000',
+    ...extra,
     '--dir',
     dir,
     '--dbfilename',
@@ -111,6 +107,21 @@ export async function startCluster(replicas: 1 | 2 = 1): Promise<TestCluster> {
     '--maxmemory-policy',
     'noeviction',
   ];
+}
+
+/** Three masters with `replicas` replicas each; resolves once every node reports cluster_state:ok. */
+export async function startCluster(replicas: 1 | 2 = 1): Promise<TestCluster> {
+  const dir = mkdtempSync(join(tmpdir(), 'herald-cluster-'));
+  const nodes: TestNode[] = [];
+  const args = (port: number) =>
+    persistentServerArgs(port, dir, [
+      '--cluster-enabled',
+      'yes',
+      '--cluster-config-file',
+      join(dir, `nodes-${port}.conf`),
+      '--cluster-node-timeout',
+      '2000',
+    ]);
   for (let i = 0; i < 3 * (1 + replicas); i++) {
     const port = await freePort(true);
     nodes.push({ port, process: startServer(args(port)) });

@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { RedisTarget } from '../../src/store/redis-connect.js';
-import { cli, freePort, startServer, waitPing, type TestNode } from './redis-cluster.js';
+import { cli, freePort, persistentServerArgs, startServer, waitPing, type TestNode } from './redis-cluster.js';
 import { waitFor } from './wait.js';
 
 export interface SentinelGroup {
@@ -36,27 +36,7 @@ export async function startSentinelGroup(replicaCount: 1 | 2, name = 'herald'): 
   const dir = mkdtempSync(join(tmpdir(), 'herald-sentinel-'));
   const servers = new Map<number, TestNode>();
   const sentinels: TestNode[] = [];
-  const serverArgs = (port: number, extra: string[]) => [
-    '--port',
-    String(port),
-    '--bind',
-    '127.0.0.1',
-    '--dir',
-    dir,
-    '--dbfilename',
-    `dump-${port}.rdb`,
-    '--appendfilename',
-    `aof-${port}.aof`,
-    '--appenddirname',
-    `aof-${port}`,
-    '--save',
-    '',
-    '--appendonly',
-    'yes',
-    '--maxmemory-policy',
-    'noeviction',
-    ...extra,
-  ];
+  const serverArgs = (port: number, extra: string[]) => persistentServerArgs(port, dir, extra);
   const startNode = (port: number, extra: string[]): TestNode => {
     const node = { port, process: startServer(serverArgs(port, extra)) };
     servers.set(port, node);
