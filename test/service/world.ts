@@ -34,6 +34,8 @@ export interface WorldOptions {
   allow?: OutboundAllow;
   /** HERALD_SLACK_ADMINS (default: the fakes' `slackActor`, so admin work by it is allowed). */
   slackAdmins?: string[];
+  /** The reminders' schedule, cadence and notifier (default: noReminders()). */
+  reminders?: ServicePorts['reminders'];
 }
 
 /**
@@ -105,7 +107,7 @@ export function world(opts: WorldOptions = {}) {
     publicUrl: opts.publicUrl ?? 'https://herald.example.com',
     threadWaitMs: THREAD_WAIT_DEFAULT_MS,
     slackAdmins: opts.slackAdmins ?? [slackActor.id],
-    reminders: noReminders(),
+    reminders: opts.reminders ?? noReminders(),
     notices: {
       incidentChanged: (incident, kind) => void changes.push({ id: incident.id, kind }),
       connectionGone: (id, reason) => void (reason === 'connection deleted' ? deleted : disabled).push(id),
