@@ -143,12 +143,16 @@ export async function createHerald(opts: HeraldOptions): Promise<Herald> {
       app,
       slack,
       async close() {
-        await closeAll(opened);
-        await redis.quit().catch(() => undefined);
+        try {
+          await closeAll(opened);
+        } finally {
+          await redis.quit().catch(() => undefined);
+        }
       },
     };
   } catch (e) {
-    await closeAll(opened);
+    // The refusal is what the caller needs to hear; a close failing behind it changes nothing.
+    await closeAll(opened).catch(() => undefined);
     redis.disconnect();
     throw e;
   }
@@ -157,9 +161,14 @@ export async function createHerald(opts: HeraldOptions): Promise<Herald> {
 /** Closes of what start-up opened, in the order it opened them. */
 type Closers = (() => Promise<void>)[];
 
-/** Last opened, first closed, each awaited: one that fails is logged by its owner and skipped here. */
+/**
+ * Last opened, first closed, each awaited. One that fails does not keep the rest open: they are
+ * closed all the same, and the first failure is rethrown at the end.
+ */
 async function closeAll(opened: Closers): Promise<void> {
-  for (const close of opened.splice(0).reverse()) await close().catch(() => undefined);
+  const failures: unknown[] = [];
+  for (const close of opened.splice(0).reverse()) await close().catch((err: unknown) => void failures.push(err));
+  if (failures.length > 0) throw failures[0];
 }
 
 interface HeraldEvents {
