@@ -26,9 +26,19 @@ export function raceDeadline<T>(p: Promise<T>): Promise<T> {
  */
 let outstanding = 0;
 let progressAt = Date.now();
-const progressed = (): void => {
+/** Whether the last command to settle was answered by Redis (a reply, or an error reply). */
+let lastWasReply = true;
+const answered = (): void => {
   outstanding--;
   progressAt = Date.now();
+  lastWasReply = true;
+};
+// A time-out or a closed connection is not Redis answering: counting it as progress would keep a
+// stalled Redis looking alive (each command's own time-out fires during a long stall).
+const unanswered = (err: unknown): void => {
+  if (err instanceof Error && err.name === 'ReplyError') return answered();
+  outstanding--;
+  lastWasReply = false;
 };
 /** The first request connection bound, with its own (unbound) ping, for the probe below. */
 let pinger: (() => Promise<unknown>) | undefined;
@@ -42,9 +52,10 @@ setRedisStallProbe(
 
 /** Counts `p` as outstanding until it settles (whatever its outcome). */
 function tracked<T>(p: Promise<T>): Promise<T> {
-  if (outstanding === 0) progressAt = Date.now();
+  // From idle, the wait starts now, unless Redis was already not answering the last command.
+  if (outstanding === 0 && lastWasReply) progressAt = Date.now();
   outstanding++;
-  p.then(progressed, progressed);
+  p.then(answered, unanswered);
   return p;
 }
 
