@@ -1,11 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startHerald, type TestHerald } from '../support/herald.js';
-import { startSlack, type SlackPeer } from '../support/peers/slack.js';
+import type { TestHerald } from '../support/herald.js';
+import type { SlackPeer } from '../support/peers/slack.js';
 import {
   announcementUpdate,
   newTriggerId,
   shownView,
-  slackClient,
   stateOf,
   textOfBlocks,
   type SlackClient,
@@ -13,6 +12,7 @@ import {
   openedView as openedViewAt,
 } from '../support/slack-client.js';
 import { waitFor } from '../support/wait.js';
+import { startSlackHerald, type SlackHerald } from '../support/slack-herald.js';
 
 /**
  * The Slack app over real HTTP: signed requests to /slack/events, Slack's Web API faked on
@@ -26,22 +26,20 @@ let h: TestHerald;
 let slack: SlackPeer;
 let client: SlackClient;
 
+let world: SlackHerald | undefined;
+
 beforeAll(async () => {
-  slack = await startSlack();
-  h = await startHerald({
-    SLACK_SIGNING_SECRET: SECRET,
-    SLACK_BOT_TOKEN: 'xoxb-test',
-    SLACK_API_URL: slack.apiUrl,
-    HERALD_SLACK_ADMINS: 'UADMIN',
-    HERALD_SLACK_CHANNEL: 'CANNOUNCE',
+  world = await startSlackHerald({
+    secret: SECRET,
+    channel: 'CANNOUNCE',
+    user: ALICE,
+    env: { HERALD_SLACK_ADMINS: 'UADMIN' },
   });
-  client = slackClient(h.url, SECRET, ALICE);
+  ({ h, slack, client } = world);
 });
 
 afterAll(async () => {
-  await h?.herald.slack?.stop();
-  await h?.close();
-  await slack?.close();
+  await world?.close();
 });
 
 const viewId = newViewId;

@@ -1,15 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startHerald, type TestHerald } from '../support/herald.js';
-import { startSlack, type SlackPeer } from '../support/peers/slack.js';
+import type { TestHerald } from '../support/herald.js';
+import type { SlackPeer } from '../support/peers/slack.js';
 import {
   announcementUpdate,
   newViewId,
   openedView as openedViewAt,
-  slackClient,
   textOfBlocks,
   type SlackClient,
 } from '../support/slack-client.js';
 import { waitFor } from '../support/wait.js';
+import { startSlackHerald, type SlackHerald } from '../support/slack-herald.js';
 
 /**
  * Living updates in Slack terms: an execute reaches a Slack-bot connection, the announcement's
@@ -23,20 +23,15 @@ let h: TestHerald;
 let slack: SlackPeer;
 let client: SlackClient;
 
+let world: SlackHerald | undefined;
+
 beforeAll(async () => {
-  slack = await startSlack();
-  h = await startHerald({
-    SLACK_SIGNING_SECRET: SECRET,
-    SLACK_BOT_TOKEN: 'xoxb-test',
-    SLACK_API_URL: slack.apiUrl,
-    HERALD_SLACK_CHANNEL: 'CINC',
-  });
-  client = slackClient(h.url, SECRET, BOB);
+  world = await startSlackHerald({ secret: SECRET, channel: 'CINC', user: BOB });
+  ({ h, slack, client } = world);
 });
 
 afterAll(async () => {
-  await h?.close();
-  await slack?.close();
+  await world?.close();
 });
 
 const openedView = (before: number): Promise<any> => openedViewAt(slack, before);

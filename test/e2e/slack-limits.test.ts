@@ -1,6 +1,6 @@
 import { WebClient } from '@slack/web-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startHerald, type TestHerald } from '../support/herald.js';
+import type { TestHerald } from '../support/herald.js';
 import { startSlack, type SlackPeer } from '../support/peers/slack.js';
 import {
   newTriggerId,
@@ -11,6 +11,7 @@ import {
   openedView as openedViewAt,
 } from '../support/slack-client.js';
 import { waitFor } from '../support/wait.js';
+import { startSlackHerald, type SlackHerald } from '../support/slack-herald.js';
 
 /**
  * Slack's own limits against real data: more templates than a menu's 100 options, titles that try
@@ -22,20 +23,15 @@ let h: TestHerald;
 let slack: SlackPeer;
 let client: SlackClient;
 
+let world: SlackHerald | undefined;
+
 beforeAll(async () => {
-  slack = await startSlack();
-  h = await startHerald({
-    SLACK_SIGNING_SECRET: SECRET,
-    SLACK_BOT_TOKEN: 'xoxb-test',
-    SLACK_API_URL: slack.apiUrl,
-    HERALD_SLACK_CHANNEL: 'CANNOUNCE',
-  });
-  client = slackClient(h.url, SECRET, { id: 'UCAROL', name: 'carol' });
+  world = await startSlackHerald({ secret: SECRET, channel: 'CANNOUNCE', user: { id: 'UCAROL', name: 'carol' } });
+  ({ h, slack, client } = world);
 });
 
 afterAll(async () => {
-  await h?.close();
-  await slack?.close();
+  await world?.close();
 });
 
 const viewId = newViewId;

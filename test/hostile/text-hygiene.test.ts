@@ -1,9 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { textHygieneErrors } from '../../src/domain/common/validation.js';
 import { checkSlackPayload } from '../../src/slack/payload-guard.js';
-import { startHerald, type TestHerald } from '../support/herald.js';
-import { startSlack, type SlackPeer } from '../support/peers/slack.js';
-import { newViewId, openedView, slackClient, type SlackClient } from '../support/slack-client.js';
+import type { TestHerald } from '../support/herald.js';
+import type { SlackPeer } from '../support/peers/slack.js';
+import { newViewId, openedView, type SlackClient } from '../support/slack-client.js';
+import { startSlackHerald, type SlackHerald } from '../support/slack-herald.js';
 
 describe('textHygieneErrors', () => {
   it('names the path of every bad string, keys included; free text keeps tab, LF and CRLF', () => {
@@ -115,21 +116,15 @@ describe('the text policy over /v1 and Slack', () => {
   let slack: SlackPeer;
   let client: SlackClient;
 
+  let world: SlackHerald | undefined;
+
   beforeAll(async () => {
-    slack = await startSlack();
-    h = await startHerald({
-      SLACK_SIGNING_SECRET: SECRET,
-      SLACK_BOT_TOKEN: 'xoxb-test',
-      SLACK_API_URL: slack.apiUrl,
-      HERALD_SLACK_CHANNEL: 'CHYGIENE',
-    });
-    client = slackClient(h.url, SECRET, { id: 'UHYG', name: 'hyg' });
+    world = await startSlackHerald({ secret: SECRET, channel: 'CHYGIENE', user: { id: 'UHYG', name: 'hyg' } });
+    ({ h, slack, client } = world);
   });
 
   afterAll(async () => {
-    await h?.herald.slack?.stop();
-    await h?.close();
-    await slack?.close();
+    await world?.close();
   });
 
   const label = (c: string) => `U+${c.charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')}`;
