@@ -48,7 +48,7 @@ export interface TestHerald {
  */
 export async function startHerald(
   env: Record<string, string> = {},
-  opts: Pick<HeraldOptions, 'senders' | 'worker'> & {
+  opts: Pick<HeraldOptions, 'senders' | 'worker' | 'clock'> & {
     redisUrl?: HeraldOptions['redisUrl'];
     log?: HeraldOptions['log'];
   } = {},
