@@ -1,4 +1,5 @@
 import type { ChannelType } from '../contracts/channel.js';
+import type { Audience } from '../domain/audience/audience.js';
 import type { ApiKey } from '../domain/common/api-key.js';
 import type { Clock } from '../domain/common/clock.js';
 import type { IdGenerator } from '../domain/common/ids.js';
@@ -99,6 +100,37 @@ export interface ConnectionRepo {
   /** Compare-and-set delete: false when the record changed (or is gone) since `prev` was read. */
   delete(prev: ConnectionRecord): Promise<boolean>;
   list(filter: ConnectionFilter, page: PageRequest): Promise<Page<ConnectionRecord>>;
+}
+
+// ── audiences ────────────────────────────────────────────────────────────────────────────────
+
+/** Why an audience write did not happen. */
+export type AudienceWriteOutcome =
+  | { ok: true }
+  /** Create only: another audience has this key. */
+  | { ok: false; reason: 'key_taken' }
+  /** Delete only: approvals of these executions are still pending for the audience. */
+  | { ok: false; reason: 'in_use'; executionIds: string[] }
+  /**
+   * The audience changed or went away concurrently, or one of its connections or templates no
+   * longer exists: read again (and check the references again) and retry.
+   */
+  | { ok: false; reason: 'conflict' };
+
+export interface AudienceRepo {
+  get(id: string): Promise<Audience | null>;
+  /** By key, in order; null for an unknown key. */
+  getByKeys(keys: string[]): Promise<(Audience | null)[]>;
+  /** Every audience (a Herald has at most LIMITS.audiences = 100), ordered by key. */
+  all(): Promise<Audience[]>;
+  /** Newest first, cursor pages over the ids like the other lists. */
+  list(page: PageRequest): Promise<Page<Audience>>;
+  /** Stores a new audience; its key must be free and its connections and templates must exist. */
+  create(a: Audience): Promise<AudienceWriteOutcome>;
+  /** Compare-and-set: replaces `prev` with `next`; `next`'s connections and templates must exist. */
+  update(prev: Audience, next: Audience): Promise<AudienceWriteOutcome>;
+  /** Compare-and-set delete, refused ('in_use') while an approval for the audience is pending. */
+  delete(prev: Audience): Promise<AudienceWriteOutcome>;
 }
 
 // ── executions and delivery ──────────────────────────────────────────────────────────────────

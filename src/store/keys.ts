@@ -42,6 +42,21 @@ export function createKeys(prefix: string) {
     connection: (id: string) => `${t}:con:${id}`,
     connections: () => `${t}:cons`,
 
+    audience: (id: string) => `${t}:aud:${id}`,
+    /** Every audience: score-0 sorted set of ids, paged BYLEX like the other indexes. */
+    audiences: () => `${t}:auds`,
+    /** Audience key → id: uniqueness is claimed in the same atomic step as the write. */
+    audienceKeys: () => `${t}:aud-keys`,
+    /** Executions with an approval still pending for the audience: its delete is refused while any is. */
+    audiencePendingApprovals: (audienceId: string) => `${t}:aud:${audienceId}:pending`,
+    /** The audiences a connection belongs to (a connection delete takes it out of each). */
+    connectionAudiences: (connectionId: string) => `${t}:con:${connectionId}:auds`,
+    /**
+     * Per connection, a counter bumped by every audience write that adds or removes it: the
+     * connection delete's compare-and-set, so an audience joining meanwhile is never missed.
+     */
+    connectionAudiencesRev: () => `${t}:con-auds-rev`,
+
     execution: (id: string) => `${t}:exe:${id}`,
     delivery: (id: string) => `${t}:dlv:${id}`,
     /** Non-terminal deliveries of a connection (cancelled when it is deleted or disabled). */

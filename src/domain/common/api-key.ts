@@ -12,6 +12,9 @@ export const SCOPES = [
   'templates:write',
   'connections:read',
   'connections:write',
+  'audiences:read',
+  'audiences:write',
+  'approvals:write',
 ] as const;
 export const ScopeSchema = z.enum([...SCOPES, '*']).meta({ id: 'Scope' });
 export type Scope = (typeof SCOPES)[number];

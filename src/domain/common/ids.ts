@@ -9,6 +9,7 @@ export const ID_PREFIX = {
   delivery: 'dlv',
   apiKey: 'key',
   event: 'evt',
+  audience: 'aud',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIX;

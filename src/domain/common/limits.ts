@@ -16,4 +16,10 @@ export const LIMITS = {
   idempotencyTtlSeconds: 24 * 60 * 60,
   connectionName: 100,
   keyName: 100,
+  /** Audiences a Herald holds at most (AudienceRepo.all reads them all). */
+  audiences: 100,
+  audienceName: 100,
+  audienceConnections: 100,
+  audienceTemplates: 100,
+  audienceApprovers: 50,
 } as const;
