@@ -21,6 +21,7 @@ import { luaScript, runScript } from './scripts.js';
  *           op "hget"    HGET key f == v       (v missing: the field must not exist)
  * ARGV[2] JSON array of writes, each {c = command, k = key index, n = how many arguments}, run in
  *         order; commands: SET DEL ZADD ZREM SADD SREM HSET HDEL RPUSH HINCRBY PEXPIRE
+ *         XADD XTRIM (the event outbox stream, store/timeline.ts)
  * ARGV[3…] the writes' arguments, in order, n of them per write. Plain arguments, not inside the
  *         JSON: an execute's change carries every delivery's record (megabytes for a large
  *         fan-out), and JSON-encoding them again (every quote escaped) and decoding them in the
@@ -51,7 +52,7 @@ for i, c in ipairs(checks) do
   end
   if not ok then return i end
 end
-local allowed = {SET=1, DEL=1, ZADD=1, ZREM=1, SADD=1, SREM=1, HSET=1, HDEL=1, RPUSH=1, HINCRBY=1, PEXPIRE=1}
+local allowed = {SET=1, DEL=1, ZADD=1, ZREM=1, SADD=1, SREM=1, HSET=1, HDEL=1, RPUSH=1, HINCRBY=1, PEXPIRE=1, XADD=1, XTRIM=1}
 for _, w in ipairs(writes) do
   if not allowed[w.c] then return redis.error_reply('commit: command not allowed ' .. tostring(w.c)) end
 end
@@ -108,7 +109,20 @@ export class Change {
   }
 
   write(
-    command: 'SET' | 'DEL' | 'ZADD' | 'ZREM' | 'SADD' | 'SREM' | 'HSET' | 'HDEL' | 'RPUSH' | 'HINCRBY' | 'PEXPIRE',
+    command:
+      | 'SET'
+      | 'DEL'
+      | 'ZADD'
+      | 'ZREM'
+      | 'SADD'
+      | 'SREM'
+      | 'HSET'
+      | 'HDEL'
+      | 'RPUSH'
+      | 'HINCRBY'
+      | 'PEXPIRE'
+      | 'XADD'
+      | 'XTRIM',
     key: string,
     ...args: (string | number)[]
   ): this {

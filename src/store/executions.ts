@@ -13,6 +13,7 @@ import { awaitReplicas, durableWriter } from './durability.js';
 import { loadJson, pageIndexes } from './index-page.js';
 import type { Keys } from './keys.js';
 import { luaScript, runScript } from './scripts.js';
+import { appendTimeline } from './timeline.js';
 
 /**
  * delivery_update — updateDelivery's compare-and-set, the delivery engine's hottest write (two or
@@ -23,10 +24,16 @@ import { luaScript, runScript } from './scripts.js';
  * content, its attempts) would otherwise cross the wire a second time with every write.
  *
  * KEYS[1] the delivery, KEYS[2] its connection's active set, KEYS[3] the outbox, KEYS[4] the
- *         incident's timeline
+ *         incident's timeline, KEYS[5] the event outbox stream (store/timeline.ts), KEYS[6] the
+ *         execution's tally (executionTally: deliveries still open and finished per status)
  * ARGV[1] SHA-1 (hex) of the record as read, ARGV[2] the new record, ARGV[3] the delivery id,
  * ARGV[4] 1 = terminal (leaves the active set) / 0, ARGV[5] outbox score ('' = not queued again),
- * ARGV[6..] timeline events to append
+ * ARGV[6] the incident id, ARGV[7] '+<status>' when the delivery becomes final, '-<status>' when
+ * it leaves a final status (a redeliver), else '', ARGV[8] the execution id, ARGV[9] now (ISO),
+ * ARGV[10..] timeline events to append (each also goes on the event stream, with the delivery)
+ * The last open delivery becoming final emits `execution.completed` with the counts, in this same
+ * step, so it is emitted exactly once per completion. Executions from before the tally have none
+ * and emit none.
  * Returns 0 when written, 1 when the stored record is not the one read (nothing written).
  */
 const DELIVERY_UPDATE_LUA = luaScript(
@@ -37,7 +44,26 @@ if not stored or redis.sha1hex(stored) ~= ARGV[1] then return 1 end
 redis.call('SET', KEYS[1], ARGV[2])
 if ARGV[4] == '1' then redis.call('SREM', KEYS[2], ARGV[3]) else redis.call('SADD', KEYS[2], ARGV[3]) end
 if ARGV[5] ~= '' then redis.call('ZADD', KEYS[3], ARGV[5], ARGV[3]) end
-if #ARGV > 5 then redis.call('RPUSH', KEYS[4], unpack(ARGV, 6)) end
+if #ARGV > 9 then redis.call('RPUSH', KEYS[4], unpack(ARGV, 10)) end
+for i = 10, #ARGV do
+  local e = cjson.decode(ARGV[i])
+  redis.call('XADD', KEYS[5], '*', 'id', e.id, 't', e.type, 'i', ARGV[6], 'e', ARGV[i], 'r', ARGV[2])
+end
+if ARGV[7] ~= '' and redis.call('EXISTS', KEYS[6]) == 1 then
+  local d = (string.sub(ARGV[7], 1, 1) == '+') and 1 or -1
+  redis.call('HINCRBY', KEYS[6], string.sub(ARGV[7], 2), d)
+  if redis.call('HINCRBY', KEYS[6], 'open', -d) == 0 and d == 1 then
+    local n = redis.call('HINCRBY', KEYS[6], 'completions', 1)
+    local c = redis.call('HMGET', KEYS[6], 'delivered', 'failed', 'cancelled')
+    local id = 'evt_' .. string.sub(ARGV[8], 5) .. '.completed'
+    if n > 1 then id = id .. '.' .. n end
+    local ev = cjson.encode({id = id, type = 'execution.completed', at = ARGV[9],
+      actor = {type = 'system', id = 'herald', name = 'Herald'},
+      data = {execution_id = ARGV[8], delivered = tonumber(c[1] or '0') or 0,
+        failed = tonumber(c[2] or '0') or 0, cancelled = tonumber(c[3] or '0') or 0}})
+    redis.call('XADD', KEYS[5], '*', 'id', id, 't', 'execution.completed', 'i', ARGV[6], 'e', ev)
+  end
+end
 return 0
 `,
 );
@@ -155,8 +181,13 @@ export class RedisExecutionRepo implements ExecutionRepo {
       // run in between. The change is only built here; its checks run atomically at commit.
       if ((i + 1) % SERIALISE_BETWEEN_YIELDS === 0) await new Promise<void>((resolve) => setImmediate(resolve));
     }
-    if (events.length > 0)
-      change.write('RPUSH', k.incidentEvents(incidentNext.id), ...events.map((e) => JSON.stringify(e)));
+    // What execution.completed counts (see DELIVERY_UPDATE_LUA): the deliveries not yet final.
+    const tally: Record<string, number> = { open: 0, delivered: 0, failed: 0, cancelled: 0 };
+    for (const d of deliveries) tally[isTerminal(d.status) ? d.status : 'open']! += 1;
+    change.write('HSET', k.executionTally(execution.id), ...Object.entries(tally).flat());
+    appendTimeline(change, k, incidentNext.id, events, {
+      snapshots: { incident: nextText, execution: JSON.stringify(execution) },
+    });
     if (threads) advanceThreads(change, k, incidentNext.id, threads, deliveries);
     mirrorReminder(change, k, incidentPrev, incidentNext);
     const committed = await change.commit({ kind: 'execution', execution, deliveries });
@@ -200,14 +231,21 @@ export class RedisExecutionRepo implements ExecutionRepo {
       k.connectionActiveDeliveries(next.connection_id),
       k.deliveryOutbox(),
       k.incidentEvents(next.incident_id),
+      k.eventStream(),
+      k.executionTally(next.execution_id),
     ];
     const nextText = JSON.stringify(next);
+    const [was, is] = [isTerminal(prev.status), isTerminal(next.status)];
     const args = [
       storedTextSha1(prev),
       nextText,
       next.id,
-      isTerminal(next.status) ? '1' : '0',
+      is ? '1' : '0',
       opts.outbox ? String(this.nowMs()) : '',
+      next.incident_id,
+      !was && is ? `+${next.status}` : was && !is ? `-${prev.status}` : '',
+      next.execution_id,
+      new Date(this.nowMs()).toISOString(),
     ];
     // The timeline's `delivery.failed` is written with the failure itself: never one without the other.
     for (const e of opts.events ?? []) args.push(JSON.stringify(e));

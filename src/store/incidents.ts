@@ -10,6 +10,7 @@ import { pageFiltered } from './index-page.js';
 import type { Keys } from './keys.js';
 import { DecodedCache } from './decoded-cache.js';
 import { rememberText } from './stored-text.js';
+import { appendTimeline } from './timeline.js';
 
 /**
  * Incidents as compact JSON strings (src/store/incident-record.ts), with:
@@ -57,10 +58,16 @@ export class RedisIncidentRepo implements IncidentRepo {
       .write('SET', k.incident(incident.id), raw)
       .write('ZADD', k.incidentsByStatus(incident.status), '0', incident.id);
     const first = events[0];
-    this.pushEvents(
+    // The implied created event is not stored, but integrators are still told (store/timeline.ts).
+    appendTimeline(
       change,
+      k,
       incident.id,
       first && sameJson(first, impliedCreated(incident, null)) ? events.slice(1) : events,
+      {
+        outbox: events,
+        snapshots: { incident: raw },
+      },
     );
     const ok = await change.commit({ kind: 'incident', incident });
     if (ok) rememberText(incident, raw);
@@ -89,7 +96,7 @@ export class RedisIncidentRepo implements IncidentRepo {
     for (const t of after) {
       if (!before.includes(t)) change.expectExists(k.template(t)).write('SADD', k.templateIncidents(t), next.id);
     }
-    this.pushEvents(change, next.id, events);
+    appendTimeline(change, k, next.id, events, { snapshots: { incident: raw } });
     mirrorReminder(change, k, prev, next);
     const ok = await change.commit({ kind: 'incident', incident: next });
     if (ok) rememberText(next, raw);
@@ -139,11 +146,6 @@ export class RedisIncidentRepo implements IncidentRepo {
       data: items.slice(0, page.limit),
       nextCursor: items.length > page.limit ? { offset: offset + page.limit } : null,
     };
-  }
-
-  private pushEvents(change: Change, incidentId: string, events: IncidentEvent[]): void {
-    if (events.length > 0)
-      change.write('RPUSH', this.keys.incidentEvents(incidentId), ...events.map((e) => JSON.stringify(e)));
   }
 }
 

@@ -64,6 +64,11 @@ export function createKeys(prefix: string) {
     /** Outbox: deliveries committed but not yet confirmed on the queue (score = commit time, ms). */
     deliveryOutbox: () => `${t}:dlv-outbox`,
 
+    /** Integrator events: the outbox stream every change appends to (store/timeline.ts). */
+    eventStream: () => `${t}:evt-stream`,
+    /** Per execution: its deliveries still open and finished per status (for execution.completed). */
+    executionTally: (id: string) => `${t}:exe:${id}:tally`,
+
     apiKey: (id: string) => `${t}:key:${id}`,
     apiKeys: () => `${t}:keys`,
     apiKeyByHash: (sha256hex: string) => `${t}:key-hash:${sha256hex}`,
