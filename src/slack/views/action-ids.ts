@@ -16,6 +16,11 @@ export const ACTIONS = {
   executionRetract: 'execution_retract',
   /** The execute modal's "Next update in" select (only acked: its value comes with the submission). */
   nextUpdateIn: 'next_update_in',
+  /** Approve / Reject in an approver's direct message (the value names incident, execution, audience). */
+  approvalApprove: 'approval_approve',
+  approvalReject: 'approval_reject',
+  /** The execute modal's audience checkboxes: a change re-renders the per-audience preview. */
+  executeAudiences: 'execute_audiences',
 } as const;
 
 export const CALLBACKS = {
@@ -27,6 +32,7 @@ export const CALLBACKS = {
   apiKeyGenerate: 'api_key_generate',
   correct: 'execution_correct',
   retract: 'execution_retract',
+  approvalReject: 'approval_reject',
 } as const;
 
 /** What a modal carries from opening to submission (its private_metadata, as JSON). */
@@ -36,6 +42,8 @@ export interface ModalContext {
   channel_id?: string;
   /** The execution a correction or retraction acts on. */
   execution_id?: string;
+  /** The audience (key) an approval decision is for. */
+  audience?: string;
 }
 
 export function encodeContext(ctx: ModalContext): string {
@@ -52,6 +60,7 @@ export function decodeContext(raw: string | undefined): ModalContext {
       ...(typeof o.incident_id === 'string' ? { incident_id: o.incident_id } : {}),
       ...(typeof o.channel_id === 'string' ? { channel_id: o.channel_id } : {}),
       ...(typeof o.execution_id === 'string' ? { execution_id: o.execution_id } : {}),
+      ...(typeof o.audience === 'string' ? { audience: o.audience } : {}),
     };
   } catch {
     return {};
