@@ -2,7 +2,10 @@ import { SCOPES } from '../../domain/common/api-key.js';
 import { escapeSlack } from '../../channels/slack/escape.js';
 import { LIMITS } from '../../domain/common/limits.js';
 import { CALLBACKS } from './action-ids.js';
-import { context, input, INPUT_ACTION, modal, option, section, textInput, type ModalView } from './block-kit.js';
+import { context, input, INPUT_ACTION, modal, option, plain, section, textInput, type ModalView } from './block-kit.js';
+
+/** Slack's checkboxes element holds at most 10 options. */
+const MAX_CHECKBOXES = 10;
 
 /** Expiry choices, as the `expires_in` durations the API key service takes (absent = never). */
 export const EXPIRY_CHOICES: readonly { label: string; value: string }[] = [
@@ -23,7 +26,19 @@ export function generateApiKeyModal(): ModalView {
       input('name', 'Name', textInput({ maxLength: LIMITS.keyName, placeholder: 'deploy-bot' }), {
         hint: 'Who or what uses this key.',
       }),
-      input('scopes', 'Scopes', { type: 'checkboxes', action_id: INPUT_ACTION, options: scopeOptions }),
+      // Slack's checkboxes hold 10 options; with more scopes than that the choice is a multi-select.
+      input(
+        'scopes',
+        'Scopes',
+        scopeOptions.length <= MAX_CHECKBOXES
+          ? { type: 'checkboxes', action_id: INPUT_ACTION, options: scopeOptions }
+          : {
+              type: 'multi_static_select',
+              action_id: INPUT_ACTION,
+              options: scopeOptions,
+              placeholder: plain('Pick scopes', 150),
+            },
+      ),
       input(
         'expires_in',
         'Expires',
