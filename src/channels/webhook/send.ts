@@ -1,4 +1,4 @@
-import { createHmac } from 'node:crypto';
+import { Webhook } from 'standardwebhooks';
 import type { WebhookConfig } from './config.js';
 import type {
   ChannelAdapter,
@@ -80,10 +80,12 @@ export function webhookBody(message: OutboundMessage, nowMs: number): string {
   });
 }
 
-/** `v1,<base64 HMAC-SHA256("id.timestamp.body")>` keyed with the bytes of a `whsec_` secret. */
+/**
+ * `v1,<base64 HMAC-SHA256("id.timestamp.body")>` keyed with the bytes of a `whsec_` secret: the
+ * Standard Webhooks signature, made by its maintained package (the one receivers verify with).
+ */
 export function signWebhook(secret: string, id: string, timestampSeconds: number, body: string): string {
-  const key = Buffer.from(secret.startsWith('whsec_') ? secret.slice('whsec_'.length) : secret, 'base64');
-  return `v1,${createHmac('sha256', key).update(`${id}.${timestampSeconds}.${body}`).digest('base64')}`;
+  return new Webhook(secret).sign(id, new Date(timestampSeconds * 1000), body);
 }
 
 export function createWebhookSender(deps: WebhookSenderDeps) {
