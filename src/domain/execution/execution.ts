@@ -11,8 +11,17 @@ import {
   type ThreadWait,
 } from './conversation.js';
 
-export const DELIVERY_STATUSES = ['queued', 'sending', 'delivered', 'retrying', 'failed', 'cancelled'] as const;
+export const DELIVERY_STATUSES = [
+  'pending_approval',
+  'queued',
+  'sending',
+  'delivered',
+  'retrying',
+  'failed',
+  'cancelled',
+] as const;
 export const EXECUTION_STATUSES = [
+  'pending_approval',
   'queued',
   'in_progress',
   'delivered',
@@ -27,6 +36,10 @@ export const ExecuteRequestSchema = z
   .strictObject({
     variables: VariablesSchema.default({}),
     connection_ids: z.array(z.string().min(1).max(64)).min(1).max(200).optional(),
+    audiences: z.array(z.string().min(1).max(63)).min(1).max(20).optional().meta({
+      description:
+        'Audience keys to execute to (not with `connection_ids`). Each audience gets its own templates on its own connections; an audience whose approval is required is held as `pending_approval` until approved. Without both: `HERALD_DEFAULT_AUDIENCES` when set, else every enabled connection.',
+    }),
     next_update_in: NextUpdateInSchema.optional(),
   })
   .meta({ id: 'ExecuteRequest' });
@@ -66,7 +79,14 @@ export const DeliverySchema = z
     connection_type: ChannelTypeSchema,
     template_id: z.string().nullable(),
     template_version: z.number().int().nullable(),
-    status: z.enum(DELIVERY_STATUSES),
+    audience: z
+      .string()
+      .nullable()
+      .meta({ description: 'The key of the audience it was sent to; null for an execute without audiences.' }),
+    status: z.enum(DELIVERY_STATUSES).meta({
+      description:
+        '`pending_approval`: held until its audience is approved (then `queued`, with its place in the conversation), cancelled when rejected or expired.',
+    }),
     attempts: z.array(AttemptSchema),
     possible_duplicate: z.boolean(),
     delivered_at: z.string().nullable(),
@@ -106,7 +126,14 @@ export type { RenderedContent } from '../../contracts/channel.js';
 
 /** The conversation fields of the wire shape: optional when stored, since records written before them lack them. */
 type ConversationFields =
-  'action' | 'sequence' | 'previous_delivery_id' | 'target_delivery_id' | 'message' | 'reply_to' | 'waited_for';
+  | 'action'
+  | 'sequence'
+  | 'previous_delivery_id'
+  | 'target_delivery_id'
+  | 'message'
+  | 'reply_to'
+  | 'waited_for'
+  | 'audience';
 
 /** The stored delivery: the wire shape plus what the worker needs. */
 export interface Delivery
@@ -163,14 +190,42 @@ export interface Execution {
   target_execution_id?: string | null;
   /** A correction's note, a retraction's reason. */
   note?: string | null;
+  /**
+   * The audiences it went to, when it named some (absent: an execute without audiences). Their
+   * approvals are stored apart (they change; this record does not) and merged when presented.
+   */
+  audiences?: StoredExecutionAudience[];
+}
+
+/** One audience of an execution as recorded at execute (see ExecutionAudienceSchema for the wire shape). */
+export interface StoredExecutionAudience {
+  key: string;
+  name: string;
+  visibility: 'internal' | 'external';
+  delivery_ids: string[];
+  skipped: { reason: 'no_templates' | 'no_connections'; message: string } | null;
+  /** Whether its part waited for an approval (the approval record holds its state). */
+  approval_required: boolean;
 }
 
 export const isTerminal = (s: DeliveryStatus): boolean => s === 'delivered' || s === 'failed' || s === 'cancelled';
+
+/**
+ * Held for an approval: not terminal, but not to be sent either. Nothing queues it, sends it or
+ * counts it as lost; only the approval's decision moves it (to queued or cancelled).
+ */
+export const isHeld = (s: DeliveryStatus): boolean => s === 'pending_approval';
+
+/** Not terminal and not held: what a worker may pick up and send. */
+export const isSendable = (s: DeliveryStatus): boolean => !isTerminal(s) && !isHeld(s);
 
 /** The execution's status is derived from its deliveries, never stored (no write contention). */
 export function executionStatus(deliveries: Pick<Delivery, 'status'>[]): ExecutionStatus {
   const s = deliveries.map((d) => d.status);
   if (s.length === 0) return 'cancelled';
+  // Whatever is still to do waits for an approval: the execution waits with it.
+  const open = s.filter((x) => !isTerminal(x));
+  if (open.length > 0 && open.every(isHeld)) return 'pending_approval';
   if (s.every((x) => x === 'queued')) return 'queued';
   if (!s.every(isTerminal)) return 'in_progress';
   if (s.every((x) => x === 'delivered')) return 'delivered';
@@ -194,6 +249,10 @@ export function newDelivery(p: {
   kind?: MessageKind;
   /** Corrections and retractions: the delivery they act on, what to do and its message. */
   targets?: { deliveryId: string; action: MessageAction; message: MessageRef | null };
+  /** The audience it goes to (its key); absent for an execute without audiences. */
+  audience?: string | null;
+  /** Held for its audience's approval: no place in the conversation until approved. */
+  held?: boolean;
 }): Delivery {
   return {
     id: p.id,
@@ -203,7 +262,7 @@ export function newDelivery(p: {
     connection_type: p.connectionType,
     template_id: p.templateId,
     template_version: p.templateVersion,
-    status: 'queued',
+    status: p.held ? 'pending_approval' : 'queued',
     attempts: [],
     possible_duplicate: false,
     delivered_at: null,
@@ -217,6 +276,7 @@ export function newDelivery(p: {
     rev: 1,
     sequence: p.sequence ?? 1,
     previous_delivery_id: p.previousDeliveryId ?? null,
+    ...(p.audience !== undefined && p.audience !== null ? { audience: p.audience } : {}),
     ...(p.kind !== undefined && p.kind !== 'announcement' ? { execution_kind: p.kind } : {}),
     ...(p.targets
       ? { target_delivery_id: p.targets.deliveryId, planned_action: p.targets.action, target: p.targets.message }

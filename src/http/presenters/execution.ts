@@ -78,6 +78,7 @@ export function presentDelivery(d: Delivery): z.infer<typeof DeliverySchema> {
     connection_type: d.connection_type,
     template_id: d.template_id,
     template_version: d.template_version,
+    audience: d.audience ?? null,
     status: d.status,
     attempts: d.attempts,
     possible_duplicate: d.possible_duplicate,
