@@ -16,6 +16,7 @@ export type ReceiptLine = AnnouncementReceiptLine;
 export type Receipts = AnnouncementReceipts;
 
 const RECEIPT: Record<DeliveryStatus, string> = {
+  pending_approval: ':raised_hand: waiting for approval',
   queued: ':hourglass_flowing_sand: queued',
   sending: ':outbox_tray: sending',
   delivered: ':white_check_mark: delivered',
