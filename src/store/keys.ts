@@ -66,6 +66,14 @@ export function createKeys(prefix: string) {
 
     /** Integrator events: the outbox stream every change appends to (store/timeline.ts). */
     eventStream: () => `${t}:evt-stream`,
+    /**
+     * The Slack edge's approval messages of an execution: `dm|<audience>|<user>` → JSON {channel, ts}
+     * of the DM posted to that approver, `line|<audience>|<state>` → 1 once that thread line is posted.
+     */
+    approvalMessages: (executionId: string) => `${t}:exe:${executionId}:approval-msgs`,
+    /** Held while a process notifies one audience's approval (a token with a TTL). */
+    approvalMessagesLock: (executionId: string, audience: string) =>
+      `${t}:exe:${executionId}:approval-msgs:lock:${audience}`,
     /** Per execution: its deliveries still open and finished per status (for execution.completed). */
     executionTally: (id: string) => `${t}:exe:${id}:tally`,
 
