@@ -1,7 +1,7 @@
 import type { PaceStep, PacingRule } from '../domain/execution/delivery-policy.js';
 // A namespace: each status change reads as what it is (transition.cancel(…)).
 import * as transition from '../domain/execution/delivery-state.js';
-import { isTerminal, type Attempt, type Delivery } from '../domain/execution/execution.js';
+import { isSendable, type Attempt, type Delivery } from '../domain/execution/execution.js';
 import type { Incident } from '../domain/incident/incident.js';
 import type { IncidentEvent } from '../domain/incident/incident-event.js';
 import type {
@@ -87,9 +87,12 @@ export const queuedJobOf = (d: Delivery): QueuedJob => ({
   hint: { incidentId: d.incident_id, connectionId: d.connection_id, follows: follows(d) },
 });
 
-/** The queue jobs of those deliveries that exist and are not final yet (what a sweep or hand-off queues). */
+/**
+ * The queue jobs of those deliveries that exist and are not final yet (what a sweep or hand-off
+ * queues). One held for an approval is not queued: only its approval releases it.
+ */
 export const jobsOfUnfinished = (ds: (Delivery | null)[]): QueuedJob[] =>
-  ds.filter((d): d is Delivery => d !== null && !isTerminal(d.status)).map(queuedJobOf);
+  ds.filter((d): d is Delivery => d !== null && isSendable(d.status)).map(queuedJobOf);
 
 /** The delivery record's writes, with the listeners told of each change. */
 export class DeliveryRecords {

@@ -4,7 +4,7 @@ import { iso } from '../domain/common/clock.js';
 import { decideRetry, pacingFor, type PaceStep, type RetryDecision } from '../domain/execution/delivery-policy.js';
 // A namespace: each status change reads as what it is (transition.recordDelivered(…)).
 import * as transition from '../domain/execution/delivery-state.js';
-import { isTerminal, type Delivery } from '../domain/execution/execution.js';
+import { isSendable, type Delivery } from '../domain/execution/execution.js';
 import { nextHealth, sendVia, type ConnectionHealth } from '../domain/connection/connection.js';
 import type { Incident } from '../domain/incident/incident.js';
 import { incidentUrl } from '../domain/template/render.js';
@@ -100,7 +100,8 @@ export class DeliveryEngine {
     // With the job's hint, everything is read in the delivery's own round trip.
     const early = hint ? this.startReads(hint) : null;
     let current = await this.d.repo.getDelivery(deliveryId);
-    if (!current || isTerminal(current.status)) return { kind: 'done', status: current?.status ?? 'cancelled' };
+    // Finished, or held for an approval (a stray job must never send it: the approval queues it).
+    if (!current || !isSendable(current.status)) return { kind: 'done', status: current?.status ?? 'cancelled' };
     const reads =
       early &&
       early.incidentId === current.incident_id &&

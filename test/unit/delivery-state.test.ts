@@ -11,6 +11,7 @@ import {
   recordFailed,
   recordInterrupted,
   recordRetry,
+  release,
   requeue,
   roundBudgetAfter,
   sendAttempt,
@@ -189,7 +190,7 @@ const EDGES: Record<DeliveryTransition, Edge> = {
     }),
   },
   cancel: {
-    legalFrom: ['queued', 'retrying', 'sending'],
+    legalFrom: ['pending_approval', 'queued', 'retrying', 'sending'],
     run: (d) => cancel(d, 'connection deleted', NOW),
     expected: (d) => ({
       ...d,
@@ -227,6 +228,11 @@ const EDGES: Record<DeliveryTransition, Edge> = {
       rev: 8,
     }),
   },
+  release: {
+    legalFrom: ['pending_approval'],
+    run: (d) => release(d, { sequence: 4, previousDeliveryId: 'dlv_00' }),
+    expected: (d) => ({ ...d, status: 'queued', sequence: 4, previous_delivery_id: 'dlv_00', rev: 8 }),
+  },
 };
 
 const clone = (d: Delivery): Delivery => structuredClone(d);
@@ -242,9 +248,9 @@ describe('the delivery state machine', () => {
   );
 
   it('has the edges of docs/explanation/delivery-semantics.md and no others', () => {
-    // 2 + 2 + 2 + 1 + 1 + 1 + 1 + 3 + 1 legal edges; the other 54 − 14 pairs are refused.
-    expect(legal).toHaveLength(14);
-    expect(illegal).toHaveLength(DELIVERY_TRANSITIONS.length * DELIVERY_STATUSES.length - 14);
+    // 2 + 2 + 2 + 1 + 1 + 1 + 1 + 4 + 1 + 1 legal edges; the other 70 − 16 pairs are refused.
+    expect(legal).toHaveLength(16);
+    expect(illegal).toHaveLength(DELIVERY_TRANSITIONS.length * DELIVERY_STATUSES.length - 16);
   });
 
   it.each(legal)('%s from %s gives exactly the next record, leaving the input untouched', (t, status) => {

@@ -21,6 +21,8 @@ import type { WaitedFor } from './conversation.js';
  *            ├─ recordFailed ─────▶ failed     (permanent, or out of budget)
  *            └─ cancel ───────────▶ cancelled  (a cut-off send whose connection is gone)
  *   failed ── requeue (redeliver) ▶ queued     (a new round with a fresh budget)
+ *   pending_approval ─┬─ release ─▶ queued     (its audience approved: its place in the conversation)
+ *                     └─ cancel ──▶ cancelled  (rejected, expired, withdrawn, or its connection went)
  *   delivered, cancelled: terminal, nothing leaves them.
  */
 
@@ -34,6 +36,7 @@ export const DELIVERY_TRANSITIONS = [
   'recordFailed',
   'cancel',
   'requeue',
+  'release',
 ] as const;
 export type DeliveryTransition = (typeof DELIVERY_TRANSITIONS)[number];
 
@@ -46,8 +49,9 @@ const LEGAL_FROM: Record<DeliveryTransition, readonly DeliveryStatus[]> = {
   recordDelivered: ['sending'],
   recordRetry: ['sending'],
   recordFailed: ['sending'],
-  cancel: ['queued', 'retrying', 'sending'],
+  cancel: ['pending_approval', 'queued', 'retrying', 'sending'],
   requeue: ['failed'],
+  release: ['pending_approval'],
 };
 
 /** A transition that is not legal from the delivery as it is: nothing changes. */
@@ -299,6 +303,22 @@ export function requeue(d: Delivery): Transitioned {
     round_start: d.attempts.length,
     not_before: null,
     paced: false,
+    rev: d.rev + 1,
+  };
+}
+
+/**
+ * pending_approval → queued: its audience was approved. It takes its place in the conversation
+ * now (not at execute), so a held message never sits in a thread that others reply under.
+ */
+export function release(d: Delivery, place: { sequence: number; previousDeliveryId: string | null }): Transitioned {
+  const refused = statusRefusal('release', d);
+  if (refused) return refused;
+  return {
+    ...d,
+    status: 'queued',
+    sequence: place.sequence,
+    previous_delivery_id: place.previousDeliveryId,
     rev: d.rev + 1,
   };
 }
