@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Incident } from '../../src/domain/incident/incident.js';
 import { decodeContext } from '../../src/slack/views/action-ids.js';
+import { receiptLine } from '../../src/slack/views/announcement.js';
 import {
   approvalMessage,
   approvalThreadLine,
@@ -313,5 +314,24 @@ describe('execute modal with audiences', () => {
   it('is exactly the old modal without audiences', () => {
     const v = executeModal({ incident: incident(), variables: [], previews: [] });
     expect(v.blocks.some((b: any) => b.block_id === AUDIENCES_FIELD)).toBe(false);
+  });
+});
+
+describe('receipts of an execute with a held audience', () => {
+  const line = (over: Partial<Parameters<typeof receiptLine>[0]>) =>
+    receiptLine({
+      connectionName: 'Status page',
+      connectionType: 'webhook',
+      status: 'queued',
+      attempts: 0,
+      error: null,
+      ...over,
+    });
+
+  it('shows a held delivery as waiting for approval, and a cancelled one with why', () => {
+    expect(line({ status: 'pending_approval' })).toBe(':raised_hand: waiting for approval — *Status page* (webhook)');
+    expect(line({ status: 'cancelled', attempts: 1, error: 'approval rejected by bob: wrong ETA' })).toBe(
+      ':no_entry_sign: cancelled — *Status page* (webhook) · approval rejected by bob: wrong ETA',
+    );
   });
 });

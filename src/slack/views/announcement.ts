@@ -46,7 +46,9 @@ export function receiptLine(r: ReceiptLine): string {
   let line = `${RECEIPT[r.status]} — *${escapedText(r.connectionName, 160)}* (${r.connectionType})`;
   if (r.status === 'delivered' && (r.action === 'edit' || r.action === 'delete')) line += ` · ${DONE[r.action]}`;
   if (r.status === 'retrying') line += ` · attempt ${r.attempts}`;
-  if ((r.status === 'retrying' || r.status === 'failed') && r.error) line += ` · ${escapedText(r.error, 200)}`;
+  // A cancelled one says why: its connection went, or its approval was rejected or expired.
+  if ((r.status === 'retrying' || r.status === 'failed' || r.status === 'cancelled') && r.error)
+    line += ` · ${escapedText(r.error, 200)}`;
   const link = r.status === 'delivered' && r.permalink ? mrkdwnLink(r.permalink, 'view') : null;
   if (link !== null) line += ` · ${link}`;
   return line;
