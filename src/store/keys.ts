@@ -64,6 +64,12 @@ export function createKeys(prefix: string) {
     /** Outbox: deliveries committed but not yet confirmed on the queue (score = commit time, ms). */
     deliveryOutbox: () => `${t}:dlv-outbox`,
 
+    /** An execution's approvals, one JSON record (store/approvals.ts): it changes, the execution does not. */
+    approvals: (executionId: string) => `${t}:exe:${executionId}:approvals`,
+    /** Executions with a pending approval, score = when the first of them expires (ms): the expiry sweep's schedule. */
+    approvalsDue: () => `${t}:approvals-due`,
+    /** Executions whose approvers were not told of an approval's latest state, score = when to try (ms). */
+    approvalsToNotify: () => `${t}:approvals-notify`,
     /** Integrator events: the outbox stream every change appends to (store/timeline.ts). */
     eventStream: () => `${t}:evt-stream`,
     /**
@@ -76,6 +82,24 @@ export function createKeys(prefix: string) {
       `${t}:exe:${executionId}:approval-msgs:lock:${audience}`,
     /** Per execution: its deliveries still open and finished per status (for execution.completed). */
     executionTally: (id: string) => `${t}:exe:${id}:tally`,
+    /** The last stream entry the dispatcher moved into the event log (docs/events.md). */
+    eventCursor: () => `${t}:evt-cursor`,
+    /** Per incident: its events so far (each event's `sequence`). */
+    eventSequences: () => `${t}:evt-seq`,
+    /** Event id → the event as sent (JSON); `evt-log-time` orders them by commit time (ms) for replay and trimming. */
+    eventLog: () => `${t}:evt-log`,
+    eventLogTime: () => `${t}:evt-log-time`,
+    /** Events in the log not yet matched to endpoints (score = commit time, ms). */
+    eventFanout: () => `${t}:evt-fanout`,
+    eventEndpoint: (id: string) => `${t}:evp:${id}`,
+    eventEndpoints: () => `${t}:evps`,
+    /** An endpoint's event deliveries, score = created (ms): its delivery log. */
+    eventEndpointDeliveries: (id: string) => `${t}:evp:${id}:dlvs`,
+    /** Endpoint id → since when (ms) it has failed without a success in between. */
+    eventEndpointFailing: () => `${t}:evp-failing`,
+    eventDelivery: (id: string) => `${t}:evd:${id}`,
+    /** Event deliveries waiting for their next attempt, score = when (ms); a claim moves it a lease ahead. */
+    eventDue: () => `${t}:evd-due`,
 
     apiKey: (id: string) => `${t}:key:${id}`,
     apiKeys: () => `${t}:keys`,

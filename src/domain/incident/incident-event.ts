@@ -12,6 +12,10 @@ export const EVENT_TYPES = [
   'execution.corrected',
   'execution.retracted',
   'incident.update_overdue',
+  'execution.approval_requested',
+  'execution.approved',
+  'execution.rejected',
+  'execution.approval_expired',
 ] as const;
 
 export const IncidentEventSchema = z
