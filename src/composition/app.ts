@@ -26,6 +26,7 @@ import type { ChannelSenders, SecretBox } from '../ports/index.js';
 import type { SlackEdge } from '../slack/app.js';
 import { RedisAnnouncementRepo } from '../store/announcements.js';
 import { RedisApiKeyRepo } from '../store/api-keys.js';
+import { RedisAudienceRepo } from '../store/audiences.js';
 import { RedisConnectionRepo } from '../store/connections.js';
 import { RedisConversationRepo } from '../store/conversations.js';
 import { nodeTokenCrypto } from '../store/crypto.js';
@@ -221,6 +222,7 @@ async function composeServices(
       executions: store.executions,
       conversations: new RedisConversationRepo(redis, keys),
       announcements: new RedisAnnouncementRepo(redis, keys),
+      audiences: new RedisAudienceRepo(redis, keys),
     },
     exist: { templates: exist(keys.template), connections: exist(keys.connection) },
     box,

@@ -11,6 +11,7 @@ import type {
   AnnouncementReminderLog,
   AnnouncementRepo,
   ApiKeyRepo,
+  AudienceRepo,
   ChannelSenders,
   Clock,
   ConnectionRepo,
@@ -31,6 +32,7 @@ import type { AccessPolicy } from '../services/access.js';
 import { AdminViewService } from '../services/admin-view.js';
 import { AnnouncementService } from '../services/announcement-service.js';
 import type { ApiKeyService } from '../services/api-keys.js';
+import { AudienceService } from '../services/audiences.js';
 import { ConnectionService } from '../services/connections.js';
 import { DeliveryService, type SendPacer } from '../services/deliveries.js';
 import { ExecutionService } from '../services/executions.js';
@@ -54,6 +56,7 @@ export interface ServicePorts {
     executions: ExecutionRepo;
     conversations: ConversationRepo;
     announcements: AnnouncementRepo & AnnouncementReminderLog;
+    audiences: AudienceRepo;
   };
   /** Which of these ids name a stored template / connection (one round trip for many). */
   exist: {
@@ -145,6 +148,7 @@ export interface Services {
   announcements: AnnouncementService;
   /** The update cadence's reminders: the worker runs the due ones. */
   reminders: ReminderService;
+  audiences: AudienceService;
 }
 
 export function buildServices(p: ServicePorts): Services {
@@ -210,6 +214,7 @@ export function buildServices(p: ServicePorts): Services {
   const announcements = new AnnouncementService(repos.announcements);
   const admin = new AdminViewService({ access, connections, apiKeys });
   const reminders = buildReminders(p);
+  const audiences = buildAudiences(p);
   return {
     access,
     admin,
@@ -221,6 +226,7 @@ export function buildServices(p: ServicePorts): Services {
     deliveries,
     announcements,
     reminders,
+    audiences,
   };
 }
 
@@ -258,5 +264,16 @@ function buildReminders(p: ServicePorts): ReminderService {
     // A reminder changes the incident: the announcement then shows "overdue".
     onReminded: (incident) => n.incidentChanged?.(incident, 'updated'),
     onError: (what, err) => n.reminderTrouble?.(what, err),
+  });
+}
+
+/** Audiences over their store; they check the connections and templates they name exist. */
+function buildAudiences(p: ServicePorts): AudienceService {
+  return new AudienceService({
+    repo: p.repos.audiences,
+    clock: p.clock,
+    ids: p.ids,
+    connectionsExist: (cids) => p.exist.connections(cids),
+    templatesExist: (tids) => p.exist.templates(tids),
   });
 }

@@ -1,3 +1,4 @@
+import type { Audience } from '../domain/audience/audience.js';
 import type { ConnectionRecord } from '../domain/connection/connection.js';
 import type { Actor } from '../domain/common/actor.js';
 import type { MessageAction, MessageKind } from '../domain/execution/conversation.js';
@@ -36,7 +37,8 @@ export type CommittedEffect =
   | { kind: 'incident'; incident: Incident }
   | { kind: 'execution'; execution: Execution; deliveries: Delivery[] }
   | { kind: 'connection'; connection: ConnectionRecord; signingSecret: string | null }
-  | { kind: 'templates'; templates: Template[] };
+  | { kind: 'templates'; templates: Template[] }
+  | { kind: 'audience'; audience: Audience };
 
 /**
  * An idempotent request in progress. The route says how a committed effect answers (`respond`),

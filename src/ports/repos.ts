@@ -97,8 +97,12 @@ export interface ConnectionRepo {
   create(connection: ConnectionRecord, signingSecret?: string | null): Promise<boolean>;
   /** Compare-and-set: replaces `prev` with `next` if the stored record is still exactly `prev`. */
   update(prev: ConnectionRecord, next: ConnectionRecord): Promise<boolean>;
-  /** Compare-and-set delete: false when the record changed (or is gone) since `prev` was read. */
-  delete(prev: ConnectionRecord): Promise<boolean>;
+  /**
+   * Compare-and-set delete: false when the record changed (or is gone) since `prev` was read.
+   * Takes the connection out of every audience in the same atomic step (each a new revision,
+   * `updated_at` = `at`, default now), so no reader sees an audience naming a deleted connection.
+   */
+  delete(prev: ConnectionRecord, at?: string): Promise<boolean>;
   list(filter: ConnectionFilter, page: PageRequest): Promise<Page<ConnectionRecord>>;
 }
 

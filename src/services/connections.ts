@@ -181,7 +181,7 @@ export class ConnectionService {
       async () => {
         const current = await this.get(id);
         checkRevision('connection', current.rev, ifMatch);
-        if (await this.d.repo.delete(current)) {
+        if (await this.d.repo.delete(current, iso(this.d.clock.now()))) {
           await this.d.onDeleted(id);
           return;
         }

@@ -1,4 +1,5 @@
 import type { RedisClient as Redis } from './redis-connect.js';
+import { withoutConnection, type Audience } from '../domain/audience/audience.js';
 import type { ConnectionRecord } from '../domain/connection/connection.js';
 import type { Page, PageRequest } from '../domain/common/pagination.js';
 import type { ConnectionFilter, ConnectionRepo } from '../ports/index.js';
@@ -46,12 +47,31 @@ export class RedisConnectionRepo implements ConnectionRepo {
       .commit();
   }
 
-  delete(prev: ConnectionRecord): Promise<boolean> {
+  /**
+   * The audiences it belongs to are read first, then rewritten without it in the delete's own
+   * Change: their records are checked as read, and so is the connection's membership counter,
+   * which every audience write that adds or removes the connection bumps (store/audiences.ts).
+   * An audience joining or changing meanwhile fails the check, and the caller reads again.
+   */
+  async delete(prev: ConnectionRecord, at: string = new Date().toISOString()): Promise<boolean> {
     const k = this.keys;
-    return new Change(this.redis)
+    const rev = await this.redis.hget(k.connectionAudiencesRev(), prev.id);
+    const audienceIds = await this.redis.smembers(k.connectionAudiences(prev.id));
+    const raw = audienceIds.length > 0 ? await this.redis.mget(...audienceIds.map((id) => k.audience(id))) : [];
+    const change = new Change(this.redis)
       .expect(k.connection(prev.id), JSON.stringify(prev))
+      .expectHashField(k.connectionAudiencesRev(), prev.id, rev);
+    audienceIds.forEach((id, i) => {
+      const json = raw[i];
+      if (json === null || json === undefined) return; // deleted meanwhile: its delete bumped the counter
+      const next = withoutConnection(JSON.parse(json) as Audience, prev.id, at);
+      change.expect(k.audience(id), json).write('SET', k.audience(id), JSON.stringify(next));
+    });
+    return change
       .write('DEL', k.connection(prev.id))
       .write('ZREM', k.connections(), prev.id)
+      .write('DEL', k.connectionAudiences(prev.id))
+      .write('HDEL', k.connectionAudiencesRev(), prev.id)
       .commit();
   }
 

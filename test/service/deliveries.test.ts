@@ -26,6 +26,7 @@ import {
   FakeTester,
   FakeTokenCrypto,
   InMemoryAnnouncementRepo,
+  InMemoryAudienceRepo,
   InMemoryApiKeyRepo,
   InMemoryConnectionRepo,
   InMemoryConversationRepo,
@@ -124,6 +125,7 @@ async function rig(opts: { threadWaitMs?: number; connection?: Record<string, un
         executions: repo,
         conversations,
         announcements: new InMemoryAnnouncementRepo(),
+        audiences: new InMemoryAudienceRepo(),
       },
       exist: {
         templates: (tids) => Promise.resolve(tids.map(() => false)),

@@ -6,6 +6,7 @@
  * that a refused request wrote nothing. `interfere` hooks let a test lose a compare-and-set race.
  */
 import { createHash, randomBytes } from 'node:crypto';
+import { withoutConnection, type Audience } from '../../src/domain/audience/audience.js';
 import { OutboundAllow } from '../../src/domain/connection/address-policy.js';
 import type { Actor } from '../../src/domain/common/actor.js';
 import type { ApiKey } from '../../src/domain/common/api-key.js';
@@ -27,6 +28,8 @@ import type {
   AnnouncementReminderLog,
   AnnouncementRepo,
   ApiKeyRepo,
+  AudienceRepo,
+  AudienceWriteOutcome,
   ChatPoster,
   Clock,
   ConnectionFilter,
@@ -276,12 +279,16 @@ export class InMemoryConnectionRepo implements ConnectionRepo {
     this.connections.set(next.id, copy(next));
     return Promise.resolve(true);
   }
-  delete(prev: ConnectionRecord): Promise<boolean> {
+  /** The audiences a delete takes the connection out of (as the Redis store does, in the same step). */
+  audiences: InMemoryAudienceRepo | null = null;
+
+  delete(prev: ConnectionRecord, at: string = new Date().toISOString()): Promise<boolean> {
     this.interfere?.(prev.id);
     const stored = this.connections.get(prev.id);
     if (!stored || !same(stored, prev)) return Promise.resolve(false);
     this.writes++;
     this.connections.delete(prev.id);
+    this.audiences?.dropConnection(prev.id, at);
     return Promise.resolve(true);
   }
   list(filter: ConnectionFilter, page: PageRequest): Promise<Page<ConnectionRecord>> {
@@ -849,5 +856,72 @@ export class InMemoryReminderSchedule implements ReminderSchedule {
   release(incidentId: string, lease: number, atMs: number | null): Promise<void> {
     if (this.due.get(incidentId) === lease) this.schedule(incidentId, atMs);
     return Promise.resolve();
+  }
+}
+
+// ── audiences ────────────────────────────────────────────────────────────────────────────────
+
+export class InMemoryAudienceRepo implements AudienceRepo {
+  readonly audiences = new Map<string, Audience>();
+  /** Per audience, executions with a pending approval for it (the approval engine's index). */
+  readonly pending = new Map<string, Set<string>>();
+  /** Whether a connection / template exists (writes refuse to add one that does not). */
+  connectionExists: (id: string) => boolean = () => true;
+  templateExists: (id: string) => boolean = () => true;
+  interfere: ((id: string) => void) | null = null;
+  writes = 0;
+
+  get(id: string): Promise<Audience | null> {
+    const a = this.audiences.get(id);
+    return Promise.resolve(a ? copy(a) : null);
+  }
+  getByKeys(keys: string[]): Promise<(Audience | null)[]> {
+    const byKey = new Map([...this.audiences.values()].map((a) => [a.key, a]));
+    return Promise.resolve(keys.map((k) => (byKey.has(k) ? copy(byKey.get(k)!) : null)));
+  }
+  all(): Promise<Audience[]> {
+    return Promise.resolve(
+      [...this.audiences.values()].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0)).map(copy),
+    );
+  }
+  list(page: PageRequest): Promise<Page<Audience>> {
+    return Promise.resolve(pageById([...this.audiences.values()], page));
+  }
+  private refsExist(next: Audience, prev: Audience | null): boolean {
+    return (
+      next.connection_ids.every((c) => prev?.connection_ids.includes(c) || this.connectionExists(c)) &&
+      next.template_ids.every((t) => prev?.template_ids.includes(t) || this.templateExists(t))
+    );
+  }
+  create(a: Audience): Promise<AudienceWriteOutcome> {
+    if ([...this.audiences.values()].some((x) => x.key === a.key))
+      return Promise.resolve({ ok: false, reason: 'key_taken' });
+    if (this.audiences.has(a.id) || !this.refsExist(a, null)) return Promise.resolve({ ok: false, reason: 'conflict' });
+    this.writes++;
+    this.audiences.set(a.id, copy(a));
+    return Promise.resolve({ ok: true });
+  }
+  update(prev: Audience, next: Audience): Promise<AudienceWriteOutcome> {
+    this.interfere?.(prev.id);
+    const stored = this.audiences.get(prev.id);
+    if (!stored || !same(stored, prev) || !this.refsExist(next, prev))
+      return Promise.resolve({ ok: false, reason: 'conflict' });
+    this.writes++;
+    this.audiences.set(next.id, copy(next));
+    return Promise.resolve({ ok: true });
+  }
+  delete(prev: Audience): Promise<AudienceWriteOutcome> {
+    this.interfere?.(prev.id);
+    const stored = this.audiences.get(prev.id);
+    if (!stored || !same(stored, prev)) return Promise.resolve({ ok: false, reason: 'conflict' });
+    const pending = [...(this.pending.get(prev.id) ?? [])].sort();
+    if (pending.length > 0) return Promise.resolve({ ok: false, reason: 'in_use', executionIds: pending });
+    this.writes++;
+    this.audiences.delete(prev.id);
+    return Promise.resolve({ ok: true });
+  }
+  /** A connection was deleted: it leaves every audience (InMemoryConnectionRepo.delete calls this). */
+  dropConnection(connectionId: string, at: string): void {
+    for (const [id, a] of this.audiences) this.audiences.set(id, withoutConnection(a, connectionId, at));
   }
 }

@@ -14,6 +14,7 @@ import {
   FakeTester,
   FakeTokenCrypto,
   InMemoryAnnouncementRepo,
+  InMemoryAudienceRepo,
   InMemoryApiKeyRepo,
   InMemoryConnectionRepo,
   InMemoryConversationRepo,
@@ -56,6 +57,10 @@ export function world(opts: WorldOptions = {}) {
   const incidentRepo = new InMemoryIncidentRepo();
   const templateRepo = new InMemoryTemplateRepo();
   const connectionRepo = new InMemoryConnectionRepo();
+  const audienceRepo = new InMemoryAudienceRepo();
+  audienceRepo.connectionExists = (id) => connectionRepo.connections.has(id);
+  audienceRepo.templateExists = (id) => templateRepo.templates.has(id);
+  connectionRepo.audiences = audienceRepo;
   const conversations = new InMemoryConversationRepo();
   const executionRepo = new InMemoryExecutionRepo(incidentRepo, conversations);
   const apiKeyRepo = new InMemoryApiKeyRepo();
@@ -91,6 +96,7 @@ export function world(opts: WorldOptions = {}) {
       executions: executionRepo,
       conversations,
       announcements: new InMemoryAnnouncementRepo(),
+      audiences: audienceRepo,
     },
     exist: {
       templates: (tids) => Promise.resolve(tids.map((t) => templateRepo.templates.has(t))),
@@ -128,6 +134,7 @@ export function world(opts: WorldOptions = {}) {
       connections: connectionRepo,
       executions: executionRepo,
       apiKeys: apiKeyRepo,
+      audiences: audienceRepo,
     },
     services,
     seen: { changes, deleted, disabled, errors },
