@@ -16,6 +16,7 @@ import type { Delivery } from '../domain/execution/execution.js';
 import type { Incident } from '../domain/incident/incident.js';
 import { createIdGenerator } from '../domain/common/ids.js';
 import type { EdgeDeps } from '../http/endpoint.js';
+import { audienceRoutes } from '../http/routes/audiences.js';
 import { connectionRoutes } from '../http/routes/connections.js';
 import { executionRoutes } from '../http/routes/executions.js';
 import { incidentRoutes } from '../http/routes/incidents.js';
@@ -264,6 +265,7 @@ function v1Routes(edge: EdgeDeps, services: Services): (app: Router) => void {
     incidentRoutes({ ...edge, incidents: services.incidents }, app, '/v1');
     templateRoutes({ ...edge, templates: services.templates }, app, '/v1');
     connectionRoutes({ ...edge, connections: services.connections }, app, '/v1');
+    audienceRoutes({ ...edge, audiences: services.audiences }, app, '/v1');
     executionRoutes({ ...edge, executions: services.executions }, app, '/v1');
     openApiRoutes(edge, app, '/v1');
   };

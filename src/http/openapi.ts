@@ -7,6 +7,7 @@ import {
 import { z } from 'zod';
 import { bodyModeOf, openApiPath, type OperationDoc, type Route, type RouteTable } from './endpoint.js';
 import { problem } from './operation-docs.js';
+import { audienceRouteTable } from './routes/audiences.js';
 import { connectionRouteTable } from './routes/connections.js';
 import { executionRouteTable } from './routes/executions.js';
 import { incidentRouteTable } from './routes/incidents.js';
@@ -24,6 +25,7 @@ const TABLES: readonly RouteTable<never>[] = [
   executionRouteTable,
   templateRouteTable,
   connectionRouteTable,
+  audienceRouteTable,
 ];
 
 const common = {

@@ -1,5 +1,6 @@
 import type { Audience } from '../domain/audience/audience.js';
 import type { ConnectionRecord } from '../domain/connection/connection.js';
+import type { ExecutionApprovals, ExecutionAudience } from '../domain/execution/approval.js';
 import type { Actor } from '../domain/common/actor.js';
 import type { MessageAction, MessageKind } from '../domain/execution/conversation.js';
 import type { Delivery, DeliveryStatus, Execution, ExecutionStatus } from '../domain/execution/execution.js';
@@ -35,7 +36,7 @@ export type IdempotencyBegin =
 /** What an idempotent request committed: its response is stored in the same atomic step. */
 export type CommittedEffect =
   | { kind: 'incident'; incident: Incident }
-  | { kind: 'execution'; execution: Execution; deliveries: Delivery[] }
+  | { kind: 'execution'; execution: Execution; deliveries: Delivery[]; approvals?: ExecutionApprovals | null }
   | { kind: 'connection'; connection: ConnectionRecord; signingSecret: string | null }
   | { kind: 'templates'; templates: Template[] }
   | { kind: 'audience'; audience: Audience };
@@ -151,4 +152,22 @@ export interface ChatPoster {
   update(message: PostedMessage, content: AnnouncementContent): Promise<void>;
   /** Posts a reminder as a reply in the thread of `thread` (the announcement). */
   postReminder(thread: PostedMessage, content: ReminderContent): Promise<void>;
+}
+
+// ── approvals ────────────────────────────────────────────────────────────────────────────────
+
+/** What the approvers of one audience of an execution are told (its approval's current state). */
+export interface ApprovalNotice {
+  incident: Incident;
+  execution: Execution;
+  /** The audience, with its approval set. */
+  audience: ExecutionAudience;
+  approvers: { slack_user_ids: string[] };
+  /** The held deliveries (their rendered content inside). */
+  deliveries: Delivery[];
+}
+
+export interface ApprovalNotifier {
+  /** Must be idempotent per (execution, audience, approval.state): called again after a crash. */
+  notify(notice: ApprovalNotice): Promise<void>;
 }

@@ -158,6 +158,7 @@ const AudienceApprovalPatchSchema = z
   })
   .meta({
     id: 'AudienceApprovalPatch',
+    example: { required: true, approvers: { slack_user_ids: ['U024BE7LH', 'W0123ABCD'] } },
     description: 'Fields sent replace, fields left out are kept; approvers is replaced as a whole.',
   });
 
@@ -171,7 +172,23 @@ export const AudienceCreateSchema = z
     template_ids: TemplateIdsSchema.default([]),
     approval: AudienceApprovalInputSchema.default({ ...DEFAULT_APPROVAL }),
   })
-  .meta({ id: 'AudienceCreate' });
+  .meta({
+    id: 'AudienceCreate',
+    example: {
+      key: 'customers',
+      name: 'Customers',
+      description: 'The status page and the customer mailing list.',
+      visibility: 'external',
+      connection_ids: ['con_01JH3ZK6X2B8V4N0Q7R5T9W1YC'],
+      template_ids: ['tpl_01JH3ZK6X2B8V4N0Q7R5T9W1YD'],
+      approval: {
+        required: true,
+        approvers: { slack_user_ids: ['U024BE7LH'], api_key_scopes: ['incidents:execute'] },
+        four_eyes: true,
+        expires_in: '2h',
+      },
+    },
+  });
 export type AudienceCreate = z.output<typeof AudienceCreateSchema>;
 
 export const AudiencePatchSchema = z
@@ -221,7 +238,26 @@ export const AudienceSchema = z
     created_at: z.string(),
     updated_at: z.string(),
   })
-  .meta({ id: 'Audience' });
+  .meta({
+    id: 'Audience',
+    example: {
+      id: 'aud_01JH3ZK6X2B8V4N0Q7R5T9W1YE',
+      key: 'customers',
+      name: 'Customers',
+      description: 'The status page and the customer mailing list.',
+      visibility: 'external',
+      connection_ids: ['con_01JH3ZK6X2B8V4N0Q7R5T9W1YC'],
+      template_ids: ['tpl_01JH3ZK6X2B8V4N0Q7R5T9W1YD'],
+      approval: {
+        required: true,
+        approvers: { slack_user_ids: ['U024BE7LH'], api_key_scopes: ['incidents:execute'] },
+        four_eyes: true,
+        expires_in: '2h',
+      },
+      created_at: '2026-11-22T10:00:00.000Z',
+      updated_at: '2026-11-22T10:00:00.000Z',
+    },
+  });
 export type AudienceWire = z.infer<typeof AudienceSchema>;
 
 /** The stored audience: the wire shape plus `rev`, its ETag and compare-and-set revision. */
