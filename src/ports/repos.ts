@@ -5,6 +5,8 @@ import type { Clock } from '../domain/common/clock.js';
 import type { IdGenerator } from '../domain/common/ids.js';
 import type { ConnectionRecord } from '../domain/connection/connection.js';
 import type { Delivery, Execution } from '../domain/execution/execution.js';
+import type { ExecutionApprovals } from '../domain/execution/approval.js';
+import type { CommittedEffect } from './edge.js';
 import type { MessageRef } from '../domain/execution/conversation.js';
 import type { IncidentEvent } from '../domain/incident/incident-event.js';
 import type { Incident, IncidentStatus, Severity } from '../domain/incident/incident.js';
@@ -155,6 +157,8 @@ export interface ExecutionRepo {
     incidentNext: Incident,
     events: IncidentEvent[],
     threads?: Map<string, ThreadState>,
+    /** Its approvals when some audience is held: stored, indexed and scheduled in the same step. */
+    approvals?: ExecutionApprovals | null,
   ): Promise<boolean>;
   get(id: string): Promise<Execution | null>;
   listForIncident(incidentId: string, page: PageRequest): Promise<Page<Execution>>;
@@ -191,6 +195,48 @@ export interface ExecutionRepo {
    * caller's alone to send. One the sweep took, or an earlier run of the same job, is not.
    */
   claimOutbox(ids: string[], claim: number): Promise<string[]>;
+}
+
+// ── approvals ────────────────────────────────────────────────────────────────────────────────
+
+/** One decision (approve, reject, expire, withdraw) as one atomic step. */
+export interface ApprovalCommit {
+  /** The record as read (compared) and as it becomes. */
+  prev: ExecutionApprovals;
+  next: ExecutionApprovals;
+  /** Held deliveries as read (compared) and as they become: queued (released) or cancelled. */
+  deliveries: { prev: Delivery; next: Delivery }[];
+  /** The released deliveries' conversations as read (compared, then moved on to them). */
+  threads: Map<string, ThreadState>;
+  /** The outbox score (the dispatch jobs' claim) of released deliveries. */
+  claim?: number;
+  events: IncidentEvent[];
+  /** Audience ids whose pending approval on this execution ends here. */
+  ended: string[];
+  /** The execution's tally as read (ExecutionRepo's execution.completed counts); {} when it has none. */
+  tally?: Record<string, string>;
+  /** Now, ISO (execution.completed's time) and ms (the notification schedule). */
+  at: string;
+  nowMs: number;
+  /** The idempotent request's effect, stored with the commit. */
+  effect?: CommittedEffect;
+}
+
+export interface ApprovalRepo {
+  get(executionId: string): Promise<ExecutionApprovals | null>;
+  getMany(executionIds: string[]): Promise<(ExecutionApprovals | null)[]>;
+  /** The execution's tally (see ApprovalCommit.tally). */
+  tally(executionId: string): Promise<Record<string, string>>;
+  /** Compare-and-set over everything the decision touches; false when any of it changed. */
+  commit(c: ApprovalCommit): Promise<boolean>;
+  /** Records that approvers were told (compare-and-set); leaves the notification schedule once all are. */
+  markNotified(prev: ExecutionApprovals, next: ExecutionApprovals): Promise<boolean>;
+  /** Leases the executions with an approval due to expire at `nowMs`. */
+  claimDue(nowMs: number, leaseMs: number, limit: number): Promise<string[]>;
+  /** Leases the executions whose approvers were not told of a state yet. */
+  claimToNotify(nowMs: number, leaseMs: number, limit: number): Promise<string[]>;
+  /** Puts the execution back on the expiry schedule as its record asks (after a lease found nothing due). */
+  settle(approvals: ExecutionApprovals): Promise<void>;
 }
 
 // ── conversations and the update cadence ───────────────────────────────────────────────────

@@ -1,5 +1,7 @@
 import type { RedisClient as Redis } from './redis-connect.js';
-import { isTerminal, type Delivery, type Execution } from '../domain/execution/execution.js';
+import { isHeld, isTerminal, type Delivery, type Execution } from '../domain/execution/execution.js';
+import type { ExecutionApprovals } from '../domain/execution/approval.js';
+import { writeNewApprovals } from './approvals.js';
 import type { Incident } from '../domain/incident/incident.js';
 import { encodeIncident, storedString } from './incident-record.js';
 import { rememberText, storedTextSha1 } from './stored-text.js';
@@ -156,6 +158,7 @@ export class RedisExecutionRepo implements ExecutionRepo {
     incidentNext: Incident,
     events: IncidentEvent[],
     threads?: Map<string, ThreadState>,
+    approvals?: ExecutionApprovals | null,
   ): Promise<boolean> {
     const k = this.keys;
     // Not connected yet (just started) or reconnecting: the bounded connection answers at once.
@@ -175,8 +178,9 @@ export class RedisExecutionRepo implements ExecutionRepo {
       const d = deliveries[i]!;
       change
         .write('SET', k.delivery(d.id), JSON.stringify(d))
-        .write('SADD', k.connectionActiveDeliveries(d.connection_id), d.id)
-        .write('ZADD', k.deliveryOutbox(), now, d.id);
+        .write('SADD', k.connectionActiveDeliveries(d.connection_id), d.id);
+      // One held for its audience's approval enters the outbox only when approved (store/approvals.ts).
+      if (!isHeld(d.status)) change.write('ZADD', k.deliveryOutbox(), now, d.id);
       // Writing out a large fan-out's records takes a while: let requests (a Slack ack has 3 s)
       // run in between. The change is only built here; its checks run atomically at commit.
       if ((i + 1) % SERIALISE_BETWEEN_YIELDS === 0) await new Promise<void>((resolve) => setImmediate(resolve));
@@ -188,9 +192,18 @@ export class RedisExecutionRepo implements ExecutionRepo {
     appendTimeline(change, k, incidentNext.id, events, {
       snapshots: { incident: nextText, execution: JSON.stringify(execution) },
     });
-    if (threads) advanceThreads(change, k, incidentNext.id, threads, deliveries);
+    // A held delivery has no place in its conversation until approved.
+    if (threads)
+      advanceThreads(
+        change,
+        k,
+        incidentNext.id,
+        threads,
+        deliveries.filter((d) => !isHeld(d.status)),
+      );
+    if (approvals) writeNewApprovals(change, k, approvals, this.nowMs());
     mirrorReminder(change, k, incidentPrev, incidentNext);
-    const committed = await change.commit({ kind: 'execution', execution, deliveries });
+    const committed = await change.commit({ kind: 'execution', execution, deliveries, approvals: approvals ?? null });
     if (committed) rememberText(incidentNext, nextText);
     return committed;
   }
