@@ -2,6 +2,7 @@ import { Cluster, type Redis, type RedisOptions } from 'ioredis';
 import type { Logger } from 'pino';
 import { isRedisUnavailable } from '../domain/common/unavailable.js';
 import { requireReplicas, type ReplicaWait } from './durability.js';
+import { acquireFailoverWatch } from './failover-watch.js';
 import { connectRedis, type RedisClient, type RedisTarget } from './redis-connect.js';
 
 export { isRedisUnavailable };
@@ -114,9 +115,14 @@ export function createRedis(
       options: { ...options, connectionName: `${name}-durable` },
     });
     if (opts.log) watchRedis(writer, opts.log, `${name}-durable`);
-    requireReplicas(redis, opts.replicaWait, writer);
+    // Sentinel: the sentinels' events say when a failover begins, before the primary moves.
+    const failover = t.kind === 'sentinel' ? acquireFailoverWatch(t, opts.log) : undefined;
+    requireReplicas(redis, opts.replicaWait, writer, failover?.watch);
     // Closed with its client: 'end' comes once the client is quit or disconnected for good.
-    redis.once('end', () => writer.disconnect());
+    redis.once('end', () => {
+      writer.disconnect();
+      failover?.release();
+    });
   }
   if (opts.log) watchRedis(redis, opts.log, name);
   return redis;

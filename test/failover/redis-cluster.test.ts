@@ -227,7 +227,6 @@ describe('Redis Cluster failover: nothing acknowledged is lost, normal answers w
   const topology = (c: TestCluster, replicas: 1 | 2): Topology => ({
     target: { kind: 'cluster', nodes: c.nodes.map((n) => ({ host: '127.0.0.1', port: n.port })) },
     replicas,
-    waitReplicas: 1,
     settled: () => c.settled(),
     switchPrimary: (kind, prefix) => c.switchPrimary(kind, createKeys(prefix).tag),
   });

@@ -28,7 +28,6 @@ afterAll(async () => {
 const topology = (g: SentinelGroup, replicas: 1 | 2): Topology => ({
   target: g.target,
   replicas,
-  waitReplicas: replicas,
   settled: () => g.settled(),
   switchPrimary: (kind) => g.switchPrimary(kind),
 });

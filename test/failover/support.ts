@@ -3,9 +3,10 @@
  * incidents all along, then the primary switches (commanded or killed). Afterwards:
  * - every delivery arrived exactly once, or Herald flagged it `possible_duplicate`;
  * - every incident and execution Herald acknowledged (201/202) is readable;
- * - requests are answered normally within RECOVERY_BOUND_MS of the new primary's promotion,
- *   measured by a poller (a read and a write) and printed; writes only once enough replicas are
- *   in sync when the switch leaves fewer than WAIT asks for (503 with Retry-After until then).
+ * - requests, reads and writes alike, are answered normally within RECOVERY_BOUND_MS of the new
+ *   primary's promotion, measured by a poller (a read and a write) and printed. A new primary
+ *   with fewer replicas in sync than WAIT asks for acknowledges at once, protected by the replicas
+ *   it has (durability.ts: WAIT min(configured, online)).
  */
 import { randomBytes } from 'node:crypto';
 import { expect } from 'vitest';
@@ -22,14 +23,11 @@ export type SwitchKind = 'commanded' | 'killed';
 
 export interface Topology {
   target: RedisTarget;
-  /** Replicas of the primary serving Herald. */
-  replicas: 1 | 2;
   /**
-   * HERALD_REDIS_WAIT_REPLICAS for this topology (docs/operations/failover.md): Sentinel needs
-   * every replica (a SENTINEL FAILOVER promotes one while the old primary still takes writes that
-   * another replica may confirm), a Cluster one (its failover waits for the replica to catch up).
+   * Replicas of the primary serving Herald; HERALD_REDIS_WAIT_REPLICAS counts every one of them
+   * (docs/operations/failover.md).
    */
-  waitReplicas: number;
+  replicas: 1 | 2;
   /** Resolves once the topology is whole again (every replica in sync), before a case starts. */
   settled(): Promise<void>;
   /** Switches the primary serving Herald's keys; resolves with when the new one was seen promoted. */
@@ -40,14 +38,21 @@ export interface Topology {
 export interface CaseResult {
   /** Promotion to the first normal read. */
   readsMs: number;
-  /** Promotion to the first acknowledged write (WAIT for one replica: none until one is in sync). */
+  /** Promotion to the first poll whose read and write were both answered normally. */
   recoveredMs: number;
   acknowledgedIncidents: number;
   duplicatesFlagged: number;
+  /** Where the case's time went, in ms: waiting for the topology to settle, then the promotion to the fan-out's end. */
+  settleMs: number;
+  fanOutDoneMs: number;
+  /** The poller's answers after the promotion, "ms:read/write", to show where recovery's time went. */
+  polls: string[];
 }
 
 export async function runFailoverCase(topology: Topology, kind: SwitchKind): Promise<CaseResult> {
+  const settleStart = Date.now();
   await topology.settled();
+  const settleMs = Date.now() - settleStart;
   const prefix = `fo${randomBytes(4).toString('hex')}`;
   const rx = await startWebhookReceiver({ acceptUnverified: true });
   // Slow sinks: the fan-out is still running when the primary switches.
@@ -55,6 +60,7 @@ export async function runFailoverCase(topology: Topology, kind: SwitchKind): Pro
   let h: TestHerald | null = null;
   let writing = false;
   let writer: Promise<void> = Promise.resolve();
+  let failed = false;
   try {
     h = await startHerald(
       {
@@ -62,7 +68,7 @@ export async function runFailoverCase(topology: Topology, kind: SwitchKind): Pro
         HERALD_RATE_LIMIT: '100000',
         HERALD_EXECUTE_RATE_LIMIT: '100000',
         HERALD_WORKER_CONCURRENCY: '4',
-        HERALD_REDIS_WAIT_REPLICAS: String(topology.waitReplicas),
+        HERALD_REDIS_WAIT_REPLICAS: String(topology.replicas),
         HERALD_REDIS_WAIT_TIMEOUT_MS: '1000',
         // HERALD_TEST_LOG_LEVEL=error shows what Herald logged when a case fails.
         LOG_LEVEL: process.env.HERALD_TEST_LOG_LEVEL ?? 'silent',
@@ -107,6 +113,7 @@ export async function runFailoverCase(topology: Topology, kind: SwitchKind): Pro
     // The poller: a read and a write, until both are answered normally.
     let n = 0;
     let lastRefusal = '';
+    const polls: string[] = [];
     let readsMs: number | null = null;
     await waitFor(
       async () => {
@@ -116,6 +123,7 @@ export async function runFailoverCase(topology: Topology, kind: SwitchKind): Pro
           body: { title: `poll ${n}`, severity: 'minor' },
           headers: { 'Idempotency-Key': `${prefix}-p${n++}` },
         });
+        polls.push(`${Date.now() - promotedAt}:${read.status}/${write.status}`);
         if (write.status === 201) acknowledged.push(write.body.id as string);
         else lastRefusal = `${Date.now() - promotedAt} ms: read ${read.status}, write ${write.status} ${write.text}`;
         return read.status === 200 && write.status === 201;
@@ -132,31 +140,38 @@ export async function runFailoverCase(topology: Topology, kind: SwitchKind): Pro
       rx.requests,
       FAN_OUT,
     );
+    const fanOutDoneMs = Date.now() - promotedAt;
     expect(done.deliveries.every((d) => d.status === 'delivered')).toBe(true);
     for (const id of acknowledged) {
       const r = await herald.api('GET', `/v1/incidents/${id}`);
       expect(r.status, `acknowledged incident ${id}`).toBe(200);
     }
     expect(readsMs, 'reads after the promotion').toBeLessThanOrEqual(RECOVERY_BOUND_MS);
-    // When the failover leaves fewer replicas than WAIT asks for, writes wait (503 with
-    // Retry-After) until the old primary is back in sync as a replica: the promise not to lose
-    // them has nothing else to stand on (docs/operations/failover.md). Otherwise at once.
-    if (topology.replicas > topology.waitReplicas) {
-      expect(
-        recoveredMs,
-        `answered normally ${recoveredMs} ms after the promotion; last refusal ${lastRefusal}`,
-      ).toBeLessThanOrEqual(RECOVERY_BOUND_MS);
-    }
+    expect(
+      recoveredMs,
+      `answered normally ${recoveredMs} ms after the promotion; last refusal ${lastRefusal}`,
+    ).toBeLessThanOrEqual(RECOVERY_BOUND_MS);
     return {
       readsMs: readsMs ?? -1,
       recoveredMs,
       acknowledgedIncidents: acknowledged.length,
       duplicatesFlagged: done.deliveries.filter((d) => d.possible_duplicate).length,
+      settleMs,
+      fanOutDoneMs,
+      polls,
     };
+  } catch (e) {
+    failed = true;
+    throw e;
   } finally {
     writing = false;
     await writer.catch(() => undefined);
-    await h?.close();
+    // A failed close must not hide why the case failed (it threw "Connection is closed." over a
+    // timed-out poll once); when the case passed, it fails the case.
+    await h?.close().catch((e: unknown) => {
+      if (!failed) throw e;
+      console.error(`closing the Herald after the failed case: ${String(e)}`);
+    });
     await rx.close();
   }
 }
