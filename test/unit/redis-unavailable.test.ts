@@ -27,6 +27,10 @@ describe('Redis unavailable: one classification for both edges', () => {
     ['a loading Redis', new Error('LOADING Redis is loading the dataset in memory')],
     ['a demoted primary', new Error("READONLY You can't write against a read only replica.")],
     ['a cluster that is down', new Error('CLUSTERDOWN The cluster is down')],
+    [
+      'a primary with too few replicas (min-replicas-to-write)',
+      new Error('NOREPLICAS Not enough good replicas to write.'),
+    ],
   ])('%s is a 503 service_unavailable with Retry-After', (_what, err) => {
     expect(isRedisUnavailable(err)).toBe(true);
     const mapped = fromInfrastructureError(err);

@@ -8,8 +8,8 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 /**
  * Whether an error means "Redis cannot be used right now" rather than a bug: ioredis' time-outs,
  * closed or unwritable connections, exhausted retries, socket errors, and the replies of a Redis
- * that is loading, read-only (a demoted primary, which also unblocks a WAIT with UNBLOCKED) or whose
- * cluster is down. The HTTP and Slack
+ * that is loading, read-only (a demoted primary, which also unblocks a WAIT with UNBLOCKED), short
+ * of replicas (NOREPLICAS, min-replicas-to-write) or whose cluster is down. The HTTP and Slack
  * edges answer these as 503 service_unavailable.
  */
 export function isRedisUnavailable(err: unknown): boolean {
@@ -32,7 +32,7 @@ export function isRedisUnavailable(err: unknown): boolean {
     m.startsWith("Stream isn't writeable") ||
     m.startsWith('Reached the max retries per request limit') ||
     m.startsWith('connect ETIMEDOUT') ||
-    /^(LOADING|READONLY|MASTERDOWN|CLUSTERDOWN|TRYAGAIN|BUSY|UNBLOCKED) /.test(m) ||
+    /^(LOADING|READONLY|MASTERDOWN|CLUSTERDOWN|TRYAGAIN|BUSY|UNBLOCKED|NOREPLICAS) /.test(m) ||
     m.startsWith('Failed to refresh slots cache') ||
     m.startsWith('Too many Cluster redirections') ||
     m.startsWith('None of startup nodes is available')
