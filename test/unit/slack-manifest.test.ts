@@ -26,7 +26,7 @@ describe('slack-app-manifest.yml', () => {
   });
 
   it('asks for exactly the bot scopes Herald uses', () => {
-    expect(manifest.oauth_config.scopes.bot).toEqual(['commands', 'chat:write', 'chat:write.public']);
+    expect(manifest.oauth_config.scopes.bot).toEqual(['commands', 'chat:write', 'chat:write.public', 'im:write']);
     expect(manifest.oauth_config.scopes.user).toBeUndefined();
   });
 

@@ -269,6 +269,12 @@ export async function startSlack(opts: SlackPeerOptions = {}): Promise<SlackPeer
         const url = opts.socketModeUrl?.() ?? null;
         return { body: url === null ? { ok: true } : { ok: true, url } };
       }
+      case 'conversations.open': {
+        // A DM with one user: its own channel id, the same each time (as Slack's `D…` ids).
+        const users = typeof args.users === 'string' ? args.users : '';
+        if (!/^[UW][A-Z0-9]+$/.test(users)) return { body: { ok: false, error: 'user_not_found' } };
+        return { body: { ok: true, channel: { id: `D${users}` } } };
+      }
       case 'conversations.info':
         return {
           body: {
