@@ -26,6 +26,12 @@ const FRIENDLY: Partial<Record<ErrorCode, (e: DomainError) => string>> = {
     ':hourglass: None of those messages has been delivered yet, so there is nothing to correct or retract. Try again once the receipts show them delivered.',
   precondition_failed: () => 'Someone changed this at the same moment; please try again.',
   rate_limited: () => ':hourglass: Too many executes right now; try again in a minute.',
+  // Approvals: the service's message says which state and who decided; nothing changed.
+  not_pending: (e) => `:information_source: ${e.message} Nothing changed.`,
+  four_eyes: () =>
+    ':no_entry: You asked for this send, and this audience needs a second person to approve it. Ask another approver; nothing changed.',
+  not_an_approver: () => ":no_entry: Only this audience's approvers can approve or reject this send. Nothing changed.",
+  unknown_audience: (e) => `${e.message} Pick again from the list.`,
   insufficient_scope: () => ':no_entry: Only Herald admins can do that.',
   unauthenticated: () => ':no_entry: Only Herald admins can do that.',
   internal_error: () => ':warning: Something went wrong inside Herald; the error is logged. Please try again.',

@@ -168,7 +168,6 @@ describe('reject modal', () => {
       incidentId: 'inc_1',
       executionId: 'exe_1',
       audience: 'customers',
-      audienceName: 'Customers',
     });
     expect(checkApiCall('views.open', { trigger_id: 't', view: v })).toEqual([]);
     const reason = v.blocks.find((b: any) => b.type === 'input') as any;

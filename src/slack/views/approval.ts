@@ -217,12 +217,7 @@ export function approvalThreadLine(
 export const REJECT_REASON_FIELD = 'reason';
 
 /** Reject asks for an optional reason; the button's context (incident, execution, audience) rides along. */
-export function rejectModal(p: {
-  incidentId: string;
-  executionId: string;
-  audience: string;
-  audienceName: string;
-}): ModalView {
+export function rejectModal(p: { incidentId: string; executionId: string; audience: string }): ModalView {
   return modal({
     callbackId: CALLBACKS.approvalReject,
     title: 'Reject sending',
@@ -230,9 +225,9 @@ export function rejectModal(p: {
     privateMetadata: encodeContext({ incident_id: p.incidentId, execution_id: p.executionId, audience: p.audience }),
     blocks: [
       section(
-        `Nothing will be sent to *${escapedText(p.audienceName, 200)}*. The requester and the other approvers see who rejected it and why.`,
+        `Nothing will be sent to the audience \`${escapedText(p.audience, 100)}\`. The requester and the other approvers see who rejected it and why.`,
       ),
-      input(REJECT_REASON_FIELD, 'Reason (optional)', textInput({ multiline: true, maxLength: 1000 }), {
+      input(REJECT_REASON_FIELD, 'Reason (optional)', textInput({ multiline: true, maxLength: 500 }), {
         optional: true,
       }),
     ],
