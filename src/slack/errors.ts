@@ -16,8 +16,11 @@ const FRIENDLY: Partial<Record<ErrorCode, (e: DomainError) => string>> = {
   use_close_endpoint: () => 'Close an incident with `/incident close <id>` or its Close button.',
   missing_variables: (e) =>
     `Some required variables are missing: ${e.errors.map((x) => x.field.replace(/^variables\./, '')).join(', ')}.`,
-  no_connections: () =>
-    ':electric_plug: There is no enabled connection to deliver to. An admin can add one (POST /v1/connections) and test it from the App Home.',
+  // Per audience (errors name each picked audience): the service's message says why each gets nothing.
+  no_connections: (e) =>
+    e.errors.length > 0
+      ? `:electric_plug: ${e.message}`
+      : ':electric_plug: There is no enabled connection to deliver to. An admin can add one (POST /v1/connections) and test it from the App Home.',
   unknown_template: () => 'One of the chosen templates no longer exists; pick again.',
   unknown_connection: () => 'One of the chosen connections no longer exists.',
   conflict: () => 'Someone changed this at the same moment; please try again.',

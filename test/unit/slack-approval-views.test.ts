@@ -2,6 +2,8 @@ import { describe, expect, it } from 'vitest';
 import type { Incident } from '../../src/domain/incident/incident.js';
 import { decodeContext } from '../../src/slack/views/action-ids.js';
 import { receiptLine } from '../../src/slack/views/announcement.js';
+import { DomainError } from '../../src/domain/common/errors.js';
+import { ephemeralMessage } from '../../src/slack/errors.js';
 import {
   approvalMessage,
   approvalThreadLine,
@@ -331,6 +333,27 @@ describe('receipts of an execute with a held audience', () => {
     expect(line({ status: 'pending_approval' })).toBe(':raised_hand: waiting for approval — *Status page* (webhook)');
     expect(line({ status: 'cancelled', attempts: 1, error: 'approval rejected by bob: wrong ETA' })).toBe(
       ':no_entry_sign: cancelled — *Status page* (webhook) · approval rejected by bob: wrong ETA',
+    );
+  });
+});
+
+describe('refusals told in Slack', () => {
+  it('explains the approval refusals and says nothing changed', () => {
+    expect(ephemeralMessage(new DomainError('four_eyes', 'x'))).toContain('needs a second person');
+    expect(ephemeralMessage(new DomainError('not_an_approver', 'x'))).toContain("Only this audience's approvers");
+    expect(ephemeralMessage(new DomainError('not_pending', 'Already approved by bob.'))).toBe(
+      ':information_source: Already approved by bob. Nothing changed.',
+    );
+  });
+
+  it('says per audience why a pick sends nothing', () => {
+    const e = new DomainError(
+      'no_connections',
+      'No audience gets anything from this execute: Customers has no templates.',
+      [{ field: 'audiences.0', code: 'no_templates', message: 'Customers has no templates.' }],
+    );
+    expect(ephemeralMessage(e)).toBe(
+      ':electric_plug: No audience gets anything from this execute: Customers has no templates.',
     );
   });
 });
