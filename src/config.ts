@@ -117,6 +117,20 @@ const EnvSchema = z
       )
       .refine((ms) => ms >= 10_000 && ms <= 86_400_000, 'must be between 10s and 24h')
       .default(900_000),
+    /**
+     * How long integrator events are kept for replay (docs/events.md), and their delivery logs:
+     * `12h`, `7d`, `30d` (1 h to 90 d). A bounded job trims what is older.
+     */
+    HERALD_EVENT_RETENTION: z
+      .string()
+      .regex(/^[1-9]\d{0,5}(m|h|d)$/, 'must be a duration like 12h or 7d')
+      .transform(
+        (v) =>
+          Number(v.slice(0, -1)) *
+          ({ m: 60_000, h: 3_600_000, d: 86_400_000 } as const)[v.slice(-1) as 'm' | 'h' | 'd'],
+      )
+      .refine((ms) => ms >= 3_600_000 && ms <= 90 * 86_400_000, 'must be between 1h and 90d')
+      .default(7 * 86_400_000),
     SLACK_SIGNING_SECRET: z.string().min(1).optional(),
     SLACK_BOT_TOKEN: z.string().min(1).optional(),
     SLACK_APP_TOKEN: z.string().min(1).optional(),

@@ -54,6 +54,9 @@ import { Topic, type IncidentChangeKind } from './events.js';
 import { rolePlan } from './role.js';
 import { buildServices, LateReminderNotifier, type Services } from './services.js';
 import { slackEdge } from './slack.js';
+import { composeEvents, type EventParts } from './event-endpoints.js';
+import { eventEndpointRoutes } from '../http/routes/event-endpoints.js';
+import type { EventEndpointService } from '../services/events.js';
 import { checkRedis, openSecretBox, outboundAllow } from './startup-checks.js';
 
 export { openCore, StartupError, type Core } from './cli.js';
@@ -100,7 +103,11 @@ export async function createHerald(opts: HeraldOptions): Promise<Herald> {
     const redisFacts = await checkRedis(redis, log);
     const keys = createKeys(config.HERALD_KEY_PREFIX);
     const parts: RedisParts = { config, redisUrl: opts.redisUrl, redis, keys, log, clock };
-    const { services, worker, events, registry, box, reminderNotifier } = await composeServices(opts, parts, opened);
+    const { services, worker, events, registry, box, reminderNotifier, integratorEvents } = await composeServices(
+      opts,
+      parts,
+      opened,
+    );
     const edge: EdgeDeps = {
       keys: services.apiKeys,
       limiter: new RedisRateLimiter(redis, keys, {
@@ -114,7 +121,7 @@ export async function createHerald(opts: HeraldOptions): Promise<Herald> {
       registry,
       metricsToken: config.HERALD_METRICS_TOKEN,
       readiness: readinessOf(redis),
-      api: v1Routes(edge, services),
+      api: v1Routes(edge, services, integratorEvents.service),
       trustProxy: config.HERALD_TRUST_PROXY,
     });
     const slack = await slackEdge(config, plan, log, clock, app, {
@@ -132,7 +139,10 @@ export async function createHerald(opts: HeraldOptions): Promise<Herald> {
       events.deliveryChanged.on((d) => slack.announcer.deliveryChanged(d));
     }
     finish();
-    if (opts.worker ?? plan.runWorker) worker.start({ reminders: plan.runReminders });
+    if (opts.worker ?? plan.runWorker) {
+      worker.start({ reminders: plan.runReminders });
+      integratorEvents.start();
+    }
     if (slack?.mode === 'socket' && plan.receiveSlack) {
       slack.start().catch((err: unknown) => log.error({ err }, 'Slack Socket Mode could not connect'));
     }
@@ -194,6 +204,8 @@ async function composeServices(
   box: SecretBox;
   /** Attach the Slack announcer (or null) once it exists: the worker's reminders post through it. */
   reminderNotifier: LateReminderNotifier;
+  /** Events for integrators: the endpoint service and the worker's dispatcher. */
+  integratorEvents: EventParts;
 }> {
   const { config, log, redis, keys, clock } = parts;
   const box = await openSecretBox(config, redis, keys, log);
@@ -256,12 +268,15 @@ async function composeServices(
   });
   const worker = deliveryWorker({ ...parts, deliveries: services.deliveries, reminders: services.reminders });
   opened.push(() => worker.close());
-  return { services, worker, events, registry, box, reminderNotifier };
+  const integratorEvents = composeEvents({ ...parts, box, allow });
+  opened.push(() => integratorEvents.close());
+  return { services, worker, events, registry, box, reminderNotifier, integratorEvents };
 }
 
 /** /v1: every resource's routes and the OpenAPI document, straight on the app (see mountRoutes). */
-function v1Routes(edge: EdgeDeps, services: Services): (app: Router) => void {
+function v1Routes(edge: EdgeDeps, services: Services, events: EventEndpointService): (app: Router) => void {
   return (app) => {
+    eventEndpointRoutes({ ...edge, events, nowMs: Date.now }, app, '/v1');
     incidentRoutes({ ...edge, incidents: services.incidents }, app, '/v1');
     templateRoutes({ ...edge, templates: services.templates }, app, '/v1');
     connectionRoutes({ ...edge, connections: services.connections }, app, '/v1');

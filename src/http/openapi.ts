@@ -12,6 +12,7 @@ import { connectionRouteTable } from './routes/connections.js';
 import { executionRouteTable } from './routes/executions.js';
 import { incidentRouteTable } from './routes/incidents.js';
 import { templateRouteTable } from './routes/templates.js';
+import { eventEndpointRouteTable, registerEventWebhooks } from './routes/event-endpoints.js';
 
 /**
  * The OpenAPI 3.1 document, generated from the route tables that mount the API and the same zod
@@ -26,6 +27,7 @@ const TABLES: readonly RouteTable<never>[] = [
   templateRouteTable,
   connectionRouteTable,
   audienceRouteTable,
+  eventEndpointRouteTable,
 ];
 
 const common = {
@@ -57,6 +59,7 @@ export function buildOpenApiDocument(): object {
   for (const table of TABLES)
     for (const route of table.routes) if (route.doc) registry.registerPath(operationOf(table, route, route.doc));
   registerWebhooks(registry);
+  registerEventWebhooks(registry);
 
   const generator = new OpenApiGeneratorV31(registry.definitions);
   const doc = generator.generateDocument({

@@ -1,3 +1,4 @@
+import type { EndpointRecord } from '../domain/event/endpoint.js';
 import type { Audience } from '../domain/audience/audience.js';
 import type { ConnectionRecord } from '../domain/connection/connection.js';
 import type { ExecutionApprovals, ExecutionAudience } from '../domain/execution/approval.js';
@@ -39,7 +40,8 @@ export type CommittedEffect =
   | { kind: 'execution'; execution: Execution; deliveries: Delivery[]; approvals?: ExecutionApprovals | null }
   | { kind: 'connection'; connection: ConnectionRecord; signingSecret: string | null }
   | { kind: 'templates'; templates: Template[] }
-  | { kind: 'audience'; audience: Audience };
+  | { kind: 'audience'; audience: Audience }
+  | { kind: 'event_endpoint'; endpoint: EndpointRecord; signingSecret: string };
 
 /**
  * An idempotent request in progress. The route says how a committed effect answers (`respond`),

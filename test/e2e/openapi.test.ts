@@ -1,3 +1,4 @@
+import { EVENT_CATALOG_TYPES } from '../../src/domain/event/catalog.js';
 import { readFileSync } from 'node:fs';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -60,7 +61,11 @@ describe('OpenAPI', () => {
       components: { headers: Record<string, unknown> };
     };
     expect(doc.info.license).toMatchObject({ name: 'MIT' });
-    expect(Object.keys(doc.webhooks ?? {})).toEqual(['incidentDelivery']);
+    // The webhook connection's payload, then one entry per integrator event type (docs/events.md).
+    expect(Object.keys(doc.webhooks ?? {})).toEqual([
+      'incidentDelivery',
+      ...[...EVENT_CATALOG_TYPES, 'ping'].map((t) => `event.${t}`),
+    ]);
     const ids = new Set<string>();
     for (const [path, ops] of Object.entries(doc.paths)) {
       for (const [method, op] of Object.entries(ops)) {

@@ -15,6 +15,8 @@ export const SCOPES = [
   'audiences:read',
   'audiences:write',
   'approvals:write',
+  'events:read',
+  'events:write',
 ] as const;
 export const ScopeSchema = z.enum([...SCOPES, '*']).meta({ id: 'Scope' });
 export type Scope = (typeof SCOPES)[number];
