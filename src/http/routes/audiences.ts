@@ -17,7 +17,7 @@ import { getRoute, listRoute, patchRoute } from '../respond.js';
 type Deps = EdgeDeps & { audiences: AudienceService };
 
 /** Create's 201, also what an Idempotency-Key replay answers (stored with the audience itself). */
-const created = (a: Audience) =>
+export const audienceCreated = (a: Audience) =>
   jsonResponse(201, presentAudience(a), { location: `/v1/audiences/${a.id}`, etag: etagOf(a.rev) });
 
 const REFERENCES =
@@ -45,8 +45,8 @@ export const audienceRouteTable = defineRoutes<Deps>({ tag: 'Audiences', params:
     },
     handle: async (req, res, d) => {
       // Stored with the audience itself: a crash after the commit still replays this.
-      respondOnCommit(res, (e) => (e.kind === 'audience' ? created(e.audience) : null));
-      sendStored(res, created(await d.audiences.create(req.body)));
+      respondOnCommit(res, (e) => (e.kind === 'audience' ? audienceCreated(e.audience) : null));
+      sendStored(res, audienceCreated(await d.audiences.create(req.body)));
     },
   },
   listRoute({
