@@ -260,7 +260,15 @@ export const AudienceSchema = z
   });
 export type AudienceWire = z.infer<typeof AudienceSchema>;
 
-/** The stored audience: the wire shape plus `rev`, its ETag and compare-and-set revision. */
+/**
+ * The stored audience: the wire shape plus `rev`, its ETag and compare-and-set revision.
+ *
+ * Where an audience is reached is one id list per kind of target: `connection_ids` today. The
+ * status page and subscriber lists join as lists of their own beside it (`status_page_ids`, …),
+ * optional in the record and read as `[]` when absent, with a membership index per target like
+ * `con:<id>:auds` (store/audiences.ts) so deleting a target leaves its audiences the same way.
+ * A stored audience then needs no rewriting.
+ */
 export type Audience = AudienceWire & { approval: AudienceApproval; rev: number };
 
 // ── rules ────────────────────────────────────────────────────────────────────────────────────
