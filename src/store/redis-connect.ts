@@ -122,11 +122,52 @@ function baseOptions(o: ConnectOptions): RedisOptions {
  */
 export function connectRedis(target: RedisTarget, o: ConnectOptions): RedisClient {
   const client = newClient(target, o);
+  if (client instanceof Redis && target.kind === 'sentinel') keepConnecting(client);
   defineScripts(client);
   releaseSettledPipelines(client);
   // Commands sent while serving a request race the request's one deadline (deadline.ts).
   if (o.use === 'request') bindToRequestDeadline(client);
   return client;
+}
+
+/** Clients Herald itself quit or disconnected: their 'end' is final. */
+const closedOnPurpose = new WeakSet<RedisClient>();
+
+/** Whether `client` ended because Herald closed it (quit, disconnect), not on its own. */
+export function closedByHerald(client: RedisClient): boolean {
+  return closedOnPurpose.has(client);
+}
+
+/** How long a Sentinel client that ended on its own waits before it connects again. */
+const RECONNECT_AFTER_END_MS = 200;
+
+/**
+ * Connects a Sentinel client again when it ended without being closed. ioredis gives a client up
+ * for good (status 'end') when its connector is disconnected while it asks the sentinels for the
+ * primary, which is what the failover detector of its previous connection does when a sentinel
+ * announces +switch-master during a reconnect: after a primary was killed, a connection could
+ * stay dead, answering "Connection is closed." to every command, until Herald restarted.
+ */
+function keepConnecting(client: Redis): void {
+  const quit = client.quit.bind(client);
+  const disconnect = client.disconnect.bind(client);
+  client.quit = (...args: Parameters<Redis['quit']>) => {
+    closedOnPurpose.add(client);
+    return quit(...args);
+  };
+  client.disconnect = (reconnect = false) => {
+    if (!reconnect) closedOnPurpose.add(client);
+    disconnect(reconnect);
+  };
+  client.on('end', () => {
+    if (closedOnPurpose.has(client)) return;
+    const timer = setTimeout(() => {
+      if (closedOnPurpose.has(client) || client.status !== 'end') return;
+      // A failure ends the client again, and this runs again.
+      client.connect().catch(() => undefined);
+    }, RECONNECT_AFTER_END_MS);
+    timer.unref();
+  });
 }
 
 function newClient(target: RedisTarget, o: ConnectOptions): RedisClient {

@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { isRedisUnavailable } from '../domain/common/unavailable.js';
 import { requireReplicas, type ReplicaWait } from './durability.js';
 import { acquireFailoverWatch } from './failover-watch.js';
-import { connectRedis, type RedisClient, type RedisTarget } from './redis-connect.js';
+import { closedByHerald, connectRedis, type RedisClient, type RedisTarget } from './redis-connect.js';
 
 export { isRedisUnavailable };
 
@@ -118,11 +118,15 @@ export function createRedis(
     // Sentinel: the sentinels' events say when a failover begins, before the primary moves.
     const failover = t.kind === 'sentinel' ? acquireFailoverWatch(t, opts.log) : undefined;
     requireReplicas(redis, opts.replicaWait, writer, failover?.watch);
-    // Closed with its client: 'end' comes once the client is quit or disconnected for good.
-    redis.once('end', () => {
+    // Closed with its client: 'end' comes once the client is quit or disconnected for good (a
+    // Sentinel client may also end on its own, and then connects again: redis-connect.ts).
+    const closeWith = () => {
+      if (t.kind === 'sentinel' && !closedByHerald(redis)) return;
+      redis.off('end', closeWith);
       writer.disconnect();
       failover?.release();
-    });
+    };
+    redis.on('end', closeWith);
   }
   if (opts.log) watchRedis(redis, opts.log, name);
   return redis;

@@ -126,7 +126,9 @@ export async function runFailoverCase(topology: Topology, kind: SwitchKind): Pro
         polls.push(`${Date.now() - promotedAt}:${read.status}/${write.status}`);
         if (write.status === 201) acknowledged.push(write.body.id as string);
         else lastRefusal = `${Date.now() - promotedAt} ms: read ${read.status}, write ${write.status} ${write.text}`;
-        return read.status === 200 && write.status === 201;
+        // Thrown, so that a time-out says what the last answers were.
+        if (read.status !== 200 || write.status !== 201) throw new Error(lastRefusal || `read ${read.status}`);
+        return true;
       },
       { timeoutMs: 60_000, intervalMs: 100, what: 'normal answers after the promotion' },
     );
