@@ -115,6 +115,8 @@ export type AudienceWriteOutcome =
   | { ok: true }
   /** Create only: another audience has this key. */
   | { ok: false; reason: 'key_taken' }
+  /** Create only: there are LIMITS.audiences audiences already. */
+  | { ok: false; reason: 'too_many' }
   /** Delete only: approvals of these executions are still pending for the audience. */
   | { ok: false; reason: 'in_use'; executionIds: string[] }
   /**

@@ -46,15 +46,13 @@ export class AudienceService {
     return retryOnConflict(
       async () => {
         await this.assertReferences(audience.connection_ids, audience.template_ids);
-        // Checked before the write, not in it: two creates racing at the limit may both pass
-        // (one over), which only bounds how many execute reads; it never corrupts one.
-        if ((await this.d.repo.all()).length >= LIMITS.audiences) {
-          const message = `Herald holds at most ${LIMITS.audiences} audiences; delete one first.`;
-          throw new DomainError('validation_failed', message, [{ field: '', code: 'too_many', message }]);
-        }
         const outcome = await this.d.repo.create(audience);
         if (outcome.ok) return audience;
         if (outcome.reason === 'key_taken') throw keyTaken(audience.key);
+        if (outcome.reason === 'too_many') {
+          const message = `Herald holds at most ${LIMITS.audiences} audiences; delete one first.`;
+          throw new DomainError('validation_failed', message, [{ field: '', code: 'too_many', message }]);
+        }
         return LOST_RACE;
       },
       () => keptChanging('audience'),

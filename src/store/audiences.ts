@@ -1,5 +1,6 @@
 import type { RedisClient as Redis } from './redis-connect.js';
 import type { Audience } from '../domain/audience/audience.js';
+import { LIMITS } from '../domain/common/limits.js';
 import type { Page, PageRequest } from '../domain/common/pagination.js';
 import type { AudienceRepo, AudienceWriteOutcome } from '../ports/index.js';
 import { Change } from './commit.js';
@@ -17,6 +18,8 @@ import type { Keys } from './keys.js';
  *   and takes the connection out of each audience in its own Change, checking the counter, so
  *   an audience joining meanwhile fails that delete's check and it reads again
  *   (RedisConnectionRepo.delete);
+ * - `aud-count`, how many there are: a create compare-and-sets it, so LIMITS.audiences holds
+ *   even when creates race for the last place;
  * - `aud:<id>:pending` (written by the approval engine): executions with an approval still
  *   pending for the audience, which must be empty at the moment of a delete.
  * Writes check that every connection and template they add still exists, in the same step, so
@@ -74,9 +77,17 @@ export class RedisAudienceRepo implements AudienceRepo {
     );
   }
 
+  /**
+   * The count is read, checked against the limit, and compare-and-set with the write: two creates
+   * racing for the last place cannot both take it (the loser reads again and is refused).
+   */
   async create(a: Audience): Promise<AudienceWriteOutcome> {
     const k = this.keys;
+    const count = await this.redis.hget(k.audienceCount(), 'n');
+    if (Number(count ?? 0) >= LIMITS.audiences) return { ok: false, reason: 'too_many' };
     const change = new Change(this.redis)
+      .expectHashField(k.audienceCount(), 'n', count)
+      .write('HINCRBY', k.audienceCount(), 'n', 1)
       .expect(k.audience(a.id), null)
       .expectHashField(k.audienceKeys(), a.key, null)
       .write('SET', k.audience(a.id), JSON.stringify(a))
@@ -105,7 +116,8 @@ export class RedisAudienceRepo implements AudienceRepo {
       .expectEmptySet(k.audiencePendingApprovals(prev.id))
       .write('DEL', k.audience(prev.id))
       .write('HDEL', k.audienceKeys(), prev.key)
-      .write('ZREM', k.audiences(), prev.id);
+      .write('ZREM', k.audiences(), prev.id)
+      .write('HINCRBY', k.audienceCount(), 'n', -1);
     this.references(change, prev, prev.connection_ids, [], []);
     if (await change.commit()) return { ok: true };
     const pending = await this.redis.smembers(k.audiencePendingApprovals(prev.id));

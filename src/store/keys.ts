@@ -47,6 +47,8 @@ export function createKeys(prefix: string) {
     audiences: () => `${t}:auds`,
     /** Audience key → id: uniqueness is claimed in the same atomic step as the write. */
     audienceKeys: () => `${t}:aud-keys`,
+    /** Hash, field `n`: how many audiences there are (creates compare-and-set it: the limit holds under races). */
+    audienceCount: () => `${t}:aud-count`,
     /** Executions with an approval still pending for the audience: its delete is refused while any is. */
     audiencePendingApprovals: (audienceId: string) => `${t}:aud:${audienceId}:pending`,
     /** The audiences a connection belongs to (a connection delete takes it out of each). */

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { AudienceCreateSchema, newAudience, type Audience } from '../../src/domain/audience/audience.js';
+import { LIMITS } from '../../src/domain/common/limits.js';
 import { HEALTHY, type ConnectionRecord } from '../../src/domain/connection/connection.js';
 import { newTemplate, TemplateCreateSchema } from '../../src/domain/template/template.js';
 import type { AudienceRepo, ConnectionRepo, TemplateRepo } from '../../src/ports/index.js';
@@ -132,6 +133,20 @@ function contract(make: () => Store) {
     expect(await s.repo.create(audience('a'))).toEqual({ ok: true });
   });
 
+  it(`holds at most ${LIMITS.audiences} audiences; a delete frees a place`, async () => {
+    const s = make();
+    const made: Audience[] = [];
+    for (let i = 0; i < LIMITS.audiences; i++) {
+      const a = audience(`a${i}`);
+      expect(await s.repo.create(a)).toEqual({ ok: true });
+      made.push(a);
+    }
+    expect(await s.repo.create(audience('one-more'))).toEqual({ ok: false, reason: 'too_many' });
+    expect(await s.repo.delete(made[0]!)).toEqual({ ok: true });
+    expect(await s.repo.create(audience('one-more'))).toEqual({ ok: true });
+    expect(await s.repo.all()).toHaveLength(LIMITS.audiences);
+  });
+
   it('refuses a delete while approvals are pending, naming the executions', async () => {
     const s = make();
     const a = audience('customers');
@@ -251,5 +266,14 @@ describe('AudienceRepo on Redis under concurrency', () => {
     expect(await connections.delete(c, LATER)).toBe(true);
     expect((await repo.get(early.id))?.connection_ids).toEqual([]);
     expect((await repo.get(late.id))?.connection_ids).toEqual([]);
+  });
+
+  it('lets only one of several creates racing for the last place take it', async () => {
+    const repo = new RedisAudienceRepo(db.redis(), db.keys());
+    for (let i = 0; i < LIMITS.audiences - 1; i++) expect(await repo.create(audience(`a${i}`))).toEqual({ ok: true });
+    const racing = await Promise.all(Array.from({ length: 6 }, (_, i) => repo.create(audience(`last-${i}`))));
+    expect(racing.filter((r) => r.ok)).toHaveLength(1);
+    expect(await repo.all()).toHaveLength(LIMITS.audiences);
+    expect(await repo.create(audience('after'))).toEqual({ ok: false, reason: 'too_many' });
   });
 });

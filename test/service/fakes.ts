@@ -894,6 +894,7 @@ export class InMemoryAudienceRepo implements AudienceRepo {
     );
   }
   create(a: Audience): Promise<AudienceWriteOutcome> {
+    if (this.audiences.size >= LIMITS.audiences) return Promise.resolve({ ok: false, reason: 'too_many' });
     if ([...this.audiences.values()].some((x) => x.key === a.key))
       return Promise.resolve({ ok: false, reason: 'key_taken' });
     if (this.audiences.has(a.id) || !this.refsExist(a, null)) return Promise.resolve({ ok: false, reason: 'conflict' });
