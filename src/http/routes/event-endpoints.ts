@@ -22,7 +22,7 @@ import { etagOf, ifMatchRevision } from '../etag.js';
 import { jsonResponse, respondOnCommit, sendStored } from '../middleware/idempotency.js';
 import { idParam, json, problem } from '../operation-docs.js';
 import { pageSchema } from '../presenters/page.js';
-import { getRoute, listRoute, patchRoute, versioned } from '../respond.js';
+import { getRoute, listRoute, patchRoute } from '../respond.js';
 
 type Deps = EdgeDeps & { events: EventEndpointService; nowMs: () => number };
 
@@ -193,11 +193,9 @@ export const eventEndpointRouteTable = defineRoutes<Deps>({ tag: 'Event endpoint
       body: z.strictObject({}).meta({ id: 'EventEndpointTest' }),
       responses: { 200: json(EndpointTestResultSchema, 'What the receiver answered.'), 404: problem('not_found') },
     },
-    handle: versioned(
-      async (req, _res, d: Deps) => ({ rev: 0, result: await d.events.test(pathParam(req, 'id')) }),
-      () => 0,
-      (r) => r.result,
-    ),
+    handle: async (req, res, d) => {
+      res.json(await d.events.test(pathParam(req, 'id')));
+    },
   },
 ]);
 
