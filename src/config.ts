@@ -109,6 +109,23 @@ const EnvSchema = z
     /** How often the outbox is swept for deliveries committed but never queued (a crash in between). */
     HERALD_OUTBOX_SWEEP_MS: z.coerce.number().int().min(100).default(5_000),
     /** How often an overdue update is asked for again (`30s`, `15m`, `1h`; 10 s to 24 h). */
+    /**
+     * Audience keys (comma-separated) an execute goes to when it names neither `audiences` nor
+     * `connection_ids` (docs/configuration.md); unset or empty: every enabled connection.
+     */
+    HERALD_DEFAULT_AUDIENCES: z
+      .string()
+      .default('')
+      .transform((v) =>
+        v
+          .split(',')
+          .map((x) => x.trim())
+          .filter((x) => x.length > 0),
+      )
+      .refine(
+        (keys) => keys.every((k) => /^[a-z0-9][a-z0-9_-]{0,62}$/.test(k)),
+        'must be audience keys, comma-separated',
+      ),
     HERALD_REMINDER_REPEAT: z
       .string()
       .regex(/^[1-9]\d{0,5}(s|m|h)$/, 'must be a duration like 30s, 15m or 1h')

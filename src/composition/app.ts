@@ -39,6 +39,8 @@ import { createKeys, type Keys } from '../store/keys.js';
 import { RedisPacer } from '../store/pacing.js';
 import { RedisRateLimiter } from '../store/rate-limit.js';
 import { RedisReminderSchedule } from '../store/reminders.js';
+import { RedisApprovalRepo } from '../store/approvals.js';
+import { LateApprovalNotifier } from '../services/approvals.js';
 import type { RedisClient as Redis, RedisTarget } from '../store/redis-connect.js';
 import { createRedis, readRedisFacts, whenReady, type RedisFacts } from '../store/redis.js';
 import { RedisTemplateRepo } from '../store/templates.js';
@@ -47,13 +49,15 @@ import {
   deliveryWorker,
   openDeliveryStore,
   REMINDER_LEASE_MS,
+  APPROVAL_LEASE_MS,
   type DeliveryWorker,
   type RedisParts,
 } from './delivery.js';
 import { Topic, type IncidentChangeKind } from './events.js';
 import { rolePlan } from './role.js';
-import { buildServices, LateReminderNotifier, type Services } from './services.js';
+import { buildServices, LateReminderNotifier, type ServicePorts, type Services } from './services.js';
 import { slackEdge } from './slack.js';
+import { RedisApprovalMessageLog } from '../store/approval-messages.js';
 import { composeEvents, type EventParts } from './event-endpoints.js';
 import { eventEndpointRoutes } from '../http/routes/event-endpoints.js';
 import type { EventEndpointService } from '../services/events.js';
@@ -103,11 +107,8 @@ export async function createHerald(opts: HeraldOptions): Promise<Herald> {
     const redisFacts = await checkRedis(redis, log);
     const keys = createKeys(config.HERALD_KEY_PREFIX);
     const parts: RedisParts = { config, redisUrl: opts.redisUrl, redis, keys, log, clock };
-    const { services, worker, events, registry, box, reminderNotifier, integratorEvents } = await composeServices(
-      opts,
-      parts,
-      opened,
-    );
+    const { services, worker, events, registry, box, reminderNotifier, approvalNotifier, integratorEvents } =
+      await composeServices(opts, parts, opened);
     const edge: EdgeDeps = {
       keys: services.apiKeys,
       limiter: new RedisRateLimiter(redis, keys, {
@@ -129,10 +130,13 @@ export async function createHerald(opts: HeraldOptions): Promise<Herald> {
       access: services.access,
       idempotency: edge.idempotency,
       pacer: new RedisPacer(redis, keys),
+      approvalMessages: new RedisApprovalMessageLog(redis, keys),
     });
     if (slack) opened.push(() => slack.stop());
     // Its reminders go to the Slack announcement's thread when Slack is on (a worker has the bot token).
     reminderNotifier.attach(slack?.announcer ?? null);
+    // Approvers hear of approvals in Slack (DMs and the announcement's thread) when Slack is on.
+    approvalNotifier.attach(slack?.approvals ?? null);
     if (slack) {
       // The announcement follows its incident, and its receipts every delivery change, in whichever process made it.
       events.incidentChanged.on((incident, kind) => slack.announcer.incidentChanged(incident, kind));
@@ -204,6 +208,8 @@ async function composeServices(
   box: SecretBox;
   /** Attach the Slack announcer (or null) once it exists: the worker's reminders post through it. */
   reminderNotifier: LateReminderNotifier;
+  /** Attach the Slack approval notifier (or null) once it exists: approvers are told through it. */
+  approvalNotifier: LateApprovalNotifier;
   /** Events for integrators: the endpoint service and the worker's dispatcher. */
   integratorEvents: EventParts;
 }> {
@@ -223,20 +229,12 @@ async function composeServices(
   const ids = createIdGenerator(() => clock.now().getTime());
   const exist = (key: (id: string) => string) => (list: string[]) => keysExist(redis, list.map(key));
   const reminderNotifier = new LateReminderNotifier();
+  const approvalNotifier = new LateApprovalNotifier();
   const services = buildServices({
     clock,
     ids,
     random: Math.random,
-    repos: {
-      incidents: new RedisIncidentRepo(redis, keys),
-      templates: new RedisTemplateRepo(redis, keys),
-      connections: new RedisConnectionRepo(redis, keys),
-      apiKeys: new RedisApiKeyRepo(redis, keys),
-      executions: store.executions,
-      conversations: new RedisConversationRepo(redis, keys),
-      announcements: new RedisAnnouncementRepo(redis, keys),
-      audiences: new RedisAudienceRepo(redis, keys),
-    },
+    repos: redisRepos(parts, store.executions),
     exist: { templates: exist(keys.template), connections: exist(keys.connection) },
     box,
     crypto: nodeTokenCrypto,
@@ -248,6 +246,8 @@ async function composeServices(
     publicUrl: config.HERALD_PUBLIC_URL,
     threadWaitMs: config.HERALD_THREAD_WAIT_MS,
     slackAdmins: config.HERALD_SLACK_ADMINS,
+    approvals: { leaseMs: APPROVAL_LEASE_MS, notifier: approvalNotifier },
+    defaultAudiences: config.HERALD_DEFAULT_AUDIENCES,
     reminders: {
       schedule: new RedisReminderSchedule(redis, keys),
       repeatMs: config.HERALD_REMINDER_REPEAT,
@@ -266,11 +266,32 @@ async function composeServices(
         log.warn({ err: err instanceof Error ? err.message : String(err) }, `update reminder failed: ${what}`),
     },
   });
-  const worker = deliveryWorker({ ...parts, deliveries: services.deliveries, reminders: services.reminders });
+  const worker = deliveryWorker({
+    ...parts,
+    deliveries: services.deliveries,
+    reminders: services.reminders,
+    approvals: services.approvals,
+  });
   opened.push(() => worker.close());
   const integratorEvents = composeEvents({ ...parts, box, allow });
   opened.push(() => integratorEvents.close());
-  return { services, worker, events, registry, box, reminderNotifier, integratorEvents };
+  return { services, worker, events, registry, box, reminderNotifier, approvalNotifier, integratorEvents };
+}
+
+/** The Redis repositories the services are built over (the executions' come with the delivery store). */
+function redisRepos(parts: RedisParts, executions: ServicePorts['repos']['executions']): ServicePorts['repos'] {
+  const { redis, keys } = parts;
+  return {
+    incidents: new RedisIncidentRepo(redis, keys),
+    templates: new RedisTemplateRepo(redis, keys),
+    connections: new RedisConnectionRepo(redis, keys),
+    apiKeys: new RedisApiKeyRepo(redis, keys),
+    executions,
+    conversations: new RedisConversationRepo(redis, keys),
+    announcements: new RedisAnnouncementRepo(redis, keys),
+    audiences: new RedisAudienceRepo(redis, keys),
+    approvals: new RedisApprovalRepo(redis, keys),
+  };
 }
 
 /** /v1: every resource's routes and the OpenAPI document, straight on the app (see mountRoutes). */
@@ -281,7 +302,7 @@ function v1Routes(edge: EdgeDeps, services: Services, events: EventEndpointServi
     templateRoutes({ ...edge, templates: services.templates }, app, '/v1');
     connectionRoutes({ ...edge, connections: services.connections }, app, '/v1');
     audienceRoutes({ ...edge, audiences: services.audiences }, app, '/v1');
-    executionRoutes({ ...edge, executions: services.executions }, app, '/v1');
+    executionRoutes({ ...edge, executions: services.executions, approvals: services.approvals }, app, '/v1');
     openApiRoutes(edge, app, '/v1');
   };
 }

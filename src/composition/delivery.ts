@@ -16,6 +16,7 @@ import { createBoundedResolver } from '../delivery/outbound/guard.js';
 import { createOutboundHttp } from '../delivery/outbound/http.js';
 import { BullDeliveryQueue } from '../delivery/queue.js';
 import { startReminderLoop } from '../delivery/reminder-loop.js';
+import { startApprovalLoop, type DueApprovals } from '../delivery/approval-loop.js';
 import { createChannelSenders, loadChannelAdapters } from '../delivery/senders.js';
 import { startDeliveryRuntime, type DeliveryRuntime } from '../delivery/worker.js';
 import type { ChannelSenders, ConnectionTester } from '../ports/index.js';
@@ -124,6 +125,8 @@ export interface WorkerParts extends RedisParts {
   deliveries: DeliveryService;
   /** The update cadence's reminders (built by buildServices, its notifier attached before start). */
   reminders: ReminderService;
+  /** The approvals' expiry and notification sweep (runs with the reminders). */
+  approvals?: DueApprovals;
 }
 
 export interface DeliveryWorker {
@@ -139,6 +142,7 @@ export interface DeliveryWorker {
 export function deliveryWorker(o: WorkerParts): DeliveryWorker {
   let runtime: DeliveryRuntime | null = null;
   let reminderLoop: { close(): Promise<void> } | null = null;
+  let approvalLoop: { close(): Promise<void> } | null = null;
   let workerConnection: Redis | null = null;
   return {
     start(opts) {
@@ -146,9 +150,11 @@ export function deliveryWorker(o: WorkerParts): DeliveryWorker {
       workerConnection = createRedis(o.redisUrl, { worker: true, name: 'herald-worker', log: o.log });
       runtime = startWorkerRuntime(o, workerConnection);
       if (opts.reminders) reminderLoop = startReminderLoop(o.reminders, REMINDER_POLL_MS, o.log);
+      if (opts.reminders && o.approvals) approvalLoop = startApprovalLoop(o.approvals, REMINDER_POLL_MS, o.log);
     },
     async close() {
       await reminderLoop?.close();
+      await approvalLoop?.close();
       await runtime?.close();
       if (workerConnection) await closeConnection(workerConnection);
     },
@@ -159,6 +165,8 @@ export function deliveryWorker(o: WorkerParts): DeliveryWorker {
 const REMINDER_POLL_MS = 1000;
 /** How long a worker holds a due reminder before another may take it over. */
 export const REMINDER_LEASE_MS = 10_000;
+/** How long a worker holds a due approval expiry or notice before another may take it over. */
+export const APPROVAL_LEASE_MS = 30_000;
 
 function startWorkerRuntime(o: WorkerParts, connection: Redis): DeliveryRuntime {
   const { config } = o;

@@ -11,6 +11,8 @@ import type {
   AnnouncementReminderLog,
   AnnouncementRepo,
   ApiKeyRepo,
+  ApprovalNotifier,
+  ApprovalRepo,
   AudienceRepo,
   ChannelSenders,
   Clock,
@@ -33,6 +35,7 @@ import { AdminViewService } from '../services/admin-view.js';
 import { AnnouncementService } from '../services/announcement-service.js';
 import type { ApiKeyService } from '../services/api-keys.js';
 import { AudienceService } from '../services/audiences.js';
+import { ApprovalService, LateApprovalNotifier } from '../services/approvals.js';
 import { ConnectionService } from '../services/connections.js';
 import { DeliveryService, type SendPacer } from '../services/deliveries.js';
 import { ExecutionService } from '../services/executions.js';
@@ -57,6 +60,8 @@ export interface ServicePorts {
     conversations: ConversationRepo;
     announcements: AnnouncementRepo & AnnouncementReminderLog;
     audiences: AudienceRepo;
+    /** Approval records and their schedules (absent: no execute holds anything for approval here). */
+    approvals?: ApprovalRepo;
   };
   /** Which of these ids name a stored template / connection (one round trip for many). */
   exist: {
@@ -91,6 +96,14 @@ export interface ServicePorts {
     notifier: ReminderNotifier;
   };
   notices: ServiceNotices;
+  /** Approvals: how long a worker holds an expiry or a notice, and who tells approvers. */
+  approvals?: {
+    leaseMs: number;
+    /** A LateApprovalNotifier when the Slack edge exists only after the services. */
+    notifier: ApprovalNotifier;
+  };
+  /** HERALD_DEFAULT_AUDIENCES. */
+  defaultAudiences?: readonly string[];
 }
 
 /**
@@ -149,6 +162,8 @@ export interface Services {
   /** The update cadence's reminders: the worker runs the due ones. */
   reminders: ReminderService;
   audiences: AudienceService;
+  /** Approve / reject held audiences; the worker expires them and tells approvers. */
+  approvals: ApprovalService;
 }
 
 export function buildServices(p: ServicePorts): Services {
@@ -197,6 +212,7 @@ export function buildServices(p: ServicePorts): Services {
     onError: (what, err) => n.deliveryTrouble?.(what, err),
     onDeliveryChanged: (d) => n.deliveryChanged?.(d),
   });
+  const approvals = buildApprovals(p);
   const executions = new ExecutionService({
     incidents: repos.incidents,
     repo: repos.executions,
@@ -210,25 +226,48 @@ export function buildServices(p: ServicePorts): Services {
     ids,
     publicUrl: p.publicUrl,
     onError: (what, err) => n.executeTrouble?.(what, err),
+    audiences: repos.audiences,
+    defaultAudiences: p.defaultAudiences ?? [],
+    approvals,
   });
-  const announcements = new AnnouncementService(repos.announcements);
   const admin = new AdminViewService({ access, connections, apiKeys });
-  const reminders = buildReminders(p);
-  const audiences = buildAudiences(p);
   return {
-    access,
-    admin,
-    apiKeys,
-    incidents,
-    templates,
-    connections,
-    executions,
-    deliveries,
-    announcements,
-    reminders,
-    audiences,
+    ...{ access, admin, apiKeys, incidents, templates, connections, executions, deliveries, approvals },
+    announcements: new AnnouncementService(repos.announcements),
+    reminders: buildReminders(p),
+    audiences: buildAudiences(p),
   };
 }
+
+/** Approvals over their store: decided by people, expired and told by the worker. */
+function buildApprovals(p: ServicePorts): ApprovalService {
+  const { repos, notices: n } = p;
+  return new ApprovalService({
+    incidents: repos.incidents,
+    repo: repos.executions,
+    approvals: repos.approvals ?? NO_APPROVALS,
+    conversations: repos.conversations,
+    dispatch: (batches) => p.queue.dispatch(batches),
+    clock: p.clock,
+    ids: p.ids,
+    notifier: p.approvals?.notifier ?? new LateApprovalNotifier(),
+    leaseMs: p.approvals?.leaseMs ?? 30_000,
+    onDeliveryChanged: (d) => n.deliveryChanged?.(d),
+    onError: (what, err) => n.executeTrouble?.(what, err),
+  });
+}
+
+/** Where no approval store is given (service tests of other things): nothing is ever pending. */
+const NO_APPROVALS: ApprovalRepo = {
+  get: () => Promise.resolve(null),
+  getMany: (ids) => Promise.resolve(ids.map(() => null)),
+  tally: () => Promise.resolve({}),
+  commit: () => Promise.reject(new Error('no approval store is wired')),
+  markNotified: () => Promise.resolve(true),
+  claimDue: () => Promise.resolve([]),
+  claimToNotify: () => Promise.resolve([]),
+  settle: () => Promise.resolve(),
+};
 
 /** Incidents and templates: each reads the other's store, neither any other service. */
 function buildIncidentsAndTemplates(p: ServicePorts): { incidents: IncidentService; templates: TemplateService } {

@@ -47,9 +47,10 @@ export async function queueCommitted(
   d: QueueCommittedDeps,
   execution: Execution,
   deliveries: Delivery[],
+  /** The outbox score they were committed with: the execution's `created_at`, or an approval's time. */
+  claim: number = Date.parse(execution.created_at),
 ): Promise<void> {
   const ids = deliveries.map((x) => x.id);
-  const claim = Date.parse(execution.created_at);
   const queued = d
     .dispatch(dispatchBatches(execution.incident_id, claim, deliveries))
     .then(() => d.repo.markDispatched(ids, claim))

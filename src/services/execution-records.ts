@@ -1,6 +1,7 @@
 import { notFound } from '../domain/common/errors.js';
 import { isId } from '../domain/common/ids.js';
 import type { Delivery, Execution } from '../domain/execution/execution.js';
+import type { ExecutionApprovals } from '../domain/execution/approval.js';
 import type { Incident } from '../domain/incident/incident.js';
 import type { ExecutionRepo, IncidentRepo, ThreadState } from '../ports/index.js';
 
@@ -14,6 +15,8 @@ import type { ExecutionRepo, IncidentRepo, ThreadState } from '../ports/index.js
 export interface ExecutionWithDeliveries {
   execution: Execution;
   deliveries: Delivery[];
+  /** Its approvals, when some audience of it was held (merged into the execution when presented). */
+  approvals?: ExecutionApprovals | null;
 }
 
 export async function incidentOr404(incidents: Pick<IncidentRepo, 'get'>, id: string): Promise<Incident> {

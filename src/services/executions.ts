@@ -7,10 +7,12 @@ import {
   ExecuteRequestSchema,
   RedeliverRequestSchema,
   newDelivery,
+  type Delivery,
   type Execution,
+  type RenderedContent,
 } from '../domain/execution/execution.js';
 import { assertWritable, type Incident } from '../domain/incident/incident.js';
-import { newEvent } from '../domain/incident/incident-event.js';
+import { newEvent, type IncidentEvent } from '../domain/incident/incident-event.js';
 import { expectCursorKind, type Page, type PageRequest } from '../domain/common/pagination.js';
 import { incidentView } from '../domain/template/render.js';
 import type { Template } from '../domain/template/template.js';
@@ -47,6 +49,13 @@ import {
   type ExecutionWithDeliveries,
 } from './execution-records.js';
 import { LOST_RACE, retryOnConflict } from './retry.js';
+import type { Audience } from '../domain/audience/audience.js';
+import { approvalExpiryMs } from '../domain/audience/audience.js';
+import type { ApprovalRecord, ExecutionApprovals } from '../domain/execution/approval.js';
+import type { StoredExecutionAudience } from '../domain/execution/execution.js';
+import type { AudienceRepo } from '../ports/index.js';
+import type { ApprovalService } from './approvals.js';
+import { planAudiences, resolveAudienceKeys, type AudiencePart } from './audience-plan.js';
 
 export { DISPATCH_CHUNK } from './execution-queue.js';
 export { mergeDeclaredVariables, type ExecuteConnection, type ExecutionWithDeliveries, type PlannedDelivery };
@@ -68,6 +77,22 @@ export interface ExecutionServiceDeps {
   publicUrl: string | undefined;
   /** Told when queueing failed after the commit (the outbox sweep then queues; logged). */
   onError?: (what: string, err: unknown) => void;
+  /** The audiences an execute may name (absent: executes know no audiences). */
+  audiences?: Pick<AudienceRepo, 'getByKeys' | 'all'>;
+  /** HERALD_DEFAULT_AUDIENCES: the audiences of an execute that names neither audiences nor connections. */
+  defaultAudiences?: readonly string[];
+  /** Held audiences' approvals: presented with executions, told to approvers, withdrawn by a retraction. */
+  approvals?: ApprovalService;
+}
+
+/** One audience of a dry run or a form: what each of its connections would get. */
+export interface PlannedAudience {
+  key: string;
+  name: string;
+  visibility: 'internal' | 'external';
+  approval_required: boolean;
+  deliveries: PlannedDelivery[];
+  skipped: AudiencePart['skipped'];
 }
 
 /** What the execute modal shows before anything is sent (see `preview`). */
@@ -109,11 +134,25 @@ export interface ExecutePreparation {
   total: number;
   /** The first `limit` of them, rendered with defaults and placeholders. */
   deliveries: PreparedDelivery[];
+  /** Per audience of the execute (empty without audiences): what each would get. */
+  audiences: {
+    key: string;
+    name: string;
+    visibility: 'internal' | 'external';
+    approval_required: boolean;
+    total: number;
+    deliveries: PreparedDelivery[];
+    skipped: AudiencePart['skipped'];
+  }[];
+  /** Every audience a form may offer. */
+  available_audiences: { key: string; name: string; visibility: 'internal' | 'external'; approval_required: boolean }[];
 }
 
 export interface PrepareOptions {
   /** The subset of connections the execute will target (default: every enabled one). */
   connection_ids?: string[];
+  /** The audiences the execute will go to (not with connection_ids). */
+  audiences?: string[];
   /** Deliveries rendered into the preview (the rest are only counted). */
   limit: number;
   /** What the preview shows where a value is still to be typed. */
@@ -121,7 +160,8 @@ export interface PrepareOptions {
 }
 
 export type ExecuteResult =
-  { dryRun: true; deliveries: PlannedDelivery[] } | ({ dryRun: false } & ExecutionWithDeliveries);
+  | { dryRun: true; deliveries: PlannedDelivery[]; audiences: PlannedAudience[] | null }
+  | ({ dryRun: false } & ExecutionWithDeliveries);
 
 /**
  * Execute (docs/explanation/delivery-semantics.md): render every (connection × template that targets it) pair once,
@@ -151,34 +191,24 @@ export class ExecutionService {
           ...incident,
           next_update_due_at: cadenceAfterExecute(body.next_update_in, this.d.clock.now(), actor).next_update_due_at,
         };
-        const plan = await this.plan(promised, executionId, body.variables, body.connection_ids);
+        const audiences = await this.audiencesOf(body);
+        const plan = await this.plan(promised, executionId, body.variables, body.connection_ids, audiences);
         if (dryRun) {
           return {
             dryRun: true,
             deliveries: plan.items.map(planned),
+            audiences: plan.parts ? plannedAudiences(plan.parts, plan.items) : null,
           };
         }
         const clockNow = this.d.clock.now();
         const now = iso(clockNow);
+        // A held delivery takes its place in the conversation only when approved.
         const threads = await this.d.conversations.threads(incident.id, [
-          ...new Set(plan.items.map((p) => p.connection.id)),
+          ...new Set(plan.items.filter((p) => !p.audience?.approval.required).map((p) => p.connection.id)),
         ]);
-        const place = conversationPlaces(threads);
-        const deliveries = plan.items.map((p) => {
-          const id = this.d.ids.next('delivery');
-          return newDelivery({
-            id,
-            executionId,
-            incidentId: incident.id,
-            connectionId: p.connection.id,
-            connectionType: p.connection.type,
-            templateId: p.template?.id ?? null,
-            templateVersion: p.template?.version ?? null,
-            content: p.content,
-            ...place(p.connection.id, id),
-          });
-        });
+        const deliveries = newDeliveries(this.d.ids, executionId, incident.id, plan.items, conversationPlaces(threads));
         const templateVersions = Object.fromEntries(plan.templates.map((t) => [t.id, t.version]));
+        const parts = plan.parts ? executionAudiences(plan.parts, plan.items, deliveries) : undefined;
         const execution: Execution = {
           id: executionId,
           incident_id: incident.id,
@@ -186,7 +216,9 @@ export class ExecutionService {
           created_at: now,
           template_versions: templateVersions,
           delivery_ids: deliveries.map((x) => x.id),
+          ...(parts ? { audiences: parts } : {}),
         };
+        const approvals = plan.parts ? approvalsFor(execution, plan.parts, parts ?? [], actor, clockNow) : null;
         const cadence = cadenceAfterExecute(body.next_update_in, clockNow, actor);
         const next: Incident = {
           ...incident,
@@ -195,15 +227,25 @@ export class ExecutionService {
           ...cadence,
           rev: incident.rev + 1,
         };
-        const event = newEvent(this.d.ids.next('event'), 'incident.executed', now, actor, {
-          execution_id: executionId,
-          deliveries: deliveries.length,
-          template_versions: templateVersions,
-          ...(cadence.next_update_due_at !== null ? { next_update_due_at: cadence.next_update_due_at } : {}),
-        });
-        if (!(await this.d.repo.create(execution, deliveries, incident, next, [event], threads))) return LOST_RACE;
-        await queueCommitted(this.d, execution, deliveries);
-        return { dryRun: false, execution, deliveries };
+        const events = [
+          newEvent(this.d.ids.next('event'), 'incident.executed', now, actor, {
+            execution_id: executionId,
+            deliveries: deliveries.length,
+            template_versions: templateVersions,
+            ...(parts ? { audiences: parts.map((a) => a.key) } : {}),
+            ...(cadence.next_update_due_at !== null ? { next_update_due_at: cadence.next_update_due_at } : {}),
+          }),
+          ...approvalRequestedEvents(this.d.ids, approvals, now, actor),
+        ];
+        if (!(await this.d.repo.create(execution, deliveries, incident, next, events, threads, approvals)))
+          return LOST_RACE;
+        await queueCommitted(
+          this.d,
+          execution,
+          deliveries.filter((x) => x.status !== 'pending_approval'),
+        );
+        if (approvals) this.d.approvals?.notifyLater(execution.id);
+        return { dryRun: false, execution, deliveries, approvals };
       },
       () => new DomainError('conflict', 'The incident kept changing while executing; try again.'),
     );
@@ -219,7 +261,7 @@ export class ExecutionService {
     const incident = await incidentOr404(this.d.incidents, incidentId);
     assertWritable(incident);
     const body = parseInput(ExecuteRequestSchema, input ?? {});
-    const { used } = await this.pairs(incident, body.connection_ids);
+    const { used } = await this.pairs(incident, body.connection_ids, await this.audiencesOf(body));
     const { missing } = resolveVariables(mergeDeclared(used), body.variables);
     if (missing.length > 0) throw missingVariablesError(missing);
   }
@@ -255,8 +297,13 @@ export class ExecutionService {
   async prepare(incidentId: string, opts: PrepareOptions): Promise<ExecutePreparation> {
     const incident = await incidentOr404(this.d.incidents, incidentId);
     assertWritable(incident);
-    if (opts.connection_ids !== undefined) parseInput(ExecuteRequestSchema, { connection_ids: opts.connection_ids });
-    const { pairs, used } = await this.pairs(incident, opts.connection_ids);
+    if (opts.connection_ids !== undefined || opts.audiences !== undefined)
+      parseInput(ExecuteRequestSchema, {
+        ...(opts.connection_ids !== undefined ? { connection_ids: opts.connection_ids } : {}),
+        ...(opts.audiences !== undefined ? { audiences: opts.audiences } : {}),
+      });
+    const audiences = await this.audiencesOf(opts);
+    const { pairs, used, parts } = await this.pairs(incident, opts.connection_ids, audiences);
     const declared = mergeDeclaredVariables(used.map((t) => t.variables));
     const variables: PreparedVariable[] = declared.map((v) => ({
       ...v,
@@ -269,16 +316,38 @@ export class ExecutionService {
       execution: { id: this.d.ids.next('execution') },
       variables: values,
     };
-    const shown = await renderYielding(pairs.slice(0, Math.max(0, opts.limit)), ctx);
+    const limit = Math.max(0, opts.limit);
+    const present = (p: Pair & { content: RenderedContent }): PreparedDelivery => ({
+      ...planned(p),
+      connection_name: p.connection.name ?? p.connection.id,
+      template_name: p.template?.name ?? null,
+    });
+    const shown = await renderYielding(pairs.slice(0, limit), ctx);
+    const perAudience = await Promise.all(
+      (parts ?? []).map(async (part) => ({
+        key: part.audience.key,
+        name: part.audience.name,
+        visibility: part.audience.visibility,
+        approval_required: part.audience.approval.required,
+        total: part.own.length,
+        // Each audience's own words, even where a pair is sent once for several audiences.
+        deliveries: (await renderYielding(part.own.slice(0, limit), ctx)).map(present),
+        skipped: part.skipped,
+      })),
+    );
+    const all = this.d.audiences ? await this.d.audiences.all() : [];
     return {
       incident,
       templates: used.map((t) => ({ id: t.id, name: t.name, version: t.version })),
       variables,
       total: pairs.length,
-      deliveries: shown.map((p) => ({
-        ...planned(p),
-        connection_name: p.connection.name ?? p.connection.id,
-        template_name: p.template?.name ?? null,
+      deliveries: shown.map(present),
+      audiences: perAudience,
+      available_audiences: all.map((a) => ({
+        key: a.key,
+        name: a.name,
+        visibility: a.visibility,
+        approval_required: a.approval.required,
       })),
     };
   }
@@ -286,16 +355,32 @@ export class ExecutionService {
   async get(incidentId: string, executionId: string): Promise<ExecutionWithDeliveries> {
     await incidentOr404(this.d.incidents, incidentId);
     const execution = await executionOr404(this.d.repo, incidentId, executionId);
-    return { execution, deliveries: await deliveriesOf(this.d.repo, execution) };
+    const [approvals] = await this.approvalsOf([execution]);
+    return { execution, deliveries: await deliveriesOf(this.d.repo, execution), approvals: approvals ?? null };
   }
 
   async list(incidentId: string, page: PageRequest): Promise<Page<ExecutionWithDeliveries>> {
     await incidentOr404(this.d.incidents, incidentId);
     const result = await this.d.repo.listForIncident(incidentId, expectCursorKind(page, 'after'));
+    const approvals = await this.approvalsOf(result.data);
     const data = await Promise.all(
-      result.data.map(async (execution) => ({ execution, deliveries: await deliveriesOf(this.d.repo, execution) })),
+      result.data.map(async (execution, i) => ({
+        execution,
+        deliveries: await deliveriesOf(this.d.repo, execution),
+        approvals: approvals[i] ?? null,
+      })),
     );
     return { data, nextCursor: result.nextCursor };
+  }
+
+  /** The approvals of those executions that held an audience (one read for all of them). */
+  private async approvalsOf(executions: Execution[]): Promise<(ExecutionApprovals | null)[]> {
+    const held = executions.map((e) => e.audiences?.some((a) => a.approval_required) ?? false);
+    if (!this.d.approvals || !held.some(Boolean)) return executions.map(() => null);
+    const ids = executions.filter((_, i) => held[i]).map((e) => e.id);
+    const found = await this.d.approvals.of(ids);
+    let at = 0;
+    return held.map((h) => (h ? (found[at++] ?? null) : null));
   }
 
   /** Re-queues the execution's failed deliveries → the execution (202). */
@@ -323,14 +408,42 @@ export class ExecutionService {
     return this.corrections.retract(incidentId, executionId, input, actor);
   }
 
-  /** Every (connection × template that targets it) pair, and the templates that are used. */
+  /**
+   * The audiences an execute goes to: the ones it names (422 with connection_ids, 422 naming
+   * unknown keys), else HERALD_DEFAULT_AUDIENCES (those of them that exist) when it names no
+   * connections either, else none (today's rule: every enabled connection, or the listed ones).
+   */
+  private async audiencesOf(body: { audiences?: string[] | undefined; connection_ids?: string[] | undefined }) {
+    if (body.audiences !== undefined && body.connection_ids !== undefined)
+      throw new DomainError(
+        'audiences_and_connection_ids',
+        'Name audiences or connection_ids, not both: an audience already says where it is reached.',
+        [{ field: 'audiences', code: 'audiences_and_connection_ids', message: 'Not with connection_ids.' }],
+      );
+    const repo = this.d.audiences;
+    if (body.audiences !== undefined) {
+      if (!repo) throw new DomainError('unknown_audience', 'There are no audiences.');
+      return resolveAudienceKeys(body.audiences, await repo.getByKeys(body.audiences));
+    }
+    const defaults = this.d.defaultAudiences ?? [];
+    if (body.connection_ids !== undefined || defaults.length === 0 || !repo) return null;
+    const found = (await repo.getByKeys([...defaults])).filter((a): a is Audience => a !== null);
+    return found.length > 0 ? found : null;
+  }
+
+  /** Every pair the execute makes (with its audience, when it names some), and the templates used. */
   private async pairs(
     incident: Incident,
     connectionIds: string[] | undefined,
-  ): Promise<{ pairs: Pair[]; used: Template[] }> {
-    const connections = targetConnections(await this.d.listConnections(), connectionIds);
+    audiences: Audience[] | null = null,
+  ): Promise<{ pairs: (Pair & { audience?: Audience })[]; used: Template[]; parts: AudiencePart[] | null }> {
     const templates = (await this.d.getTemplates(incident.template_ids)).filter((t): t is Template => t !== null);
-    return pairsFor(connections, templates);
+    if (audiences) {
+      const plan = planAudiences(audiences, await this.d.listConnections(), templates);
+      return { pairs: plan.pairs, used: plan.used, parts: plan.parts };
+    }
+    const connections = targetConnections(await this.d.listConnections(), connectionIds);
+    return { ...pairsFor(connections, templates), parts: null };
   }
 
   private async plan(
@@ -338,8 +451,9 @@ export class ExecutionService {
     executionId: string,
     supplied: Record<string, string>,
     connectionIds: string[] | undefined,
+    audiences: Audience[] | null,
   ) {
-    const { pairs, used } = await this.pairs(incident, connectionIds);
+    const { pairs, used, parts } = await this.pairs(incident, connectionIds, audiences);
     const { values, missing } = resolveVariables(mergeDeclared(used), supplied);
     if (missing.length > 0) throw missingVariablesError(missing);
     const ctx = {
@@ -347,7 +461,119 @@ export class ExecutionService {
       execution: { id: executionId },
       variables: values,
     };
-    const items = await renderYielding(pairs, ctx);
-    return { items, templates: used, variables: values };
+    const rendered = await renderYielding(pairs, ctx);
+    // renderYielding keeps the order: each rendering is its pair's.
+    const items = rendered.map((r, i) => ({ ...r, audience: pairs[i]!.audience }));
+    return { items, templates: used, variables: values, parts };
   }
+}
+
+type PlannedItem = Pair & { content: RenderedContent; audience?: Audience | undefined };
+
+/** The execute's deliveries: a held one (its audience needs approval) gets its conversation place when approved. */
+function newDeliveries(
+  ids: IdGenerator,
+  executionId: string,
+  incidentId: string,
+  items: PlannedItem[],
+  place: ReturnType<typeof conversationPlaces>,
+): Delivery[] {
+  return items.map((p) => {
+    const id = ids.next('delivery');
+    const held = p.audience?.approval.required ?? false;
+    return newDelivery({
+      id,
+      executionId,
+      incidentId,
+      connectionId: p.connection.id,
+      connectionType: p.connection.type,
+      templateId: p.template?.id ?? null,
+      templateVersion: p.template?.version ?? null,
+      content: p.content,
+      ...(held ? {} : place(p.connection.id, id)),
+      audience: p.audience?.key ?? null,
+      held,
+    });
+  });
+}
+
+/** Per audience, what a dry run shows: each of its connections' rendering. */
+function plannedAudiences(parts: AudiencePart[], items: PlannedItem[]): PlannedAudience[] {
+  return parts.map((part) => ({
+    key: part.audience.key,
+    name: part.audience.name,
+    visibility: part.audience.visibility,
+    approval_required: part.audience.approval.required,
+    deliveries: items.filter((x) => x.audience?.id === part.audience.id).map(planned),
+    skipped: part.skipped,
+  }));
+}
+
+/** The execution's record of its audiences: which deliveries each got, or why it got none. */
+function executionAudiences(
+  parts: AudiencePart[],
+  items: PlannedItem[],
+  deliveries: Delivery[],
+): StoredExecutionAudience[] {
+  return parts.map((part) => ({
+    key: part.audience.key,
+    name: part.audience.name,
+    visibility: part.audience.visibility,
+    delivery_ids: deliveries.filter((_, i) => items[i]!.audience?.id === part.audience.id).map((x) => x.id),
+    skipped: part.skipped,
+    approval_required: part.audience.approval.required && part.pairs.length > 0,
+  }));
+}
+
+/** One pending approval per held audience that got deliveries; null when none is held. */
+function approvalsFor(
+  execution: Execution,
+  parts: AudiencePart[],
+  recorded: StoredExecutionAudience[],
+  actor: Actor,
+  now: Date,
+): ExecutionApprovals | null {
+  const records: ApprovalRecord[] = [];
+  parts.forEach((part, i) => {
+    const a = part.audience;
+    const ids = recorded[i]?.delivery_ids ?? [];
+    if (!a.approval.required || ids.length === 0) return;
+    records.push({
+      audience_id: a.id,
+      audience_key: a.key,
+      approvers: {
+        slack_user_ids: [...a.approval.approvers.slack_user_ids],
+        ...(a.approval.approvers.api_key_scopes ? { api_key_scopes: [...a.approval.approvers.api_key_scopes] } : {}),
+      },
+      four_eyes: a.approval.four_eyes,
+      delivery_ids: ids,
+      state: 'pending',
+      requested_by: actor,
+      requested_at: iso(now),
+      expires_at: iso(new Date(now.getTime() + approvalExpiryMs(a.approval.expires_in))),
+      decided_by: null,
+      decided_at: null,
+      reason: null,
+      notified_state: null,
+    });
+  });
+  return records.length === 0
+    ? null
+    : { execution_id: execution.id, incident_id: execution.incident_id, audiences: records, rev: 1 };
+}
+
+function approvalRequestedEvents(
+  ids: IdGenerator,
+  approvals: ExecutionApprovals | null,
+  now: string,
+  actor: Actor,
+): IncidentEvent[] {
+  return (approvals?.audiences ?? []).map((r) =>
+    newEvent(ids.next('event'), 'execution.approval_requested', now, actor, {
+      execution_id: approvals!.execution_id,
+      audience: r.audience_key,
+      deliveries: r.delivery_ids.length,
+      expires_at: r.expires_at,
+    }),
+  );
 }

@@ -9,7 +9,13 @@ import {
   type Delivery,
   type Execution,
 } from '../../domain/execution/execution.js';
-import type { PlannedDelivery } from '../../services/executions.js';
+import type { PlannedAudience, PlannedDelivery } from '../../services/executions.js';
+import {
+  ExecutionAudienceSchema,
+  viewOf,
+  type ExecutionApprovals,
+  type ExecutionAudience,
+} from '../../domain/execution/approval.js';
 
 export const ExecutionSchema = z
   .object({
@@ -25,29 +31,50 @@ export const ExecutionSchema = z
     variables: z.record(z.string(), z.string()),
     created_at: z.string(),
     completed_at: z.string().nullable(),
+    audiences: z.array(ExecutionAudienceSchema).meta({
+      description:
+        'The audiences it went to (empty for an execute without audiences): which deliveries each got, why one got none, and the approval of each held one.',
+    }),
     deliveries: z.array(DeliverySchema),
   })
   .meta({ id: 'Execution' });
 export type ExecutionView = z.infer<typeof ExecutionSchema>;
 
 /** What `?dry_run=true` answers: the deliveries as they would be sent, nothing queued. */
+const DryRunDeliverySchema = z.object({
+  connection_id: z.string(),
+  connection_type: ChannelTypeSchema,
+  template_id: z.string().nullable(),
+  template_version: z.number().int().nullable(),
+  subject: z.string(),
+  body: z.string(),
+});
+
+/** What `?dry_run=true` answers: the deliveries as they would be sent, nothing queued. */
 export const ExecuteDryRunSchema = z
   .object({
     dry_run: z.literal(true),
-    deliveries: z.array(
-      z.object({
-        connection_id: z.string(),
-        connection_type: ChannelTypeSchema,
-        template_id: z.string().nullable(),
-        template_version: z.number().int().nullable(),
-        subject: z.string(),
-        body: z.string(),
-      }),
-    ),
+    deliveries: z.array(DryRunDeliverySchema),
+    audiences: z
+      .array(
+        z.object({
+          key: z.string(),
+          name: z.string(),
+          visibility: z.enum(['internal', 'external']),
+          approval_required: z.boolean(),
+          deliveries: z.array(DryRunDeliverySchema),
+          skipped: ExecutionAudienceSchema.shape.skipped,
+        }),
+      )
+      .meta({ description: 'Per audience (empty without audiences): what each of its connections would get.' }),
   })
   .meta({ id: 'ExecuteDryRun' });
 
-export function presentExecution(e: Execution, deliveries: Delivery[]): ExecutionView {
+export function presentExecution(
+  e: Execution,
+  deliveries: Delivery[],
+  approvals: ExecutionApprovals | null = null,
+): ExecutionView {
   // Finished when the last delivery finished; a delivery without its own time counts from the start.
   const done = deliveries.length > 0 && deliveries.every((d) => isTerminal(d.status));
   const completed = done
@@ -66,6 +93,7 @@ export function presentExecution(e: Execution, deliveries: Delivery[]): Executio
     variables: e.variables,
     created_at: e.created_at,
     completed_at: completed,
+    audiences: presentAudiences(e, approvals),
     deliveries: deliveries.map(presentDelivery),
   };
 }
@@ -94,4 +122,24 @@ export function presentDelivery(d: Delivery): z.infer<typeof DeliverySchema> {
   };
 }
 
-export const presentDryRun = (deliveries: PlannedDelivery[]) => ({ dry_run: true as const, deliveries });
+export const presentDryRun = (deliveries: PlannedDelivery[], audiences: PlannedAudience[] | null) => ({
+  dry_run: true as const,
+  deliveries,
+  audiences: audiences ?? [],
+});
+
+/** The execution's audiences with each held one's approval as it is now (stored apart, merged here). */
+function presentAudiences(e: Execution, approvals: ExecutionApprovals | null): ExecutionAudience[] {
+  const byKey = new Map((approvals?.audiences ?? []).map((r) => [r.audience_key, r]));
+  return (e.audiences ?? []).map((a) => {
+    const r = byKey.get(a.key);
+    return {
+      key: a.key,
+      name: a.name,
+      visibility: a.visibility,
+      delivery_ids: a.delivery_ids,
+      skipped: a.skipped,
+      approval: r ? viewOf(r) : null,
+    };
+  });
+}

@@ -8,7 +8,9 @@ import {
 } from '../../domain/execution/execution.js';
 import { CorrectRequestSchema, RetractRequestSchema } from '../../domain/execution/conversation.js';
 import type { ExecutionService, ExecutionWithDeliveries } from '../../services/executions.js';
-import { actorOf } from '../context.js';
+import { actorOf, apiKeyOf } from '../context.js';
+import { DecideRequestSchema, type ExecutionApprovals } from '../../domain/execution/approval.js';
+import type { ApprovalService } from '../../services/approvals.js';
 import { defineRoutes, mountRoutes, pathParam, type EdgeDeps, type Route } from '../endpoint.js';
 import { jsonResponse, respondOnCommit, sendStored } from '../middleware/idempotency.js';
 import { idParam, json, problem } from '../operation-docs.js';
@@ -16,15 +18,20 @@ import { ExecuteDryRunSchema, ExecutionSchema, presentDryRun, presentExecution }
 import { pageSchema } from '../presenters/page.js';
 import { listRoute } from '../respond.js';
 
-type Deps = EdgeDeps & { executions: ExecutionService };
+type Deps = EdgeDeps & { executions: ExecutionService; approvals: ApprovalService };
 
 /** Execute's 202, as stored for Idempotency-Key replays. */
-export const accepted = (execution: Execution, deliveries: Delivery[]) =>
-  jsonResponse(202, presentExecution(execution, deliveries), {
+export const accepted = (execution: Execution, deliveries: Delivery[], approvals: ExecutionApprovals | null = null) =>
+  jsonResponse(202, presentExecution(execution, deliveries, approvals), {
     location: `/v1/incidents/${execution.incident_id}/executions/${execution.id}`,
   });
 
-const present = ({ execution, deliveries }: ExecutionWithDeliveries) => presentExecution(execution, deliveries);
+/** An approve / reject answer (200), as stored for Idempotency-Key replays. */
+const decided = (execution: Execution, deliveries: Delivery[], approvals: ExecutionApprovals | null = null) =>
+  jsonResponse(200, presentExecution(execution, deliveries, approvals));
+
+const present = ({ execution, deliveries, approvals }: ExecutionWithDeliveries) =>
+  presentExecution(execution, deliveries, approvals ?? null);
 
 export const executionRouteTable = defineRoutes<Deps>(
   { tag: 'Executions', params: { id: idParam('id', 'inc'), executionId: idParam('executionId', 'exe') } },
@@ -51,21 +58,25 @@ export const executionRouteTable = defineRoutes<Deps>(
           200: json(ExecuteDryRunSchema, 'dry_run=true: what each connection would get.'),
           404: problem('not_found'),
           409: problem('incident_closed'),
-          422: problem('missing_variables, no_connections, unknown_connection or invalid fields.'),
+          422: problem(
+            'missing_variables, no_connections, unknown_connection, unknown_audience, audiences_and_connection_ids or invalid fields.',
+          ),
         },
       },
       handle: async (req, res, d) => {
         // The 202 is stored with the execution and its deliveries: a retry after a crash gets this
         // execution, never a second fan-out.
-        respondOnCommit(res, (e) => (e.kind === 'execution' ? accepted(e.execution, e.deliveries) : null));
+        respondOnCommit(res, (e) =>
+          e.kind === 'execution' ? accepted(e.execution, e.deliveries, e.approvals ?? null) : null,
+        );
         const result = await d.executions.execute(pathParam(req, 'id'), req.body, actorOf(res), {
           dryRun: req.query.dry_run,
         });
         if (result.dryRun) {
-          res.status(200).json(presentDryRun(result.deliveries));
+          res.status(200).json(presentDryRun(result.deliveries, result.audiences));
           return;
         }
-        sendStored(res, accepted(result.execution, result.deliveries));
+        sendStored(res, accepted(result.execution, result.deliveries, result.approvals ?? null));
       },
     },
     listRoute({
@@ -114,6 +125,8 @@ export const executionRouteTable = defineRoutes<Deps>(
         res.status(202).location(`/v1/incidents/${id}/executions/${found.execution.id}`).json(present(found));
       },
     },
+    decisionRoute('approve'),
+    decisionRoute('reject'),
     correctionRoute(
       'correct',
       'correctExecution',
@@ -165,11 +178,65 @@ function correctionRoute(
       },
     },
     handle: async (req, res, d) => {
-      respondOnCommit(res, (e) => (e.kind === 'execution' ? accepted(e.execution, e.deliveries) : null));
+      respondOnCommit(res, (e) =>
+        e.kind === 'execution' ? accepted(e.execution, e.deliveries, e.approvals ?? null) : null,
+      );
       const act =
         verb === 'correct' ? d.executions.correct.bind(d.executions) : d.executions.retract.bind(d.executions);
       const result = await act(pathParam(req, 'id'), pathParam(req, 'executionId'), req.body, actorOf(res));
-      sendStored(res, accepted(result.execution, result.deliveries));
+      sendStored(res, accepted(result.execution, result.deliveries, result.approvals ?? null));
+    },
+  };
+}
+
+/**
+ * POST …/approve and …/reject: one decision on the execution's held audiences, committed once
+ * with its answer (Idempotency-Key replays it), 200 with the execution as it is after it.
+ */
+function decisionRoute(verb: 'approve' | 'reject'): Route<Deps> {
+  return {
+    method: 'post',
+    path: `/incidents/:id/executions/:executionId/${verb}`,
+    scope: 'approvals:write',
+    body: 'optional',
+    doc: {
+      operationId: verb === 'approve' ? 'approveExecution' : 'rejectExecution',
+      summary:
+        verb === 'approve'
+          ? "Approve an execution's held audiences: their deliveries are queued at once"
+          : "Reject an execution's held audiences: their deliveries are cancelled",
+      description:
+        (verb === 'approve'
+          ? 'Queues the held deliveries of each approved audience, in one atomic step with the decision (timeline `execution.approved`).'
+          : 'Cancels the held deliveries of each rejected audience (timeline `execution.rejected`); nothing is sent to them.') +
+        " Without `audiences`, decides every pending audience of the execution that the caller may decide. An API key may decide an audience only when the audience's `approval.approvers.api_key_scopes` lists a scope the key holds.",
+      body: DecideRequestSchema,
+      responses: {
+        200: json(ExecutionSchema, "The execution after the decision, with each audience's approval."),
+        403: problem(
+          'not_an_approver (the caller is not an approver of the audience) or four_eyes (the requester may not decide their own send).',
+        ),
+        404: problem('not_found'),
+        409: problem(
+          'not_pending (already approved, rejected or expired: the detail says which and who) or incident_closed.',
+        ),
+        422: problem('unknown_audience or invalid fields.'),
+      },
+    },
+    handle: async (req, res, d) => {
+      respondOnCommit(res, (e) =>
+        e.kind === 'execution' ? decided(e.execution, e.deliveries, e.approvals ?? null) : null,
+      );
+      const key = apiKeyOf(res);
+      const result = await d.approvals.decideRequest(
+        verb,
+        pathParam(req, 'id'),
+        pathParam(req, 'executionId'),
+        req.body,
+        actorOf(res),
+        key.scopes,
+      );
+      sendStored(res, decided(result.execution, result.deliveries, result.approvals ?? null));
     },
   };
 }
