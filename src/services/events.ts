@@ -328,6 +328,14 @@ export function retryAfterMs(value: string | undefined, nowMs: number): number |
   return Number.isFinite(at) ? Math.max(0, at - nowMs) : null;
 }
 
+/** Event requests one worker has in flight at once. */
+const SEND_CONCURRENCY = 16;
+/**
+ * How long a claimed delivery is this worker's: two rounds of sends at their 10 s time-out, with
+ * room to spare. A worker that dies leaves its claims to others after this.
+ */
+const CLAIM_LEASE_MS = 30_000;
+
 /** How one dispatcher step went (for the loop's pacing and the tests). */
 export interface DispatchStep {
   ingested: number;
@@ -355,7 +363,8 @@ export class EventDispatcher {
     const batch = this.opts.batch ?? 500;
     const ingested = await this.d.store.ingest(batch);
     const fannedOut = await this.fanout(batch);
-    const attempted = await this.sendDue(batch);
+    // Only what this worker sends soon is claimed: a claim's lease must outlast its sends.
+    const attempted = await this.sendDue(2 * (this.opts.concurrency ?? SEND_CONCURRENCY));
     await this.trim();
     return { ingested, fannedOut, attempted };
   }
@@ -395,8 +404,8 @@ export class EventDispatcher {
   /** Sends the due deliveries (a few at a time); how many were attempted. */
   async sendDue(max: number): Promise<number> {
     const now = this.d.clock.now().getTime();
-    const ids = await this.d.store.claimDue(now, this.opts.leaseMs ?? 60_000, max);
-    const width = this.opts.concurrency ?? 16;
+    const ids = await this.d.store.claimDue(now, this.opts.leaseMs ?? CLAIM_LEASE_MS, max);
+    const width = this.opts.concurrency ?? SEND_CONCURRENCY;
     let next = 0;
     const run = async (): Promise<void> => {
       while (next < ids.length) {
