@@ -10,19 +10,20 @@ import { connectTestRedis, dropPrefix, testRedisUrl, uniquePrefix } from '../sup
 import { waitFor } from '../support/wait.js';
 
 /**
- * The README's walk-through, run literally: the shell block after `<!-- walkthrough -->` is
- * taken from README.md and run with bash against a real Herald (`node dist/main.js`, as
- * `npm start` runs it) and the real `npm run sink`. Only the addresses change (random ports and
- * a private output file), so the docs can never drift from what Herald answers: every status the
- * block prints must be the one its comment promises.
+ * The README's walk-through, run literally: the shell blocks after `<!-- walkthrough -->` (the
+ * API walk-through, then "Audiences and approval", which goes on with its variables) are taken
+ * from README.md in order and run as one bash script against a real Herald (`node dist/main.js`,
+ * as `npm start` runs it) and the real `npm run sink`. Only the addresses change (random ports
+ * and a private output file), so the docs can never drift from what Herald answers: every status
+ * the blocks print must be the one its comment promises.
  */
 const run = promisify(execFile);
 const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
 
 function walkthrough(): string {
-  const m = /<!-- walkthrough -->\s*```sh\n([\s\S]*?)```/.exec(readme);
-  if (!m) throw new Error('README.md has no <!-- walkthrough --> shell block');
-  return m[1]!;
+  const blocks = [...readme.matchAll(/<!-- walkthrough -->\s*```sh\n([\s\S]*?)```/g)].map((m) => m[1]!);
+  if (blocks.length === 0) throw new Error('README.md has no <!-- walkthrough --> shell block');
+  return blocks.join('\n');
 }
 
 const prefix = uniquePrefix('readme');
@@ -101,5 +102,17 @@ describe('README walk-through', () => {
     });
     expect(sink.stdout()).toContain('webhook-signature: v1,');
     expect(sink.stdout()).toContain('We are investigating Checkout errors in EU. Next update in 30 minutes.');
+
+    // Audiences and approval: the customers' connection heard nothing until the approval, then
+    // exactly once (the refused approval and the late rejection sent nothing).
+    await waitFor(() => sink!.stdout().includes('POST /customers'), {
+      timeoutMs: 30_000,
+      what: "the approved delivery at the customers' sink",
+    });
+    await waitFor(() => (sink!.stdout().match(/We are looking into slow logins/g) ?? []).length >= 2, {
+      timeoutMs: 30_000,
+      what: 'the responders and the customers to hear the public update',
+    });
+    expect(sink.stdout().match(/POST \/customers/g)).toHaveLength(1);
   });
 });
