@@ -25,6 +25,10 @@ import {
   type ExecutionWithDeliveries,
 } from './execution-records.js';
 import { LOST_RACE, retryOnConflict } from './retry.js';
+import type { ApprovalService } from './approvals.js';
+import type { ApprovalRecord, ExecutionApprovals } from '../domain/execution/approval.js';
+import type { StoredExecutionAudience } from '../domain/execution/execution.js';
+import type { IncidentEvent } from '../domain/incident/incident-event.js';
 
 /** What corrections need (ExecutionServiceDeps supplies it: corrections are queued like an execute). */
 export interface CorrectionServiceDeps extends QueueCommittedDeps {
@@ -37,6 +41,8 @@ export interface CorrectionServiceDeps extends QueueCommittedDeps {
   clock: Clock;
   ids: IdGenerator;
   publicUrl: string | undefined;
+  /** Held audiences: a correction of an approved send is held again; a retraction withdraws what waits. */
+  approvals?: ApprovalService;
 }
 
 /**
@@ -93,7 +99,13 @@ export class CorrectionService {
         assertWritable(incident);
         assertCorrectable(target.kind, kind === 'correction' ? 'correct' : 'retract');
         const { variables, note } = read(target);
+        // A retraction never waits: what still waits for approval is withdrawn (rejected, by whom, why).
+        const withdrawn =
+          kind === 'retraction'
+            ? await this.d.approvals?.withdraw(target, actor, `Retracted: ${note ?? ''}`.trim(), false)
+            : null;
         const delivered = (await deliveriesOf(this.d.repo, target)).filter((x) => x.status === 'delivered');
+        if (delivered.length === 0 && withdrawn) return withdrawn;
         if (delivered.length === 0)
           throw new DomainError(
             'nothing_delivered',
@@ -101,27 +113,20 @@ export class CorrectionService {
           );
         const planned = await this.planCorrection(kind, incident, target, delivered, variables, note);
         const id = this.d.ids.next('execution');
+        // A correction of a send whose audience needed approval needs it again (a retraction never does).
+        const [targetApprovals] =
+          kind === 'correction' && this.d.approvals ? await this.d.approvals.of([target.id]) : [null];
+        const heldBy = new Map(
+          (targetApprovals?.audiences ?? []).filter((r) => r.state === 'approved').map((r) => [r.audience_key, r]),
+        );
+        const heldKey = (o: Delivery) => (o.audience && heldBy.has(o.audience) ? o.audience : null);
         const threads = await this.d.conversations.threads(incident.id, [
-          ...new Set(planned.map((p) => p.connection.id)),
+          ...new Set(planned.filter((p) => heldKey(p.original) === null).map((p) => p.connection.id)),
         ]);
-        const place = conversationPlaces(threads);
-        const deliveries = planned.map((p) => {
-          const dId = this.d.ids.next('delivery');
-          return newDelivery({
-            id: dId,
-            executionId: id,
-            incidentId,
-            connectionId: p.connection.id,
-            connectionType: p.connection.type,
-            templateId: p.original.template_id,
-            templateVersion: p.original.template_version,
-            content: p.content,
-            ...place(p.connection.id, dId),
-            kind,
-            targets: { deliveryId: p.original.id, action: p.action, message: p.target },
-          });
-        });
-        const now = iso(this.d.clock.now());
+        const deliveries = this.newDeliveries(kind, id, incidentId, planned, conversationPlaces(threads), heldKey);
+        const clockNow = this.d.clock.now();
+        const now = iso(clockNow);
+        const audiences = correctionAudiences(target, deliveries, heldBy);
         const execution: Execution = {
           id,
           incident_id: incidentId,
@@ -132,7 +137,9 @@ export class CorrectionService {
           kind,
           target_execution_id: target.id,
           note,
+          ...(audiences ? { audiences } : {}),
         };
+        const approvals = heldAgain(execution, deliveries, heldBy, actor, clockNow);
         const event = newEvent(
           this.d.ids.next('event'),
           kind === 'correction' ? 'execution.corrected' : 'execution.retracted',
@@ -145,12 +152,60 @@ export class CorrectionService {
             ...(kind === 'correction' ? { note } : { reason: note }),
           },
         );
+        const events: IncidentEvent[] = [event, ...this.requestedEvents(approvals, now, actor)];
         // The incident itself does not change; comparing it keeps a close that races this from losing.
-        if (!(await this.d.repo.create(execution, deliveries, incident, incident, [event], threads))) return LOST_RACE;
-        await queueCommitted(this.d, execution, deliveries);
-        return { execution, deliveries };
+        if (!(await this.d.repo.create(execution, deliveries, incident, incident, events, threads, approvals)))
+          return LOST_RACE;
+        await queueCommitted(
+          this.d,
+          execution,
+          deliveries.filter((x) => x.status !== 'pending_approval'),
+        );
+        if (approvals) this.d.approvals?.notifyLater(execution.id);
+        return { execution, deliveries, approvals };
       },
       () => new DomainError('conflict', 'The incident kept changing meanwhile; try again.'),
+    );
+  }
+
+  private newDeliveries(
+    kind: 'correction' | 'retraction',
+    executionId: string,
+    incidentId: string,
+    planned: Awaited<ReturnType<CorrectionService['planCorrection']>>,
+    place: ReturnType<typeof conversationPlaces>,
+    heldKey: (original: Delivery) => string | null,
+  ): Delivery[] {
+    return planned.map((p) => {
+      const dId = this.d.ids.next('delivery');
+      // A held one takes its place in the conversation when approved.
+      const held = heldKey(p.original) !== null;
+      return newDelivery({
+        id: dId,
+        executionId,
+        incidentId,
+        connectionId: p.connection.id,
+        connectionType: p.connection.type,
+        templateId: p.original.template_id,
+        templateVersion: p.original.template_version,
+        content: p.content,
+        ...(held ? {} : place(p.connection.id, dId)),
+        kind,
+        targets: { deliveryId: p.original.id, action: p.action, message: p.target },
+        audience: p.original.audience ?? null,
+        held,
+      });
+    });
+  }
+
+  private requestedEvents(approvals: ExecutionApprovals | null, now: string, actor: Actor): IncidentEvent[] {
+    return (approvals?.audiences ?? []).map((r) =>
+      newEvent(this.d.ids.next('event'), 'execution.approval_requested', now, actor, {
+        execution_id: approvals!.execution_id,
+        audience: r.audience_key,
+        deliveries: r.delivery_ids.length,
+        expires_at: r.expires_at,
+      }),
     );
   }
 
@@ -188,4 +243,57 @@ export class CorrectionService {
       );
     return planned;
   }
+}
+
+/** The correction's audiences: those of the corrected execution that its deliveries reach. */
+function correctionAudiences(
+  target: Execution,
+  deliveries: Delivery[],
+  heldBy: Map<string, ApprovalRecord>,
+): StoredExecutionAudience[] | undefined {
+  if (!target.audiences) return undefined;
+  return target.audiences
+    .map((a) => ({
+      key: a.key,
+      name: a.name,
+      visibility: a.visibility,
+      delivery_ids: deliveries.filter((d) => d.audience === a.key).map((d) => d.id),
+      skipped: null,
+      approval_required: heldBy.has(a.key),
+    }))
+    .filter((a) => a.delivery_ids.length > 0);
+}
+
+/**
+ * One new pending approval per audience whose send needed approval, with the same approvers,
+ * four-eyes rule and time to decide as that one had; null when nothing is held.
+ */
+function heldAgain(
+  execution: Execution,
+  deliveries: Delivery[],
+  heldBy: Map<string, ApprovalRecord>,
+  actor: Actor,
+  now: Date,
+): ExecutionApprovals | null {
+  const records: ApprovalRecord[] = [];
+  for (const [key, was] of heldBy) {
+    const ids = deliveries.filter((d) => d.audience === key && d.status === 'pending_approval').map((d) => d.id);
+    if (ids.length === 0) continue;
+    const ttl = Date.parse(was.expires_at) - Date.parse(was.requested_at);
+    records.push({
+      ...was,
+      delivery_ids: ids,
+      state: 'pending',
+      requested_by: actor,
+      requested_at: iso(now),
+      expires_at: iso(new Date(now.getTime() + ttl)),
+      decided_by: null,
+      decided_at: null,
+      reason: null,
+      notified_state: null,
+    });
+  }
+  return records.length === 0
+    ? null
+    : { execution_id: execution.id, incident_id: execution.incident_id, audiences: records, rev: 1 };
 }
