@@ -19,7 +19,10 @@ export async function slackEdge(
   log: Logger,
   clock: Clock,
   app: Express,
-  wiring: Pick<Parameters<typeof createSlackEdge>[0], 'services' | 'access' | 'idempotency' | 'pacer'>,
+  wiring: Pick<
+    Parameters<typeof createSlackEdge>[0],
+    'services' | 'access' | 'idempotency' | 'pacer' | 'approvalMessages'
+  >,
 ): Promise<SlackEdge | null> {
   const { SLACK_BOT_TOKEN: botToken, SLACK_SIGNING_SECRET: signingSecret, SLACK_APP_TOKEN: appToken } = config;
   // A worker receives no Slack requests; with the bot token it keeps announcements current

@@ -13,6 +13,9 @@ import type { Logger } from 'pino';
 import type { IdempotencyStore, Pacer } from '../ports/index.js';
 import type { AccessPolicy } from '../services/access.js';
 import { registerActions } from './listeners/actions.js';
+import { registerApprovalActions } from './listeners/approvals.js';
+import { SlackApprovalNotifier } from './approvals.js';
+import type { ApprovalMessageLog } from '../ports/notices.js';
 import { Announcer } from './announcer.js';
 import { registerCommands } from './listeners/commands.js';
 import { slackListeners } from './listeners/dispatch.js';
@@ -50,6 +53,8 @@ export interface SlackEdgeOptions {
   idempotency: IdempotencyStore;
   /** Shares announcement pacing (posts per channel, updates per announcement) across processes. */
   pacer: Pacer;
+  /** The approval DMs and thread lines posted (so notifying again updates instead of posting). */
+  approvalMessages: ApprovalMessageLog;
   log: Logger;
   now(): Date;
 }
@@ -59,6 +64,8 @@ export interface SlackEdge {
   mode: 'http' | 'socket' | 'outbound';
   /** The hooks the composition root connects to incident and delivery changes. */
   announcer: Announcer;
+  /** Tells approvers (DMs with Approve / Reject) and the announcement's thread about approvals. */
+  approvals: SlackApprovalNotifier;
   /** Connects Socket Mode (a no-op in HTTP mode, where Express carries the requests). */
   start(): Promise<void>;
   stop(): Promise<void>;
@@ -92,6 +99,14 @@ export function createSlackEdge(opts: SlackEdgeOptions, expressApp: Express): Sl
     now,
   };
   const announcer = new Announcer(deps, { pacer: opts.pacer });
+  // In every mode: a worker expires approvals and sweeps unsent notices, so it DMs too.
+  const approvals = new SlackApprovalNotifier({
+    client,
+    messages: opts.approvalMessages,
+    services: opts.services,
+    receipts: announcer,
+    log,
+  });
 
   // A fixed authorization: Herald is installed in one workspace with one bot token. Returning it
   // here (instead of passing `token`) keeps Bolt from calling auth.test on every request.
@@ -147,6 +162,7 @@ export function createSlackEdge(opts: SlackEdgeOptions, expressApp: Express): Sl
   return {
     mode,
     announcer,
+    approvals,
     async start() {
       await socket?.start();
     },
@@ -161,6 +177,7 @@ function registerListeners(app: App, deps: SlackDeps, announcer: Announcer, log:
   registerCommands(app, deps);
   const listeners = slackListeners(app);
   registerActions(listeners, deps);
+  registerApprovalActions(listeners, deps);
   registerSubmissions(listeners, deps, announcer);
   registerTemplateOptions(app, deps);
   app.event('app_home_opened', async ({ event }) => {

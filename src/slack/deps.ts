@@ -20,6 +20,18 @@ export interface SlackServices {
   admin: Pick<AdminViewService, 'overview'>;
   executions: Pick<ExecutionService, 'execute' | 'get' | 'precheck' | 'prepare' | 'correct' | 'retract'>;
   announcements: AnnouncementService;
+  /** Approve / Reject from an approver's DM (the service decides who may, and records one decision). */
+  approvals: ApprovalDecisions;
+}
+
+/** The approval decision the Slack buttons call (the approval service's `decide`). */
+export interface ApprovalDecisions {
+  decide(
+    incidentId: string,
+    executionId: string,
+    input: { decision: 'approve' | 'reject'; reason?: string; audiences?: string[] },
+    actor: Actor,
+  ): Promise<unknown>;
 }
 
 export interface SlackSettings {

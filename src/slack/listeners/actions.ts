@@ -1,4 +1,4 @@
-import type { BlockAction, ButtonAction } from '@slack/bolt';
+import type { BlockAction, ButtonAction, CheckboxesAction, MultiStaticSelectAction } from '@slack/bolt';
 import type { SlackListeners } from './dispatch.js';
 import { isDomainError } from '../../domain/common/errors.js';
 import { slackActor, slackUser, type SlackDeps } from '../deps.js';
@@ -6,6 +6,7 @@ import { publishHome } from './home.js';
 import { isRedisUnavailable } from '../../domain/common/unavailable.js';
 import { ephemeralMessage } from '../errors.js';
 import {
+  buildExecuteModal,
   messageModal,
   openCorrectionModal,
   openCreateModal,
@@ -14,7 +15,7 @@ import {
   type IncidentStep,
 } from './modals.js';
 import { identity, once } from '../once.js';
-import { ACTIONS } from '../views/action-ids.js';
+import { ACTIONS, decodeContext } from '../views/action-ids.js';
 import { generateApiKeyModal } from '../views/api-key-modals.js';
 
 const STEP_BY_ACTION: Record<string, IncidentStep> = {
@@ -52,6 +53,8 @@ export function registerActions(app: SlackListeners, deps: SlackDeps): void {
       await openOnce(deps, body.trigger_id, () => openCorrectionModal(deps, body.trigger_id, step, action.value ?? ''));
     });
   }
+
+  registerAudiencePick(app, deps);
 
   // Picking "Next update in" in the execute modal: Slack wants an ack; the value comes with the submission.
   app.action({ type: 'block_actions', action_id: ACTIONS.nextUpdateIn }, async ({ ack }) => {
@@ -121,6 +124,36 @@ export function registerActions(app: SlackListeners, deps: SlackDeps): void {
     }
     await publishHome(deps, body.user.id);
   });
+}
+
+/**
+ * Picking audiences in the execute modal: the preview follows the pick (the value also comes with
+ * the submission). `hash` makes Slack refuse an update of a view changed meanwhile (a quicker
+ * second pick): that newer pick's own update follows.
+ */
+function registerAudiencePick(app: SlackListeners, deps: SlackDeps): void {
+  app.action<BlockAction<CheckboxesAction | MultiStaticSelectAction>>(
+    { type: 'block_actions', action_id: ACTIONS.executeAudiences },
+    async ({ ack, body, action }) => {
+      await ack();
+      const view = body.view;
+      if (!view) return;
+      const picked = (action.selected_options ?? []).flatMap((o) => (typeof o.value === 'string' ? [o.value] : []));
+      let next;
+      try {
+        next = await buildExecuteModal(deps, decodeContext(view.private_metadata).incident_id ?? '', picked);
+      } catch (e) {
+        if (!isDomainError(e) && !isRedisUnavailable(e))
+          deps.log.error({ err: e }, 'could not rebuild the execute modal');
+        next = messageModal('Cannot do that', ephemeralMessage(e));
+      }
+      await deps.client.views.update({ view_id: view.id, hash: view.hash, view: next }).catch((err: unknown) => {
+        const code = (err as { data?: { error?: unknown } }).data?.error;
+        if (code !== 'hash_conflict')
+          deps.log.warn({ err }, 'could not update the execute modal for the audience pick');
+      });
+    },
+  );
 }
 
 /**

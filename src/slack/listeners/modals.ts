@@ -4,7 +4,14 @@ import type { SlackDeps } from '../deps.js';
 import { ephemeralMessage } from '../errors.js';
 import { decodeContext, type ModalContext } from '../views/action-ids.js';
 import { modal, section, SLACK_LIMITS, type ModalView } from '../views/block-kit.js';
-import { executeModal, MAX_PREVIEWS, previewPlaceholder, type PreviewItem } from '../views/execute-modal.js';
+import {
+  executeModal,
+  MAX_PREVIEWS,
+  previewPlaceholder,
+  type AudienceChoice,
+  type PreviewItem,
+} from '../views/execute-modal.js';
+import type { ExecutePreparation } from '../../services/executions.js';
 import { correctModal, retractModal } from '../views/correction-modals.js';
 import {
   closeIncidentModal,
@@ -159,25 +166,99 @@ async function correctionModal(deps: SlackDeps, step: CorrectionStep, ctx: Modal
     : retractModal({ incident, execution: shown });
 }
 
+/** What `prepare` tells about audiences (ExecutionService.prepare; absent before any exists). */
+interface AudiencePreparation {
+  available_audiences: AudienceChoice[];
+  audiences: {
+    key: string;
+    name: string;
+    visibility: string;
+    approval_required: boolean;
+    total: number;
+    deliveries: PreparedDelivery[];
+    skipped: { reason: string; message: string } | null;
+  }[];
+}
+
+type PreparedDelivery = ExecutePreparation['deliveries'][number];
+
+const previewOf = (d: PreparedDelivery): PreviewItem => ({
+  connectionName: d.connection_name,
+  connectionType: d.connection_type,
+  templateName: d.template_id === null ? null : (d.template_name ?? d.template_id),
+  subject: d.subject,
+  body: d.body,
+});
+
 /**
  * One input per declared variable of the templates that will be sent, and a preview of the first
  * few deliveries (only those are rendered: a large fan-out would take seconds to render whole).
  * ExecutionService.prepare decides all of it (and throws no_connections and the like before the
- * user fills anything in); the view only presents it.
+ * user fills anything in); the view only presents it. When audiences exist, the modal also has
+ * the audience picker (`pick`: what is picked; default the internal audiences) and the preview is
+ * per picked audience.
  */
-async function buildExecuteModal(deps: SlackDeps, incidentId: string): Promise<ModalView> {
-  const prepared = await deps.services.executions.prepare(incidentId, {
-    limit: MAX_PREVIEWS,
-    placeholder: previewPlaceholder,
+export async function buildExecuteModal(deps: SlackDeps, incidentId: string, pick?: string[]): Promise<ModalView> {
+  const prepare = (audiences?: string[]) => {
+    const opts = { limit: MAX_PREVIEWS, placeholder: previewPlaceholder, ...(audiences ? { audiences } : {}) };
+    return deps.services.executions.prepare(incidentId, opts) as Promise<
+      ExecutePreparation & Partial<AudiencePreparation>
+    >;
+  };
+  let prepared: ExecutePreparation & Partial<AudiencePreparation>;
+  let problem: string | null = null;
+  if (pick !== undefined && pick.length > 0) {
+    try {
+      prepared = await prepare(pick);
+    } catch (e) {
+      // A pick that sends nothing (or names an audience deleted meanwhile) is explained in the
+      // preview; the picker stays so another pick can be made.
+      if (!isDomainError(e) || e.code === 'incident_closed' || e.code === 'not_found') throw e;
+      problem = ephemeralMessage(e);
+      prepared = await prepare();
+    }
+  } else {
+    prepared = await prepare();
+  }
+  const choices = prepared.available_audiences ?? [];
+  if (choices.length === 0)
+    return executeModal({
+      incident: prepared.incident,
+      variables: prepared.variables,
+      previews: prepared.deliveries.map(previewOf),
+      total: prepared.total,
+    });
+  const selected = (pick ?? choices.filter((a) => a.visibility === 'internal').map((a) => a.key)).filter((k) =>
+    choices.some((a) => a.key === k),
+  );
+  if (pick === undefined && selected.length > 0) {
+    try {
+      prepared = await prepare(selected);
+    } catch (e) {
+      if (!isDomainError(e) || e.code === 'incident_closed' || e.code === 'not_found') throw e;
+      problem = ephemeralMessage(e);
+    }
+  }
+  const parts = problem === null && selected.length > 0 ? (prepared.audiences ?? []) : [];
+  return executeModal({
+    incident: prepared.incident,
+    variables: prepared.variables,
+    previews: [],
+    audiences: {
+      choices,
+      selected,
+      problem,
+      previews: parts.map((a) => ({
+        key: a.key,
+        name: a.name,
+        visibility: a.visibility,
+        approval_required: a.approval_required,
+        total: a.total,
+        previews: a.deliveries.map(previewOf),
+        skipped: a.skipped,
+      })),
+    },
   });
-  const previews: PreviewItem[] = prepared.deliveries.map((d) => ({
-    connectionName: d.connection_name,
-    connectionType: d.connection_type,
-    templateName: d.template_id === null ? null : (d.template_name ?? d.template_id),
-    subject: d.subject,
-    body: d.body,
-  }));
-  return executeModal({ incident: prepared.incident, variables: prepared.variables, previews, total: prepared.total });
 }
 
 /** Templates to offer in the multi-select: the newest 100 (Slack's option limit), and whether more exist. */

@@ -2,6 +2,7 @@ import type { ExecuteRequest } from '../../domain/execution/execution.js';
 import type { AckFn, ViewResponseAction, ViewSubmitAction } from '@slack/bolt';
 import type { SlackListeners } from './dispatch.js';
 import { isDomainError } from '../../domain/common/errors.js';
+import { escapeSlack } from '../../channels/slack/escape.js';
 import type { Announcer } from '../announcer.js';
 import { slackActor, type SlackDeps } from '../deps.js';
 import { ephemeralMessage, modalErrors } from '../errors.js';
@@ -12,7 +13,10 @@ import { CALLBACKS, decodeContext } from '../views/action-ids.js';
 import { apiKeyCreatedModal } from '../views/api-key-modals.js';
 import type { ModalView } from '../views/block-kit.js';
 import { CORRECTION_INPUTS, correctionRequestOf } from '../views/correction-modals.js';
-import { NEXT_UPDATE_FIELD, NO_NEXT_UPDATE } from '../views/execute-modal.js';
+import { AUDIENCES_FIELD, NEXT_UPDATE_FIELD, NO_NEXT_UPDATE } from '../views/execute-modal.js';
+import { REJECT_REASON_FIELD } from '../views/approval.js';
+import { decide } from './approvals.js';
+import type { Delivery } from '../../domain/execution/execution.js';
 import {
   listOf,
   optionalTextOf,
@@ -41,6 +45,7 @@ export function registerSubmissions(app: SlackListeners, deps: SlackDeps, announ
   registerCorrect(app, deps, announcer);
   registerRetract(app, deps, announcer);
   registerApiKeyGenerate(app, deps);
+  registerApprovalReject(app, deps);
 }
 
 function registerCreate(app: SlackListeners, deps: SlackDeps, announcer: Announcer): void {
@@ -111,9 +116,12 @@ function registerExecute(app: SlackListeners, deps: SlackDeps, announcer: Announ
   submit(app, deps, CALLBACKS.execute, async ({ state, body, ctx }) => {
     const incidentId = incidentIdOf(ctx);
     const next = selectedOf(state, NEXT_UPDATE_FIELD);
+    // The picker is in the modal only when audiences exist; without it the execute is as before.
+    const audiences = state.has(AUDIENCES_FIELD) ? (listOf(state, AUDIENCES_FIELD) ?? []) : undefined;
     const request: ExecuteRequest = {
       variables: variablesOf(state),
       ...(next !== undefined && next !== NO_NEXT_UPDATE ? { next_update_in: next } : {}),
+      ...(audiences !== undefined ? { audiences } : {}),
     };
     await deps.services.executions.precheck(incidentId, request);
     const viewId = body.view.id;
@@ -143,13 +151,9 @@ async function executeAfterAck(
     const result = await deps.services.executions.execute(incidentId, request, slackActor(body.user), {
       dryRun: false,
     });
-    if (!result.dryRun) announcer.executed(incidentId, result.execution.id);
-    const n = result.dryRun ? 0 : result.deliveries.length;
-    return messageModal(
-      'Executed',
-      `:outbox_tray: Queued ${n} ${n === 1 ? 'delivery' : 'deliveries'}. Their receipts follow on the incident's announcement (and in the API's executions).`,
-      'Close',
-    );
+    if (result.dryRun) return messageModal('Executed', 'Nothing was sent (dry run).', 'Close');
+    announcer.executed(incidentId, result.execution.id);
+    return messageModal('Executed', executedText(result.execution.audiences ?? [], result.deliveries), 'Close');
   } catch (e) {
     if (!isDomainError(e))
       deps.log.error({ err: e, callback_id: CALLBACKS.execute }, 'execute from Slack failed after the ack');
@@ -219,6 +223,46 @@ async function followUp(
       return Promise.resolve();
     },
   };
+}
+
+/**
+ * What the execute did: how many deliveries are queued, and per audience whose part waits for
+ * approval, how many messages wait and that its approvers were asked.
+ */
+export function executedText(
+  audiences: readonly { key: string; name: string }[],
+  deliveries: readonly Pick<Delivery, 'status' | 'audience'>[],
+): string {
+  const held = new Map<string, number>();
+  for (const d of deliveries)
+    if (d.status === 'pending_approval') held.set(d.audience ?? '', (held.get(d.audience ?? '') ?? 0) + 1);
+  const queued = deliveries.length - [...held.values()].reduce((a, b) => a + b, 0);
+  const lines = [
+    `:outbox_tray: Queued ${queued} ${queued === 1 ? 'delivery' : 'deliveries'}. Their receipts follow on the incident's announcement (and in the API's executions).`,
+  ];
+  for (const [key, n] of held) {
+    const name = audiences.find((a) => a.key === key)?.name ?? key;
+    lines.push(
+      `:raised_hand: Waiting for approval: *${escapeSlack(name)}* (${n} ${n === 1 ? 'message' : 'messages'}). Its approvers were asked in Slack; nothing goes out to it until one approves.`,
+    );
+  }
+  return lines.join('\n');
+}
+
+/** Reject from an approver's DM, with its optional reason: the decision is made here. */
+function registerApprovalReject(app: SlackListeners, deps: SlackDeps): void {
+  submit(app, deps, CALLBACKS.approvalReject, async ({ state, body, ctx }) => {
+    const reason = textOf(state, REJECT_REASON_FIELD).trim();
+    try {
+      await decide(deps, ctx, { decision: 'reject', ...(reason !== '' ? { reason } : {}) }, body);
+    } catch (e) {
+      // A reason the service refuses lands on its input; a refusal of the decision itself
+      // (not an approver, already decided) is explained in place of the form.
+      if (!isDomainError(e) || e.errors.length > 0) throw e;
+      return { view: messageModal('Not rejected', ephemeralMessage(e), 'Close') };
+    }
+    return {};
+  });
 }
 
 function registerApiKeyGenerate(app: SlackListeners, deps: SlackDeps): void {
