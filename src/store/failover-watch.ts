@@ -18,8 +18,8 @@ import type { RedisClient } from './redis-client.js';
 
 /** What one sentinel event means for Herald's primary; null for anything else. */
 export type SentinelSignal =
-  | { kind: 'begun'; master: string }
-  | { kind: 'aborted'; master: string }
+  | { kind: 'begun'; master: string; at?: { host: string; port: number } }
+  | { kind: 'aborted'; master: string; at?: { host: string; port: number } }
   | { kind: 'switched'; master: string; from: { host: string; port: number }; to: { host: string; port: number } };
 
 /**
@@ -54,14 +54,20 @@ export function parseSentinelEvent(channel: string, message: string): SentinelSi
   }
   const kind = BEGUN.test(channel) ? 'begun' : ABORTED.test(channel) ? 'aborted' : null;
   if (kind === null) return null;
-  const at = words.indexOf('@');
-  const master = at >= 0 ? words[at + 1] : words[0] === 'master' ? words[1] : undefined;
-  return master === undefined ? null : { kind, master };
+  // The name is followed by the master's address, as the publishing sentinel knows it.
+  const i = words.indexOf('@') >= 0 ? words.indexOf('@') + 1 : words[0] === 'master' ? 1 : -1;
+  const master = i > 0 ? words[i] : undefined;
+  if (master === undefined) return null;
+  const host = words[i + 1];
+  const port = Number(words[i + 2]);
+  return { kind, master, ...(host !== undefined && port > 0 ? { at: { host, port } } : {}) };
 }
 
 /** What a sentinel answers to SENTINEL MASTER <name>, as far as the watch cares. */
 export interface SentinelAnswer {
   failoverInProgress: boolean;
+  /** Where this sentinel says the primary is. */
+  at?: { host: string; port: number };
   /** Its failover-timeout for the master, in ms. */
   failoverTimeoutMs?: number;
 }
@@ -74,8 +80,11 @@ export function readSentinelMaster(raw: unknown): SentinelAnswer | null {
   const flags = f.get('flags');
   if (flags === undefined) return null;
   const timeout = Number(f.get('failover-timeout'));
+  const host = f.get('ip');
+  const port = Number(f.get('port'));
   return {
     failoverInProgress: flags.split(',').includes('failover_in_progress'),
+    ...(host !== undefined && port > 0 ? { at: { host, port } } : {}),
     ...(timeout > 0 ? { failoverTimeoutMs: timeout } : {}),
   };
 }
@@ -96,6 +105,8 @@ export class FailoverState {
   /** Sentinel → when its failover began and when it was last asked about it. */
   private readonly running = new Map<string, { since: number; askedAt: number }>();
   private failoverTimeoutMs = DEFAULT_FAILOVER_TIMEOUT_MS;
+  /** Primaries switched away from (host:port) and when: see redirect() and signal(). */
+  private readonly replaced = new Map<string, number>();
   /** Bumped when a failover begins or the primary switches: a write spanning one is not acknowledged. */
   generation = 0;
   /** The primary named by the last switch seen (undefined before any). */
@@ -106,6 +117,10 @@ export class FailoverState {
   signal(sentinel: string, s: SentinelSignal | null, now: number): void {
     if (s === null || s.master !== this.name) return;
     if (s.kind === 'begun') {
+      // The tail of a failover whose switch was already announced: the other sentinels announce
+      // it as soon as the leader has promoted the replica, and the leader goes on reconfiguring
+      // the other replicas (+slave-reconf-…, +failover-end) of the primary it replaced.
+      if (s.at !== undefined && this.replaced.has(addressKey(s.at))) return;
       if (!this.running.has(sentinel)) this.generation++;
       this.running.set(sentinel, { since: this.running.get(sentinel)?.since ?? now, askedAt: now });
     } else if (s.kind === 'aborted') {
@@ -116,7 +131,27 @@ export class FailoverState {
       this.generation++;
       this.master = s.to;
       this.running.clear();
+      this.replaced.set(addressKey(s.from), now);
+      this.replaced.delete(addressKey(s.to));
     }
+  }
+
+  /**
+   * Where a connection should go that a sentinel sent to `address` (host:port): the primary the
+   * last switch named, when `address` is one that switch replaced, seen within REDIRECT_MS; else
+   * null (go where the sentinel said). The sentinels learn of a switch from its leader over a few
+   * seconds; a connection that asks one that has not yet would go back to the old primary, which
+   * still takes writes until it is demoted, and loses them then.
+   */
+  redirect(address: string, now: number): { host: string; port: number } | null {
+    const at = this.replaced.get(address);
+    if (this.master === undefined || at === undefined || now - at > REDIRECT_MS) return null;
+    return { ...this.master };
+  }
+
+  /** Events may have been missed (a subscription was down): go where the sentinels say. */
+  forgetRedirects(): void {
+    this.replaced.clear();
   }
 
   /** What `sentinel` answered when asked; undefined when it could not be asked. */
@@ -129,7 +164,9 @@ export class FailoverState {
     if (a.failoverTimeoutMs !== undefined) this.failoverTimeoutMs = a.failoverTimeoutMs;
     // Where the sentinel says the primary is, is not taken from an answer: sentinels disagree for
     // a moment around every switch. Only +switch-master moves it.
-    if (a.failoverInProgress) this.signal(sentinel, { kind: 'begun', master: this.name }, now);
+    // A failover of a primary already switched away from is past the point that matters.
+    const tail = a.at !== undefined && this.replaced.has(addressKey(a.at));
+    if (a.failoverInProgress && !tail) this.signal(sentinel, { kind: 'begun', master: this.name }, now);
     else this.running.delete(sentinel);
   }
 
@@ -150,6 +187,10 @@ export class FailoverState {
   }
 }
 
+/** How long after a switch a sentinel naming the old primary is taken to be late (redirect()). */
+export const REDIRECT_MS = 30_000;
+
+const addressKey = (a: { host: string; port: number }): string => `${a.host}:${a.port}`;
 const unmapped = (a: string): string => (a.startsWith('::ffff:') ? a.slice(7) : a);
 const sameAddress = (a: { host: string; port: number }, b: { host: string; port: number }): boolean =>
   a.port === b.port && unmapped(a.host) === unmapped(b.host);
@@ -182,7 +223,8 @@ export class SentinelFailoverWatch implements FailoverSignal {
 
   constructor(
     readonly target: SentinelEndpoints,
-    private readonly log?: Logger,
+    /** Where "failover begun" is logged; the first user that has a logger sets it. */
+    public log?: Logger,
     private readonly now: () => number = Date.now,
   ) {
     this.state = new FailoverState(target.name);
@@ -210,8 +252,14 @@ export class SentinelFailoverWatch implements FailoverSignal {
           );
         }
       });
-      // Whatever happened while this sentinel was out of reach is asked once it is back.
-      sub.on('ready', () => void this.ask(id));
+      // Whatever happened while this sentinel was out of reach is asked once it is back, and a
+      // switch it may have announced meanwhile is not known here: stop correcting the sentinels.
+      let connected = false;
+      sub.on('ready', () => {
+        if (connected) this.state.forgetRedirects();
+        connected = true;
+        void this.ask(id);
+      });
       // Every channel: the events of interest differ between Redis versions (parseSentinelEvent).
       sub.psubscribe('*').catch(() => undefined);
       this.subscribers.push(sub);
@@ -227,6 +275,11 @@ export class SentinelFailoverWatch implements FailoverSignal {
 
   get generation(): number {
     return this.state.generation;
+  }
+
+  /** ioredis' natMap for the Sentinel connections: see FailoverState.redirect. */
+  redirect(address: string): { host: string; port: number } | null {
+    return this.state.redirect(address, this.now());
   }
 
   refusal(writer: RedisClient): string | null {
@@ -272,13 +325,17 @@ function onAddress(writer: RedisClient, master: { host: string; port: number } |
 /** One watch per sentinel set and master name in a process, shared by the connections using it. */
 const watches = new Map<string, { watch: SentinelFailoverWatch; users: number }>();
 
-/** The watch of `target`, started on first use; call the returned release() when done with it. */
-export function acquireFailoverWatch(
-  target: SentinelEndpoints,
-  log?: Logger,
-): { watch: SentinelFailoverWatch; release(): void } {
+/** A use of a shared watch; release() once done with it (the last one stops the watch). */
+export interface FailoverWatchLease {
+  watch: SentinelFailoverWatch;
+  release(): void;
+}
+
+/** The watch of `target`, started on first use. */
+export function acquireFailoverWatch(target: SentinelEndpoints, log?: Logger): FailoverWatchLease {
   const key = JSON.stringify([target.name, target.sentinels, target.username ?? null]);
   const entry = watches.get(key) ?? { watch: new SentinelFailoverWatch(target, log), users: 0 };
+  entry.watch.log ??= log;
   entry.users++;
   watches.set(key, entry);
   let released = false;

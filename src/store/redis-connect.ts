@@ -2,6 +2,7 @@ import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis'
 import type { Config } from '../config.js';
 import { releaseSettledPipelines } from './pipeline-release.js';
 import { bindToRequestDeadline } from './deadline.js';
+import { acquireFailoverWatch, type FailoverWatchLease } from './failover-watch.js';
 import { redisLocation } from './redis-location.js';
 import { defineScripts } from './scripts.js';
 
@@ -122,13 +123,23 @@ function baseOptions(o: ConnectOptions): RedisOptions {
  */
 export function connectRedis(target: RedisTarget, o: ConnectOptions): RedisClient {
   const client = newClient(target, o);
-  if (client instanceof Redis && target.kind === 'sentinel') keepConnecting(client);
+  if (client instanceof Redis && target.kind === 'sentinel') {
+    keepConnecting(client);
+    // Released once Herald closes the client (keepConnecting marks that).
+    const failover = failoverWatches.get(client);
+    client.on('end', () => {
+      if (closedOnPurpose.has(client)) failover?.release();
+    });
+  }
   defineScripts(client);
   releaseSettledPipelines(client);
   // Commands sent while serving a request race the request's one deadline (deadline.ts).
   if (o.use === 'request') bindToRequestDeadline(client);
   return client;
 }
+
+/** The failover watch (failover-watch.ts) each Sentinel client holds. */
+const failoverWatches = new WeakMap<Redis, FailoverWatchLease>();
 
 /** Clients Herald itself quit or disconnected: their 'end' is final. */
 const closedOnPurpose = new WeakSet<RedisClient>();
@@ -178,7 +189,8 @@ function newClient(target: RedisTarget, o: ConnectOptions): RedisClient {
     ...(target.password !== undefined ? { password: target.password } : {}),
   };
   if (target.kind === 'sentinel') {
-    return new Redis({
+    const failover = acquireFailoverWatch(target);
+    const client = new Redis({
       ...options,
       ...auth,
       sentinels: target.sentinels,
@@ -196,7 +208,12 @@ function newClient(target: RedisTarget, o: ConnectOptions): RedisClient {
       // Sentinels usually share the primary's password when they have one at all.
       ...(target.password !== undefined ? { sentinelPassword: target.password } : {}),
       ...(target.username !== undefined ? { sentinelUsername: target.username } : {}),
+      // A sentinel that has not yet learnt of the last switch still names the old primary, which
+      // takes writes until it is demoted and then throws them away: go to the new one instead.
+      natMap: (address: string) => failover.watch.redirect(address),
     });
+    failoverWatches.set(client, failover);
+    return client;
   }
   const clusterOptions: ClusterOptions = {
     scaleReads: 'master',

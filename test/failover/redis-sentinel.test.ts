@@ -7,8 +7,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectRedis } from '../../src/store/redis-connect.js';
-import { readRedisFacts } from '../../src/store/redis.js';
+import { readRedisFacts, whenReady } from '../../src/store/redis.js';
 import { startSentinelGroup, type SentinelGroup } from '../support/redis-sentinel.js';
+import { waitFor } from '../support/wait.js';
 import { runFailoverCase, type SwitchKind, type Topology } from './support.js';
 
 const groups = new Map<1 | 2, SentinelGroup>();
@@ -38,6 +39,29 @@ describe('Redis Sentinel', () => {
     try {
       expect(await readRedisFacts(redis)).toEqual({ maxmemoryPolicy: 'noeviction', persistence: 'aof' });
       expect(await redis.call('ROLE')).toEqual(expect.arrayContaining(['master']));
+    } finally {
+      redis.disconnect();
+    }
+  }, 60_000);
+
+  it('connects again when ioredis gives a connection up while it asks the sentinels', async () => {
+    const redis = connectRedis(groups.get(1)!.target, { use: 'worker', name: 'herald-test' });
+    try {
+      await whenReady(redis, 30_000);
+      // What the failover detector of an earlier connection does when a sentinel announces
+      // +switch-master while the client reconnects: its connector is disconnected while it asks
+      // the sentinels for the primary, and ioredis ends the client.
+      const connector = (redis as unknown as { connector: { disconnect(): void } }).connector;
+      let ended = false;
+      redis.once('connecting', () => connector.disconnect());
+      redis.once('end', () => (ended = true));
+      redis.disconnect(true);
+      await waitFor(() => ended, { timeoutMs: 30_000, what: 'ioredis to end the client' });
+      await waitFor(async () => (await redis.ping()) === 'PONG', {
+        timeoutMs: 30_000,
+        intervalMs: 100,
+        what: 'the client to connect again',
+      });
     } finally {
       redis.disconnect();
     }

@@ -9,6 +9,7 @@ import {
   FailoverState,
   parseSentinelEvent,
   readSentinelMaster,
+  REDIRECT_MS,
 } from '../../src/store/failover-watch.js';
 
 describe('parseSentinelEvent', () => {
@@ -17,6 +18,7 @@ describe('parseSentinelEvent', () => {
     expect(parseSentinelEvent('+try-failover', 'master herald 127.0.0.1 6379')).toEqual({
       kind: 'begun',
       master: 'herald',
+      at: { host: '127.0.0.1', port: 6379 },
     });
     for (const channel of [
       '+elected-leader',
@@ -27,23 +29,24 @@ describe('parseSentinelEvent', () => {
       '+failover-end',
       '+failover-end-for-timeout',
     ]) {
-      expect(parseSentinelEvent(channel, 'master herald 127.0.0.1 6379'), channel).toEqual({
+      expect(parseSentinelEvent(channel, 'master herald 127.0.0.1 6379'), channel).toMatchObject({
         kind: 'begun',
         master: 'herald',
       });
     }
     expect(
       parseSentinelEvent('+selected-slave', 'slave 127.0.0.1:6380 127.0.0.1 6380 @ herald 127.0.0.1 6379'),
-    ).toEqual({ kind: 'begun', master: 'herald' });
+    ).toEqual({ kind: 'begun', master: 'herald', at: { host: '127.0.0.1', port: 6379 } });
     expect(
       parseSentinelEvent('+promoted-slave', 'slave 127.0.0.1:6380 127.0.0.1 6380 @ herald 127.0.0.1 6379'),
-    ).toEqual({ kind: 'begun', master: 'herald' });
+    ).toMatchObject({ kind: 'begun', master: 'herald' });
     // An epoch after the address (older sentinels) changes nothing.
     expect(parseSentinelEvent('-failover-abort-not-elected', 'master herald 127.0.0.1 6379 7')).toEqual({
       kind: 'aborted',
       master: 'herald',
+      at: { host: '127.0.0.1', port: 6379 },
     });
-    expect(parseSentinelEvent('-failover-abort-slave-timeout', 'master other 10.0.0.1 6379')).toEqual({
+    expect(parseSentinelEvent('-failover-abort-slave-timeout', 'master other 10.0.0.1 6379')).toMatchObject({
       kind: 'aborted',
       master: 'other',
     });
@@ -118,6 +121,48 @@ describe('FailoverState', () => {
     expect(s.generation).toBe(g);
   });
 
+  it('sends a connection that a late sentinel points at the replaced primary to the new one', () => {
+    const s = new FailoverState('herald');
+    expect(s.redirect('127.0.0.1:6379', 0)).toBeNull();
+    s.signal('s1', { kind: 'switched', master: 'herald', from: a, to: b }, 1000);
+    expect(s.redirect('127.0.0.1:6379', 1000)).toEqual(b);
+    expect(s.redirect('127.0.0.1:6380', 1000)).toBeNull();
+    expect(s.redirect('10.0.0.9:6379', 1000)).toBeNull();
+    // Every sentinel has long learnt of the switch by then.
+    expect(s.redirect('127.0.0.1:6379', 1000 + REDIRECT_MS + 1)).toBeNull();
+    // Switching back to a replaced primary stops sending connections away from it.
+    s.signal('s1', { kind: 'switched', master: 'herald', from: b, to: a }, 2000);
+    expect(s.redirect('127.0.0.1:6379', 2000)).toBeNull();
+    expect(s.redirect('127.0.0.1:6380', 2000)).toEqual(a);
+    s.forgetRedirects();
+    expect(s.redirect('127.0.0.1:6380', 2000)).toBeNull();
+  });
+
+  it("takes the leader's events after the switch, reconfiguring the replaced primary's replicas, as the tail of that failover", () => {
+    // As recorded from Redis 7: the other sentinels announce the switch as soon as the replica is
+    // promoted; the leader then reconfigures the other replica before announcing it itself.
+    const s = new FailoverState('herald');
+    const atA = { host: '127.0.0.1', port: 6379 };
+    s.signal('leader', { kind: 'begun', master: 'herald', at: atA }, 0);
+    s.signal('s2', { kind: 'switched', master: 'herald', from: a, to: b }, 1000);
+    expect(s.underWay(1000)).toBe(false);
+    const g = s.generation;
+    s.signal(
+      'leader',
+      parseSentinelEvent('+slave-reconf-inprog', 'slave 127.0.0.1:6381 127.0.0.1 6381 @ herald 127.0.0.1 6379'),
+      2000,
+    );
+    s.signal('leader', parseSentinelEvent('+failover-end', 'master herald 127.0.0.1 6379'), 3000);
+    expect(s.underWay(3000)).toBe(false);
+    expect(s.generation).toBe(g);
+    // Asked meanwhile, the leader still has its failover in progress: of the replaced primary.
+    s.answer('leader', { failoverInProgress: true, at: atA }, 3000);
+    expect(s.underWay(3000)).toBe(false);
+    // A failover of the new primary is a new one.
+    s.signal('s2', parseSentinelEvent('+try-failover', 'master herald 127.0.0.1 6380'), 4000);
+    expect(s.underWay(4000)).toBe(true);
+  });
+
   it('asks the sentinel again after a while without news, and believes its answer', () => {
     const s = new FailoverState('herald');
     s.signal('s1', begun, 0);
@@ -155,6 +200,7 @@ describe('readSentinelMaster', () => {
     const flat = ['name', 'herald', 'ip', '127.0.0.1', 'port', '6379', 'flags', 'master,failover_in_progress'];
     expect(readSentinelMaster([...flat, 'failover-timeout', '6000'])).toEqual({
       failoverInProgress: true,
+      at: { host: '127.0.0.1', port: 6379 },
       failoverTimeoutMs: 6000,
     });
     expect(readSentinelMaster(new Map([['flags', 's_down,o_down,master']]))).toEqual({ failoverInProgress: false });
