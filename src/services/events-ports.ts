@@ -25,9 +25,16 @@ export interface EventStore {
   trim(beforeMs: number, max: number): Promise<number>;
   claimDue(nowMs: number, leaseMs: number, max: number): Promise<string[]>;
   getDelivery(id: string): Promise<EventDeliveryRecord | null>;
+  getDeliveries(ids: string[]): Promise<(EventDeliveryRecord | null)[]>;
   listDeliveries(endpointId: string, page: PageRequest): Promise<Page<EventDeliveryRecord>>;
   addDeliveries(deliveries: EventDeliveryRecord[], dueMs: number, ttlMs: number): Promise<void>;
-  saveDelivery(prev: EventDeliveryRecord, next: EventDeliveryRecord, dueMs: number | null): Promise<boolean>;
+  /** `healthyEndpoint`: the endpoint's failing streak ends in the same write (a success). */
+  saveDelivery(
+    prev: EventDeliveryRecord,
+    next: EventDeliveryRecord,
+    dueMs: number | null,
+    healthyEndpoint?: string,
+  ): Promise<boolean>;
   forgetDue(id: string): Promise<void>;
 }
 

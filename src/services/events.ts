@@ -329,7 +329,7 @@ export function retryAfterMs(value: string | undefined, nowMs: number): number |
 }
 
 /** Event requests one worker has in flight at once. */
-const SEND_CONCURRENCY = 16;
+const SEND_CONCURRENCY = 64;
 /**
  * How long a claimed delivery is this worker's: two rounds of sends at their 10 s time-out, with
  * room to spare. A worker that dies leaves its claims to others after this.
@@ -405,13 +405,21 @@ export class EventDispatcher {
   async sendDue(max: number): Promise<number> {
     const now = this.d.clock.now().getTime();
     const ids = await this.d.store.claimDue(now, this.opts.leaseMs ?? CLAIM_LEASE_MS, max);
+    if (ids.length === 0) return 0;
+    // What the sends need, read once for the whole claim (a round trip per send each was the cost).
+    const records = await this.d.store.getDeliveries(ids);
+    const endpoints = new Map((await this.d.store.allEndpoints()).map((e) => [e.id, e]));
+    const eventIds = [...new Set(records.flatMap((r) => (r ? [r.event_id] : [])))];
+    const events = new Map((await this.d.store.getEvents(eventIds)).map((e) => [e.id, e]));
     const width = this.opts.concurrency ?? SEND_CONCURRENCY;
     let next = 0;
     const run = async (): Promise<void> => {
       while (next < ids.length) {
-        const id = ids[next++]!;
+        const i = next++;
         try {
-          await this.attempt(id);
+          const d = records[i];
+          if (!d || d.status !== 'pending') await this.d.store.forgetDue(ids[i]!);
+          else await this.attempt(d, endpoints.get(d.endpoint_id) ?? null, events.get(d.event_id) ?? null);
         } catch (err) {
           // Left due under its lease: the next claim after the lease tries it again.
           this.d.onError?.('event delivery attempt', err);
@@ -422,11 +430,8 @@ export class EventDispatcher {
     return ids.length;
   }
 
-  async attempt(id: string): Promise<void> {
-    const d = await this.d.store.getDelivery(id);
-    if (!d || d.status !== 'pending') return this.d.store.forgetDue(id);
-    const endpoint = await this.d.store.getEndpoint(d.endpoint_id);
-    const [event] = await this.d.store.getEvents([d.event_id]);
+  /** One attempt of a pending delivery, its endpoint and event as read for this claim. */
+  async attempt(d: EventDeliveryRecord, endpoint: EndpointRecord | null, event: StoredEvent | null): Promise<void> {
     const stop = !endpoint
       ? 'the endpoint was deleted'
       : !endpoint.enabled
@@ -449,8 +454,8 @@ export class EventDispatcher {
         d,
         { ...d, status: 'delivered', attempts, next_attempt_at: null, rev: d.rev + 1 },
         null,
+        endpoint.id,
       );
-      await this.d.store.markHealthy(endpoint.id);
       return;
     }
     if (attempt.status === 410) {

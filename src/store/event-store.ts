@@ -265,8 +265,15 @@ export class RedisEventStore {
   }
 
   async getDelivery(id: string): Promise<EventDeliveryRecord | null> {
-    const [d] = await loadJson<EventDeliveryRecord>(this.redis, [this.keys.eventDelivery(id)]);
+    const [d] = await this.getDeliveries([id]);
     return d ?? null;
+  }
+
+  getDeliveries(ids: string[]): Promise<(EventDeliveryRecord | null)[]> {
+    return loadJson<EventDeliveryRecord>(
+      this.redis,
+      ids.map((id) => this.keys.eventDelivery(id)),
+    );
   }
 
   listDeliveries(endpointId: string, page: PageRequest): Promise<Page<EventDeliveryRecord>> {
@@ -284,13 +291,19 @@ export class RedisEventStore {
    * Writes the delivery over `prev` (compare-and-set), due again at `dueMs` or (null) done. False
    * when the record is not the one read (another worker got there first: nothing written).
    */
-  saveDelivery(prev: EventDeliveryRecord, next: EventDeliveryRecord, dueMs: number | null): Promise<boolean> {
+  saveDelivery(
+    prev: EventDeliveryRecord,
+    next: EventDeliveryRecord,
+    dueMs: number | null,
+    healthyEndpoint?: string,
+  ): Promise<boolean> {
     const k = this.keys;
     const change = new Change(this.redis)
       .expect(k.eventDelivery(prev.id), JSON.stringify(prev))
       .write('SET', k.eventDelivery(next.id), JSON.stringify(next), 'KEEPTTL');
     if (dueMs === null) change.write('ZREM', k.eventDue(), next.id);
     else change.write('ZADD', k.eventDue(), String(dueMs), next.id);
+    if (healthyEndpoint !== undefined) change.write('HDEL', k.eventEndpointFailing(), healthyEndpoint);
     return change.commit();
   }
 
