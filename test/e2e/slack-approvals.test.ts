@@ -396,6 +396,76 @@ describe('approving in Slack', () => {
   });
 });
 
+describe('corrections and retractions', () => {
+  /** Opens the Correct or Retract modal of an execution from the announcement's button. */
+  async function openCorrection(step: 'correct' | 'retract', incidentId: string, executionId: string): Promise<any> {
+    const before = slack.callsTo('views.open').length;
+    const value = JSON.stringify({ incident_id: incidentId, execution_id: executionId });
+    await client.click(`execution_${step}`, value, { channel: CHANNEL });
+    return openedView(slack, before);
+  }
+
+  it('a correction of an approved external send waits for approval again, with a new DM', async () => {
+    const incident = await announcedIncident('Correct me');
+    const execution = await executeOverApi(incident.id, ['customers']);
+    const [approve] = buttonsOf((await dmOf(BOB, execution.id)).blocks());
+    await client.click('approval_approve', approve.value, { user: BOB, channel: `D${BOB.id}` });
+    await waitFor(
+      async () => {
+        const e = await ok(h.api('GET', `/v1/incidents/${incident.id}/executions/${execution.id}`), 200);
+        return e.deliveries.every((d: any) => d.status === 'delivered');
+      },
+      { what: 'the approved send delivered', timeoutMs: 20_000 },
+    );
+    const sentBefore = sent('customers1') + sent('customers2');
+    const modal = await openCorrection('correct', incident.id, execution.id);
+    const updates = slack.callsTo('views.update').length;
+    const r = await client.submit(modal, { note: 'The ETA was wrong' }, { viewId: newViewId() });
+    expect(r.status).toBe(200);
+    const outcome = r.json?.view ?? (await waitFor(() => slack.callsTo('views.update').slice(updates)[0]))?.args.view;
+    expect(textOfBlocks(outcome.blocks)).toContain('Waiting for approval: *Customers* (2 messages)');
+    const executions = (await ok(h.api('GET', `/v1/incidents/${incident.id}/executions`), 200)).data;
+    const correction = executions.find((e: any) => e.kind === 'correction');
+    expect((await approvalOf(incident.id, correction.id, 'customers')).state).toBe('pending');
+    const dm = await dmOf(CAROL, correction.id);
+    expect(dm.text()).toContain('Send a correction to *Customers* (external)');
+    await new Promise((r2) => setTimeout(r2, 500));
+    expect(sent('customers1') + sent('customers2')).toBe(sentBefore);
+  });
+
+  it('a retraction goes out at once and withdraws the part still waiting; the DMs say so', async () => {
+    const incident = await announcedIncident('Take it back');
+    const respondersBefore = sent('responders');
+    const execution = await executeOverApi(incident.id, ['responders', 'customers']);
+    const dm = await dmOf(BOB, execution.id);
+    await waitFor(
+      async () => {
+        const e = await ok(h.api('GET', `/v1/incidents/${incident.id}/executions/${execution.id}`), 200);
+        return e.deliveries.some((d: any) => d.audience === 'responders' && d.status === 'delivered');
+      },
+      { what: 'the responders delivery', timeoutMs: 20_000 },
+    );
+    const modal = await openCorrection('retract', incident.id, execution.id);
+    const r = await client.submit(modal, { reason: 'Posted to the wrong incident' }, { viewId: newViewId() });
+    expect(r.status).toBe(200);
+    await waitFor(() => sent('responders') === respondersBefore + 2, {
+      what: 'the retraction sent at once',
+      timeoutMs: 20_000,
+    });
+    const approval = await approvalOf(incident.id, execution.id, 'customers');
+    expect(approval).toMatchObject({ state: 'rejected', decided_by: { type: 'slack_user', id: ALICE.id } });
+    expect(approval.reason).toMatch(/retract/i);
+    await waitFor(
+      () => {
+        const m = slack.messageAt(`D${BOB.id}`, dm.ts)!;
+        const text = textOfBlocks(m.blocks as any[]);
+        return text.includes('*Rejected* by <@UALICE>') && buttonsOf(m.blocks as any[]).length === 0;
+      },
+      { what: "Bob's DM to say the retraction withdrew it" },
+    );
+  });
+});
+
 describe('rejecting and expiring', () => {
   it('Reject asks for a reason, sends nothing and says who and why', async () => {
     const incident = await announcedIncident('Wrong words');

@@ -200,22 +200,31 @@ async function followUp(
   announcer: Announcer,
   incidentId: string,
   step: 'correct' | 'retract',
-  run: () => Promise<{ execution: { id: string }; deliveries: unknown[] }>,
+  run: () => Promise<CorrectionResult>,
 ): Promise<SubmitOutcome> {
-  let result: { execution: { id: string }; deliveries: unknown[] };
+  let result: CorrectionResult;
   try {
     result = await run();
   } catch (e) {
     if (!isDomainError(e) || e.errors.length > 0) throw e;
     return { view: messageModal(step === 'correct' ? 'Not corrected' : 'Not retracted', ephemeralMessage(e), 'Close') };
   }
-  const n = result.deliveries.length;
+  // A correction of what an audience needing approval received waits for its approvers again.
+  const held = result.deliveries.filter((d) => d.status === 'pending_approval').length;
+  const n = result.deliveries.length - held;
   const what = `${n} ${n === 1 ? 'message' : 'messages'}`;
   const text = step === 'correct' ? `:pencil2: Correcting ${what}.` : `:wastebasket: Retracting ${what}.`;
+  const waiting =
+    held > 0
+      ? `\n${executedText(result.execution.audiences ?? [], result.deliveries)
+          .split('\n')
+          .slice(1)
+          .join('\n')}`
+      : '';
   return {
     view: messageModal(
       step === 'correct' ? 'Correcting' : 'Retracting',
-      `${text} The announcement's receipts follow it, with a link to each message.`,
+      `${text} The announcement's receipts follow it, with a link to each message.${waiting}`,
       'Close',
     ),
     after: () => {
@@ -223,6 +232,12 @@ async function followUp(
       return Promise.resolve();
     },
   };
+}
+
+/** What a correction or retraction answers, as far as the confirmation reads it. */
+interface CorrectionResult {
+  execution: { id: string; audiences?: { key: string; name: string }[] };
+  deliveries: Pick<Delivery, 'status' | 'audience'>[];
 }
 
 /**
