@@ -6,7 +6,8 @@ import { luaScript, runScript } from './scripts.js';
 
 /**
  * `herald secrets reseal`: every value sealed with HERALD_SECRET_KEY_PREVIOUS is sealed again with
- * HERALD_SECRET_KEY — connection secrets, stored idempotent responses and the key check value.
+ * HERALD_SECRET_KEY — connection secrets, event endpoints' signing secrets, stored idempotent
+ * responses and the key check value.
  * Safe while Herald runs: each record is replaced only if it is still exactly what was read
  * (compare-and-set in one script, keeping its TTL); a record changed meanwhile is read again.
  * Running it twice changes nothing the second time.
@@ -67,6 +68,11 @@ export async function resealAll(redis: Redis | Cluster, keys: Keys, box: SecretB
     await one(keys.connection(id), (raw) => resealConnection(raw, box));
   }
 
+  for (const id of await redis.zrange(keys.eventEndpoints(), '0', '-1')) {
+    report.checked++;
+    await one(keys.eventEndpoint(id), (raw) => resealEndpoint(raw, box));
+  }
+
   for (const key of await scanKeys(redis, `${keys.tag}:idem:*`)) {
     const raw = await redis.get(key);
     if (raw === null || !raw.includes('"s":"done"')) continue;
@@ -80,6 +86,20 @@ function resealConnection(raw: string, box: SecretBox): string | null {
   const record = JSON.parse(raw) as { secrets?: Record<string, { sealed: string }> };
   let changed = false;
   for (const secret of Object.values(record.secrets ?? {})) {
+    const next = box.reseal(secret.sealed);
+    if (next !== null) {
+      secret.sealed = next;
+      changed = true;
+    }
+  }
+  return changed ? JSON.stringify(record) : null;
+}
+
+/** An event endpoint (store/event-store.ts): its current and rotated-out signing secrets. */
+function resealEndpoint(raw: string, box: SecretBox): string | null {
+  const record = JSON.parse(raw) as { secrets?: { sealed: string }[] };
+  let changed = false;
+  for (const secret of record.secrets ?? []) {
     const next = box.reseal(secret.sealed);
     if (next !== null) {
       secret.sealed = next;
