@@ -244,7 +244,9 @@ export class SentinelFailoverWatch implements FailoverSignal {
       sub.on('pmessage', (_pattern: string, channel: string, message: string) => {
         const signal = parseSentinelEvent(channel, message);
         const before = this.state.underWay(this.now());
+        const master = this.state.master;
         this.state.signal(id, signal, this.now());
+        if (this.state.master !== master) this.moveFollowers();
         if (signal !== null && signal.master === target.name) {
           this.log?.info(
             { sentinel: id, event: channel },
@@ -275,6 +277,28 @@ export class SentinelFailoverWatch implements FailoverSignal {
 
   get generation(): number {
     return this.state.generation;
+  }
+
+  /** Sentinel connections to move to the new primary when the primary switches. */
+  private readonly followers = new Set<Redis>();
+
+  follow(client: Redis): void {
+    this.followers.add(client);
+  }
+
+  unfollow(client: Redis): void {
+    this.followers.delete(client);
+  }
+
+  /**
+   * Reconnects every follower not on the primary the switch named; it asks the sentinels again
+   * (and redirect() corrects one that has not heard of the switch yet).
+   */
+  private moveFollowers(): void {
+    for (const client of this.followers) {
+      if (client.status === 'end' || onAddress(client, this.state.master)) continue;
+      client.disconnect(true);
+    }
   }
 
   /** ioredis' natMap for the Sentinel connections: see FailoverState.redirect. */

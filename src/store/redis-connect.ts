@@ -128,7 +128,9 @@ export function connectRedis(target: RedisTarget, o: ConnectOptions): RedisClien
     // Released once Herald closes the client (keepConnecting marks that).
     const failover = failoverWatches.get(client);
     client.on('end', () => {
-      if (closedOnPurpose.has(client)) failover?.release();
+      if (!closedOnPurpose.has(client)) return;
+      failover?.watch.unfollow(client);
+      failover?.release();
     });
   }
   defineScripts(client);
@@ -196,15 +198,16 @@ function newClient(target: RedisTarget, o: ConnectOptions): RedisClient {
       sentinels: target.sentinels,
       name: target.name,
       role: 'master',
-      // Subscribes to the sentinels' +switch-master and drops the connection the moment the
-      // primary changes: without it Herald kept writing to the old primary until the sentinels
+      // The shared watch (failover-watch.ts) drops the connection the moment the primary
+      // changes, once: without that Herald kept writing to the old primary until the sentinels
       // demoted it, and a demoted primary throws away what it received since in its resync.
-      failoverDetector: true,
+      // ioredis' own detector dropped it again at each sentinel's +switch-master, seconds apart
+      // (the leader's comes last), and a BullMQ job whose completion was cut off by one stayed
+      // locked until its lock ran out.
+      failoverDetector: false,
       // Every sentinel is asked in turn; a dead one must not hold up finding the new primary.
       sentinelCommandTimeout: 1000,
       sentinelRetryStrategy: (times: number) => Math.min(100 * times, 1000),
-      // The detector's own subscriber connections: the default waits a minute to reconnect.
-      sentinelReconnectStrategy: () => 1000,
       // Sentinels usually share the primary's password when they have one at all.
       ...(target.password !== undefined ? { sentinelPassword: target.password } : {}),
       ...(target.username !== undefined ? { sentinelUsername: target.username } : {}),
@@ -213,6 +216,7 @@ function newClient(target: RedisTarget, o: ConnectOptions): RedisClient {
       natMap: (address: string) => failover.watch.redirect(address),
     });
     failoverWatches.set(client, failover);
+    failover.watch.follow(client);
     return client;
   }
   const clusterOptions: ClusterOptions = {
