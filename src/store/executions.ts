@@ -201,7 +201,8 @@ export class RedisExecutionRepo implements ExecutionRepo {
         threads,
         deliveries.filter((d) => !isHeld(d.status)),
       );
-    if (approvals) writeNewApprovals(change, k, approvals, this.nowMs());
+    // Scheduled by the execution's own time (its clock), as the sweep that tells approvers reads it.
+    if (approvals) writeNewApprovals(change, k, approvals, Number(now));
     mirrorReminder(change, k, incidentPrev, incidentNext);
     const committed = await change.commit({ kind: 'execution', execution, deliveries, approvals: approvals ?? null });
     if (committed) rememberText(incidentNext, nextText);
