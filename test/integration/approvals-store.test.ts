@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Actor } from '../../src/domain/common/actor.js';
-import { DomainError } from '../../src/domain/common/errors.js';
+import type { DomainError } from '../../src/domain/common/errors.js';
 import { createIdGenerator } from '../../src/domain/common/ids.js';
 import type { ExecutionApprovals } from '../../src/domain/execution/approval.js';
 import { newDelivery, type Delivery, type Execution } from '../../src/domain/execution/execution.js';
