@@ -68,6 +68,12 @@ export async function runFailoverCase(topology: Topology, kind: SwitchKind): Pro
         HERALD_RATE_LIMIT: '100000',
         HERALD_EXECUTE_RATE_LIMIT: '100000',
         HERALD_WORKER_CONCURRENCY: '4',
+        // BullMQ's own writes (a job's completion) that reach the old primary between the
+        // promotion and the switch are lost with it, and that job stays locked on the new primary
+        // until its lock runs out (then it is sent again, flagged possible_duplicate): 30 s by
+        // default, plus the stalled check. A shorter lock keeps the fan-out's end well inside
+        // expectFanOutSurvived's minute on a busy machine; it is not part of the 5 s bound.
+        HERALD_JOB_LOCK_MS: '10000',
         HERALD_REDIS_WAIT_REPLICAS: String(topology.replicas),
         HERALD_REDIS_WAIT_TIMEOUT_MS: '1000',
         // HERALD_TEST_LOG_LEVEL=error shows what Herald logged when a case fails.
