@@ -35,7 +35,10 @@ const CHANNEL = 'CINCIDENTS';
 const RESPONDER_WORDS = 'Page the payments on-call';
 const CUSTOMER_WORDS = 'We are looking into';
 
-/** Time moves only when a test says so (the shortest approval lasts five minutes). */
+/**
+ * Time moves only when a test says so (the shortest approval lasts five minutes). Herald checks
+ * Slack's signatures against this clock too, so the expiry test, which moves it, runs last.
+ */
 let offsetMs = 0;
 const clock: Clock = { now: () => new Date(Date.now() + offsetMs) };
 
@@ -463,6 +466,57 @@ describe('corrections and retractions', () => {
       },
       { what: "Bob's DM to say the retraction withdrew it" },
     );
+  });
+});
+
+describe('an audience that would get nothing', () => {
+  it('is explained in the preview, and a pick where nobody gets anything says why per audience', async () => {
+    const execsOnly = await ok(
+      h.api('POST', '/v1/templates', { body: { name: 'Execs only', body: 'Board summary.' } }),
+      201,
+    );
+    await ok(
+      h.api('POST', '/v1/audiences', {
+        body: {
+          key: 'execs',
+          name: 'Executives',
+          visibility: 'internal',
+          connection_ids: [con.responders],
+          template_ids: [execsOnly.id],
+        },
+      }),
+      201,
+    );
+    const incident = await announcedIncident('Nothing for execs');
+    const before = slack.callsTo('views.open').length;
+    await client.click('incident_execute', incident.id, { channel: CHANNEL });
+    const modal = await openedView(slack, before);
+    const picker = modal.blocks.find((b: any) => b.block_id === 'audiences');
+    // Both internal audiences are picked by default; the executives' part is reported, not dropped.
+    expect(picker.element.initial_options.map((o: any) => o.value)).toEqual(['execs', 'responders']);
+    const text = textOfBlocks(modal.blocks);
+    expect(text).toMatch(/\*Executives\* \(internal\) · sent at once · nothing to send: .+/);
+    expect(text).toContain(`${RESPONDER_WORDS}: Nothing for execs.`);
+
+    const updates = slack.callsTo('views.update').length;
+    await pickAudiences(modal, ['execs']);
+    const redrawn = await waitFor(
+      () =>
+        slack
+          .callsTo('views.update')
+          .slice(updates)
+          .find((c) => c.args.view_id === modal.id),
+      { what: 'the redrawn execute modal' },
+    );
+    const view = redrawn.args.view as any;
+    expect(textOfBlocks(view.blocks)).toContain(':electric_plug: No audience gets anything from this execute');
+    // The picker stays, with the pick, so another can be made.
+    const kept = view.blocks.find((b: any) => b.block_id === 'audiences');
+    expect(kept.element.initial_options.map((o: any) => o.value)).toEqual(['execs']);
+    // Sending it anyway is refused on the picker.
+    const r = await client.submit({ ...view, id: modal.id }, { audiences: ['execs'] }, { viewId: newViewId() });
+    expect(r.json.response_action).toBe('errors');
+    expect(Object.keys(r.json.errors)).toEqual(['audiences']);
   });
 });
 
