@@ -51,7 +51,7 @@ import type { LoadResult, LoadSpec } from './load.js';
 const QUICK = process.argv.includes('--quick');
 /**
  * `--only=read,deliveries,...` runs only the named rows (read, write, list, memory, fanout,
- * deliveries, slack, cli): for profiling one thing. `--profile=DIR` starts every Herald with
+ * deliveries, events, slack, cli): for profiling one thing. `--profile=DIR` starts every Herald with
  * `--cpu-prof --cpu-prof-dir=DIR` (docs/performance.md, "Profiling"). Both are for the people
  * looking for where the time goes; a run with either is not a benchmark result.
  */
@@ -70,6 +70,8 @@ const API_CONNECTIONS = 64;
 const SLACK_CONNECTIONS = 20;
 const FANOUT = 200;
 const EXECUTES = 25;
+/** Incident updates whose events the events row delivers to one event endpoint (docs/events.md). */
+const EVENTS = QUICK ? 1000 : 3000;
 /** Herald's default HERALD_WORKER_CONCURRENCY: the baseline loop uses the same. */
 const WORKER_CONCURRENCY = 50;
 /**
@@ -108,6 +110,8 @@ interface Samples {
   /** A queue job per delivery (bench/queue-floor.ts): jobs added → the last arrival, s. */
   fanoutFloor: number[];
   deliveriesPerSec: number[];
+  /** Incident events delivered to one event endpoint by one worker, per second (row 6c). */
+  eventsPerSec: number[];
   /** The same work run first, as the warm-up of the figure above (the delivery path still cold). */
   coldDeliveriesPerSec: number[];
   /** Herald's and Redis' CPU ms per delivery over the deliveries row. */
@@ -143,6 +147,7 @@ const samples: Samples = {
   fanoutFirst: { herald: [], baseline: [] },
   fanoutFloor: [],
   deliveriesPerSec: [],
+  eventsPerSec: [],
   coldDeliveriesPerSec: [],
   deliveryCpuMs: [],
   deliveryRedisCpuMs: [],
@@ -473,6 +478,40 @@ async function deliveries(h: Herald, token: string): Promise<number> {
   return (EXECUTES * FANOUT) / ((s.last - t0) / 1000);
 }
 
+/**
+ * Events for integrators: an event endpoint on the sink subscribed to incident events, then
+ * EVENTS updates spread over 50 incidents (50 at once): the events' rate from the first update
+ * to the last event's arrival, through the worker's dispatcher. The endpoint is deleted after,
+ * so no other row sends events.
+ */
+async function eventsRow(h: Herald, token: string): Promise<number> {
+  const ep = await must(h.base, token, 'POST', '/v1/event-endpoints', {
+    url: `${sinkUrl}/h/events`,
+    event_types: ['incident.updated'],
+  });
+  const ids: string[] = [];
+  for (let i = 0; i < 50; i++)
+    ids.push(
+      String((await must(h.base, token, 'POST', '/v1/incidents', { title: `Events ${i}`, severity: 'minor' })).json.id),
+    );
+  await sinkReset();
+  const t0 = epochMs();
+  await pool(EVENTS, 50, async (i) => {
+    // A 503 (Redis slow to answer on a loaded machine) is retried, as the API guide advises.
+    for (let attempt = 0; ; attempt++) {
+      const r = await call(h.base, token, 'PATCH', `/v1/incidents/${ids[i % ids.length]!}`, {
+        description: `update ${i}`,
+      });
+      if (r.status === 200) return;
+      if (r.status !== 503 || attempt === 5) throw new Error(`update ${i} → ${r.status} ${r.text.slice(0, 300)}`);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  });
+  const s = await sinkReached(EVENTS, 180_000);
+  await must(h.base, token, 'DELETE', `/v1/event-endpoints/${String(ep.json.id)}`);
+  return EVENTS / ((s.last - t0) / 1000);
+}
+
 async function memoryPerIncident(
   h: Herald,
   token: string,
@@ -793,6 +832,10 @@ async function main(): Promise<void> {
             samples.deliveryCpuMs.push(((cpuSeconds(h.child.pid) - cpu0) * 1000) / (EXECUTES * FANOUT));
             samples.deliveryRedisCpuMs.push((((await redisCpuSeconds(a)) - redisCpu0) * 1000) / (EXECUTES * FANOUT));
           });
+        if (wanted('events'))
+          await row(`${EVENTS} incident events to one event endpoint`, async () => {
+            samples.eventsPerSec.push(await eventsRow(h, token));
+          });
         samples.rssUnderLoadMB.push(rssMB(h.child.pid));
         samples.memoryShape.push({ when: 'under load', ...(await memoryShape(h, token, 'under-load')) });
         await new Promise((r) => setTimeout(r, REST_MS));
@@ -1015,6 +1058,16 @@ function buildReport(): { figures: Figure[]; table: string } {
     unit: 'deliveries/s',
     target: '—',
     met: null,
+  });
+  const ev = m(samples.eventsPerSec);
+  add({
+    figure: `6c. ${EVENTS} incident events to an event endpoint, one worker (update → last arrival)`,
+    herald: ev,
+    baseline: null,
+    ratio: null,
+    unit: 'events/s',
+    target: '≥ 1,500/s',
+    met: ev === null ? null : ev >= 1500,
   });
   const bh = m(samples.bytesPerIncident);
   const braw = m(samples.rawIncidentBytes);
