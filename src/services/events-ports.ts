@@ -23,6 +23,7 @@ export interface EventStore {
   severities(incidentIds: string[]): Promise<Map<string, string>>;
   fanout(deliveries: EventDeliveryRecord[], doneEventIds: string[], dueMs: number, ttlMs: number): Promise<void>;
   trim(beforeMs: number, max: number): Promise<number>;
+  trimDeliveryLog(endpointId: string, beforeId: string): Promise<void>;
   claimDue(nowMs: number, leaseMs: number, max: number): Promise<string[]>;
   getDelivery(id: string): Promise<EventDeliveryRecord | null>;
   getDeliveries(ids: string[]): Promise<(EventDeliveryRecord | null)[]>;

@@ -511,7 +511,12 @@ export class EventDispatcher {
     const now = this.d.clock.now().getTime();
     if (now - this.lastTrim < 60_000) return;
     this.lastTrim = now;
-    await this.d.store.trim(now - this.d.retentionMs, 1000);
+    const cutoff = now - this.d.retentionMs;
+    await this.d.store.trim(cutoff, 1000);
+    // Delivery records expire by their TTL; their ids leave the endpoints' logs here. Ids sort by
+    // time (ULIDs), so the smallest id of the cut-off time bounds them.
+    const before = fanoutDeliveryId(cutoff, new Uint8Array(16));
+    for (const e of await this.d.store.allEndpoints()) await this.d.store.trimDeliveryLog(e.id, before);
   }
 }
 

@@ -12,8 +12,10 @@ import { luaScript, runScript } from './scripts.js';
  * event_ingest — moves committed events from the outbox stream (store/timeline.ts) into the event
  * log, in stream order, which is commit order: each gets its incident's next `sequence`, a log
  * entry (kept for replay), and a place in the fan-out set. The cursor moves in the same step, so
- * an entry is taken exactly once whoever runs this and whenever a worker dies.
- * KEYS: stream, cursor, sequences, log, log-time, fan-out. ARGV[1] how many at most.
+ * an entry is taken exactly once whoever runs this and whenever a worker dies. While no endpoint
+ * exists, entries are taken and dropped: nobody is told, and a Herald without integrators keeps
+ * no event log (nor sequences) in its memory.
+ * KEYS: stream, cursor, sequences, log, log-time, fan-out, endpoints. ARGV[1] how many at most.
  * Returns how many were taken.
  */
 const INGEST_LUA = luaScript(
@@ -21,16 +23,19 @@ const INGEST_LUA = luaScript(
   `
 local cur = redis.call('GET', KEYS[2]) or '0-0'
 local entries = redis.call('XRANGE', KEYS[1], '(' .. cur, '+', 'COUNT', tonumber(ARGV[1]))
+local keep = redis.call('ZCARD', KEYS[7]) > 0
 for _, en in ipairs(entries) do
-  local f = {}
-  for i = 1, #en[2], 2 do f[en[2][i]] = en[2][i + 1] end
-  local ms = tonumber(string.match(en[1], '^(%d+)'))
-  local seq = redis.call('HINCRBY', KEYS[3], f.i, 1)
-  local rec = {id = f.id, type = f.t, incident_id = f.i, sequence = seq, event = f.e, at_ms = ms}
-  if f.r then rec.resource = f.r end
-  redis.call('HSET', KEYS[4], f.id, cjson.encode(rec))
-  redis.call('ZADD', KEYS[5], ms, f.id)
-  redis.call('ZADD', KEYS[6], ms, f.id)
+  if keep then
+    local f = {}
+    for i = 1, #en[2], 2 do f[en[2][i]] = en[2][i + 1] end
+    local ms = tonumber(string.match(en[1], '^(%d+)'))
+    local seq = redis.call('HINCRBY', KEYS[3], f.i, 1)
+    local rec = {id = f.id, type = f.t, incident_id = f.i, sequence = seq, event = f.e, at_ms = ms}
+    if f.r then rec.resource = f.r end
+    redis.call('HSET', KEYS[4], f.id, cjson.encode(rec))
+    redis.call('ZADD', KEYS[5], ms, f.id)
+    redis.call('ZADD', KEYS[6], ms, f.id)
+  end
   cur = en[1]
 end
 if #entries > 0 then
@@ -190,6 +195,7 @@ export class RedisEventStore {
       k.eventLog(),
       k.eventLogTime(),
       k.eventFanout(),
+      k.eventEndpoints(),
     ];
     return Number(await runScript(this.redis, INGEST_LUA, keys, [String(max)]));
   }
@@ -250,6 +256,11 @@ export class RedisEventStore {
         [String(beforeMs), String(max)],
       ),
     );
+  }
+
+  /** Drops from an endpoint's delivery log the ids of deliveries made before `beforeId` (expired records). */
+  async trimDeliveryLog(endpointId: string, beforeId: string): Promise<void> {
+    await this.redis.zremrangebylex(this.keys.eventEndpointDeliveries(endpointId), '-', `(${beforeId}`);
   }
 
   // ── deliveries ──

@@ -59,6 +59,7 @@ function world() {
     service: new EventEndpointService(deps),
     dispatcher: new EventDispatcher(deps),
     incidents: new RedisIncidentRepo(t.redis, keys),
+    keys,
     disabled,
     advance: (ms: number) => (nowMs += ms),
     now: () => nowMs,
@@ -273,5 +274,32 @@ describe('event delivery', () => {
     const again = await w.service.retryDelivery(endpoint.id, latest!.id);
     expect(again.event_id).toBe(latest!.event_id);
     await w.service.delete(endpoint.id);
+  });
+});
+
+describe('retention', () => {
+  it('drops events and delivery-log entries older than HERALD_EVENT_RETENTION', async () => {
+    const w = world();
+    const { endpoint } = await w.service.create({ url: sink.url, event_types: ['incident.created'] });
+    await declare(w);
+    await until(w, 1);
+    expect(await t.redis.hlen(w.keys.eventLog())).toBe(1);
+    w.advance(8 * 86_400_000);
+    await w.dispatcher.step();
+    expect(await t.redis.hlen(w.keys.eventLog())).toBe(0);
+    expect((await w.service.deliveries(endpoint.id, { limit: 10, cursor: null })).data).toEqual([]);
+    expect(await t.redis.zcard(w.keys.eventEndpointDeliveries(endpoint.id))).toBe(0);
+  });
+});
+
+describe('without event endpoints', () => {
+  it('keeps no event log and no sequences: the outbox is taken and dropped', async () => {
+    const w = world();
+    await declare(w);
+    const s = await w.dispatcher.step();
+    expect(s.ingested).toBe(1);
+    const { keys } = w;
+    expect(await t.redis.exists(keys.eventLog(), keys.eventSequences(), keys.eventFanout())).toBe(0);
+    expect(await t.redis.xlen(keys.eventStream())).toBeLessThanOrEqual(1);
   });
 });
