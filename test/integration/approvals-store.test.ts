@@ -134,9 +134,9 @@ async function world() {
       leaseMs: 1000,
     });
   };
-  const outbox = async () => db.redis.zrange(keys.deliveryOutbox(), 0, -1);
+  const outbox = async () => db.redis.zrange(keys.deliveryOutbox(), '0', '-1');
   const events = async () =>
-    (await db.redis.lrange(keys.incidentEvents(incident.id), 0, -1)).map(
+    (await db.redis.lrange(keys.incidentEvents(incident.id), '0', '-1')).map(
       (e) => (JSON.parse(e) as { type: string }).type,
     );
   return { incident, execution, held, executions, approvals, service, outbox, events, dispatched, notices, keys };
