@@ -150,6 +150,10 @@ export async function runFailoverCase(topology: Topology, kind: SwitchKind): Pro
     );
     const fanOutDoneMs = Date.now() - promotedAt;
     expect(done.deliveries.every((d) => d.status === 'delivered')).toBe(true);
+    // Once the old primary is a replica in sync again, it holds what the new one holds: what it
+    // took after the promotion is gone by then. Read back before that, an incident acknowledged
+    // on the old primary (and lost when it resyncs) would still be found there.
+    await topology.settled();
     for (const id of acknowledged) {
       const r = await herald.api('GET', `/v1/incidents/${id}`);
       expect(r.status, `acknowledged incident ${id}`).toBe(200);
