@@ -100,3 +100,50 @@ describe('HERALD_DEFAULT_AUDIENCES', () => {
     expect((r.body as { code: string }).code).toBe('not_pending');
   });
 });
+
+describe('a held delivery whose connection goes', () => {
+  it('is cancelled like a queued one, never sent, and approving afterwards sends nothing', async () => {
+    const doomed = (
+      await ok(
+        h.api('POST', '/v1/connections', {
+          body: { name: 'doomed', type: 'webhook', config: { url: `${sink.url}/doomed` } },
+        }),
+        201,
+      )
+    ).id as string;
+    await ok(
+      h.api('POST', '/v1/audiences', {
+        body: {
+          key: 'partners',
+          name: 'Partners',
+          visibility: 'external',
+          connection_ids: [doomed],
+          approval: {
+            required: true,
+            approvers: { slack_user_ids: ['U024BE7LH'], api_key_scopes: ['incidents:read'] },
+          },
+        },
+      }),
+      201,
+    );
+    const inc = await newIncident();
+    const e = (await ok(
+      h.api('POST', `/v1/incidents/${inc}/execute`, { body: { audiences: ['partners'] } }),
+      202,
+    )) as Execution;
+    expect(e.status).toBe('pending_approval');
+    expect(e.deliveries.map((d) => d.status)).toEqual(['pending_approval']);
+    await ok(h.api('DELETE', `/v1/connections/${doomed}`), 204);
+    const after = (await ok(h.api('GET', `/v1/incidents/${inc}/executions/${e.id}`), 200)) as Execution;
+    expect(after.deliveries.map((d) => d.status)).toEqual(['cancelled']);
+    // The approval itself still waits for a decision; deciding it sends nothing.
+    const approver = await h.tokenWith(['incidents:read', 'approvals:write'], 'partner approver');
+    const decided = (await ok(
+      h.api('POST', `/v1/incidents/${inc}/executions/${e.id}/approve`, { body: {}, token: approver }),
+      200,
+    )) as Execution;
+    expect(decided.audiences[0]!.approval!.state).toBe('approved');
+    expect(decided.deliveries.map((d) => d.status)).toEqual(['cancelled']);
+    expect(sink.requests.filter((r) => r.path === '/doomed')).toHaveLength(0);
+  });
+});
