@@ -92,6 +92,11 @@ export class LateApprovalNotifier implements ApprovalNotifier {
     this.target = target;
   }
 
+  /** Whether someone is there to be told (else the notice is left to a process that has them). */
+  get active(): boolean {
+    return this.target !== null;
+  }
+
   async notify(notice: Parameters<ApprovalNotifier['notify']>[0]): Promise<void> {
     await this.target?.notify(notice);
   }
@@ -197,7 +202,7 @@ export class ApprovalService {
     }
     for (const id of await this.d.approvals.claimToNotify(nowMs, this.d.leaseMs, limit)) {
       try {
-        await this.notifyOne(id);
+        await this.notifyOne(id, true);
         handled++;
       } catch (err) {
         this.d.onError?.(`notifying the approvers of execution ${id}`, err);
@@ -206,8 +211,14 @@ export class ApprovalService {
     return handled;
   }
 
-  /** Tells the approvers of every approval of the execution whose state they were not told yet. */
-  async notifyOne(executionId: string): Promise<void> {
+  /**
+   * Tells the approvers of every approval of the execution whose state they were not told yet.
+   * `sweep`: the worker's sweep, the last word: with nobody to tell there (Slack off), the state
+   * is recorded as told. Elsewhere a process without a notifier (an API-only process) leaves it
+   * to the sweep, so a split deployment never marks a notice sent that nobody sent.
+   */
+  async notifyOne(executionId: string, sweep = false): Promise<void> {
+    if (!sweep && this.d.notifier instanceof LateApprovalNotifier && !this.d.notifier.active) return;
     const approvals = await this.d.approvals.get(executionId);
     if (!approvals) return;
     const todo = unnotified(approvals);

@@ -109,16 +109,20 @@ async function world() {
   ).toBe(true);
   const dispatched: DispatchBatch[] = [];
   const notices: ApprovalNotice[] = [];
-  const service = (nowMs: number, notify?: (n: ApprovalNotice) => Promise<void>) => {
+  const service = (nowMs: number, notify?: ((n: ApprovalNotice) => Promise<void>) | null) => {
     const notifier = new LateApprovalNotifier();
-    notifier.attach({
-      notify:
-        notify ??
-        ((n) => {
-          notices.push(n);
-          return Promise.resolve();
-        }),
-    });
+    notifier.attach(
+      notify === null
+        ? null
+        : {
+            notify:
+              notify ??
+              ((n) => {
+                notices.push(n);
+                return Promise.resolve();
+              }),
+          },
+    );
     return new ApprovalService({
       incidents,
       repo: executions,
@@ -236,5 +240,14 @@ describe('the approval commit', () => {
     expect(told).toEqual(['customers:pending']);
     expect((await w.approvals.get(w.execution.id))!.audiences[0]!.notified_state).toBe('pending');
     expect(await db.redis.zscore(w.keys.approvalsToNotify(), w.execution.id)).toBeNull();
+  });
+
+  it('a process with nobody to tell leaves the notice to the sweep; the sweep with nobody records it', async () => {
+    const w = await world();
+    const apiOnly = w.service(T0 + 1000, null);
+    await apiOnly.notifyOne(w.execution.id);
+    expect((await w.approvals.get(w.execution.id))!.audiences[0]!.notified_state).toBeNull();
+    await apiOnly.runDue();
+    expect((await w.approvals.get(w.execution.id))!.audiences[0]!.notified_state).toBe('pending');
   });
 });
