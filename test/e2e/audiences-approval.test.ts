@@ -202,6 +202,17 @@ async function settled(
   );
 }
 
+/**
+ * Reads the execution again and checks every listed delivery is in `status`, a final one
+ * (`delivered` or `cancelled`): no transition leaves it, so the worker never sends it again and
+ * the sink's count can be checked now, without waiting to see whether more arrives.
+ */
+async function finalAs(incidentId: string, executionId: string, ids: string[], status: 'delivered' | 'cancelled') {
+  const e = await getExecution(incidentId, executionId);
+  for (const id of ids) expect(e.deliveries.find((d) => d.id === id)?.status, id).toBe(status);
+  return e;
+}
+
 const eventTypes = async (incidentId: string): Promise<string[]> =>
   ((await ok(h.api('GET', `/v1/incidents/${incidentId}/events?limit=100`), 200)).data as { type: string }[]).map(
     (e) => e.type,
@@ -304,10 +315,15 @@ describe('an execute to responders and customers', () => {
     expect(late.status, late.text).toBe(409);
     expect(late.body.code).toBe('not_pending');
 
-    // Nothing more reaches the sink once the decision is done with.
-    await new Promise((r) => setTimeout(r, 1500));
+    // Nothing more reaches the sink once the decision is done with: every delivery is final.
+    const after = await finalAs(
+      inc,
+      exe.id,
+      [...held, respDelivery].map((d) => d.id),
+      'delivered',
+    );
     for (const d of [...held, respDelivery]) expect(sends(d.id), d.id).toBe(1);
-    expect(part(await getExecution(inc, exe.id), 'customers').approval).toEqual(approved);
+    expect(part(after, 'customers').approval).toEqual(approved);
 
     const types = await eventTypes(inc);
     expect(types.filter((t) => t === 'execution.approval_requested')).toHaveLength(1);
@@ -338,7 +354,13 @@ describe('an execute to responders and customers', () => {
     expect(approve.body.code).toBe('not_pending');
     expect(approve.text).toMatch(/rejected/);
 
-    await new Promise((r) => setTimeout(r, 1500));
+    // Still cancelled after the refused approval (final: never sent), and nothing was sent.
+    await finalAs(
+      inc,
+      exe.id,
+      held.map((d) => d.id),
+      'cancelled',
+    );
     for (const d of held) expect(sends(d.id), d.id).toBe(0);
     expect(await eventTypes(inc)).toContain('execution.rejected');
   });
@@ -369,7 +391,7 @@ describe('an execute to responders and customers', () => {
     expect(late.text).toMatch(/expired/);
 
     await settled(inc, exe.id, (e) => deliveriesOf(e, 'responders').every((d) => d.status === 'delivered'), 'resp');
-    await new Promise((r) => setTimeout(r, 1500));
+    await finalAs(inc, exe.id, [held[0]!.id], 'cancelled');
     expect(sends(held[0]!.id)).toBe(0);
     expect(await eventTypes(inc)).toContain('execution.approval_expired');
   });
@@ -421,7 +443,13 @@ describe('an execute to responders and customers', () => {
     expect(part(done, 'customers').approval!.reason).toBe(
       part(won[0]!.body as ExecutionView, 'customers').approval!.reason,
     );
-    await new Promise((r) => setTimeout(r, 1500));
+    // Delivered is final: the losing approval can make no second send.
+    await finalAs(
+      inc,
+      exe.id,
+      held.map((d) => d.id),
+      'delivered',
+    );
     for (const d of held) expect(sends(d.id), d.id).toBe(1);
     expect((await eventTypes(inc)).filter((t) => t === 'execution.approved')).toHaveLength(1);
   });
@@ -446,7 +474,13 @@ describe('an execute to responders and customers', () => {
       'the decision carried out',
     );
     expect(part(done, 'customers').approval!.state).toBe(approvedWon ? 'approved' : 'rejected');
-    await new Promise((res) => setTimeout(res, 1500));
+    // Either outcome is final: nothing more can be sent for these.
+    await finalAs(
+      inc,
+      exe.id,
+      held.map((d) => d.id),
+      approvedWon ? 'delivered' : 'cancelled',
+    );
     for (const d of held) expect(sends(d.id), d.id).toBe(approvedWon ? 1 : 0);
   });
 });
@@ -547,7 +581,12 @@ describe('corrections and retractions of an external send', () => {
     expect(approval.decided_by).toMatchObject({ name: 'requester' });
     const late = await decide(inc, exe.id, 'approve', tok.approver);
     expect(late.status, late.text).toBe(409);
-    await new Promise((r) => setTimeout(r, 1500));
+    await finalAs(
+      inc,
+      exe.id,
+      held.map((d) => d.id),
+      'cancelled',
+    );
     for (const d of held) expect(sends(d.id), d.id).toBe(0);
   });
 });

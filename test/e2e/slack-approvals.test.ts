@@ -181,6 +181,34 @@ async function approvalOf(incidentId: string, executionId: string, key: string):
   return e.audiences.find((a: any) => a.key === key).approval;
 }
 
+/**
+ * Proof that nothing more is sent for an incident's approvals, without waiting to see: every
+ * delivery of its executions is final (`delivered`/`cancelled`: the worker never sends one again)
+ * or still held (`pending_approval`), and an ordinary execute to the responders made after them
+ * (a fence through the same worker) has reached the sink, so a held one that was going to be sent
+ * would have been by now (and would no longer be `pending_approval`). Answers the executions.
+ */
+async function quiet(incidentId: string): Promise<any[]> {
+  const fence = await executeOverApi(incidentId, ['responders']);
+  await waitFor(
+    async () => {
+      const e = await ok(h.api('GET', `/v1/incidents/${incidentId}/executions/${fence.id}`), 200);
+      return e.status === 'delivered';
+    },
+    { what: 'the fence delivered', timeoutMs: 20_000 },
+  );
+  const executions = (await ok(h.api('GET', `/v1/incidents/${incidentId}/executions`), 200)).data.filter(
+    (e: any) => e.id !== fence.id,
+  );
+  const full = await Promise.all(
+    executions.map((e: any) => ok(h.api('GET', `/v1/incidents/${incidentId}/executions/${e.id}`), 200)),
+  );
+  for (const e of full)
+    for (const d of e.deliveries)
+      expect(['delivered', 'cancelled', 'pending_approval'], `${e.id} ${d.id}`).toContain(d.status);
+  return full;
+}
+
 /** The ephemeral answers Herald gave `user`. */
 const ephemeralsTo = (user: SlackUser) =>
   slack
@@ -337,7 +365,9 @@ describe('approving in Slack', () => {
       what: 'the late approver told',
     });
     expect(ephemeralsTo(CAROL).join('\n')).toMatch(/bob/i);
-    await new Promise((r) => setTimeout(r, 500));
+    const [only] = await quiet(incident.id);
+    expect(only.id).toBe(execution.id);
+    expect(only.deliveries.map((d: any) => d.status)).toEqual(['delivered', 'delivered']);
     expect([sent('customers1'), sent('customers2')]).toEqual([1, 1]);
     // No DM was posted twice.
     expect(slack.messagesIn(`D${BOB.id}`).filter((m) => JSON.stringify(m.blocks).includes(execution.id))).toHaveLength(
@@ -370,7 +400,9 @@ describe('approving in Slack', () => {
       what: 'one send per connection',
       timeoutMs: 20_000,
     });
-    await new Promise((r) => setTimeout(r, 500));
+    const [only] = await quiet(incident.id);
+    expect(only.id).toBe(execution.id);
+    expect(only.deliveries.map((d: any) => d.status)).toEqual(['delivered', 'delivered']);
     expect([sent('customers1'), sent('customers2')]).toEqual([before.c1 + 1, before.c2 + 1]);
     const events = (await ok(h.api('GET', `/v1/incidents/${incident.id}/events`), 200)).data;
     expect(events.filter((e: any) => e.type === 'execution.approved')).toHaveLength(1);
@@ -432,7 +464,10 @@ describe('corrections and retractions', () => {
     expect((await approvalOf(incident.id, correction.id, 'customers')).state).toBe('pending');
     const dm = await dmOf(CAROL, correction.id);
     expect(dm.text()).toContain('Send a correction to *Customers* (external)');
-    await new Promise((r2) => setTimeout(r2, 500));
+    // Held: once a later execute has gone through, the correction's part is still waiting, unsent.
+    const now = await quiet(incident.id);
+    const held = now.find((e) => e.id === correction.id).deliveries.filter((d: any) => d.audience === 'customers');
+    expect(held.map((d: any) => d.status)).toEqual(['pending_approval', 'pending_approval']);
     expect(sent('customers1') + sent('customers2')).toBe(sentBefore);
   });
 
@@ -562,7 +597,9 @@ describe('rejecting and expiring', () => {
         ),
       { what: 'the rejected line in the thread' },
     );
-    await new Promise((r) => setTimeout(r, 500));
+    const [only] = await quiet(incident.id);
+    expect(only.id).toBe(execution.id);
+    expect(only.deliveries.map((d: any) => d.status)).toEqual(['cancelled', 'cancelled']);
     expect(sent('customers1') + sent('customers2')).toBe(sentBefore);
   });
 

@@ -277,8 +277,13 @@ describe('a worker SIGKILLed while approved deliveries are being sent', () => {
     expect(ids.size).toBe(WIDE);
     const ours = () => sink.requests.filter((r) => ids.has(String(r.headers['webhook-id'])));
 
-    // Held: the running worker sends nothing before the approval.
-    await new Promise((r) => setTimeout(r, 2000));
+    // Held: the running worker sends nothing before the approval. A fence proves it without
+    // waiting: an ordinary execute made after the held one goes through the same worker, and once
+    // it is delivered the held deliveries are still waiting and none reached the sink.
+    const fence = await heldExecute(['responders']);
+    await delivered(fence.inc, fence.exe.id, 60_000);
+    const still = (await h.api('GET', `/v1/incidents/${inc}/executions/${exe.id}`)).body as ExecutionView;
+    expect(still.deliveries.filter((d) => d.status !== 'pending_approval')).toEqual([]);
     expect(ours()).toHaveLength(0);
 
     const r = await h.api('POST', `/v1/incidents/${inc}/executions/${exe.id}/approve`, {

@@ -117,9 +117,36 @@ describe('events with the API and the worker SIGKILLed', () => {
     spawnHerald('worker');
     const got = () => new Set(sink.requests.map((r) => String(r.headers['webhook-id'])));
     await waitFor(() => got().size >= expected.size, { timeoutMs: 120_000, intervalMs: 250, what: 'every event' });
-    // A little longer: nothing beyond them may arrive.
-    await new Promise((r) => setTimeout(r, 1000));
-    expect(got()).toEqual(expected);
+    // Nothing beyond them may arrive. Rather than wait to see, wait until the endpoint's delivery
+    // log is final: every delivery it made is done (so none is sent again), and it made one per
+    // expected event and no other. A fence (a change made now, whose event must arrive) shows the
+    // outbox has been drained past anything committed before it.
+    const fence = await h.api('PATCH', `/v1/incidents/${ids[0]}`, { body: { description: 'fence' } });
+    expect(fence.status, fence.text).toBe(200);
+    const timeline = await h.api('GET', `/v1/incidents/${ids[0]}/events?limit=100`);
+    const fenceIds = (timeline.body.data as { id: string }[]).map((e) => e.id).filter((id) => !expected.has(id));
+    expect(fenceIds.length).toBeGreaterThan(0);
+    const all = new Set([...expected, ...fenceIds]);
+    const log = await waitFor(
+      async () => {
+        const rows: { event_id: string; status: string }[] = [];
+        let next: string | null = null;
+        do {
+          const page: { body: { data: typeof rows; pagination: { next_cursor: string | null } } } = await h.api(
+            'GET',
+            `/v1/event-endpoints/${ep.body.id}/deliveries?limit=100${next ? `&cursor=${encodeURIComponent(next)}` : ''}`,
+          );
+          rows.push(...page.body.data);
+          next = page.body.pagination.next_cursor;
+        } while (next);
+        return rows.length >= all.size && rows.every((d) => d.status !== 'pending') && rows;
+      },
+      { timeoutMs: 120_000, intervalMs: 250, what: 'every event delivery final' },
+    );
+    expect(log.every((d) => d.status === 'delivered')).toBe(true);
+    expect(new Set(log.map((d) => d.event_id))).toEqual(all);
+    expect(log).toHaveLength(all.size);
+    expect(got()).toEqual(all);
     // At least once: a send cut off by the kill may repeat, always under its own id.
     for (const r of sink.requests) {
       const body = r.body as { id: string };
