@@ -1,4 +1,10 @@
-import { currentDeadline, RequestDeadlineError, setRedisStallProbe } from '../domain/common/unavailable.js';
+import {
+  currentDeadline,
+  RequestDeadlineError,
+  setRedisStallProbe,
+  whenStalledAfter,
+} from '../domain/common/unavailable.js';
+import { Cluster, type Redis } from 'ioredis';
 import type { RedisClient } from './redis-client.js';
 
 /*
@@ -59,6 +65,25 @@ function tracked<T>(p: Promise<T>): Promise<T> {
   return p;
 }
 
+/**
+ * Any byte Redis sends on a request connection is progress, not only a whole reply: a large reply
+ * (an execution's thousand deliveries of ~10 kB, one MGET of megabytes) streams in over many reads
+ * on a busy machine, and judging by whole replies alone took a Redis that was sending the whole
+ * time for a stalled one. A paused or cut-off Redis sends nothing, so a stall is still seen.
+ */
+function countBytesAsProgress(client: RedisClient): void {
+  const progress = (): void => {
+    progressAt = Date.now();
+  };
+  const watch = (node: Redis): void => {
+    // Each (re)connection has a socket of its own.
+    node.on('connect', () => node.stream.on('data', progress));
+    if (node.status === 'connect' || node.status === 'ready') node.stream.on('data', progress);
+  };
+  if (client instanceof Cluster) client.on('+node', watch);
+  else watch(client);
+}
+
 type AnyFn = (this: unknown, ...args: unknown[]) => unknown;
 
 const isThenable = (v: unknown): v is Promise<unknown> =>
@@ -67,12 +92,15 @@ const isThenable = (v: unknown): v is Promise<unknown> =>
 /**
  * Binds every command of `client` to the request deadline: its built-in commands, `call`, the
  * scripts defined on it so far (defineCommand adds them to the instance) and what its pipelines
- * and transactions `exec`. Outside a request (workers, sweeps, start-up) nothing changes.
+ * and transactions `exec`. Outside a request, with `silenceBound`, a command fails once Redis has
+ * sent nothing for REQUEST_COMMAND_STALL_MS (the connection's fixed time-out is only a backstop);
+ * without it (a connection of long commands, ConnectOptions.longCommands), its own time-out bounds it.
  * Call after the scripts are defined.
  */
-export function bindToRequestDeadline(client: RedisClient): void {
+export function bindToRequestDeadline(client: RedisClient, opts: { silenceBound: boolean }): void {
   const target = client as unknown as Record<string, unknown>;
   pinger ??= client.ping.bind(client);
+  countBytesAsProgress(client);
   const names = new Set<string>([...client.getBuiltinCommands(), 'call', 'sendCommand']);
   // Scripts and their Buffer variants are own properties added by defineCommand.
   for (const key of Object.keys(target)) if (typeof target[key] === 'function') names.add(key);
@@ -80,7 +108,7 @@ export function bindToRequestDeadline(client: RedisClient): void {
     if (name === 'pipeline' || name === 'multi' || name === 'sendCommand') continue;
     const original = target[name];
     if (typeof original !== 'function') continue;
-    target[name] = bound(original as AnyFn);
+    target[name] = bound(original as AnyFn, opts.silenceBound);
   }
   for (const name of ['pipeline', 'multi'] as const) {
     const create = target[name];
@@ -88,22 +116,48 @@ export function bindToRequestDeadline(client: RedisClient): void {
     target[name] = function (this: unknown, ...args: unknown[]) {
       const chain = (create as AnyFn).apply(this, args) as Record<string, unknown>;
       const exec = chain.exec;
-      if (typeof exec === 'function') chain.exec = bound(exec as AnyFn);
+      if (typeof exec === 'function') chain.exec = bound(exec as AnyFn, opts.silenceBound);
       return chain;
     };
   }
 }
 
-function bound(original: AnyFn): AnyFn {
+/**
+ * How long a request connection's command may wait while Redis sends nothing, outside a request
+ * (Socket Mode events, the work an edge does after answering, the CLI). Inside a request the
+ * request's deadline bounds it instead. Redis that is sending — a reply of megabytes on a busy
+ * machine — is never cut off: a fixed per-command time-out answered such reads 503.
+ */
+export const REQUEST_COMMAND_STALL_MS = 1200;
+
+/** `p`, or RequestDeadlineError once Redis has sent nothing for REQUEST_COMMAND_STALL_MS. */
+function stallBounded<T>(p: Promise<T>): Promise<T> {
+  let cancel: () => void = () => undefined;
+  const stalled = new Promise<never>((_, reject) => {
+    cancel = whenStalledAfter(REQUEST_COMMAND_STALL_MS, () => reject(new RequestDeadlineError()));
+  });
+  return Promise.race([p, stalled]).finally(cancel);
+}
+
+function bound(original: AnyFn, silenceBound: boolean): AnyFn {
   return function (this: unknown, ...args: unknown[]) {
-    const d = currentDeadline();
     // A call with a callback is ioredis' own (its ready check, its connection set-up): it must
     // run, and its callback is how it learns the outcome, whatever request is being served.
-    if (d === undefined || typeof args[args.length - 1] === 'function') return original.apply(this, args);
+    if (typeof args[args.length - 1] === 'function') return original.apply(this, args);
+    const d = currentDeadline();
+    if (d === undefined) {
+      const result = original.apply(this, args);
+      if (!isThenable(result)) return result;
+      return silenceBound ? handled(stallBounded(tracked(result))) : tracked(result);
+    }
     // Past the deadline nothing more is sent: the request is being answered 503.
     if (d.passed) return handled(Promise.reject(new RequestDeadlineError()));
     const result = original.apply(this, args);
-    return isThenable(result) ? handled(Promise.race([tracked(result), d.expired])) : result;
+    if (!isThenable(result)) return result;
+    d.hold();
+    const settled = (): void => d.release();
+    tracked(result).then(settled, settled);
+    return handled(Promise.race([result, d.expired]));
   };
 }
 

@@ -80,6 +80,12 @@ export interface ConnectOptions {
   name: string;
   /** Extra per-connection options (time-outs, …) laid over the defaults for `use`. */
   options?: RedisOptions;
+  /**
+   * A request connection whose commands may keep Redis busy for seconds (an execute's commit of
+   * thousands of deliveries): outside a request they are bounded by their own time-out, not by
+   * Redis' silence, which such a command causes itself (store/deadline.ts).
+   */
+  longCommands?: boolean;
 }
 
 /**
@@ -136,7 +142,7 @@ export function connectRedis(target: RedisTarget, o: ConnectOptions): RedisClien
   defineScripts(client);
   releaseSettledPipelines(client);
   // Commands sent while serving a request race the request's one deadline (deadline.ts).
-  if (o.use === 'request') bindToRequestDeadline(client);
+  if (o.use === 'request') bindToRequestDeadline(client, { silenceBound: o.longCommands !== true });
   return client;
 }
 

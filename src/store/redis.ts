@@ -7,12 +7,8 @@ import { closedByHerald, connectRedis, type RedisClient, type RedisTarget } from
 
 export { isRedisUnavailable };
 
-/**
- * How long one command may take on a connection that serves a request. A stopped, paused or
- * unreachable Redis must turn into a 503 within 2 s (docs/operations.md "Redis faults"), and the first command
- * of a request decides it; 1.2 s leaves room for the answer itself on a busy machine.
- */
-export const REQUEST_COMMAND_TIMEOUT_MS = 1200;
+/** The fixed time-out of a request connection's commands: a backstop, see requestRedisOptions. */
+export const REQUEST_COMMAND_BACKSTOP_MS = 10_000;
 
 /**
  * The bound of the one command that commits an execute: a single atomic script writing every
@@ -34,7 +30,11 @@ export function requestRedisOptions(name: string): RedisOptions {
   return {
     connectionName: name,
     maxRetriesPerRequest: 1,
-    commandTimeout: REQUEST_COMMAND_TIMEOUT_MS,
+    // A command fails once Redis has sent nothing for a while (store/deadline.ts), inside a
+    // request by the request's one deadline: that is what answers a stalled Redis within 2 s. The
+    // fixed time-out is only a backstop (commands ioredis' clients define after binding, such as
+    // BullMQ's scripts): a short one cut off Redis while it was sending a large reply.
+    commandTimeout: REQUEST_COMMAND_BACKSTOP_MS,
     connectTimeout: 2000,
     enableOfflineQueue: false,
     enableReadyCheck: true,
@@ -106,13 +106,15 @@ export function createRedis(
         ...requestRedisOptions(name),
         ...(opts.commandTimeoutMs !== undefined ? { commandTimeout: opts.commandTimeoutMs } : {}),
       };
-  const redis = connectRedis(t, { use: opts.worker ? 'worker' : 'request', name, options });
+  const longCommands = opts.commandTimeoutMs !== undefined;
+  const redis = connectRedis(t, { use: opts.worker ? 'worker' : 'request', name, options, longCommands });
   if (!opts.worker && opts.replicaWait !== undefined) {
     // Writes that wait for replicas get a connection of their own (durability.ts).
     const writer = connectRedis(t, {
       use: 'request',
       name: `${name}-durable`,
       options: { ...options, connectionName: `${name}-durable` },
+      longCommands,
     });
     if (opts.log) watchRedis(writer, opts.log, `${name}-durable`);
     // Sentinel: the sentinels' events say when a failover begins, before the primary moves.

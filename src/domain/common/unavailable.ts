@@ -61,8 +61,14 @@ export interface Deadline {
   readonly expired: Promise<never>;
   /** Set once the request is answered: what it started afterwards is not bound by it. */
   finished: boolean;
-  /** Stops the timer (the request was answered). */
+  /**
+   * The request was answered. The deadline stops once no command sent under it is outstanding:
+   * one still waiting (a Slack handler acks first and reads on) stays bound by it.
+   */
   end(): void;
+  /** A command is sent under the deadline; `release` when it settles. */
+  hold(): void;
+  release(): void;
 }
 
 /** The error a command gets when the request's deadline passes before Redis answers. */
@@ -110,6 +116,16 @@ export function redisStalled(): boolean {
 export function whenStalledAfter(ms: number, then: () => void): () => void {
   let timer: NodeJS.Timeout | undefined;
   let immediate: NodeJS.Immediate | undefined;
+  // A request waiting on something else has no command outstanding, and a ping sent only at `ms`
+  // could show a stall no earlier than REDIS_STALL_MS later: send it ahead, so that by `ms` it
+  // has been waiting that long if Redis is not answering.
+  let early: NodeJS.Timeout | undefined =
+    ms > REDIS_STALL_MS
+      ? setTimeout(() => {
+          early = undefined;
+          probeRedis();
+        }, ms - REDIS_STALL_MS)
+      : undefined;
   const look = (): void => {
     timer = undefined;
     if (!redisStalled()) {
@@ -128,6 +144,7 @@ export function whenStalledAfter(ms: number, then: () => void): () => void {
   timer = setTimeout(look, Math.max(0, ms));
   return () => {
     clearTimeout(timer);
+    clearTimeout(early);
     if (immediate !== undefined) clearImmediate(immediate);
   };
 }
@@ -137,13 +154,20 @@ const storage = new AsyncLocalStorage<Deadline>();
 /** A deadline `ms` from now (passing only while Redis is stalled); `end()` it when answered. */
 export function openDeadline(ms: number): Deadline {
   let cancel: () => void = () => undefined;
+  let pending = 0;
   const d = {
     passed: false,
     finished: false,
     expired: undefined as unknown as Promise<never>,
     end() {
       d.finished = true;
-      cancel();
+      if (pending === 0) cancel();
+    },
+    hold() {
+      pending++;
+    },
+    release() {
+      if (--pending === 0 && d.finished) cancel();
     },
   };
   d.expired = new Promise<never>((_, reject) => {
