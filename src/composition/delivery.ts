@@ -15,8 +15,7 @@ import { deliveryMetrics, type DeliveryMetrics } from '../delivery/metrics.js';
 import { createBoundedResolver } from '../delivery/outbound/guard.js';
 import { createOutboundHttp } from '../delivery/outbound/http.js';
 import { BullDeliveryQueue } from '../delivery/queue.js';
-import { startReminderLoop } from '../delivery/reminder-loop.js';
-import { startApprovalLoop, type DueApprovals } from '../delivery/approval-loop.js';
+import { startSweepLoop, type DueSweep } from '../delivery/sweep-loop.js';
 import { createChannelSenders, loadChannelAdapters } from '../delivery/senders.js';
 import { startDeliveryRuntime, type DeliveryRuntime } from '../delivery/worker.js';
 import type { ChannelSenders, ConnectionTester } from '../ports/index.js';
@@ -126,7 +125,7 @@ export interface WorkerParts extends RedisParts {
   /** The update cadence's reminders (built by buildServices, its notifier attached before start). */
   reminders: ReminderService;
   /** The approvals' expiry and notification sweep (runs with the reminders). */
-  approvals?: DueApprovals;
+  approvals?: DueSweep;
 }
 
 export interface DeliveryWorker {
@@ -149,8 +148,18 @@ export function deliveryWorker(o: WorkerParts): DeliveryWorker {
       if (runtime) return;
       workerConnection = createRedis(o.redisUrl, { worker: true, name: 'herald-worker', log: o.log });
       runtime = startWorkerRuntime(o, workerConnection);
-      if (opts.reminders) reminderLoop = startReminderLoop(o.reminders, REMINDER_POLL_MS, o.log);
-      if (opts.reminders && o.approvals) approvalLoop = startApprovalLoop(o.approvals, REMINDER_POLL_MS, o.log);
+      if (opts.reminders)
+        reminderLoop = startSweepLoop(o.reminders, REMINDER_POLL_MS, o.log, {
+          done: 'update cadence: reminded about overdue updates',
+          failed: 'update reminders failed',
+          level: 'info',
+        });
+      if (opts.reminders && o.approvals)
+        approvalLoop = startSweepLoop(o.approvals, REMINDER_POLL_MS, o.log, {
+          done: 'approvals: expired or notified',
+          failed: 'approval sweep failed',
+          level: 'debug',
+        });
     },
     async close() {
       await reminderLoop?.close();

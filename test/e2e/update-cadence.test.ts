@@ -95,8 +95,8 @@ const numbers = (events: Event[]) => overdue(events).map((e) => e.data.reminder 
 beforeAll(async () => {
   // The workers run a build of src/: one from before the update cadence has no reminders at all.
   const built = process.env.HERALD_TEST_MAIN
-    ? join(process.env.HERALD_TEST_MAIN, '..', 'delivery', 'reminder-loop.js')
-    : join(ROOT, 'dist', 'delivery', 'reminder-loop.js');
+    ? join(process.env.HERALD_TEST_MAIN, '..', 'delivery', 'sweep-loop.js')
+    : join(ROOT, 'dist', 'delivery', 'sweep-loop.js');
   if (!existsSync(built))
     throw new Error(`${built} is missing: the build predates the update cadence (run \`npm run build\`)`);
   sink = await startHttpSink();
