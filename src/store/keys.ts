@@ -103,6 +103,31 @@ export function createKeys(prefix: string) {
     /** Event deliveries waiting for their next attempt, score = when (ms); a claim moves it a lease ahead. */
     eventDue: () => `${t}:evd-due`,
 
+    // ── the public status page (docs/status-page.md) ──
+    /** A component (JSON record, with the impacts of the incidents and maintenances on it). */
+    component: (id: string) => `${t}:cmp:${id}`,
+    /** Every component: score-0 sorted set of ids, paged BYLEX. */
+    components: () => `${t}:cmps`,
+    /** Hash, field `n`: how many components there are (creates compare-and-set it). */
+    componentCount: () => `${t}:cmp-count`,
+    /** A component's effective status changes: sorted set of JSON {at, status}, score = ms (the 90-day bars). */
+    componentHistory: (id: string) => `${t}:cmp:${id}:history`,
+    /** A component's own timeline (manual changes), JSON events like an incident's. */
+    componentEvents: (id: string) => `${t}:cmp:${id}:events`,
+    /** The status_page connection's id: one page per Herald, claimed in the connection's create. */
+    statusPage: () => `${t}:status-page`,
+    /** Hash, field `v`: bumped by every write that changes what the public page shows. */
+    statusVersion: () => `${t}:status-version`,
+    /** The public face of an incident once something was published (JSON). */
+    publicIncident: (incidentId: string) => `${t}:pub:${incidentId}`,
+    /** Published incidents: score-0 sorted set of `<first publish ms, 13 digits>|<incident id>`, paged BYLEX REV. */
+    publicIncidents: () => `${t}:pubs`,
+    maintenance: (id: string) => `${t}:mnt:${id}`,
+    /** Every maintenance: score-0 sorted set of ids (ULIDs sort by creation), paged BYLEX. */
+    maintenances: () => `${t}:mnts`,
+    /** Maintenances with a timed step ahead (reminder, start, end), score = when it is due (ms). */
+    maintenancesDue: () => `${t}:mnts-due`,
+
     apiKey: (id: string) => `${t}:key:${id}`,
     apiKeys: () => `${t}:keys`,
     apiKeyByHash: (sha256hex: string) => `${t}:key-hash:${sha256hex}`,

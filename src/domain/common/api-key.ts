@@ -17,6 +17,10 @@ export const SCOPES = [
   'approvals:write',
   'events:read',
   'events:write',
+  'components:read',
+  'components:write',
+  'maintenances:read',
+  'maintenances:write',
 ] as const;
 export const ScopeSchema = z.enum([...SCOPES, '*']).meta({ id: 'Scope' });
 export type Scope = (typeof SCOPES)[number];

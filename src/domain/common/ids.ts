@@ -10,6 +10,9 @@ export const ID_PREFIX = {
   apiKey: 'key',
   event: 'evt',
   audience: 'aud',
+  component: 'cmp',
+  maintenance: 'mnt',
+  subscriber: 'sub',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIX;
