@@ -50,7 +50,11 @@ export default defineConfig({
       },
       {
         extends: true,
-        test: { name: 'e2e', include: ['test/e2e/**/*.test.ts', 'test/hostile/**/*.test.ts'], ...redis },
+        test: {
+          name: 'e2e',
+          include: ['test/e2e/**/*.test.ts', 'test/hostile/**/*.test.ts', 'test/browser/**/*.test.ts'],
+          ...redis,
+        },
       },
       {
         extends: true,
