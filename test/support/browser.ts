@@ -103,6 +103,34 @@ export async function screenshot(page: Page, relative: string): Promise<string> 
   return path;
 }
 
+/**
+ * The little of the DOM the checks below use. The project compiles without the DOM library (it
+ * is a server): these functions run in the page, where `globalThis` is the window.
+ */
+interface DomElement {
+  tagName: string;
+  tabIndex: number;
+  disabled?: boolean;
+  innerText?: string;
+  getAttribute(name: string): string | null;
+  getClientRects(): { length: number };
+  blur(): void;
+}
+interface DomWindow {
+  document: {
+    activeElement: DomElement | null;
+    body: DomElement;
+    querySelectorAll(selector: string): ArrayLike<DomElement>;
+  };
+  getComputedStyle(el: DomElement): {
+    outlineStyle: string;
+    outlineWidth: string;
+    boxShadow: string;
+    visibility: string;
+  };
+  scrollTo(x: number, y: number): void;
+}
+
 export interface FocusStop {
   tag: string;
   href: string | null;
@@ -118,23 +146,25 @@ export interface FocusStop {
 export async function tabStops(page: Page, max = 200): Promise<FocusStop[]> {
   // Start from the document itself, as a keyboard user arriving on the page does.
   await page.evaluate(() => {
-    (document.activeElement as HTMLElement | null)?.blur();
-    window.scrollTo(0, 0);
+    const w = globalThis as unknown as DomWindow;
+    w.document.activeElement?.blur();
+    w.scrollTo(0, 0);
   });
   const stops: FocusStop[] = [];
-  const seen = new Set<unknown>();
+  const seen = new Set<number>();
   for (let i = 0; i < max; i++) {
     await page.keyboard.press('Tab');
     const stop = await page.evaluate(() => {
-      const el = document.activeElement as HTMLElement | null;
-      if (!el || el === document.body) return null;
-      const style = getComputedStyle(el);
+      const w = globalThis as unknown as DomWindow;
+      const el = w.document.activeElement;
+      if (!el || el === w.document.body) return null;
+      const style = w.getComputedStyle(el);
       const outline = style.outlineStyle !== 'none' && parseFloat(style.outlineWidth) > 0;
       const shadow = style.boxShadow !== 'none' && style.boxShadow !== '';
       // A stable identity across evaluate calls: the element's position in document order.
-      const all = Array.from(document.querySelectorAll('*'));
+      const index = Array.from(w.document.querySelectorAll('*')).indexOf(el);
       return {
-        index: all.indexOf(el),
+        index,
         tag: el.tagName.toLowerCase(),
         href: el.getAttribute('href'),
         text: (el.innerText || el.getAttribute('aria-label') || '').trim().slice(0, 80),
@@ -150,10 +180,11 @@ export async function tabStops(page: Page, max = 200): Promise<FocusStop[]> {
 
 /** Every link and control a keyboard user should reach, in document order (visible ones only). */
 export async function focusableTargets(page: Page): Promise<{ tag: string; href: string | null }[]> {
-  return page.evaluate(() =>
-    Array.from(document.querySelectorAll<HTMLElement>('a[href], button, input, select, textarea, [tabindex]'))
-      .filter((el) => el.tabIndex >= 0 && !(el as HTMLButtonElement).disabled)
-      .filter((el) => el.getClientRects().length > 0 && getComputedStyle(el).visibility !== 'hidden')
-      .map((el) => ({ tag: el.tagName.toLowerCase(), href: el.getAttribute('href') })),
-  );
+  return page.evaluate(() => {
+    const w = globalThis as unknown as DomWindow;
+    return Array.from(w.document.querySelectorAll('a[href], button, input, select, textarea, [tabindex]'))
+      .filter((el) => el.tabIndex >= 0 && el.disabled !== true)
+      .filter((el) => el.getClientRects().length > 0 && w.getComputedStyle(el).visibility !== 'hidden')
+      .map((el) => ({ tag: el.tagName.toLowerCase(), href: el.getAttribute('href') }));
+  });
 }
