@@ -5,6 +5,7 @@ import { emailChannel } from './email/index.js';
 import { googleChatChannel } from './google-chat/index.js';
 import { mattermostChannel } from './mattermost/index.js';
 import { slackChannel } from './slack/index.js';
+import { statusPageChannel } from './status-page/index.js';
 import { teamsChannel } from './teams/index.js';
 import { telegramChannel } from './telegram/index.js';
 import { webhookChannel } from './webhook/index.js';
@@ -22,6 +23,7 @@ const MODULES = [
   googleChatChannel,
   telegramChannel,
   webhookChannel,
+  statusPageChannel,
 ] as const satisfies ModulesOf<typeof CHANNEL_TYPES>;
 
 /** One module per type of the contract's CHANNEL_TYPES, in its order: the registry cannot drift from it. */
@@ -50,6 +52,7 @@ export type { EmailConfig } from './email/config.js';
 export type { GoogleChatConfig } from './google-chat/config.js';
 export type { MattermostConfig } from './mattermost/config.js';
 export type { SlackConfig } from './slack/config.js';
+export type { StatusPageConfig } from './status-page/config.js';
 export type { TeamsConfig } from './teams/config.js';
 export type { TelegramConfig } from './telegram/config.js';
 export type { WebhookConfig } from './webhook/config.js';

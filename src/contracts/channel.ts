@@ -26,6 +26,7 @@ export const CHANNEL_TYPES = [
   'google_chat',
   'telegram',
   'webhook',
+  'status_page',
 ] as const;
 export type ChannelType = (typeof CHANNEL_TYPES)[number];
 
@@ -127,6 +128,12 @@ export interface ChannelModule<
    * Workflows): a delivered test message is reported `accepted_unverified`, not `ok`.
    */
   acceptsOnly?: boolean;
+  /**
+   * What it sends is read by the public (the status page): it is never part of an execute's
+   * "every enabled connection" (only named, or reached through an audience), and a connection
+   * test never sends it a message.
+   */
+  publishesPublicly?: boolean;
   /** The I/O half (./send.ts), loaded on first use. */
   adapter(): Promise<ChannelAdapter<z.output<S>>>;
 }
@@ -195,7 +202,16 @@ export interface OutboundMessage {
   thread?: MessageRef | null;
   /** Absent for a connection test. */
   conversation?: ConversationContext;
+  /**
+   * The public state an update is published with (the status page): the execute's
+   * `public_status`, else mapped from the incident's status at execute time. Other channels ignore it.
+   */
+  publicStatus?: PublicStatus;
 }
+
+/** The public states of an incident update (Statuspage's incident statuses; domain/status/public.ts PUBLIC_STATES). */
+export const PUBLIC_STATUSES = ['investigating', 'identified', 'monitoring', 'resolved'] as const;
+export type PublicStatus = (typeof PUBLIC_STATUSES)[number];
 
 // ── the result of a send ─────────────────────────────────────────────────────────────────────
 
@@ -308,6 +324,52 @@ export interface ChannelDeps {
   now?: () => number;
   /** Per-request budget for HTTP platforms (default: the client's, 10 s). */
   timeoutMs?: number;
+  /** Herald's own public status page (the status_page channel); absent: such a send fails permanently. */
+  statusPage?: StatusPagePort;
+}
+
+/** The incident an update is published for, as the sender knows it. */
+export interface PublishedIncident {
+  id: string;
+  title: string;
+  severity: string;
+}
+
+/** Publishes an update as the incident's next public update (the status_page channel's post). */
+export interface PublishRequest {
+  incident: PublishedIncident;
+  /** The delivery that publishes it: the update's id, so a retry rewrites the same update. */
+  deliveryId: string;
+  status: PublicStatus;
+  /** The rendered subject: the public incident's name when not empty (else the incident's title). */
+  subject: string;
+  body: string;
+}
+
+/** A correction of a published update: its text replaced in place. */
+export interface EditPublishedRequest {
+  incident: PublishedIncident;
+  /** The update's id (the ref its publish answered). */
+  updateId: string;
+  subject: string;
+  body: string;
+}
+
+/** A retraction: the update removed (the last one takes the public incident with it). */
+export interface RemovePublishedRequest {
+  incidentId: string;
+  updateId: string;
+}
+
+/**
+ * The public status page's store (src/store/public-incidents.ts). Every call is idempotent: a
+ * retry of a publish rewrites the same update, an edit or removal of what is gone changes nothing.
+ * Answers the published update's ref (id = the update id, channel = the incident id).
+ */
+export interface StatusPagePort {
+  publish(p: PublishRequest): Promise<MessageRef>;
+  edit(p: EditPublishedRequest): Promise<MessageRef | null>;
+  remove(p: RemovePublishedRequest): Promise<void>;
 }
 
 /** A read-only check's answer: the platform's result and what to tell the user when it is fine. */

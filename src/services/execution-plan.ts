@@ -1,4 +1,4 @@
-import type { ChannelType } from '../channels/index.js';
+import { channelOf, type ChannelType } from '../channels/index.js';
 import type { MessageFormat } from '../channels/channel.js';
 import { DomainError, type FieldError } from '../domain/common/errors.js';
 import { formatOf } from '../domain/connection/connection.js';
@@ -39,10 +39,14 @@ export interface Pair {
   template: Template | null;
 }
 
-/** The connections an execute targets: every enabled one, or the listed ones (each must exist and be enabled). */
+/**
+ * The connections an execute targets: every enabled one, or the listed ones (each must exist and
+ * be enabled). The public status page is never part of "every": what customers read is published
+ * only where someone named it (here, or through an audience).
+ */
 export function targetConnections(all: ExecuteConnection[], ids: string[] | undefined): ExecuteConnection[] {
   if (ids === undefined) {
-    const enabled = all.filter((c) => c.enabled);
+    const enabled = all.filter((c) => c.enabled && !channelOf(c.type).publishesPublicly);
     if (enabled.length === 0) throw new DomainError('no_connections', 'There is no enabled connection to deliver to.');
     return enabled;
   }

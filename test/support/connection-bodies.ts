@@ -66,4 +66,16 @@ export const CONNECTION_BODIES: Record<string, Record<string, unknown>> = {
     type: 'webhook',
     config: { url: 'https://hooks.example.com/herald', headers: { Authorization: CONNECTION_SECRETS.header } },
   },
+  // Nothing secret, nothing sent outside: the public page is Herald's own.
+  status_page: {
+    name: 'Status page',
+    type: 'status_page',
+    config: {
+      title: 'Example status',
+      public_url: 'https://status.example.com',
+      time_zone: 'Europe/Berlin',
+      locale: 'de',
+      support_url: 'https://example.com/support',
+    },
+  },
 };

@@ -48,6 +48,7 @@ const VALID: Record<(typeof CHANNEL_TYPES)[number], Record<string, unknown>> = {
   google_chat: { webhook_url: 'https://chat.googleapis.com/v1/spaces/AAA/messages?key=k&token=t', thread_key: 'inc' },
   telegram: { bot_token: '123456:ABCdefGhIJKlmnOPQrstUVwxyz012345', chat_id: -1001234567890 },
   webhook: { url: 'https://example.com/hook', headers: { 'X-Api-Key': 'key-abcdefghijkl' } },
+  status_page: { title: 'Example status', public_url: 'https://status.example.com' },
 };
 
 describe('the type registry', () => {

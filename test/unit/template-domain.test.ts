@@ -22,7 +22,7 @@ const create = (input: Record<string, unknown>): Template =>
 const fail = domainErrorOf;
 
 describe('channel types', () => {
-  it('lists the eight channel types', () => {
+  it('lists the nine channel types', () => {
     expect(CHANNEL_TYPES).toEqual([
       'slack',
       'teams',
@@ -32,6 +32,7 @@ describe('channel types', () => {
       'google_chat',
       'telegram',
       'webhook',
+      'status_page',
     ]);
     expect(ChannelTypeSchema.safeParse('sms').success).toBe(false);
   });

@@ -206,7 +206,7 @@ export const templateRouteTable = defineRoutes<Deps>(
       body: 'optional',
       doc: {
         operationId: 'renderTemplate',
-        summary: 'Preview for all eight channel types (nothing is sent)',
+        summary: 'Preview for all nine channel types (nothing is sent)',
         body: TemplateRenderRequestSchema,
         responses: {
           200: json(TemplatePreviewsSchema, 'One preview per channel type.'),
