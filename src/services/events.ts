@@ -375,14 +375,14 @@ export class EventDispatcher {
     if (events.length === 0) return 0;
     const endpoints = await this.d.store.allEndpoints();
     const severities = await this.d.store.severities(
-      events.filter((e) => severityOf(e) === null).map((e) => e.incident_id),
+      events.flatMap((e) => (severityOf(e) === null && e.incident_id !== null ? [e.incident_id] : [])),
     );
     const now = this.d.clock.now();
     const deliveries: EventDeliveryRecord[] = [];
     for (const e of events) {
       const facts = {
         type: e.type,
-        severity: severityOf(e) ?? severities.get(e.incident_id) ?? null,
+        severity: severityOf(e) ?? (e.incident_id === null ? null : severities.get(e.incident_id)) ?? null,
         component_ids: [],
         audience_keys: audienceKeysOf(e),
       };

@@ -10,7 +10,8 @@ import { luaScript, runScript } from './scripts.js';
 
 /**
  * event_ingest — moves committed events from the outbox stream (store/timeline.ts) into the event
- * log, in stream order, which is commit order: each gets its incident's next `sequence`, a log
+ * log, in stream order, which is commit order: each gets its subject's next `sequence` (the
+ * subject is the incident, or the component / maintenance of an event without one: field `s`), a log
  * entry (kept for replay), and a place in the fan-out set. The cursor moves in the same step, so
  * an entry is taken exactly once whoever runs this and whenever a worker dies. While no endpoint
  * exists, entries are taken and dropped: nobody is told, and a Herald without integrators keeps
@@ -29,7 +30,7 @@ for _, en in ipairs(entries) do
     local f = {}
     for i = 1, #en[2], 2 do f[en[2][i]] = en[2][i + 1] end
     local ms = tonumber(string.match(en[1], '^(%d+)'))
-    local seq = redis.call('HINCRBY', KEYS[3], f.i, 1)
+    local seq = redis.call('HINCRBY', KEYS[3], f.s or f.i, 1)
     local rec = {id = f.id, type = f.t, incident_id = f.i, sequence = seq, event = f.e, at_ms = ms}
     if f.r then rec.resource = f.r end
     redis.call('HSET', KEYS[4], f.id, cjson.encode(rec))
@@ -99,7 +100,8 @@ return #ids
 interface RawEvent {
   id: string;
   type: string;
-  incident_id: string;
+  /** Absent for an event of another subject that names no incident. */
+  incident_id?: string;
   sequence: number;
   event: string;
   at_ms: number;
@@ -342,7 +344,7 @@ function decodeEvent(raw: string): StoredEvent {
   return {
     id: r.id,
     type: r.type,
-    incident_id: r.incident_id,
+    incident_id: r.incident_id ?? null,
     sequence: r.sequence,
     event: r.event,
     at_ms: r.at_ms,

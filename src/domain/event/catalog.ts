@@ -103,7 +103,8 @@ export function deliveryResource(record: Record<string, unknown>): z.infer<typeo
 export interface StoredEvent {
   id: string;
   type: string;
-  incident_id: string;
+  /** Null for an event of a component or maintenance that names no incident. */
+  incident_id: string | null;
   sequence: number;
   /** The timeline event (JSON): time, actor, data. */
   event: string;

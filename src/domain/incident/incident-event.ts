@@ -16,6 +16,13 @@ export const EVENT_TYPES = [
   'execution.approved',
   'execution.rejected',
   'execution.approval_expired',
+  // Events of other subjects (a component, a maintenance), stored on their own timelines and sent
+  // through the same outbox (store/timeline.ts, appendSubjectEvents).
+  'component.status_changed',
+  'maintenance.created',
+  'maintenance.updated',
+  'maintenance.status_changed',
+  'maintenance.deleted',
 ] as const;
 
 export const IncidentEventSchema = z
