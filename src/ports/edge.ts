@@ -1,5 +1,6 @@
 import type { EndpointRecord } from '../domain/event/endpoint.js';
 import type { Audience } from '../domain/audience/audience.js';
+import type { StoredComponent } from '../domain/component/component.js';
 import type { ConnectionRecord } from '../domain/connection/connection.js';
 import type { ExecutionApprovals, ExecutionAudience } from '../domain/execution/approval.js';
 import type { Actor } from '../domain/common/actor.js';
@@ -41,6 +42,7 @@ export type CommittedEffect =
   | { kind: 'connection'; connection: ConnectionRecord; signingSecret: string | null }
   | { kind: 'templates'; templates: Template[] }
   | { kind: 'audience'; audience: Audience }
+  | { kind: 'component'; component: StoredComponent }
   | { kind: 'event_endpoint'; endpoint: EndpointRecord; signingSecret: string };
 
 /**

@@ -114,6 +114,8 @@ export function createKeys(prefix: string) {
     componentHistory: (id: string) => `${t}:cmp:${id}:history`,
     /** A component's own timeline (manual changes), JSON events like an incident's. */
     componentEvents: (id: string) => `${t}:cmp:${id}:events`,
+    /** Component name (case-folded) → id: uniqueness is claimed in the same atomic step as the write. */
+    componentNames: () => `${t}:cmp-names`,
     /** The status_page connection's id: one page per Herald, claimed in the connection's create. */
     statusPage: () => `${t}:status-page`,
     /** Hash, field `v`: bumped by every write that changes what the public page shows. */

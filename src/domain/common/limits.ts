@@ -22,4 +22,11 @@ export const LIMITS = {
   audienceConnections: 100,
   audienceTemplates: 100,
   audienceApprovers: 50,
+  /** Components a Herald holds at most (the status page and RedisComponentRepo.listAll read them all). */
+  components: 200,
+  componentName: 100,
+  componentGroup: 100,
+  componentPosition: 100_000,
+  /** Components one incident may name. */
+  incidentComponents: 50,
 } as const;
