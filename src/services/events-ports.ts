@@ -1,5 +1,6 @@
 import type { OutboundHttp } from '../contracts/channel.js';
 import type { StoredEvent } from '../domain/event/catalog.js';
+import type { IncidentFacts } from '../domain/event/facts.js';
 import type { EndpointRecord, EventDeliveryRecord } from '../domain/event/endpoint.js';
 import type { Page, PageRequest } from '../domain/common/pagination.js';
 import type { OutboundAllow } from '../domain/connection/address-policy.js';
@@ -20,7 +21,8 @@ export interface EventStore {
   pendingFanout(max: number): Promise<StoredEvent[]>;
   getEvents(ids: string[]): Promise<StoredEvent[]>;
   eventsBetween(sinceMs: number, untilMs: number, max: number): Promise<StoredEvent[]>;
-  severities(incidentIds: string[]): Promise<Map<string, string>>;
+  incidentFacts(incidentIds: string[]): Promise<Map<string, IncidentFacts>>;
+  audiences(executionIds: string[], deliveryIds: string[]): Promise<Map<string, string[]>>;
   fanout(deliveries: EventDeliveryRecord[], doneEventIds: string[], dueMs: number, ttlMs: number): Promise<void>;
   trim(beforeMs: number, max: number): Promise<number>;
   trimDeliveryLog(endpointId: string, beforeId: string): Promise<void>;

@@ -26,7 +26,16 @@ import {
   type EndpointTestResult,
   type EventAttempt,
   type EventDeliveryRecord,
+  type EventFacts,
 } from '../domain/event/endpoint.js';
+import {
+  eventData,
+  factsOf,
+  lookupsNeeded,
+  type EventLookups,
+  type FactsWanted,
+  type LookupsNeeded,
+} from '../domain/event/facts.js';
 import type { EventServiceDeps } from './events-ports.js';
 import { LOST_RACE, retryOnConflict } from './retry.js';
 
@@ -374,20 +383,12 @@ export class EventDispatcher {
     const events = await this.d.store.pendingFanout(max);
     if (events.length === 0) return 0;
     const endpoints = await this.d.store.allEndpoints();
-    const severities = await this.d.store.severities(
-      events.flatMap((e) => (severityOf(e) === null && e.incident_id !== null ? [e.incident_id] : [])),
-    );
+    const facts = await this.factsOf(events, endpoints);
     const now = this.d.clock.now();
     const deliveries: EventDeliveryRecord[] = [];
-    for (const e of events) {
-      const facts = {
-        type: e.type,
-        severity: severityOf(e) ?? (e.incident_id === null ? null : severities.get(e.incident_id)) ?? null,
-        component_ids: [],
-        audience_keys: audienceKeysOf(e),
-      };
+    for (const [i, e] of events.entries()) {
       for (const ep of endpoints) {
-        if (!matches(ep, facts)) continue;
+        if (!matches(ep, facts[i]!)) continue;
         const digest = Buffer.from(this.d.crypto.sha256Hex(`${e.id}|${ep.id}`), 'hex');
         deliveries.push(newDelivery(fanoutDeliveryId(e.at_ms, digest), ep.id, eventFacts(e), now, false));
       }
@@ -399,6 +400,31 @@ export class EventDispatcher {
       this.d.retentionMs,
     );
     return events.length;
+  }
+
+  /**
+   * What each event tells the filters, working out (and reading) only what some endpoint's filter
+   * asks for: most Heralds filter on nothing, and then an event is not even parsed.
+   */
+  private async factsOf(events: StoredEvent[], endpoints: EndpointRecord[]): Promise<EventFacts[]> {
+    const wanted: FactsWanted = {
+      severity: endpoints.some((ep) => ep.filter?.severities !== undefined),
+      components: endpoints.some((ep) => ep.filter?.component_ids !== undefined),
+      audiences: endpoints.some((ep) => ep.filter?.audience_keys !== undefined),
+    };
+    if (!wanted.severity && !wanted.components && !wanted.audiences)
+      return events.map((e) => ({ type: e.type, severity: null, component_ids: [], audience_keys: [] }));
+    const data = events.map(eventData);
+    const needed = events.map((e, i) => lookupsNeeded(e, data[i]!, wanted));
+    const pick = (f: keyof LookupsNeeded) => needed.flatMap((n) => (n[f] === null ? [] : [n[f]]));
+    const lookups: EventLookups = {
+      incidents: await this.d.store.incidentFacts(pick('incident')),
+      audiences:
+        wanted.audiences && needed.some((n) => n.execution !== null || n.delivery !== null)
+          ? await this.d.store.audiences(pick('execution'), pick('delivery'))
+          : new Map(),
+    };
+    return events.map((e, i) => factsOf(e, data[i]!, lookups));
   }
 
   /** Sends the due deliveries (a few at a time); how many were attempted. */
@@ -518,15 +544,4 @@ export class EventDispatcher {
     const before = fanoutDeliveryId(cutoff, new Uint8Array(16));
     for (const e of await this.d.store.allEndpoints()) await this.d.store.trimDeliveryLog(e.id, before);
   }
-}
-
-function severityOf(e: StoredEvent): string | null {
-  const s = e.resource?.severity;
-  return e.type.startsWith('incident.') && typeof s === 'string' ? s : null;
-}
-
-/** The audience keys an event names (events of executions to audiences, once they carry them). */
-function audienceKeysOf(e: StoredEvent): string[] {
-  const keys = (e.resource as { audiences?: unknown } | undefined)?.audiences;
-  return Array.isArray(keys) ? keys.filter((k): k is string => typeof k === 'string') : [];
 }

@@ -1,5 +1,6 @@
 import type { RedisClient as Redis } from './redis-connect.js';
 import type { StoredEvent } from '../domain/event/catalog.js';
+import type { IncidentFacts } from '../domain/event/facts.js';
 import type { EndpointRecord, EventDeliveryRecord } from '../domain/event/endpoint.js';
 import type { Page, PageRequest } from '../domain/common/pagination.js';
 import { Change } from './commit.js';
@@ -222,14 +223,46 @@ export class RedisEventStore {
     return this.getEvents(ids);
   }
 
-  /** The current severities of incidents (for filters of events that carry no incident). */
-  async severities(incidentIds: string[]): Promise<Map<string, string>> {
+  /** The current severities and components of incidents (for filters of events that carry no snapshot). */
+  async incidentFacts(incidentIds: string[]): Promise<Map<string, IncidentFacts>> {
     const unique = [...new Set(incidentIds)];
-    const out = new Map<string, string>();
+    const out = new Map<string, IncidentFacts>();
     if (unique.length === 0) return out;
     const raw = await this.redis.mget(...unique.map((id) => this.keys.incident(id)));
     raw.forEach((r, i) => {
-      if (r !== null) out.set(unique[i]!, decodeIncident(r, false).severity);
+      if (r === null) return;
+      const incident = decodeIncident(r, false);
+      const components = (incident as { components?: unknown }).components;
+      out.set(unique[i]!, {
+        severity: incident.severity,
+        component_ids: Array.isArray(components)
+          ? components.flatMap((c: unknown) => {
+              const id = (c as { id?: unknown } | null)?.id;
+              return typeof id === 'string' ? [id] : [];
+            })
+          : [],
+      });
+    });
+    return out;
+  }
+
+  /** Audience keys of executions (every audience it named) and of deliveries (the one it went to), by id. */
+  async audiences(executionIds: string[], deliveryIds: string[]): Promise<Map<string, string[]>> {
+    const exes = [...new Set(executionIds)];
+    const dlvs = [...new Set(deliveryIds)];
+    const out = new Map<string, string[]>();
+    const records = await loadJson<{ audiences?: { key: string }[]; audience?: string | null }>(this.redis, [
+      ...exes.map((id) => this.keys.execution(id)),
+      ...dlvs.map((id) => this.keys.delivery(id)),
+    ]);
+    records.forEach((r, i) => {
+      if (r === null) return;
+      if (i < exes.length)
+        out.set(
+          exes[i]!,
+          (r.audiences ?? []).map((a) => a.key),
+        );
+      else out.set(dlvs[i - exes.length]!, typeof r.audience === 'string' ? [r.audience] : []);
     });
     return out;
   }

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ActorSchema, type Actor } from '../common/actor.js';
 import { IncidentSchema } from '../incident/incident.js';
+import { COMPONENT_STATUSES, MAINTENANCE_STATES } from '../status/public.js';
 
 /**
  * The integrator event catalog (docs/events.md): every type, the payload each is sent with, and
@@ -25,8 +26,21 @@ export const EVENT_CATALOG_TYPES = [
   'execution.rejected',
   'execution.approval_expired',
   'delivery.failed',
+  'component.status_changed',
+  'maintenance.created',
+  'maintenance.updated',
+  'maintenance.status_changed',
+  'maintenance.deleted',
 ] as const;
 export type EventCatalogType = (typeof EVENT_CATALOG_TYPES)[number];
+
+/** Types about a component or a maintenance: `incident_id` is null unless an incident caused them. */
+const SUBJECT_TYPES = new Set<string>(
+  EVENT_CATALOG_TYPES.filter(
+    (t) => !t.startsWith('incident.') && !t.startsWith('execution.') && t !== 'delivery.failed',
+  ),
+);
+export const isSubjectEventType = (type: string): boolean => SUBJECT_TYPES.has(type);
 
 /** `ping`: sent only by POST /v1/event-endpoints/{id}/test, never subscribed to. */
 export const PING = 'ping';
@@ -97,6 +111,24 @@ export function deliveryResource(record: Record<string, unknown>): z.infer<typeo
   };
 }
 
+export const EventComponentSchema = z
+  .looseObject({ id: z.string(), name: z.string(), status: z.enum(COMPONENT_STATUSES) })
+  .meta({ id: 'EventComponent', description: 'The component as GET /v1/components/{id} answers, as of the change.' });
+
+export const EventMaintenanceSchema = z
+  .looseObject({
+    id: z.string(),
+    title: z.string(),
+    status: z.enum(MAINTENANCE_STATES),
+    components: z.array(z.string()),
+    scheduled_for: z.string(),
+    scheduled_until: z.string(),
+  })
+  .meta({
+    id: 'EventMaintenance',
+    description: 'The maintenance as GET /v1/maintenances/{id} answers, as of the change (deleted: as it was).',
+  });
+
 // ── payloads ─────────────────────────────────────────────────────────────────────────────────
 
 /** An event as the store keeps it (store/event-store.ts), before it becomes a payload. */
@@ -126,7 +158,14 @@ export interface EventPayload {
 }
 
 /** The ids a thin payload carries, found in the event's data. */
-const ID_FIELDS = ['execution_id', 'delivery_id', 'connection_id', 'target_execution_id'] as const;
+const ID_FIELDS = [
+  'execution_id',
+  'delivery_id',
+  'connection_id',
+  'target_execution_id',
+  'component_id',
+  'maintenance_id',
+] as const;
 
 /** The payload of `e` as `mode` sends it. */
 export function payloadOf(e: StoredEvent, mode: 'full' | 'thin'): EventPayload {
@@ -146,8 +185,13 @@ export function payloadOf(e: StoredEvent, mode: 'full' | 'thin'): EventPayload {
     return { ...head, data };
   }
   const data: Record<string, unknown> = { ...eventData };
+  // A component change on an incident's timeline says what caused it only by being there.
+  if (e.type === 'component.status_changed' && data.cause === undefined)
+    data.cause = { kind: 'incident', id: e.incident_id };
   if (e.resource !== undefined) {
     if (e.type.startsWith('incident.')) data.incident = incidentResource(e.resource);
+    else if (e.type.startsWith('component.')) data.component = e.resource;
+    else if (e.type.startsWith('maintenance.')) data.maintenance = e.resource;
     else if (e.type === 'delivery.failed') data.delivery = deliveryResource(e.resource);
     else if (e.type.startsWith('execution.') && 'delivery_ids' in e.resource)
       data.execution = executionResource(e.resource);
@@ -175,8 +219,13 @@ const ThinData = z.looseObject({
   execution_id: z.string().optional(),
   delivery_id: z.string().optional(),
 });
+const ThinComponentData = z.looseObject({ incident_id: z.string().nullable(), component_id: z.string() });
+const ThinMaintenanceData = z.looseObject({ incident_id: z.null(), maintenance_id: z.string() });
+const thinData = (type: EventCatalogType): z.ZodType =>
+  type.startsWith('component.') ? ThinComponentData : type.startsWith('maintenance.') ? ThinMaintenanceData : ThinData;
 
 const IncidentData = { incident: IncidentSchema };
+const MaintenanceData = { maintenance_id: z.string(), maintenance: EventMaintenanceSchema.optional() };
 const STATUS = z.string();
 
 /** The full form of each type's `data` (the thin form is ids only). */
@@ -212,6 +261,33 @@ const FULL_DATA: Record<EventCatalogType, z.ZodType> = {
     error: z.string(),
     delivery: EventDeliverySchema.optional(),
   }),
+  'component.status_changed': z.looseObject({
+    component_id: z.string(),
+    from: z.enum(COMPONENT_STATUSES),
+    to: z.enum(COMPONENT_STATUSES),
+    cause: z.object({ kind: z.enum(['incident', 'maintenance', 'manual']), id: z.string().nullable() }).meta({
+      description: 'What changed it: an incident or a maintenance (its id), or a person (`manual`, id null).',
+    }),
+    component: EventComponentSchema.optional(),
+  }),
+  'maintenance.created': z.looseObject({ ...MaintenanceData }),
+  'maintenance.updated': z.looseObject({
+    ...MaintenanceData,
+    changes: z
+      .record(z.string(), z.object({ from: z.unknown(), to: z.unknown() }))
+      .optional()
+      .meta({ description: 'Each changed field, from and to (an edit).' }),
+    update: z
+      .looseObject({ id: z.string(), kind: z.string(), status: z.string(), body: z.string() })
+      .optional()
+      .meta({ description: 'The update posted (a manual update or a reminder).' }),
+  }),
+  'maintenance.status_changed': z.looseObject({
+    ...MaintenanceData,
+    from: z.enum(MAINTENANCE_STATES),
+    to: z.enum(MAINTENANCE_STATES),
+  }),
+  'maintenance.deleted': z.looseObject({ ...MaintenanceData }),
 };
 
 const DESCRIPTIONS: Record<EventCatalogType, string> = {
@@ -230,6 +306,12 @@ const DESCRIPTIONS: Record<EventCatalogType, string> = {
   'execution.rejected': 'A held execution was rejected.',
   'execution.approval_expired': 'A held execution was not approved in time.',
   'delivery.failed': 'A delivery failed for good (after its retries).',
+  'component.status_changed':
+    "A component's effective status changed (by an incident, a maintenance or a person; `data.cause` says which).",
+  'maintenance.created': 'A maintenance was scheduled.',
+  'maintenance.updated': 'A maintenance was edited, or an update (or its reminder) was posted on it.',
+  'maintenance.status_changed': 'A maintenance moved to another status (scheduled, in_progress, verifying, completed).',
+  'maintenance.deleted': 'A scheduled maintenance was deleted.',
 };
 
 const envelope = (type: string, data: z.ZodType) =>
@@ -238,12 +320,20 @@ const envelope = (type: string, data: z.ZodType) =>
     type: z.literal(type),
     version: z.literal(CATALOG_VERSION),
     timestamp: z.string().meta({ description: 'When the change was committed (ISO 8601).' }),
-    sequence: z.number().int().min(1).meta({
-      description: "The event's place among its incident's events (1, 2, 3, …): order by it, not by arrival.",
-    }),
-    incident_id: z.string(),
+    sequence: z
+      .number()
+      .int()
+      .min(1)
+      .meta({
+        description: isSubjectEventType(type)
+          ? `The event's place among the events of its ${type.split('.')[0]} (of its incident when \`incident_id\` is set): order by it, not by arrival.`
+          : "The event's place among its incident's events (1, 2, 3, …): order by it, not by arrival.",
+      }),
+    incident_id: isSubjectEventType(type)
+      ? z.string().nullable().meta({ description: 'The incident that caused it; null when none did.' })
+      : z.string(),
     actor: ActorSchema.optional().meta({ description: 'Who made the change (full payloads).' }),
-    data: z.union([data, ThinData]),
+    data: z.union([data, thinData(type as EventCatalogType)]),
   });
 
 /** One zod schema per event type (and `ping`), keyed by type. */

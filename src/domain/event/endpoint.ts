@@ -57,11 +57,10 @@ export const EndpointFilterSchema = z
     }),
     component_ids: z.array(z.string().min(1).max(64)).min(1).max(100).optional().meta({
       description:
-        'Only events of incidents touching one of these components (matches nothing until components exist).',
+        "Only events touching one of these components: an incident's events while it names one of them, a component's own events, a maintenance's events while it covers one.",
     }),
     audience_keys: z.array(z.string().min(1).max(63)).min(1).max(100).optional().meta({
-      description:
-        'Only events of executions to one of these audiences (matches nothing until audiences are on events).',
+      description: 'Only events of executions to one of these audiences (execution, approval and delivery events).',
     }),
   })
   .meta({ id: 'EventEndpointFilter', description: 'Every given list must match (an AND of ORs).' });
