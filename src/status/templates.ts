@@ -1,0 +1,236 @@
+/**
+ * The page's mustache templates. They live in code, not in files beside it, so that the bundled
+ * server (scripts/bundle.mjs) carries them. `{{x}}` escapes; the only `{{{x}}}` are the icons,
+ * which are constants of icons.ts, never data.
+ */
+
+/** `at`: a TimeView (view.ts). */
+const time = '{{#at}}<time datetime="{{iso}}" title="{{utc}}">{{text}}</time>{{/at}}';
+
+/** `st`: a StatusView (view.ts): icon, text and colour together, never colour alone. */
+const status = '{{#st}}<span class="st st-{{status}}">{{{icon}}}<span>{{label}}</span></span>{{/st}}';
+
+const layout = `<!doctype html>
+<html lang="{{lang}}">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{{documentTitle}}</title>
+<link rel="stylesheet" href="{{links.css}}">
+{{#feeds}}
+<link rel="alternate" type="{{type}}" title="{{title}}" href="{{href}}">
+{{/feeds}}
+{{#canonical}}
+<link rel="canonical" href="{{canonical}}">
+{{/canonical}}
+</head>
+<body>
+<a class="skip" href="#main">{{s.skip}}</a>
+<header class="site">
+<div class="wrap head">
+<a class="brand" href="{{links.home}}">{{#logo}}<img src="{{logo}}" alt="" width="32" height="32">{{/logo}}<span>{{title}}</span></a>
+<nav aria-label="{{s.nav_label}}">
+<ul>
+<li><a href="{{links.home}}"{{#nav.home}} aria-current="page"{{/nav.home}}>{{s.nav_current}}</a></li>
+<li><a href="{{links.history}}"{{#nav.history}} aria-current="page"{{/nav.history}}>{{s.nav_history}}</a></li>
+{{#support}}
+<li><a href="{{support}}">{{s.nav_support}}</a></li>
+{{/support}}
+</ul>
+</nav>
+</div>
+</header>
+<main id="main" tabindex="-1">
+<div class="wrap">
+{{> content}}
+</div>
+</main>
+<footer class="site">
+<div class="wrap">
+<p>{{footerZone}}</p>
+<p>{{s.subscribe}}: <a href="{{links.atom}}">{{s.atom_feed}}</a> · <a href="{{links.rss}}">{{s.rss_feed}}</a> · <a href="{{links.api}}">{{s.json_api}}</a></p>
+<p>{{s.language}}: {{#languages}}<a href="?locale={{code}}" lang="{{code}}" hreflang="{{code}}"{{#current}} aria-current="true"{{/current}}>{{name}}</a> {{/languages}}</p>
+<p>{{s.powered}}</p>
+</div>
+</footer>
+</body>
+</html>
+`;
+
+const updates = `<ol class="updates">
+{{#updates}}
+<li class="update">
+<p class="update-head"><strong>{{state}}</strong> · ${time}{{#edited}} · <em>{{edited}}</em>{{/edited}}</p>
+<p class="body">{{body}}</p>
+</li>
+{{/updates}}
+</ol>`;
+
+const incidentCard = `<article class="card incident impact-{{impact}}" aria-labelledby="inc-{{id}}">
+<h3 id="inc-{{id}}"><a href="{{href}}">{{name}}</a></h3>
+<p class="meta">{{state}} · {{impactLabel}}{{#affected}} · {{affected}}{{/affected}}</p>
+${updates}
+</article>`;
+
+const maintenanceCard = `<article class="card maintenance" aria-labelledby="mnt-{{id}}">
+<h3 id="mnt-{{id}}"><a href="{{href}}">{{name}}</a></h3>
+<p class="meta">{{state}} · {{window}}{{#affected}} · {{affected}}{{/affected}}</p>
+{{#latest}}<p class="body">{{latest}}</p>{{/latest}}
+</article>`;
+
+const uptime = `<div class="uptime">
+<p class="uptime-sum">{{uptimeText}}</p>
+<ol class="bars" aria-label="{{barsLabel}}">
+{{#days}}
+<li class="d d-{{cls}}" title="{{text}}"><span class="vh">{{text}}</span></li>
+{{/days}}
+</ol>
+<p class="axis" aria-hidden="true"><span>{{axisFrom}}</span><span>{{axisTo}}</span></p>
+</div>`;
+
+const componentRow = `<li class="component">
+<div class="row"><span class="name">{{name}}</span>${status}</div>
+{{#description}}<p class="desc">{{description}}</p>{{/description}}
+${uptime}
+</li>`;
+
+const index = `<h1>{{heading}}</h1>
+<p class="banner banner-{{indicator}}">{{{bannerIcon}}}<span>{{bannerText}}</span></p>
+{{#hasActive}}
+<section aria-labelledby="h-active">
+<h2 id="h-active">{{s.active_incidents}}</h2>
+{{#active}}
+${incidentCard}
+{{/active}}
+</section>
+{{/hasActive}}
+{{#hasActiveMaintenance}}
+<section aria-labelledby="h-mnt-active">
+<h2 id="h-mnt-active">{{s.active_maintenance}}</h2>
+{{#activeMaintenance}}
+${maintenanceCard}
+{{/activeMaintenance}}
+</section>
+{{/hasActiveMaintenance}}
+{{#hasUpcoming}}
+<section aria-labelledby="h-mnt-upcoming">
+<h2 id="h-mnt-upcoming">{{s.upcoming_maintenance}}</h2>
+{{#upcoming}}
+${maintenanceCard}
+{{/upcoming}}
+</section>
+{{/hasUpcoming}}
+<section aria-labelledby="h-components">
+<h2 id="h-components">{{s.components}}</h2>
+<p class="legend">{{uptimeHeading}}</p>
+{{^hasEntries}}<p>{{s.no_components}}</p>{{/hasEntries}}
+<ul class="components">
+{{#entries}}
+{{#group}}
+<li class="group">
+<h3 class="row"><span class="name">{{name}}</span>${status}</h3>
+<ul class="members">
+{{#members}}
+${componentRow}
+{{/members}}
+</ul>
+</li>
+{{/group}}
+{{#component}}
+${componentRow}
+{{/component}}
+{{/entries}}
+</ul>
+</section>
+<section aria-labelledby="h-recent">
+<h2 id="h-recent">{{s.recent_incidents}}</h2>
+{{^hasRecent}}<p>{{noRecent}}</p>{{/hasRecent}}
+<ul class="list">
+{{#recent}}
+<li><a href="{{href}}">{{name}}</a> <span class="meta">{{state}} · ${time}</span></li>
+{{/recent}}
+</ul>
+<p><a href="{{links.history}}">{{s.all_history}}</a></p>
+</section>
+<section aria-labelledby="h-subscribe">
+<h2 id="h-subscribe">{{s.subscribe}}</h2>
+<ul class="list">
+<li><a href="{{links.atom}}">{{s.atom_feed}}</a></li>
+<li><a href="{{links.rss}}">{{s.rss_feed}}</a></li>
+{{#componentFeeds}}
+<li>{{label}}: <a href="{{atom}}">{{s.atom_feed}}</a> · <a href="{{rss}}">{{s.rss_feed}}</a></li>
+{{/componentFeeds}}
+</ul>
+</section>`;
+
+const incident = `<p class="crumb"><a href="{{links.home}}">{{s.back_home}}</a></p>
+<h1>{{name}}</h1>
+<p class="meta">{{state}} · {{impactLabel}}</p>
+{{#hasAffected}}
+<h2>{{s.affected}}</h2>
+<ul class="list">
+{{#affectedList}}<li>{{name}}</li>{{/affectedList}}
+</ul>
+{{/hasAffected}}
+<section aria-labelledby="h-updates">
+<h2 id="h-updates">{{updatesHeading}}</h2>
+${updates}
+</section>`;
+
+const maintenance = `<p class="crumb"><a href="{{links.home}}">{{s.back_home}}</a></p>
+<h1>{{name}}</h1>
+<p class="meta">{{state}}</p>
+<p>{{window}}</p>
+{{#hasAffected}}
+<h2>{{s.affected}}</h2>
+<ul class="list">
+{{#affectedList}}<li>{{name}}</li>{{/affectedList}}
+</ul>
+{{/hasAffected}}
+<section aria-labelledby="h-updates">
+<h2 id="h-updates">{{updatesHeading}}</h2>
+${updates}
+</section>`;
+
+const history = `<h1>{{s.history_title}}</h1>
+{{^hasItems}}<p>{{s.history_empty}}</p>{{/hasItems}}
+<ul class="list history">
+{{#items}}
+<li><a href="{{href}}">{{name}}</a> <span class="meta">{{state}} · {{impactLabel}} · ${time}</span></li>
+{{/items}}
+</ul>
+{{#paged}}
+<nav aria-label="{{s.pagination}}" class="pager">
+<p>{{pageOf}}</p>
+<ul>
+{{#newer}}<li><a rel="prev" href="{{newer}}">{{s.newer}}</a></li>{{/newer}}
+{{#older}}<li><a rel="next" href="{{older}}">{{s.older}}</a></li>{{/older}}
+</ul>
+</nav>
+{{/paged}}`;
+
+const message = `<h1>{{heading}}</h1>
+<p>{{body}}</p>
+{{#showHome}}<p><a href="{{links.home}}">{{s.back_home}}</a></p>{{/showHome}}`;
+
+/** A page without the page's config (not set up, unavailable): no header links, no feeds. */
+const bare = `<!doctype html>
+<html lang="{{lang}}">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{{heading}}</title>
+<link rel="stylesheet" href="{{css}}">
+</head>
+<body>
+<main id="main">
+<div class="wrap">
+<h1>{{heading}}</h1>
+<p>{{body}}</p>
+</div>
+</main>
+</body>
+</html>
+`;
+
+export const TEMPLATES = { layout, index, incident, maintenance, history, message, bare } as const;

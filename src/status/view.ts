@@ -1,0 +1,393 @@
+import Mustache from 'mustache';
+import { escapeHtml } from '../channels/common/escape.js';
+import type {
+  ComponentStatus,
+  PublicComponent,
+  PublicIncident,
+  PublicMaintenance,
+  PublicPageConfig,
+  StatusSnapshot,
+} from '../domain/status/public.js';
+import { fill, STATUS_LOCALES, stringsOf, TimeFormat, type StatusLocale } from './i18n.js';
+import { INDICATOR_ICON, STATUS_ICON } from './icons.js';
+import type { LocaleStrings } from './locales/en.js';
+import {
+  entries,
+  HISTORY_DAYS,
+  isActiveMaintenance,
+  isUnresolved,
+  isUpcomingMaintenance,
+  overallIndicator,
+  uptimeHistory,
+} from './model.js';
+import { STYLE_FILE } from './style.js';
+import { TEMPLATES } from './templates.js';
+
+/**
+ * The HTML pages: a view model per page, built from the snapshot alone, rendered through the
+ * mustache templates (which escape every value). Links inside the HTML are relative to where the
+ * page is mounted (`base`: `/status`, or `` on HERALD_STATUS_HOST); feeds and the JSON use the
+ * page's public URL instead.
+ */
+
+export interface RenderContext {
+  snap: StatusSnapshot;
+  page: PublicPageConfig;
+  locale: StatusLocale;
+  /** Path prefix of the page on this host, without trailing slash (`/status` or ``). */
+  base: string;
+  nowMs: number;
+}
+
+export const HISTORY_PAGE_SIZE = 20;
+const RECENT_DAYS = 14;
+const RECENT_MAX = 10;
+const LANGUAGE_NAMES: Record<StatusLocale, string> = { en: 'English', de: 'Deutsch' };
+
+/** Paths of the page under `base` (also used by the router). */
+export function pathsOf(base: string) {
+  return {
+    home: base === '' ? '/' : base,
+    history: `${base}/history`,
+    historyPage: (n: number) => (n <= 1 ? `${base}/history` : `${base}/history?page=${n}`),
+    incident: (id: string) => `${base}/incidents/${encodeURIComponent(id)}`,
+    maintenance: (id: string) => `${base}/maintenances/${encodeURIComponent(id)}`,
+    atom: `${base}/feed.atom`,
+    rss: `${base}/feed.rss`,
+    componentAtom: (id: string) => `${base}/components/${encodeURIComponent(id)}/feed.atom`,
+    componentRss: (id: string) => `${base}/components/${encodeURIComponent(id)}/feed.rss`,
+    api: `${base}/api/v2/summary.json`,
+    css: `${base}/assets/${STYLE_FILE}`,
+  };
+}
+
+interface TimeView {
+  text: string;
+  iso: string;
+  utc: string;
+}
+
+interface StatusView {
+  status: ComponentStatus;
+  label: string;
+  icon: string;
+}
+
+class Page {
+  readonly s: LocaleStrings;
+  readonly tf: TimeFormat;
+  readonly paths: ReturnType<typeof pathsOf>;
+  readonly names: Map<string, string>;
+
+  constructor(readonly ctx: RenderContext) {
+    this.s = stringsOf(ctx.locale);
+    this.tf = timeFormat(ctx.locale, ctx.page.time_zone);
+    this.paths = pathsOf(ctx.base);
+    this.names = new Map(ctx.snap.components.map((c) => [c.id, c.name]));
+  }
+
+  time(iso: string): TimeView {
+    return this.tf.time(iso);
+  }
+
+  status(status: ComponentStatus): StatusView {
+    return { status, label: this.s.component_status[status], icon: STATUS_ICON[status] };
+  }
+
+  affected(ids: string[]): string[] {
+    return ids.map((id) => this.names.get(id)).filter((n): n is string => n !== undefined);
+  }
+
+  incidentUpdates(i: PublicIncident) {
+    return i.updates.map((u) => ({
+      state: this.s.public_state[u.status],
+      at: this.time(u.created_at),
+      edited: u.updated_at !== null ? fill(this.s.updated, { time: this.time(u.updated_at).text }) : null,
+      body: u.body,
+    }));
+  }
+
+  maintenanceUpdates(m: PublicMaintenance) {
+    return m.updates.map((u) => ({
+      state: this.s.maintenance_state[u.status],
+      at: this.time(u.created_at),
+      edited: null,
+      body: u.body,
+    }));
+  }
+
+  window(m: PublicMaintenance): string {
+    return fill(this.s.scheduled_window, {
+      from: this.time(m.scheduled_for).text,
+      until: this.time(m.scheduled_until).text,
+    });
+  }
+
+  affectedText(ids: string[]): string | null {
+    const names = this.affected(ids);
+    return names.length > 0 ? `${this.s.affected}: ${names.join(', ')}` : null;
+  }
+
+  incidentCard(i: PublicIncident) {
+    return {
+      id: i.id,
+      href: this.paths.incident(i.id),
+      name: i.name,
+      impact: i.impact,
+      state: this.s.public_state[i.status],
+      impactLabel: this.s.impact[i.impact],
+      affected: this.affectedText(i.component_ids),
+      updates: this.incidentUpdates(i),
+    };
+  }
+
+  maintenanceCard(m: PublicMaintenance) {
+    return {
+      id: m.id,
+      href: this.paths.maintenance(m.id),
+      name: m.name,
+      state: this.s.maintenance_state[m.status],
+      window: this.window(m),
+      affected: this.affectedText(m.component_ids),
+      latest: m.updates[0]?.body ?? null,
+    };
+  }
+
+  componentRow(c: PublicComponent) {
+    const h = uptimeHistory(c, this.ctx.nowMs, this.tf);
+    const days = h.days.map((d) => {
+      const date = this.tf.dateText(d.start + 12 * 3_600_000);
+      let text: string;
+      if (d.worst === null) text = fill(this.s.day_no_data, { date });
+      else if (d.worst === 'operational') text = fill(this.s.day_operational, { date });
+      else if (d.worst === 'under_maintenance')
+        text = fill(this.s.day_maintenance, { date, duration: this.duration(d.worstMs) });
+      else
+        text = fill(this.s.day_status, {
+          date,
+          status: this.s.component_status[d.worst],
+          duration: this.duration(d.worstMs),
+        });
+      return { cls: d.worst ?? 'none', text };
+    });
+    return {
+      name: c.name,
+      description: c.description === '' ? null : c.description,
+      st: this.status(c.status),
+      uptimeText:
+        h.uptime === null ? this.s.uptime_no_data : fill(this.s.uptime_percent, { percent: this.percent(h.uptime) }),
+      barsLabel: `${fill(this.s.uptime_heading, { days: HISTORY_DAYS })}: ${c.name}`,
+      days,
+      axisFrom: fill(this.s.days_ago, { days: HISTORY_DAYS }),
+      axisTo: this.s.today,
+    };
+  }
+
+  percent(share: number): string {
+    // Floor, not round: 99.999 % is not shown as 100 % while there was downtime.
+    const floored = Math.floor(share * 10_000) / 10_000;
+    return new Intl.NumberFormat(this.ctx.locale, {
+      style: 'percent',
+      minimumFractionDigits: 2,
+      maximumFractionDigits: 2,
+    }).format(floored);
+  }
+
+  duration(ms: number): string {
+    const totalMin = Math.max(1, Math.round(ms / 60_000));
+    const h = Math.floor(totalMin / 60);
+    const m = totalMin % 60;
+    return h > 0 ? fill(this.s.hours_minutes, { h, m }) : fill(this.s.minutes, { m });
+  }
+
+  /** What the layout needs around any page's content. */
+  frame(documentTitle: string, nav: { home?: boolean; history?: boolean }, canonicalPath: string | null) {
+    const { page, locale } = this.ctx;
+    const title = fill(this.s.feed_title, { title: page.title });
+    return {
+      lang: locale,
+      s: this.s,
+      title: page.title,
+      logo: webUrl(page.logo_url, true),
+      support: webUrl(page.support_url),
+      documentTitle,
+      nav,
+      links: this.paths,
+      feeds: [
+        { type: 'application/atom+xml', title: `${title} (Atom)`, href: this.paths.atom },
+        { type: 'application/rss+xml', title: `${title} (RSS)`, href: this.paths.rss },
+      ],
+      canonical: canonicalPath === null ? null : `${page.public_url}${canonicalPath}`,
+      footerZone: fill(this.s.footer, { zone: page.time_zone }),
+      languages: STATUS_LOCALES.map((code) => ({ code, name: LANGUAGE_NAMES[code], current: code === locale })),
+    };
+  }
+
+  render(content: string, view: object): string {
+    return Mustache.render(TEMPLATES.layout, view, { content }, ESCAPE);
+  }
+}
+
+/**
+ * Values are escaped for text and quoted attributes (& < > " '), nothing more: mustache's own
+ * default also escapes `/`, `=` and backquotes, which only makes every link three times longer.
+ */
+const ESCAPE = { escape: (v: unknown) => escapeHtml(String(v)) };
+
+/** Only web links are followed from the page's config (the connection validates; this is the page's own guard). */
+const webUrl = (u: string | null, httpsOnly = false): string | null =>
+  u !== null && (httpsOnly ? /^https:\/\//i : /^https?:\/\//i).test(u) ? u : null;
+
+/** One TimeFormat per (locale, zone): Intl formatters are costly to build. */
+const formats = new Map<string, TimeFormat>();
+function timeFormat(locale: StatusLocale, zone: string): TimeFormat {
+  const key = `${locale}|${zone}`;
+  let tf = formats.get(key);
+  if (!tf) {
+    if (formats.size > 64) formats.clear();
+    tf = new TimeFormat(locale, zone);
+    formats.set(key, tf);
+  }
+  return tf;
+}
+
+export function renderIndex(ctx: RenderContext): string {
+  const p = new Page(ctx);
+  const { snap, page, nowMs } = ctx;
+  const indicator = overallIndicator(snap);
+  const active = snap.incidents.filter(isUnresolved).map((i) => p.incidentCard(i));
+  const activeMaintenance = snap.maintenances.filter(isActiveMaintenance).map((m) => p.maintenanceCard(m));
+  const upcoming = snap.maintenances.filter(isUpcomingMaintenance).map((m) => p.maintenanceCard(m));
+  const since = nowMs - RECENT_DAYS * 86_400_000;
+  const recent = snap.incidents
+    .filter((i) => !isUnresolved(i) && Date.parse(i.resolved_at ?? i.updated_at) >= since)
+    .slice(0, RECENT_MAX)
+    .map((i) => ({
+      href: p.paths.incident(i.id),
+      name: i.name,
+      state: p.s.public_state[i.status],
+      at: p.time(i.created_at),
+    }));
+  const list = entries(snap.components).map((e) =>
+    e.kind === 'group'
+      ? { group: { name: e.name, st: p.status(e.status), members: e.members.map((m) => p.componentRow(m)) } }
+      : { component: p.componentRow(e.component) },
+  );
+  const heading = fill(p.s.home_title, { title: page.title });
+  return p.render(TEMPLATES.index, {
+    ...p.frame(heading, { home: true }, '/'),
+    heading,
+    indicator,
+    bannerIcon: INDICATOR_ICON[indicator],
+    bannerText: p.s.banner[indicator],
+    hasActive: active.length > 0,
+    active,
+    hasActiveMaintenance: activeMaintenance.length > 0,
+    activeMaintenance,
+    hasUpcoming: upcoming.length > 0,
+    upcoming,
+    uptimeHeading: fill(p.s.uptime_heading, { days: HISTORY_DAYS }),
+    hasEntries: list.length > 0,
+    entries: list,
+    hasRecent: recent.length > 0,
+    recent,
+    noRecent: fill(p.s.no_recent_incidents, { days: RECENT_DAYS }),
+    componentFeeds: snap.components.map((c) => ({
+      label: fill(p.s.component_feeds, { name: c.name }),
+      atom: p.paths.componentAtom(c.id),
+      rss: p.paths.componentRss(c.id),
+    })),
+  });
+}
+
+/** null: no such public incident. */
+export function renderIncident(ctx: RenderContext, id: string): string | null {
+  const i = ctx.snap.incidents.find((x) => x.id === id);
+  if (!i) return null;
+  const p = new Page(ctx);
+  const affectedList = p.affected(i.component_ids).map((name) => ({ name }));
+  return p.render(TEMPLATES.incident, {
+    ...p.frame(`${i.name} · ${ctx.page.title}`, {}, `/incidents/${encodeURIComponent(i.id)}`),
+    name: i.name,
+    state: p.s.public_state[i.status],
+    impactLabel: p.s.impact[i.impact],
+    hasAffected: affectedList.length > 0,
+    affectedList,
+    updatesHeading: p.s.updates_heading,
+    updates: p.incidentUpdates(i),
+  });
+}
+
+/** null: no such maintenance. */
+export function renderMaintenance(ctx: RenderContext, id: string): string | null {
+  const m = ctx.snap.maintenances.find((x) => x.id === id);
+  if (!m) return null;
+  const p = new Page(ctx);
+  const affectedList = p.affected(m.component_ids).map((name) => ({ name }));
+  return p.render(TEMPLATES.maintenance, {
+    ...p.frame(`${m.name} · ${ctx.page.title}`, {}, `/maintenances/${encodeURIComponent(m.id)}`),
+    name: m.name,
+    state: p.s.maintenance_state[m.status],
+    window: p.window(m),
+    hasAffected: affectedList.length > 0,
+    affectedList,
+    updatesHeading: p.s.updates_heading,
+    updates: p.maintenanceUpdates(m),
+  });
+}
+
+/** null: a page number past the last page. */
+export function renderHistory(ctx: RenderContext, pageNo: number): string | null {
+  const p = new Page(ctx);
+  const all = ctx.snap.incidents;
+  const pages = Math.max(1, Math.ceil(all.length / HISTORY_PAGE_SIZE));
+  if (pageNo < 1 || pageNo > pages) return null;
+  const items = all.slice((pageNo - 1) * HISTORY_PAGE_SIZE, pageNo * HISTORY_PAGE_SIZE).map((i) => ({
+    href: p.paths.incident(i.id),
+    name: i.name,
+    state: p.s.public_state[i.status],
+    impactLabel: p.s.impact[i.impact],
+    at: p.time(i.created_at),
+  }));
+  return p.render(TEMPLATES.history, {
+    ...p.frame(
+      `${p.s.history_title} · ${ctx.page.title}`,
+      { history: true },
+      pageNo === 1 ? '/history' : `/history?page=${pageNo}`,
+    ),
+    hasItems: items.length > 0,
+    items,
+    paged: pages > 1,
+    pageOf: fill(p.s.page_of, { page: pageNo, pages }),
+    newer: pageNo > 1 ? p.paths.historyPage(pageNo - 1) : null,
+    older: pageNo < pages ? p.paths.historyPage(pageNo + 1) : null,
+  });
+}
+
+/** A page of the site that says one thing (not found), with the page's header and footer. */
+export function renderMessage(ctx: RenderContext, kind: 'not_found'): string {
+  const p = new Page(ctx);
+  const heading = p.s.not_found_title;
+  return p.render(TEMPLATES.message, {
+    ...p.frame(`${heading} · ${ctx.page.title}`, {}, null),
+    heading,
+    body: kind === 'not_found' ? p.s.not_found_body : '',
+    showHome: true,
+  });
+}
+
+/** A page without the page's config: not set up, or not readable yet. */
+export function renderBare(locale: StatusLocale, base: string, kind: 'not_set_up' | 'unavailable'): string {
+  const s = stringsOf(locale);
+  return Mustache.render(
+    TEMPLATES.bare,
+    {
+      lang: locale,
+      css: pathsOf(base).css,
+      heading: kind === 'not_set_up' ? s.not_set_up_title : s.unavailable_title,
+      body: kind === 'not_set_up' ? s.not_set_up_body : s.unavailable_body,
+    },
+    {},
+    ESCAPE,
+  );
+}
