@@ -17,6 +17,7 @@ import type { Incident } from '../domain/incident/incident.js';
 import { createIdGenerator } from '../domain/common/ids.js';
 import type { EdgeDeps } from '../http/endpoint.js';
 import { audienceRoutes } from '../http/routes/audiences.js';
+import { componentRoutes } from '../http/routes/components.js';
 import { connectionRoutes } from '../http/routes/connections.js';
 import { executionRoutes } from '../http/routes/executions.js';
 import { incidentRoutes } from '../http/routes/incidents.js';
@@ -28,6 +29,7 @@ import type { SlackEdge } from '../slack/app.js';
 import { RedisAnnouncementRepo } from '../store/announcements.js';
 import { RedisApiKeyRepo } from '../store/api-keys.js';
 import { RedisAudienceRepo } from '../store/audiences.js';
+import { RedisComponentRepo } from '../store/components.js';
 import { RedisConnectionRepo } from '../store/connections.js';
 import { RedisConversationRepo } from '../store/conversations.js';
 import { nodeTokenCrypto } from '../store/crypto.js';
@@ -290,6 +292,7 @@ function redisRepos(parts: RedisParts, executions: ServicePorts['repos']['execut
     conversations: new RedisConversationRepo(redis, keys),
     announcements: new RedisAnnouncementRepo(redis, keys),
     audiences: new RedisAudienceRepo(redis, keys),
+    components: new RedisComponentRepo(redis, keys),
     approvals: new RedisApprovalRepo(redis, keys),
   };
 }
@@ -302,6 +305,7 @@ function v1Routes(edge: EdgeDeps, services: Services, events: EventEndpointServi
     templateRoutes({ ...edge, templates: services.templates }, app, '/v1');
     connectionRoutes({ ...edge, connections: services.connections }, app, '/v1');
     audienceRoutes({ ...edge, audiences: services.audiences }, app, '/v1');
+    componentRoutes({ ...edge, components: services.components }, app, '/v1');
     executionRoutes({ ...edge, executions: services.executions, approvals: services.approvals }, app, '/v1');
     openApiRoutes(edge, app, '/v1');
   };

@@ -14,6 +14,7 @@ import type {
   ApprovalNotifier,
   ApprovalRepo,
   AudienceRepo,
+  ComponentRepo,
   ChannelSenders,
   Clock,
   ConnectionRepo,
@@ -35,6 +36,7 @@ import { AdminViewService } from '../services/admin-view.js';
 import { AnnouncementService } from '../services/announcement-service.js';
 import type { ApiKeyService } from '../services/api-keys.js';
 import { AudienceService } from '../services/audiences.js';
+import { ComponentService } from '../services/components.js';
 import { ApprovalService, LateApprovalNotifier } from '../services/approvals.js';
 import { ConnectionService } from '../services/connections.js';
 import { DeliveryService, type SendPacer } from '../services/deliveries.js';
@@ -60,6 +62,8 @@ export interface ServicePorts {
     conversations: ConversationRepo;
     announcements: AnnouncementRepo & AnnouncementReminderLog;
     audiences: AudienceRepo;
+    /** Components of the status page (absent: none exist here, e.g. service tests of other things). */
+    components?: ComponentRepo;
     /** Approval records and their schedules (absent: no execute holds anything for approval here). */
     approvals?: ApprovalRepo;
   };
@@ -164,6 +168,7 @@ export interface Services {
   audiences: AudienceService;
   /** Approve / reject held audiences; the worker expires them and tells approvers. */
   approvals: ApprovalService;
+  components: ComponentService;
 }
 
 export function buildServices(p: ServicePorts): Services {
@@ -236,8 +241,21 @@ export function buildServices(p: ServicePorts): Services {
     announcements: new AnnouncementService(repos.announcements),
     reminders: buildReminders(p),
     audiences: buildAudiences(p),
+    components: new ComponentService({ repo: p.repos.components ?? NO_COMPONENTS, clock, ids }),
   };
 }
+
+/** Where no component store is given (service tests of other things): there are none, and none can be made. */
+const NO_COMPONENTS: ComponentRepo = {
+  get: () => Promise.resolve(null),
+  getMany: (cids) => Promise.resolve(cids.map(() => null)),
+  listAll: () => Promise.resolve([]),
+  list: () => Promise.resolve({ data: [], nextCursor: null }),
+  events: () => Promise.resolve({ data: [], nextCursor: null }),
+  create: () => Promise.reject(new Error('no component store is wired')),
+  update: () => Promise.reject(new Error('no component store is wired')),
+  delete: () => Promise.reject(new Error('no component store is wired')),
+};
 
 /** Approvals over their store: decided by people, expired and told by the worker. */
 function buildApprovals(p: ServicePorts): ApprovalService {

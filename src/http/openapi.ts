@@ -8,6 +8,7 @@ import { z } from 'zod';
 import { bodyModeOf, openApiPath, type OperationDoc, type Route, type RouteTable } from './endpoint.js';
 import { problem } from './operation-docs.js';
 import { audienceRouteTable } from './routes/audiences.js';
+import { componentRouteTable } from './routes/components.js';
 import { connectionRouteTable } from './routes/connections.js';
 import { executionRouteTable } from './routes/executions.js';
 import { incidentRouteTable } from './routes/incidents.js';
@@ -27,6 +28,7 @@ const TABLES: readonly RouteTable<never>[] = [
   templateRouteTable,
   connectionRouteTable,
   audienceRouteTable,
+  componentRouteTable,
   eventEndpointRouteTable,
 ];
 

@@ -8,6 +8,7 @@ import type { Delivery, Execution } from '../domain/execution/execution.js';
 import type { ExecutionApprovals } from '../domain/execution/approval.js';
 import type { CommittedEffect } from './edge.js';
 import type { MessageRef } from '../domain/execution/conversation.js';
+import type { StoredComponent } from '../domain/component/component.js';
 import type { IncidentEvent } from '../domain/incident/incident-event.js';
 import type { Incident, IncidentStatus, Severity } from '../domain/incident/incident.js';
 import type { Page, PageRequest } from '../domain/common/pagination.js';
@@ -139,6 +140,37 @@ export interface AudienceRepo {
   update(prev: Audience, next: Audience): Promise<AudienceWriteOutcome>;
   /** Compare-and-set delete, refused ('in_use') while an approval for the audience is pending. */
   delete(prev: Audience): Promise<AudienceWriteOutcome>;
+}
+
+// ── components ───────────────────────────────────────────────────────────────────────────────
+
+export type ComponentWriteOutcome =
+  | { ok: true }
+  /** A compare-and-set lost: read again. */
+  | { ok: false; reason: 'conflict' }
+  /** Create and rename: another component has this name (ignoring case). */
+  | { ok: false; reason: 'name_taken' }
+  /** Create only: there are LIMITS.components components already. */
+  | { ok: false; reason: 'too_many' }
+  /** Delete only: these open incidents / active maintenances impact it. */
+  | { ok: false; reason: 'in_use'; sourceIds: string[] };
+
+/** Components (store/components.ts); their impacts are written by their sources' Changes. */
+export interface ComponentRepo {
+  get(id: string): Promise<StoredComponent | null>;
+  getMany(ids: string[]): Promise<(StoredComponent | null)[]>;
+  /** Every component (at most LIMITS.components), in page order. */
+  listAll(): Promise<StoredComponent[]>;
+  /** Newest first, cursor pages over the ids like the other lists. */
+  list(page: PageRequest): Promise<Page<StoredComponent>>;
+  /** The component's own timeline, oldest first, paged by offset. */
+  events(id: string, page: PageRequest): Promise<Page<IncidentEvent>>;
+  /** Stores a new component; its name must be free. */
+  create(c: StoredComponent): Promise<ComponentWriteOutcome>;
+  /** Compare-and-set: replaces `prev` with `next`, appending `events` to its timeline in the same step. */
+  update(prev: StoredComponent, next: StoredComponent, events: IncidentEvent[]): Promise<ComponentWriteOutcome>;
+  /** Compare-and-set delete, refused ('in_use') while anything impacts it. */
+  delete(prev: StoredComponent): Promise<ComponentWriteOutcome>;
 }
 
 // ── executions and delivery ──────────────────────────────────────────────────────────────────

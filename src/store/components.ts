@@ -1,10 +1,13 @@
 import type { RedisClient as Redis } from './redis-connect.js';
 import {
   componentNameKey,
+  componentWire,
   effectiveStatus,
   type ComponentStatus,
   type StoredComponent,
 } from '../domain/component/component.js';
+import type { IncidentEvent } from '../domain/incident/incident-event.js';
+import type { ComponentRepo, ComponentWriteOutcome } from '../ports/index.js';
 import { LIMITS } from '../domain/common/limits.js';
 import type { Page, PageRequest } from '../domain/common/pagination.js';
 import type { PublicComponent, PublicStatusChange } from '../domain/status/public.js';
@@ -12,6 +15,7 @@ import { Change } from './commit.js';
 import { loadJson, pageFiltered } from './index-page.js';
 import type { Keys } from './keys.js';
 import { bumpStatusVersion } from './status-version.js';
+import { appendSubjectEvents } from './timeline.js';
 
 /**
  * Components as JSON strings at `cmp:<id>` (StoredComponent), with:
@@ -99,15 +103,7 @@ export function stageImpacts(
   return changes;
 }
 
-export type ComponentWriteOutcome =
-  | { ok: true }
-  | { ok: false; reason: 'conflict' | 'name_taken' | 'too_many' }
-  | { ok: false; reason: 'in_use'; sourceIds: string[] };
-
-/** What a write also stages in its Change (the component's timeline events, say). */
-export type StageExtra = (change: Change) => void;
-
-export class RedisComponentRepo {
+export class RedisComponentRepo implements ComponentRepo {
   constructor(
     private readonly redis: Redis,
     private readonly keys: Keys,
@@ -174,13 +170,18 @@ export class RedisComponentRepo {
     return readHistory(this.redis, this.keys, [id], sinceMs).then((h) => h[0] ?? []);
   }
 
-  /** The component's own timeline, oldest first. */
-  async events(id: string): Promise<unknown[]> {
-    const raw = await this.redis.lrange(this.keys.componentEvents(id), 0, -1);
-    return raw.map((r) => JSON.parse(r) as unknown);
+  /** The component's own timeline, oldest first, paged by offset (the list only grows at its end). */
+  async events(id: string, page: PageRequest): Promise<Page<IncidentEvent>> {
+    const offset = page.cursor && 'offset' in page.cursor ? page.cursor.offset : 0;
+    const raw = await this.redis.lrange(this.keys.componentEvents(id), offset, offset + page.limit);
+    const items = raw.map((r) => JSON.parse(r) as IncidentEvent);
+    return {
+      data: items.slice(0, page.limit),
+      nextCursor: items.length > page.limit ? { offset: offset + page.limit } : null,
+    };
   }
 
-  async create(c: StoredComponent, extra?: StageExtra): Promise<ComponentWriteOutcome> {
+  async create(c: StoredComponent): Promise<ComponentWriteOutcome> {
     const k = this.keys;
     const count = await this.redis.hget(k.componentCount(), 'n');
     if (Number(count ?? 0) >= LIMITS.components) return { ok: false, reason: 'too_many' };
@@ -200,14 +201,21 @@ export class RedisComponentRepo {
       historyEntry(c.created_at, effectiveStatus(c)),
     );
     bumpStatusVersion(change, k);
-    extra?.(change);
     if (await change.commit({ kind: 'component', component: c })) return { ok: true };
     const holder = await this.redis.hget(k.componentNames(), nameKey);
     return holder !== null && holder !== c.id ? { ok: false, reason: 'name_taken' } : { ok: false, reason: 'conflict' };
   }
 
-  /** Replaces `prev` (compare-and-set) with `next`, recording an effective status change in the history. */
-  async update(prev: StoredComponent, next: StoredComponent, extra?: StageExtra): Promise<ComponentWriteOutcome> {
+  /**
+   * Replaces `prev` (compare-and-set) with `next`, recording an effective status change in the
+   * history and appending `events` to the component's timeline and the event outbox (with the
+   * component as the API shows it after the change).
+   */
+  async update(
+    prev: StoredComponent,
+    next: StoredComponent,
+    events: IncidentEvent[] = [],
+  ): Promise<ComponentWriteOutcome> {
     const k = this.keys;
     const prevJson = JSON.stringify(prev);
     const change = new Change(this.redis).expect(k.component(prev.id), prevJson);
@@ -223,7 +231,10 @@ export class RedisComponentRepo {
     const to = effectiveStatus(next);
     if (effectiveStatus(prev) !== to) stageHistory(change, k, prev, next.updated_at, to);
     bumpStatusVersion(change, k);
-    extra?.(change);
+    appendSubjectEvents(change, k, next.id, events, {
+      list: k.componentEvents(next.id),
+      resource: componentWire(next),
+    });
     if (await change.commit()) return { ok: true };
     if ((await this.redis.get(k.component(prev.id))) !== prevJson) return { ok: false, reason: 'conflict' };
     return { ok: false, reason: 'name_taken' };

@@ -213,6 +213,23 @@ export function affectedBy(c: Pick<StoredComponent, 'impacts'>): ComponentWire['
     .map((id) => ({ kind: impactKind(id), id, status: c.impacts[id]! }));
 }
 
+/** The component as the API shows it: the record without `impacts` and `rev`, with its effective status. */
+export function componentWire(c: StoredComponent): ComponentWire {
+  return {
+    id: c.id,
+    name: c.name,
+    description: c.description,
+    group: c.group,
+    position: c.position,
+    status: effectiveStatus(c),
+    manual_status: c.manual_status,
+    show_on_status_page: c.show_on_status_page,
+    affected_by: affectedBy(c),
+    created_at: c.created_at,
+    updated_at: c.updated_at,
+  };
+}
+
 /** The key names are unique under: case and compatibility forms folded. */
 export function componentNameKey(componentName: string): string {
   return componentName.normalize('NFKC').toLowerCase();
