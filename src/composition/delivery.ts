@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { createSmtpClient } from '../channels/email/send.js';
 import type { Config } from '../config.js';
+import type { StatusPagePort } from '../contracts/channel.js';
 import type { OutboundAllow } from '../domain/connection/address-policy.js';
 import type { Clock } from '../domain/common/clock.js';
 import { createConnectionTester } from '../delivery/connection-tester.js';
@@ -23,6 +24,7 @@ import type { DeliveryService } from '../services/deliveries.js';
 import type { ReminderService } from '../services/reminders.js';
 import { replicaWaitFromConfig } from '../store/durability.js';
 import { RedisExecutionRepo } from '../store/executions.js';
+import { RedisPublicIncidentStore } from '../store/public-incidents.js';
 import type { Keys } from '../store/keys.js';
 import type { RedisClient as Redis, RedisTarget } from '../store/redis-connect.js';
 import { BULK_COMMAND_TIMEOUT_MS, createRedis, isRedisUnavailable, redisErrorLogger } from '../store/redis.js';
@@ -37,6 +39,8 @@ export async function composeChannels(
   config: Config,
   allow: OutboundAllow,
   clock: Clock,
+  /** Herald's own status page store, which the status_page channel publishes into. */
+  statusPage?: StatusPagePort,
 ): Promise<{ senders: ChannelSenders; tester: ConnectionTester }> {
   const http = createOutboundHttp(allow, {
     trustedBaseUrls: [config.SLACK_API_URL, config.TELEGRAM_API_URL],
@@ -48,10 +52,16 @@ export async function composeChannels(
     telegramApiUrl: config.TELEGRAM_API_URL,
     now: () => clock.now().getTime(),
     smtp: createSmtpClient({ guard: http.guard }),
+    ...(statusPage ? { statusPage } : {}),
   };
   const adapters = await loadChannelAdapters();
   const senders = createChannelSenders(adapters, deps);
   return { senders, tester: createConnectionTester({ ...deps, adapters, senders, clock }) };
+}
+
+/** The status page's published incidents, in Redis: what the status_page channel publishes into. */
+export function statusPageStore(o: Pick<RedisParts, 'redis' | 'keys' | 'clock'>): StatusPagePort {
+  return new RedisPublicIncidentStore(o.redis, o.keys, () => o.clock.now().getTime());
 }
 
 /** Where Redis is and how this process talks to it (shared by the delivery store and the worker). */

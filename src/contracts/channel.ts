@@ -213,6 +213,20 @@ export interface OutboundMessage {
 export const PUBLIC_STATUSES = ['investigating', 'identified', 'monitoring', 'resolved'] as const;
 export type PublicStatus = (typeof PUBLIC_STATUSES)[number];
 
+/** The incident's status → the public state an update shows when the execute names none. */
+export function publicStatusOf(incidentStatus: string): PublicStatus {
+  switch (incidentStatus) {
+    case 'identified':
+    case 'monitoring':
+      return incidentStatus;
+    case 'resolved':
+    case 'closed':
+      return 'resolved';
+    default:
+      return 'investigating';
+  }
+}
+
 // ── the result of a send ─────────────────────────────────────────────────────────────────────
 
 /** Why a failure happened, beyond its outcome: what a connection test reports (not stored). */

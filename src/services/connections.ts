@@ -30,7 +30,8 @@ import {
   type PlainConfig,
   type SealedSecret,
 } from '../domain/connection/connection.js';
-import { checkRevision, DomainError, emptyPatch, keptChanging, notFound } from '../domain/common/errors.js';
+import { channelOf } from '../channels/index.js';
+import { checkRevision, DomainError, emptyPatch, fieldError, keptChanging, notFound } from '../domain/common/errors.js';
 import { isId } from '../domain/common/ids.js';
 import { expectCursorKind, type Page, type PageRequest } from '../domain/common/pagination.js';
 import { parseInput, toFieldErrors } from '../domain/common/validation.js';
@@ -227,6 +228,12 @@ export class ConnectionService {
     const current = await this.get(id);
     const body = parseInput(ConnectionTestRequestSchema, input ?? {});
     const sendMessage = body.send_message ?? false;
+    if (sendMessage && channelOf(current.type).publishesPublicly)
+      throw fieldError(
+        'status_page_test_refused',
+        'send_message',
+        `A test message to a ${current.type} connection would be published to customers; run the read-only test instead.`,
+      );
     const conn = this.forDelivery(current);
     const config = conn.config as PlainConfig;
     const now = iso(this.d.clock.now());
@@ -242,6 +249,17 @@ export class ConnectionService {
       result = localTestResult('invalid_config', method, detail, now);
     } else if (blocked.length > 0) {
       result = localTestResult('blocked_by_policy', method, blocked.map((e) => e.message).join(' '), now);
+    } else if (!sendMessage && check === null && channelOf(current.type).publishesPublicly) {
+      // Herald's own page: nothing outside to reach, nothing that could be wrong.
+      result = {
+        ...localTestResult(
+          'ok',
+          null,
+          'Nothing to check: the status page is served by Herald itself; its config was validated.',
+          now,
+        ),
+        ok: true,
+      };
     } else if (!sendMessage && check === null) {
       result = localTestResult(
         'needs_send_message',

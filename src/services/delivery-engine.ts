@@ -256,6 +256,7 @@ export class DeliveryEngine {
         url: incidentUrl(this.d.publicUrl, d.incident_id),
       },
       content: d.content,
+      ...(d.public_status !== undefined ? { publicStatus: d.public_status } : {}),
     };
   }
 

@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import { channelOf } from '../channels/index.js';
+import type { PublicStatus } from '../contracts/channel.js';
 import type { Actor } from '../domain/common/actor.js';
 import { iso } from '../domain/common/clock.js';
 import { DomainError } from '../domain/common/errors.js';
@@ -7,6 +9,7 @@ import {
   ExecuteRequestSchema,
   RedeliverRequestSchema,
   newDelivery,
+  publicStatusOf,
   type Delivery,
   type Execution,
   type RenderedContent,
@@ -206,7 +209,15 @@ export class ExecutionService {
         const threads = await this.d.conversations.threads(incident.id, [
           ...new Set(plan.items.filter((p) => !p.audience?.approval.required).map((p) => p.connection.id)),
         ]);
-        const deliveries = newDeliveries(this.d.ids, executionId, incident.id, plan.items, conversationPlaces(threads));
+        const publicStatus = body.public_status ?? publicStatusOf(incident.status);
+        const deliveries = newDeliveries(
+          this.d.ids,
+          executionId,
+          incident.id,
+          plan.items,
+          conversationPlaces(threads),
+          publicStatus,
+        );
         const templateVersions = Object.fromEntries(plan.templates.map((t) => [t.id, t.version]));
         const parts = plan.parts ? executionAudiences(plan.parts, plan.items, deliveries) : undefined;
         const execution: Execution = {
@@ -217,6 +228,7 @@ export class ExecutionService {
           template_versions: templateVersions,
           delivery_ids: deliveries.map((x) => x.id),
           ...(parts ? { audiences: parts } : {}),
+          public_status: publicStatus,
         };
         const approvals = plan.parts ? approvalsFor(execution, plan.parts, parts ?? [], actor, clockNow) : null;
         const cadence = cadenceAfterExecute(body.next_update_in, clockNow, actor);
@@ -477,6 +489,7 @@ function newDeliveries(
   incidentId: string,
   items: PlannedItem[],
   place: ReturnType<typeof conversationPlaces>,
+  publicStatus: PublicStatus,
 ): Delivery[] {
   return items.map((p) => {
     const id = ids.next('delivery');
@@ -493,6 +506,8 @@ function newDeliveries(
       ...(held ? {} : place(p.connection.id, id)),
       audience: p.audience?.key ?? null,
       held,
+      // What a status page shows with it; other channels have no public state.
+      ...(channelOf(p.connection.type).publishesPublicly ? { publicStatus } : {}),
     });
   });
 }

@@ -3,7 +3,9 @@ import { withoutConnection, type Audience } from '../domain/audience/audience.js
 import type { ConnectionRecord } from '../domain/connection/connection.js';
 import type { Page, PageRequest } from '../domain/common/pagination.js';
 import type { ConnectionFilter, ConnectionRepo } from '../ports/index.js';
+import { DomainError } from '../domain/common/errors.js';
 import { Change } from './commit.js';
+import { bumpStatusVersion } from './status-version.js';
 import { loadJson, pageFiltered } from './index-page.js';
 import type { Keys } from './keys.js';
 
@@ -30,21 +32,38 @@ export class RedisConnectionRepo implements ConnectionRepo {
     );
   }
 
-  create(connection: ConnectionRecord, signingSecret: string | null = null): Promise<boolean> {
+  /**
+   * A status page claims the one place there is (keys.statusPage()) in the same Change: a second
+   * one answers 409 status_page_exists, whoever won the race. Its config is what the public page
+   * shows, so its writes bump the status version.
+   */
+  async create(connection: ConnectionRecord, signingSecret: string | null = null): Promise<boolean> {
     const k = this.keys;
-    return new Change(this.redis)
+    const change = new Change(this.redis)
       .expect(k.connection(connection.id), null)
       .write('SET', k.connection(connection.id), JSON.stringify(connection))
-      .write('ZADD', k.connections(), '0', connection.id)
-      .commit({ kind: 'connection', connection, signingSecret });
+      .write('ZADD', k.connections(), '0', connection.id);
+    const page = isStatusPage(connection);
+    if (page) {
+      change.expect(k.statusPage(), null).write('SET', k.statusPage(), connection.id);
+      bumpStatusVersion(change, k);
+    }
+    const done = await change.commit({ kind: 'connection', connection, signingSecret });
+    if (!done && page && (await this.redis.exists(k.statusPage())) === 1)
+      throw new DomainError(
+        'status_page_exists',
+        'This Herald already has its status page; change that connection, or delete it first.',
+      );
+    return done;
   }
 
   update(prev: ConnectionRecord, next: ConnectionRecord): Promise<boolean> {
     const k = this.keys;
-    return new Change(this.redis)
+    const change = new Change(this.redis)
       .expect(k.connection(prev.id), JSON.stringify(prev))
-      .write('SET', k.connection(next.id), JSON.stringify(next))
-      .commit();
+      .write('SET', k.connection(next.id), JSON.stringify(next));
+    if (isStatusPage(next)) bumpStatusVersion(change, k);
+    return change.commit();
   }
 
   /**
@@ -67,6 +86,11 @@ export class RedisConnectionRepo implements ConnectionRepo {
       const next = withoutConnection(JSON.parse(json) as Audience, prev.id, at);
       change.expect(k.audience(id), json).write('SET', k.audience(id), JSON.stringify(next));
     });
+    // The status page frees its place (checked: it is this connection's to free).
+    if (isStatusPage(prev)) {
+      change.expect(k.statusPage(), prev.id).write('DEL', k.statusPage());
+      bumpStatusVersion(change, k);
+    }
     return change
       .write('DEL', k.connection(prev.id))
       .write('ZREM', k.connections(), prev.id)
@@ -86,3 +110,6 @@ export class RedisConnectionRepo implements ConnectionRepo {
     );
   }
 }
+
+/** The public status page's connection: one per Herald (see create). */
+const isStatusPage = (c: Pick<ConnectionRecord, 'type'>): boolean => c.type === 'status_page';

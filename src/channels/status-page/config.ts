@@ -39,8 +39,7 @@ const publicUrl = httpUrl('public_url')
   .meta({ description: 'Where customers reach the page (links in feeds and the JSON); no trailing slash is kept.' });
 
 /** An https URL (a logo loads on the customer's page: plain http would be mixed content). */
-const httpsUrl = (what: string) =>
-  httpUrl(what).refine((v) => /^https:/i.test(v), `${what} must be an https URL.`);
+const httpsUrl = (what: string) => httpUrl(what).refine((v) => /^https:/i.test(v), `${what} must be an https URL.`);
 
 /** An origin a page may be framed by: `https://host[:port]`, nothing after it. */
 const origin = httpUrl('frame_ancestors entry').refine((v) => {

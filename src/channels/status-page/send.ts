@@ -1,12 +1,6 @@
 import type { StatusPageConfig } from './config.js';
-import type {
-  ChannelAdapter,
-  ChannelDeps,
-  MessageRef,
-  OutboundMessage,
-  PublicStatus,
-  SendResult,
-} from '../../contracts/channel.js';
+import type { ChannelAdapter, ChannelDeps, MessageRef, OutboundMessage, SendResult } from '../../contracts/channel.js';
+import { publicStatusOf } from '../../contracts/channel.js';
 import { refused } from '../common/http-outcome.js';
 
 /**
@@ -24,21 +18,6 @@ import { refused } from '../common/http-outcome.js';
  * never publishes (the service refuses send_message on a status page before it gets here; a test
  * message reaching the sender is refused again, so no customer ever reads one).
  */
-
-/** The incident's status → the public state its update shows, when the execute named none. */
-export function publicStatusOf(incidentStatus: string): PublicStatus {
-  switch (incidentStatus) {
-    case 'identified':
-      return 'identified';
-    case 'monitoring':
-      return 'monitoring';
-    case 'resolved':
-    case 'closed':
-      return 'resolved';
-    default:
-      return 'investigating';
-  }
-}
 
 /** The page's link to an incident: `<public_url>/incidents/<id>`. */
 export function incidentPermalink(config: Pick<StatusPageConfig, 'public_url'>, incidentId: string): string {

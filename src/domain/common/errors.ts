@@ -31,6 +31,8 @@ export const ERROR_CODES = [
   'component_name_taken',
   'component_in_use',
   'unknown_component',
+  'status_page_exists',
+  'status_page_test_refused',
   'no_approvers',
   'invalid_approver',
   'secret_required',

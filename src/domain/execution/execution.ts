@@ -1,5 +1,11 @@
 import { z } from 'zod';
-import { ChannelTypeSchema, type ChannelType, type RenderedContent } from '../../contracts/channel.js';
+import {
+  ChannelTypeSchema,
+  PUBLIC_STATUSES,
+  type ChannelType,
+  type PublicStatus,
+  type RenderedContent,
+} from '../../contracts/channel.js';
 import { VariablesSchema } from '../template/variables.js';
 import {
   MessageRefSchema,
@@ -32,6 +38,11 @@ export const EXECUTION_STATUSES = [
 export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
 export type ExecutionStatus = (typeof EXECUTION_STATUSES)[number];
 
+/** The public state of an update on the status page (Statuspage's incident statuses). */
+export const PublicStatusSchema = z.enum(PUBLIC_STATUSES).meta({ id: 'PublicStatus' });
+
+export { publicStatusOf } from '../../contracts/channel.js';
+
 export const ExecuteRequestSchema = z
   .strictObject({
     variables: VariablesSchema.default({}),
@@ -41,6 +52,10 @@ export const ExecuteRequestSchema = z
         'Audience keys to execute to (not with `connection_ids`). Each audience gets its own templates on its own connections; an audience whose approval is required is held as `pending_approval` until approved. Without both: `HERALD_DEFAULT_AUDIENCES` when set, else every enabled connection.',
     }),
     next_update_in: NextUpdateInSchema.optional(),
+    public_status: PublicStatusSchema.optional().meta({
+      description:
+        'The state a status page shows with this update (`investigating`, `identified`, `monitoring`, `resolved`). Default: from the incident status at execute time (`closed` shows `resolved`). Only a `status_page` connection uses it.',
+    }),
   })
   .meta({ id: 'ExecuteRequest' });
 export type ExecuteRequest = z.infer<typeof ExecuteRequestSchema>;
@@ -158,6 +173,8 @@ export interface Delivery
   sending_since: string | null;
   /** Bumped by redeliver so the re-queued job gets a fresh queue id. */
   round: number;
+  /** A status_page delivery of an execute: the public state it publishes (its execution's `public_status`). */
+  public_status?: PublicStatus;
   /**
    * Index into `attempts` where the current round began: its attempt budget (MAX_ATTEMPTS) and
    * retry window count from there, so a redeliver gets a fresh budget.
@@ -195,6 +212,12 @@ export interface Execution {
    * approvals are stored apart (they change; this record does not) and merged when presented.
    */
   audiences?: StoredExecutionAudience[];
+  /**
+   * An execute's public state (the body's `public_status`, else mapped from the incident's status
+   * at execute time): what its status_page deliveries publish. Absent on corrections, retractions
+   * and records from before the status page.
+   */
+  public_status?: PublicStatus;
 }
 
 /** One audience of an execution as recorded at execute (see ExecutionAudienceSchema for the wire shape). */
@@ -253,6 +276,8 @@ export function newDelivery(p: {
   audience?: string | null;
   /** Held for its audience's approval: no place in the conversation until approved. */
   held?: boolean;
+  /** The public state a status_page delivery publishes. */
+  publicStatus?: PublicStatus;
 }): Delivery {
   return {
     id: p.id,
@@ -277,6 +302,7 @@ export function newDelivery(p: {
     sequence: p.sequence ?? 1,
     previous_delivery_id: p.previousDeliveryId ?? null,
     ...(p.audience !== undefined && p.audience !== null ? { audience: p.audience } : {}),
+    ...(p.publicStatus !== undefined ? { public_status: p.publicStatus } : {}),
     ...(p.kind !== undefined && p.kind !== 'announcement' ? { execution_kind: p.kind } : {}),
     ...(p.targets
       ? { target_delivery_id: p.targets.deliveryId, planned_action: p.targets.action, target: p.targets.message }

@@ -32,6 +32,8 @@ export const STATUS_BY_CODE: Record<ErrorCode, number> = {
   component_name_taken: 409,
   component_in_use: 409,
   unknown_component: 422,
+  status_page_exists: 409,
+  status_page_test_refused: 422,
   no_approvers: 422,
   invalid_approver: 422,
   secret_required: 422,

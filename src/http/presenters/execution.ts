@@ -4,6 +4,7 @@ import { MESSAGE_KINDS } from '../../domain/execution/conversation.js';
 import {
   DeliverySchema,
   EXECUTION_STATUSES,
+  PublicStatusSchema,
   executionStatus,
   isTerminal,
   type Delivery,
@@ -34,6 +35,10 @@ export const ExecutionSchema = z
     audiences: z.array(ExecutionAudienceSchema).meta({
       description:
         'The audiences it went to (empty for an execute without audiences): which deliveries each got, why one got none, and the approval of each held one.',
+    }),
+    public_status: PublicStatusSchema.nullable().meta({
+      description:
+        'The state a status page shows with this execute’s updates: the execute’s `public_status`, else mapped from the incident status at execute time. Null for corrections and retractions (they keep the state of what they correct).',
     }),
     deliveries: z.array(DeliverySchema),
   })
@@ -94,6 +99,7 @@ export function presentExecution(
     created_at: e.created_at,
     completed_at: completed,
     audiences: presentAudiences(e, approvals),
+    public_status: e.public_status ?? null,
     deliveries: deliveries.map(presentDelivery),
   };
 }
