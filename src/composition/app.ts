@@ -48,6 +48,7 @@ import { createRedis, readRedisFacts, whenReady, type RedisFacts } from '../stor
 import { RedisTemplateRepo } from '../store/templates.js';
 import {
   composeChannels,
+  statusPageStore,
   deliveryWorker,
   openDeliveryStore,
   REMINDER_LEASE_MS,
@@ -222,7 +223,7 @@ async function composeServices(
     deliveryChanged: new Topic<[Delivery]>('delivery change', log),
   };
   const allow = outboundAllow(config.HERALD_OUTBOUND_ALLOW);
-  const channels = await composeChannels(config, allow, clock);
+  const channels = await composeChannels(config, allow, clock, statusPageStore(parts));
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'herald_' });
   const store = openDeliveryStore(parts, registry);
