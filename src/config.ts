@@ -156,6 +156,19 @@ const EnvSchema = z
     HERALD_SLACK_CHANNEL: z.string().min(1).optional(),
     HERALD_SLACK_ADMINS: csv.default([]),
     HERALD_TRUST_PROXY: bool.default(false),
+    /**
+     * A host name (`status.example.com`) whose requests get the public status page at `/` and
+     * nothing else (docs/status-page.md); unset: the page is at /status only.
+     */
+    HERALD_STATUS_HOST: z
+      .string()
+      .trim()
+      .toLowerCase()
+      .regex(
+        /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/,
+        'must be a host name (no scheme, port or path)',
+      )
+      .optional(),
   })
   .superRefine((env, ctx) => {
     // One way to reach Redis: two would leave it ambiguous which one holds the data.

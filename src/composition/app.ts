@@ -65,6 +65,7 @@ import { composeEvents, type EventParts } from './event-endpoints.js';
 import { eventEndpointRoutes } from '../http/routes/event-endpoints.js';
 import type { EventEndpointService } from '../services/events.js';
 import { checkRedis, openSecretBox, outboundAllow } from './startup-checks.js';
+import { composeStatusSite } from '../status/compose.js';
 
 export { openCore, StartupError, type Core } from './cli.js';
 export type { Services } from './services.js';
@@ -120,6 +121,9 @@ export async function createHerald(opts: HeraldOptions): Promise<Herald> {
       }),
       idempotency: new RedisIdempotencyStore(redis, keys, box),
     };
+    // The public status page, in processes that serve HTTP (its snapshot polls Redis while read).
+    const status = plan.serveHttp ? composeStatusSite(parts) : null;
+    if (status) opened.push(() => status.close());
     const { app, finish } = createHttpApp({
       log,
       registry,
@@ -127,6 +131,9 @@ export async function createHerald(opts: HeraldOptions): Promise<Herald> {
       readiness: readinessOf(redis),
       api: v1Routes(edge, services, integratorEvents.service),
       trustProxy: config.HERALD_TRUST_PROXY,
+      ...(status
+        ? { statusPage: { handler: (base: string) => status.handler(base), host: config.HERALD_STATUS_HOST } }
+        : {}),
     });
     const slack = await slackEdge(config, plan, log, clock, app, {
       services,

@@ -1,7 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import express, { type Express, type Router } from 'express';
+import express, { type Express, type RequestHandler, type Router } from 'express';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { DomainError } from '../domain/common/errors.js';
@@ -28,6 +28,12 @@ export interface ServerDeps {
    */
   api: (app: Router) => void;
   trustProxy: boolean;
+  /**
+   * The public status page (src/status/): served at /status, and at / of `host` when set, where
+   * nothing else is served. Mounted ahead of everything but the edge: no deadline, no body
+   * parser, no auth, and an API request passes it with one path test.
+   */
+  statusPage?: { handler(base: string): RequestHandler; host: string | undefined };
 }
 
 /**
@@ -46,6 +52,7 @@ export function createHttpApp(deps: ServerDeps): { app: Express; finish: () => v
   app.set('trust proxy', deps.trustProxy);
   // Request id, access log, metrics and the malformed-path 400, in one layer (middleware/edge.ts).
   app.use(edge(deps.log, deps.registry));
+  if (deps.statusPage) mountStatusPage(app, deps.statusPage);
   // One deadline per request over all its Redis calls; the API and /readyz answer 503 by it.
   app.use(requestDeadline((path) => path.startsWith('/v1/') || path === '/readyz'));
 
@@ -83,6 +90,22 @@ export function createHttpApp(deps: ServerDeps): { app: Express; finish: () => v
     );
   };
   return { app, finish };
+}
+
+/**
+ * The status page's host answers every request with the page (its own 404 page included): an
+ * API, Slack or metrics path there is never passed on. Other hosts get the page under /status.
+ */
+function mountStatusPage(app: Express, page: NonNullable<ServerDeps['statusPage']>): void {
+  if (page.host !== undefined) {
+    const host = page.host;
+    const own = page.handler('');
+    app.use((req, res, next) => {
+      if (req.hostname.toLowerCase() === host) own(req, res, next);
+      else next();
+    });
+  }
+  app.use('/status', page.handler('/status'));
 }
 
 /** /healthz, /readyz and /metrics. */

@@ -137,8 +137,14 @@ export function fixtureSnapshot(over: Partial<StatusSnapshot> = {}): StatusSnaps
       created_at: at(2 * DAY_MIN),
       updated_at: at(20),
       updates: [
-        { id: 'mu_2', status: 'in_progress', body: 'The upgrade has started.', created_at: at(20) },
-        { id: 'mu_1', status: 'scheduled', body: 'We will upgrade the database.', created_at: at(2 * DAY_MIN) },
+        { id: 'mu_2', status: 'in_progress', body: 'The upgrade has started.', kind: 'transition', created_at: at(20) },
+        {
+          id: 'mu_1',
+          status: 'scheduled',
+          body: 'We will upgrade the database.',
+          kind: 'update',
+          created_at: at(2 * DAY_MIN),
+        },
       ],
     },
     {
@@ -150,7 +156,9 @@ export function fixtureSnapshot(over: Partial<StatusSnapshot> = {}): StatusSnaps
       component_ids: ['cmp_web', 'cmp_api'],
       created_at: at(60),
       updated_at: at(60),
-      updates: [{ id: 'mu_3', status: 'scheduled', body: 'Switches are replaced.', created_at: at(60) }],
+      updates: [
+        { id: 'mu_3', status: 'scheduled', body: 'Switches are replaced.', kind: 'update', created_at: at(60) },
+      ],
     },
   ];
   return {
@@ -163,3 +171,17 @@ export function fixtureSnapshot(over: Partial<StatusSnapshot> = {}): StatusSnaps
     ...over,
   };
 }
+
+/** A status_page connection's create body (POST /v1/connections). */
+export const STATUS_CONNECTION = {
+  name: 'Public status',
+  type: 'status_page',
+  config: {
+    title: 'Herald test status',
+    public_url: 'https://status.herald.test',
+    time_zone: 'Europe/Berlin',
+    locale: 'en',
+    support_url: 'https://herald.test/support',
+    frame_ancestors: ['https://intranet.example.com'],
+  },
+};
