@@ -147,6 +147,8 @@ export async function createHerald(opts: HeraldOptions): Promise<Herald> {
     reminderNotifier.attach(slack?.announcer ?? null);
     // Approvers hear of approvals in Slack (DMs and the announcement's thread) when Slack is on.
     approvalNotifier.attach(slack?.approvals ?? null);
+    // The Slack admins hear of an event endpoint Herald disabled (a worker has the bot token).
+    integratorEvents.attachAdmins(slack?.admins ?? null);
     if (slack) {
       // The announcement follows its incident, and its receipts every delivery change, in whichever process made it.
       events.incidentChanged.on((incident, kind) => slack.announcer.incidentChanged(incident, kind));

@@ -23,6 +23,8 @@ const EVENT_IDLE_MS = 100;
 export interface EventParts {
   service: EventEndpointService;
   dispatcher: EventDispatcher;
+  /** Who tells the Slack admins of a disabled endpoint (null: Slack is off, the log only). Once, before start. */
+  attachAdmins(target: EndpointNotifier | null): void;
   /** Starts the dispatcher loop (the worker role). Once. */
   start(): void;
   close(): Promise<void>;
@@ -41,11 +43,15 @@ export function composeEvents(o: {
     resolver: createBoundedResolver({ servers: o.config.HERALD_DNS_SERVERS }),
     maxResponseBytes: 64 * 1024,
   });
-  // No port reaches the Slack admins outside a conversation yet: a disabled endpoint is logged
-  // (warn) and shows `disabled_reason` in the API.
+  // A disabled endpoint is always logged (warn) and shows `disabled_reason` in the API; the Slack
+  // admins are told too once the Slack edge is attached (it is built after these parts).
+  let admins: EndpointNotifier | null = null;
+  let attached = false;
   const notifier: EndpointNotifier = {
-    endpointDisabled: (e, reason) =>
-      o.log.warn({ endpoint: e.id, reason }, 'event endpoint disabled by Herald (docs/events.md)'),
+    async endpointDisabled(e, reason) {
+      o.log.warn({ endpoint: e.id, reason }, 'event endpoint disabled by Herald (docs/events.md)');
+      await admins?.endpointDisabled(e, reason);
+    },
   };
   const deps = {
     store: new RedisEventStore(o.redis, o.keys),
@@ -65,6 +71,11 @@ export function composeEvents(o: {
   return {
     service: new EventEndpointService(deps),
     dispatcher,
+    attachAdmins(target) {
+      if (attached) throw new Error('the admins of event endpoints are already attached');
+      attached = true;
+      admins = target;
+    },
     start() {
       loop ??= startEventDispatcher(dispatcher, EVENT_IDLE_MS, o.log);
     },

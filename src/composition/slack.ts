@@ -51,7 +51,8 @@ export async function slackEdge(
       {
         botToken,
         apiUrl: config.SLACK_API_URL,
-        settings: { admins: [], defaultChannel: config.HERALD_SLACK_CHANNEL ?? null },
+        // No listeners read the admins here; the admin notices (event endpoints disabled) do.
+        settings: { admins: config.HERALD_SLACK_ADMINS, defaultChannel: config.HERALD_SLACK_CHANNEL ?? null },
         log,
         now: () => clock.now(),
         ...wiring,

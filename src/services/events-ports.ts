@@ -17,6 +17,7 @@ export interface EventStore {
   deleteEndpoint(prev: EndpointRecord): Promise<boolean>;
   markFailing(endpointId: string, nowMs: number): Promise<number>;
   markHealthy(endpointId: string): Promise<void>;
+  claimDisableNotice(endpointId: string, rev: number): Promise<boolean>;
   ingest(max: number): Promise<number>;
   pendingFanout(max: number): Promise<StoredEvent[]>;
   getEvents(ids: string[]): Promise<StoredEvent[]>;
@@ -42,9 +43,8 @@ export interface EventStore {
 }
 
 /**
- * Told when Herald disables an endpoint (410 Gone, or failing for 3 days). The composition root
- * logs it; Herald has no channel to the Slack admins outside a conversation yet, so telling them
- * in Slack is this port's to add (docs/events.md says what an operator sees).
+ * Told when Herald disables an endpoint (410 Gone, or failing for 3 days), once per disable (the
+ * dispatcher claims it). The composition root logs it and tells the Slack admins when Slack is on.
  */
 export interface EndpointNotifier {
   endpointDisabled(endpoint: EndpointRecord, reason: 'gone' | 'failing'): Promise<void> | void;

@@ -529,7 +529,11 @@ export class EventDispatcher {
       },
       () => keptChanging('event endpoint'),
     );
-    if (disabled) await this.d.notifier.endpointDisabled(disabled, reason);
+    // One notice per disable, whichever worker (or retry) gets here: the CAS above makes one
+    // writer; the claim keeps a notice from being given twice all the same.
+    const off = disabled as EndpointRecord | null; // set in the closure above
+    if (off !== null && (await this.d.store.claimDisableNotice(off.id, off.rev)))
+      await this.d.notifier.endpointDisabled(off, reason);
   }
 
   /** The retention job: a bounded step at most once a minute. */

@@ -15,6 +15,7 @@ import type { AccessPolicy } from '../services/access.js';
 import { registerActions } from './listeners/actions.js';
 import { registerApprovalActions } from './listeners/approvals.js';
 import { SlackApprovalNotifier } from './approvals.js';
+import { SlackAdminNotifier } from './admin-notices.js';
 import type { ApprovalMessageLog } from '../ports/notices.js';
 import { Announcer } from './announcer.js';
 import { registerCommands } from './listeners/commands.js';
@@ -66,6 +67,8 @@ export interface SlackEdge {
   announcer: Announcer;
   /** Tells approvers (DMs with Approve / Reject) and the announcement's thread about approvals. */
   approvals: SlackApprovalNotifier;
+  /** Tells the admins (DMs, and HERALD_SLACK_CHANNEL) what Herald did on its own: a disabled event endpoint. */
+  admins: SlackAdminNotifier;
   /** Connects Socket Mode (a no-op in HTTP mode, where Express carries the requests). */
   start(): Promise<void>;
   stop(): Promise<void>;
@@ -107,6 +110,7 @@ export function createSlackEdge(opts: SlackEdgeOptions, expressApp: Express): Sl
     receipts: announcer,
     log,
   });
+  const admins = new SlackAdminNotifier({ client, settings: opts.settings, log });
 
   // A fixed authorization: Herald is installed in one workspace with one bot token. Returning it
   // here (instead of passing `token`) keeps Bolt from calling auth.test on every request.
@@ -163,6 +167,7 @@ export function createSlackEdge(opts: SlackEdgeOptions, expressApp: Express): Sl
     mode,
     announcer,
     approvals,
+    admins,
     async start() {
       await socket?.start();
     },

@@ -182,6 +182,15 @@ export class RedisEventStore {
     return Number((await this.redis.hget(key, endpointId)) ?? nowMs);
   }
 
+  /**
+   * Claims telling the admins of one disable (the endpoint's record at `rev`): true for the one
+   * caller that gets it, whichever worker. Kept a week, far past any retry of the same disable.
+   */
+  async claimDisableNotice(endpointId: string, rev: number): Promise<boolean> {
+    const set = await this.redis.set(this.keys.eventEndpointNotice(endpointId, rev), '1', 'PX', 7 * 86_400_000, 'NX');
+    return set === 'OK';
+  }
+
   async markHealthy(endpointId: string): Promise<void> {
     await this.redis.hdel(this.keys.eventEndpointFailing(), endpointId);
   }

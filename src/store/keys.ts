@@ -99,6 +99,8 @@ export function createKeys(prefix: string) {
     eventEndpointDeliveries: (id: string) => `${t}:evp:${id}:dlvs`,
     /** Endpoint id → since when (ms) it has failed without a success in between. */
     eventEndpointFailing: () => `${t}:evp-failing`,
+    /** The claim of the admins' notice of one disable (endpoint, its rev when disabled): one notice per disable. */
+    eventEndpointNotice: (id: string, rev: number) => `${t}:evp:${id}:notice:${rev}`,
     eventDelivery: (id: string) => `${t}:evd:${id}`,
     /** Event deliveries waiting for their next attempt, score = when (ms); a claim moves it a lease ahead. */
     eventDue: () => `${t}:evd-due`,
