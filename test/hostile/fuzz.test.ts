@@ -214,6 +214,7 @@ const CHANNEL = fc.constantFrom(
   'google_chat',
   'telegram',
   'email',
+  'status_page',
   'smtp',
   'Webhook',
 );
@@ -334,6 +335,11 @@ function plausibleBody(method: string, path: string): fc.Arbitrary<unknown> {
     port: field(fc.integer()),
     from: field(fc.string()),
     to: field(fc.array(fc.string(), { maxLength: 2 })),
+    title: field(fc.string()),
+    public_url: field(URLS),
+    time_zone: field(fc.constantFrom('UTC', 'Europe/Berlin', 'Nowhere/Void', '')),
+    locale: field(fc.constantFrom('en', 'de', 'xx')),
+    frame_ancestors: field(fc.array(URLS, { maxLength: 2 })),
   });
   if (method === 'POST' && path === '/connections')
     return optionalRecord({
