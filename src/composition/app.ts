@@ -18,6 +18,7 @@ import { createIdGenerator } from '../domain/common/ids.js';
 import type { EdgeDeps } from '../http/endpoint.js';
 import { audienceRoutes } from '../http/routes/audiences.js';
 import { componentRoutes } from '../http/routes/components.js';
+import { maintenanceRoutes } from '../http/routes/maintenances.js';
 import { connectionRoutes } from '../http/routes/connections.js';
 import { executionRoutes } from '../http/routes/executions.js';
 import { incidentRoutes } from '../http/routes/incidents.js';
@@ -30,6 +31,7 @@ import { RedisAnnouncementRepo } from '../store/announcements.js';
 import { RedisApiKeyRepo } from '../store/api-keys.js';
 import { RedisAudienceRepo } from '../store/audiences.js';
 import { RedisComponentRepo } from '../store/components.js';
+import { RedisMaintenanceRepo } from '../store/maintenances.js';
 import { RedisConnectionRepo } from '../store/connections.js';
 import { RedisConversationRepo } from '../store/conversations.js';
 import { nodeTokenCrypto } from '../store/crypto.js';
@@ -283,6 +285,7 @@ async function composeServices(
     deliveries: services.deliveries,
     reminders: services.reminders,
     approvals: services.approvals,
+    maintenances: services.maintenances,
   });
   opened.push(() => worker.close());
   const integratorEvents = composeEvents({ ...parts, box, allow });
@@ -303,6 +306,7 @@ function redisRepos(parts: RedisParts, executions: ServicePorts['repos']['execut
     announcements: new RedisAnnouncementRepo(redis, keys),
     audiences: new RedisAudienceRepo(redis, keys),
     components: new RedisComponentRepo(redis, keys),
+    maintenances: new RedisMaintenanceRepo(redis, keys),
     approvals: new RedisApprovalRepo(redis, keys),
   };
 }
@@ -316,6 +320,7 @@ function v1Routes(edge: EdgeDeps, services: Services, events: EventEndpointServi
     connectionRoutes({ ...edge, connections: services.connections }, app, '/v1');
     audienceRoutes({ ...edge, audiences: services.audiences }, app, '/v1');
     componentRoutes({ ...edge, components: services.components }, app, '/v1');
+    maintenanceRoutes({ ...edge, maintenances: services.maintenances }, app, '/v1');
     executionRoutes({ ...edge, executions: services.executions, approvals: services.approvals }, app, '/v1');
     openApiRoutes(edge, app, '/v1');
   };

@@ -136,6 +136,8 @@ export interface WorkerParts extends RedisParts {
   reminders: ReminderService;
   /** The approvals' expiry and notification sweep (runs with the reminders). */
   approvals?: DueSweep;
+  /** The maintenances' automatic steps (reminder, start, end; runs with the reminders). */
+  maintenances?: DueSweep;
 }
 
 export interface DeliveryWorker {
@@ -152,6 +154,7 @@ export function deliveryWorker(o: WorkerParts): DeliveryWorker {
   let runtime: DeliveryRuntime | null = null;
   let reminderLoop: { close(): Promise<void> } | null = null;
   let approvalLoop: { close(): Promise<void> } | null = null;
+  let maintenanceLoop: { close(): Promise<void> } | null = null;
   let workerConnection: Redis | null = null;
   return {
     start(opts) {
@@ -170,10 +173,17 @@ export function deliveryWorker(o: WorkerParts): DeliveryWorker {
           failed: 'approval sweep failed',
           level: 'debug',
         });
+      if (opts.reminders && o.maintenances)
+        maintenanceLoop = startSweepLoop(o.maintenances, REMINDER_POLL_MS, o.log, {
+          done: 'maintenances: took their due steps',
+          failed: 'maintenance sweep failed',
+          level: 'info',
+        });
     },
     async close() {
       await reminderLoop?.close();
       await approvalLoop?.close();
+      await maintenanceLoop?.close();
       await runtime?.close();
       if (workerConnection) await closeConnection(workerConnection);
     },

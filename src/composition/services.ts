@@ -25,6 +25,7 @@ import type {
   ExecutionRepo,
   IdGenerator,
   IncidentRepo,
+  MaintenanceRepo,
   ReminderNotifier,
   ReminderSchedule,
   SecretBox,
@@ -42,6 +43,7 @@ import { ConnectionService } from '../services/connections.js';
 import { DeliveryService, type SendPacer } from '../services/deliveries.js';
 import { ExecutionService } from '../services/executions.js';
 import { IncidentService } from '../services/incidents.js';
+import { MaintenanceService } from '../services/maintenances.js';
 import { ReminderService } from '../services/reminders.js';
 import { TemplateService } from '../services/templates.js';
 import type { IncidentChangeKind } from './events.js';
@@ -64,6 +66,8 @@ export interface ServicePorts {
     audiences: AudienceRepo;
     /** Components of the status page (absent: none exist here, e.g. service tests of other things). */
     components?: ComponentRepo;
+    /** Maintenance windows (absent: none exist here, e.g. service tests of other things). */
+    maintenances?: MaintenanceRepo;
     /** Approval records and their schedules (absent: no execute holds anything for approval here). */
     approvals?: ApprovalRepo;
   };
@@ -169,6 +173,8 @@ export interface Services {
   /** Approve / reject held audiences; the worker expires them and tells approvers. */
   approvals: ApprovalService;
   components: ComponentService;
+  /** Maintenance windows; the worker takes their due automatic steps. */
+  maintenances: MaintenanceService;
 }
 
 export function buildServices(p: ServicePorts): Services {
@@ -242,6 +248,13 @@ export function buildServices(p: ServicePorts): Services {
     reminders: buildReminders(p),
     audiences: buildAudiences(p),
     components: new ComponentService({ repo: p.repos.components ?? NO_COMPONENTS, clock, ids }),
+    maintenances: new MaintenanceService({
+      repo: p.repos.maintenances ?? NO_MAINTENANCES,
+      components: p.repos.components ?? NO_COMPONENTS,
+      clock,
+      ids,
+      onError: (what, err) => n.reminderTrouble?.(what, err),
+    }),
   };
 }
 
@@ -255,6 +268,16 @@ const NO_COMPONENTS: ComponentRepo = {
   create: () => Promise.reject(new Error('no component store is wired')),
   update: () => Promise.reject(new Error('no component store is wired')),
   delete: () => Promise.reject(new Error('no component store is wired')),
+};
+
+/** Where no maintenance store is given (service tests of other things): there are none, and none can be made. */
+const NO_MAINTENANCES: MaintenanceRepo = {
+  get: () => Promise.resolve(null),
+  list: () => Promise.resolve({ data: [], nextCursor: null }),
+  due: () => Promise.resolve([]),
+  create: () => Promise.reject(new Error('no maintenance store is wired')),
+  update: () => Promise.reject(new Error('no maintenance store is wired')),
+  delete: () => Promise.reject(new Error('no maintenance store is wired')),
 };
 
 /** Approvals over their store: decided by people, expired and told by the worker. */

@@ -9,6 +9,7 @@ import { bodyModeOf, openApiPath, type OperationDoc, type Route, type RouteTable
 import { problem } from './operation-docs.js';
 import { audienceRouteTable } from './routes/audiences.js';
 import { componentRouteTable } from './routes/components.js';
+import { maintenanceRouteTable } from './routes/maintenances.js';
 import { connectionRouteTable } from './routes/connections.js';
 import { executionRouteTable } from './routes/executions.js';
 import { incidentRouteTable } from './routes/incidents.js';
@@ -29,6 +30,7 @@ const TABLES: readonly RouteTable<never>[] = [
   connectionRouteTable,
   audienceRouteTable,
   componentRouteTable,
+  maintenanceRouteTable,
   eventEndpointRouteTable,
 ];
 

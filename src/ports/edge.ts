@@ -1,6 +1,7 @@
 import type { EndpointRecord } from '../domain/event/endpoint.js';
 import type { Audience } from '../domain/audience/audience.js';
 import type { StoredComponent } from '../domain/component/component.js';
+import type { StoredMaintenance } from '../domain/maintenance/maintenance.js';
 import type { ConnectionRecord } from '../domain/connection/connection.js';
 import type { ExecutionApprovals, ExecutionAudience } from '../domain/execution/approval.js';
 import type { Actor } from '../domain/common/actor.js';
@@ -43,6 +44,7 @@ export type CommittedEffect =
   | { kind: 'templates'; templates: Template[] }
   | { kind: 'audience'; audience: Audience }
   | { kind: 'component'; component: StoredComponent }
+  | { kind: 'maintenance'; maintenance: StoredMaintenance }
   | { kind: 'event_endpoint'; endpoint: EndpointRecord; signingSecret: string };
 
 /**

@@ -8,7 +8,8 @@ import type { Delivery, Execution } from '../domain/execution/execution.js';
 import type { ExecutionApprovals } from '../domain/execution/approval.js';
 import type { CommittedEffect } from './edge.js';
 import type { MessageRef } from '../domain/execution/conversation.js';
-import type { StoredComponent } from '../domain/component/component.js';
+import type { ComponentStatus, StoredComponent } from '../domain/component/component.js';
+import type { MaintenanceState, StoredMaintenance } from '../domain/maintenance/maintenance.js';
 import type { IncidentEvent } from '../domain/incident/incident-event.js';
 import type { Incident, IncidentStatus, Severity } from '../domain/incident/incident.js';
 import type { Page, PageRequest } from '../domain/common/pagination.js';
@@ -171,6 +172,37 @@ export interface ComponentRepo {
   update(prev: StoredComponent, next: StoredComponent, events: IncidentEvent[]): Promise<ComponentWriteOutcome>;
   /** Compare-and-set delete, refused ('in_use') while anything impacts it. */
   delete(prev: StoredComponent): Promise<ComponentWriteOutcome>;
+}
+
+// ── maintenances ──────────────────────────────────────────────────────────────────────────────
+
+/** Builds the `component.status_changed` event of one effective change a maintenance caused. */
+export type ImpactEventOf = (change: {
+  component_id: string;
+  from: ComponentStatus;
+  to: ComponentStatus;
+}) => IncidentEvent;
+
+export interface MaintenanceRepo {
+  get(id: string): Promise<StoredMaintenance | null>;
+  /** Newest first, cursor pages over the ids; `status` keeps those in one of these states. */
+  list(filter: { status?: MaintenanceState[] }, page: PageRequest): Promise<Page<StoredMaintenance>>;
+  /** Ids whose next automatic step is due at or before `nowMs` (the schedule), at most `limit`. */
+  due(nowMs: number, limit: number): Promise<string[]>;
+  /** Stores a new maintenance with its events; false when the id is taken. */
+  create(m: StoredMaintenance, events: IncidentEvent[]): Promise<boolean>;
+  /**
+   * Compare-and-set: replaces `prev` with `next` with its schedule entry, its components' impacts
+   * and `events`, in one step; false when the record or a touched component changed meanwhile.
+   */
+  update(
+    prev: StoredMaintenance,
+    next: StoredMaintenance,
+    events: IncidentEvent[],
+    impactEvent: ImpactEventOf,
+  ): Promise<boolean>;
+  /** Compare-and-set delete with its events. */
+  delete(prev: StoredMaintenance, events: IncidentEvent[]): Promise<boolean>;
 }
 
 // ── executions and delivery ──────────────────────────────────────────────────────────────────

@@ -101,6 +101,8 @@ export interface PublicMaintenanceUpdate {
   id: string;
   status: MaintenanceState;
   body: string;
+  /** `update` (written by a person; the maintenance's own description is its first one), `reminder` or `transition` (automatic). */
+  kind: 'update' | 'reminder' | 'transition';
   created_at: string;
 }
 
