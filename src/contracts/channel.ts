@@ -367,6 +367,11 @@ export interface EditPublishedRequest {
   updateId: string;
   subject: string;
   body: string;
+  /**
+   * A new public state: set when an execute keeps one update current (update mode `edit`);
+   * absent for a correction, which keeps the state of what it corrects.
+   */
+  status?: PublicStatus;
 }
 
 /** A retraction: the update removed (the last one takes the public incident with it). */

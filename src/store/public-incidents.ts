@@ -158,14 +158,16 @@ export class RedisPublicIncidentStore implements StatusPagePort {
       if (!current || !target) return Promise.resolve(current);
       const subject = p.subject.trim();
       const renames = current.named_by === p.updateId && subject !== '';
+      const status = p.status ?? target.status;
       // A retried correction finds its text already in place: unchanged, not marked again.
-      if (target.body === p.body && (!renames || current.name === subject)) return Promise.resolve(current);
+      if (target.body === p.body && target.status === status && (!renames || current.name === subject))
+        return Promise.resolve(current);
       const at = new Date(nowMs).toISOString();
       return Promise.resolve({
         ...current,
         name: renames ? subject : current.name,
         updated_at: at,
-        updates: current.updates.map((u) => (u.id === p.updateId ? { ...u, body: p.body, updated_at: at } : u)),
+        updates: current.updates.map((u) => (u.id === p.updateId ? { ...u, body: p.body, status, updated_at: at } : u)),
       });
     });
     return found ? { id: p.updateId, channel: p.incident.id, permalink: null } : null;

@@ -168,6 +168,22 @@ describe('corrections and retractions', () => {
     expect((await getPublicIncident(redis, keys, 'inc_D'))!.name).toBe('Payments delayed in the EU');
   });
 
+  it('an edit with a state (update mode edit) moves the update’s state too', async () => {
+    await incident('inc_K');
+    await publish('inc_K', 'dlv_k1');
+    await store().edit({
+      incident: { id: 'inc_K', title: 'Title of inc_K', severity: 'major' },
+      updateId: 'dlv_k1',
+      subject: 'Checkout is slow',
+      body: 'Now monitoring.',
+      status: 'monitoring',
+    });
+    expect(await getPublicIncident(redis, keys, 'inc_K')).toMatchObject({
+      status: 'monitoring',
+      updates: [{ id: 'dlv_k1', status: 'monitoring', body: 'Now monitoring.' }],
+    });
+  });
+
   it('an edit of an update that is gone answers null and writes nothing', async () => {
     const v = await version();
     expect(

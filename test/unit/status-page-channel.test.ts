@@ -146,6 +146,18 @@ describe('status_page sender', () => {
       message: null,
     });
     expect(calls.map((c) => (c as [string])[0])).toEqual(['edit', 'remove']);
+    // A correction keeps the state of what it corrects; an execute in update mode `edit` moves it.
+    expect((calls[0] as [string, EditPublishedRequest])[1].status).toBeUndefined();
+    calls.length = 0;
+    const conversation = {
+      sequence: 2,
+      previousDeliveryId: 'dlv_0',
+      kind: 'announcement' as const,
+      targetDeliveryId: null,
+      threaded: true,
+    };
+    await s.send({ config }, message({ action: 'edit', target, publicStatus: 'resolved', conversation }));
+    expect((calls[0] as [string, EditPublishedRequest])[1].status).toBe('resolved');
     expect(await s.send({ config }, message({ action: 'edit', target: { ...target, id: 'gone' } }))).toMatchObject({
       outcome: 'permanent',
     });

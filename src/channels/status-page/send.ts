@@ -65,6 +65,10 @@ export function createStatusPageSender(deps: Pick<ChannelDeps, 'statusPage'>) {
               updateId,
               subject: message.content.subject,
               body: message.content.body,
+              // An execute editing the one update it keeps current (update mode `edit`) moves its state too.
+              ...(message.conversation?.kind === 'announcement' && message.publicStatus !== undefined
+                ? { status: message.publicStatus }
+                : {}),
             });
             // Retracted meanwhile: there is nothing left to correct, and nothing to publish instead.
             if (ref === null) return refused('the published update no longer exists (it was retracted)');
