@@ -40,6 +40,8 @@ beforeAll(async () => {
   await make('google_chat', 'google_chat', { webhook_url: peers.chat.webhookUrl() });
   await make('telegram', 'telegram', { bot_token: '123456:AAtest-secret-token-0123456789', chat_id: '-100200300' });
   await make('webhook', 'webhook', { url: `${peers.hook.url}/herald` });
+  // Herald's own page: no peer, and reached only when named.
+  await make('status_page', 'status_page', { title: 'Status', public_url: 'https://status.example.com' });
 });
 afterAll(async () => {
   await h.close();
@@ -73,7 +75,9 @@ describe('one execute to every channel type', () => {
     });
     const r = await h.api('POST', `/v1/incidents/${inc.id}/execute`, { body: { variables: { note: HOSTILE } } });
     expect(r.status).toBe(202);
+    // Every enabled connection but the public status page, which publishes only where named.
     expect(r.body.deliveries).toHaveLength(9);
+    expect(r.body.deliveries.map((d: { connection_id: string }) => d.connection_id)).not.toContain(con.status_page);
     const done = await settled(inc.id, r.body.id);
     expect(done.status, JSON.stringify(done.deliveries.map((d: { attempts: unknown[] }) => d.attempts))).toBe(
       'delivered',
@@ -128,6 +132,23 @@ describe('one execute to every channel type', () => {
     expect(w.verified).toBe(true);
     expect(w.webhookId).toBe(byType(con.webhook!).id);
     expect((w.body as { body: string }).body).toContain(HOSTILE);
+  });
+});
+
+describe('the status page', () => {
+  it('publishes when named: delivered, its message the incident on the page', async () => {
+    const { body: inc } = await h.api('POST', '/v1/incidents', { body: { title: 'Public one', severity: 'minor' } });
+    const r = await h.api('POST', `/v1/incidents/${inc.id}/execute`, {
+      body: { connection_ids: [con.status_page], variables: { note: HOSTILE } },
+    });
+    expect(r.status).toBe(202);
+    const done = await settled(inc.id, r.body.id);
+    expect(done.status).toBe('delivered');
+    expect(done.deliveries[0].message).toEqual({
+      id: done.deliveries[0].id,
+      channel: inc.id,
+      permalink: `https://status.example.com/incidents/${inc.id}`,
+    });
   });
 });
 
