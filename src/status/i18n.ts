@@ -56,6 +56,7 @@ export class TimeFormat {
   private readonly date: Intl.DateTimeFormat;
   private readonly dayParts: Intl.DateTimeFormat;
   private readonly utc: Intl.DateTimeFormat;
+  private readonly monthFormat: Intl.DateTimeFormat;
 
   constructor(
     readonly locale: StatusLocale,
@@ -66,12 +67,13 @@ export class TimeFormat {
       year: 'numeric',
       month: 'short',
       day: 'numeric',
-      hour: '2-digit',
+      hour: 'numeric',
       minute: '2-digit',
       timeZone: zone,
       timeZoneName: 'short',
     });
     this.date = new Intl.DateTimeFormat(locale, { year: 'numeric', month: 'short', day: 'numeric', timeZone: zone });
+    this.monthFormat = new Intl.DateTimeFormat(locale, { year: 'numeric', month: 'long', timeZone: zone });
     this.dayParts = new Intl.DateTimeFormat('en-US', {
       year: 'numeric',
       month: '2-digit',
@@ -100,6 +102,13 @@ export class TimeFormat {
 
   dateText(ms: number): string {
     return this.date.format(new Date(ms));
+  }
+
+  /** "November 2026" of the local month that holds `ms`, and a key (`2026-11`) for it. */
+  month(ms: number): { key: string; label: string } {
+    const label = this.monthFormat.format(new Date(ms));
+    const local = new Date(ms + this.offsetMs(ms));
+    return { key: `${local.getUTCFullYear()}-${String(local.getUTCMonth() + 1).padStart(2, '0')}`, label };
   }
 
   private utcText(d: Date): string {

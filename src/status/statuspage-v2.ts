@@ -143,7 +143,8 @@ function incidentJson(c: V2Context, i: PublicIncident, comps: Map<string, Json>)
     name: i.name,
     status: i.status,
     created_at: i.created_at,
-    updated_at: i.updated_at,
+    // A correction moves the incident's updated_at too, as Statuspage's does.
+    updated_at: i.updates.reduce((t, u) => maxIso(t, u.updated_at ?? u.created_at), i.updated_at),
     monitoring_at: monitoring?.created_at ?? null,
     resolved_at: i.resolved_at,
     impact: i.impact,
@@ -190,6 +191,8 @@ function maintenanceJson(c: V2Context, m: PublicMaintenance, comps: Map<string, 
     scheduled_until: m.scheduled_until,
   };
 }
+
+const maxIso = (a: string, b: string): string => (Date.parse(b) > Date.parse(a) ? b : a);
 
 function statusJson(c: V2Context): Json {
   const indicator = overallIndicator(c.snap);

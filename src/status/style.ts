@@ -11,7 +11,7 @@ export const STYLE = `
 --ok:#1a7f37;--maint:#0969da;--minor:#9a6700;--major:#bc4c00;--crit:#cf222e;--none:#6e7781}
 *{box-sizing:border-box}
 html{-webkit-text-size-adjust:100%}
-body{margin:0;font:16px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif;color:var(--fg);background:var(--soft)}
+body{margin:0;font:16px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif;color:var(--fg);background:var(--soft);min-height:100vh;display:flex;flex-direction:column}
 .wrap{max-width:52rem;margin:0 auto;padding:0 1rem}
 a{color:var(--link)}
 a:focus-visible,main:focus-visible,summary:focus-visible{outline:3px solid var(--link);outline-offset:2px;border-radius:2px}
@@ -23,7 +23,7 @@ header.site{background:var(--bg);border-bottom:1px solid var(--line)}
 .brand img{border-radius:4px}
 nav ul{display:flex;flex-wrap:wrap;gap:.25rem 1rem;list-style:none;margin:0;padding:0}
 nav a[aria-current]{font-weight:600}
-main{display:block;padding:1.5rem 0 2rem}
+main{display:block;flex:1 0 auto;padding:1.5rem 0 2rem}
 main:focus{outline:none}
 h1{font-size:1.6rem;line-height:1.25;margin:.25rem 0 1rem;overflow-wrap:anywhere}
 h2{font-size:1.2rem;margin:2rem 0 .75rem}
@@ -64,6 +64,13 @@ section{margin:0}
 .d-none{background:#8c959f}.d-under_maintenance{background:var(--maint)}.d-degraded_performance{background:var(--minor)}
 .d-partial_outage{background:var(--major)}.d-major_outage{background:var(--crit)}
 .axis{display:flex;justify-content:space-between;margin:.2rem 0 0;font-size:.8rem;color:var(--muted)}
+.axis .from30{display:none}
+.affected{list-style:none;padding:0;margin:0 0 1rem;background:var(--bg);border:1px solid var(--line);border-radius:6px}
+.affected li{padding:.6rem 1rem;border-top:1px solid var(--line)}.affected li:first-child{border-top:0}
+.resolved{border-left-color:var(--ok)}
+.excerpt{color:var(--fg);font-size:.95rem}
+.feeds summary{cursor:pointer;color:var(--link)}
+footer.site strong{color:var(--fg)}
 .list{padding-left:1.2rem}
 .list li{margin:.3rem 0;overflow-wrap:anywhere}
 .pager ul{display:flex;gap:1rem;list-style:none;padding:0}
@@ -71,7 +78,8 @@ section{margin:0}
 footer.site{border-top:1px solid var(--line);background:var(--bg);color:var(--muted);font-size:.9rem;padding:1rem 0}
 footer.site p{margin:.25rem 0}
 .vh{position:absolute!important;width:1px;height:1px;padding:0;margin:-1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap;border:0}
-@media (max-width:30rem){h1{font-size:1.35rem}.banner{font-size:1rem}.bars{gap:0}.components>li{padding:.75rem}}
+@media (max-width:37.5rem){.bars .d:nth-child(-n+60){display:none}.bars{gap:2px}.axis .from90{display:none}.axis .from30{display:inline}}
+@media (max-width:30rem){h1{font-size:1.35rem}.banner{font-size:1rem}.components>li{padding:.75rem}}
 @media (prefers-reduced-motion:reduce){*{transition:none!important}}
 `;
 

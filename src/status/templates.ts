@@ -49,7 +49,7 @@ const layout = `<!doctype html>
 <div class="wrap">
 <p>{{footerZone}}</p>
 <p>{{s.subscribe}}: <a href="{{links.atom}}">{{s.atom_feed}}</a> · <a href="{{links.rss}}">{{s.rss_feed}}</a> · <a href="{{links.api}}">{{s.json_api}}</a></p>
-<p>{{s.language}}: {{#languages}}<a href="?locale={{code}}" lang="{{code}}" hreflang="{{code}}"{{#current}} aria-current="true"{{/current}}>{{name}}</a> {{/languages}}</p>
+<p>{{s.language}}: {{#languages}}{{^first}} · {{/first}}{{#current}}<strong lang="{{code}}" aria-current="true">{{name}}</strong>{{/current}}{{^current}}<a href="?locale={{code}}" lang="{{code}}" hreflang="{{code}}">{{name}}</a>{{/current}}{{/languages}}</p>
 <p>{{s.powered}}</p>
 </div>
 </footer>
@@ -60,7 +60,7 @@ const layout = `<!doctype html>
 const updates = `<ol class="updates">
 {{#updates}}
 <li class="update">
-<p class="update-head"><strong>{{state}}</strong> · ${time}{{#edited}} · <em>{{edited}}</em>{{/edited}}</p>
+<p class="update-head"><strong>{{state}}</strong> · ${time}{{#edited}} · <em>{{label}} ${time}</em>{{/edited}}</p>
 <p class="body">{{body}}</p>
 </li>
 {{/updates}}
@@ -85,7 +85,7 @@ const uptime = `<div class="uptime">
 <li class="d d-{{cls}}" title="{{text}}"><span class="vh">{{text}}</span></li>
 {{/days}}
 </ol>
-<p class="axis" aria-hidden="true"><span>{{axisFrom}}</span><span>{{axisTo}}</span></p>
+<p class="axis" aria-hidden="true"><span class="from90">{{axisFrom}}</span><span class="from30">{{axisFrom30}}</span><span>{{axisTo}}</span></p>
 </div>`;
 
 const componentRow = `<li class="component">
@@ -157,19 +157,26 @@ ${componentRow}
 <ul class="list">
 <li><a href="{{links.atom}}">{{s.atom_feed}}</a></li>
 <li><a href="{{links.rss}}">{{s.rss_feed}}</a></li>
+</ul>
+{{#hasComponentFeeds}}
+<details class="feeds">
+<summary>{{s.feeds_per_component}}</summary>
+<ul class="list">
 {{#componentFeeds}}
-<li>{{label}}: <a href="{{atom}}">{{s.atom_feed}}</a> · <a href="{{rss}}">{{s.rss_feed}}</a></li>
+<li>{{name}}: <a href="{{atom}}">{{s.atom_feed}}</a> · <a href="{{rss}}">{{s.rss_feed}}</a></li>
 {{/componentFeeds}}
 </ul>
+</details>
+{{/hasComponentFeeds}}
 </section>`;
 
 const incident = `<p class="crumb"><a href="{{links.home}}">{{s.back_home}}</a></p>
 <h1>{{name}}</h1>
-<p class="meta">{{state}} · {{impactLabel}}</p>
+<p class="banner banner-{{bannerClass}}">{{{bannerIcon}}}<span>{{bannerText}}</span></p>
 {{#hasAffected}}
 <h2>{{s.affected}}</h2>
-<ul class="list">
-{{#affectedList}}<li>{{name}}</li>{{/affectedList}}
+<ul class="affected">
+{{#affectedList}}<li class="row"><span class="name">{{name}}</span>${status}</li>{{/affectedList}}
 </ul>
 {{/hasAffected}}
 <section aria-labelledby="h-updates">
@@ -179,12 +186,12 @@ ${updates}
 
 const maintenance = `<p class="crumb"><a href="{{links.home}}">{{s.back_home}}</a></p>
 <h1>{{name}}</h1>
-<p class="meta">{{state}}</p>
+<p class="banner banner-{{bannerClass}}">{{{bannerIcon}}}<span>{{bannerText}}</span></p>
 <p>{{window}}</p>
 {{#hasAffected}}
 <h2>{{s.affected}}</h2>
-<ul class="list">
-{{#affectedList}}<li>{{name}}</li>{{/affectedList}}
+<ul class="affected">
+{{#affectedList}}<li class="row"><span class="name">{{name}}</span>${status}</li>{{/affectedList}}
 </ul>
 {{/hasAffected}}
 <section aria-labelledby="h-updates">
@@ -194,11 +201,18 @@ ${updates}
 
 const history = `<h1>{{s.history_title}}</h1>
 {{^hasItems}}<p>{{s.history_empty}}</p>{{/hasItems}}
-<ul class="list history">
+{{#months}}
+<section aria-labelledby="m-{{key}}">
+<h2 id="m-{{key}}">{{label}}</h2>
 {{#items}}
-<li><a href="{{href}}">{{name}}</a> <span class="meta">{{state}} · {{impactLabel}} · ${time}</span></li>
+<article class="card incident impact-{{impact}}{{#resolved}} resolved{{/resolved}}" aria-labelledby="hi-{{id}}">
+<h3 id="hi-{{id}}"><a href="{{href}}">{{name}}</a></h3>
+<p class="meta">{{state}} · {{impactLabel}} · ${time}{{#resolvedAt}} – {{#at}}<time datetime="{{iso}}" title="{{utc}}">{{text}}</time>{{/at}}{{/resolvedAt}}</p>
+{{#latest}}<p class="body excerpt">{{latest}}</p>{{/latest}}
+</article>
 {{/items}}
-</ul>
+</section>
+{{/months}}
 {{#paged}}
 <nav aria-label="{{s.pagination}}" class="pager">
 <p>{{pageOf}}</p>

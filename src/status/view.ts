@@ -19,6 +19,7 @@ import {
   isUpcomingMaintenance,
   overallIndicator,
   uptimeHistory,
+  type Indicator,
 } from './model.js';
 import { STYLE_FILE } from './style.js';
 import { TEMPLATES } from './templates.js';
@@ -78,12 +79,14 @@ class Page {
   readonly tf: TimeFormat;
   readonly paths: ReturnType<typeof pathsOf>;
   readonly names: Map<string, string>;
+  readonly byId: Map<string, PublicComponent>;
 
   constructor(readonly ctx: RenderContext) {
     this.s = stringsOf(ctx.locale);
     this.tf = timeFormat(ctx.locale, ctx.page.time_zone);
     this.paths = pathsOf(ctx.base);
     this.names = new Map(ctx.snap.components.map((c) => [c.id, c.name]));
+    this.byId = new Map(ctx.snap.components.map((c) => [c.id, c]));
   }
 
   time(iso: string): TimeView {
@@ -102,7 +105,7 @@ class Page {
     return i.updates.map((u) => ({
       state: this.s.public_state[u.status],
       at: this.time(u.created_at),
-      edited: u.updated_at !== null ? fill(this.s.updated, { time: this.time(u.updated_at).text }) : null,
+      edited: u.updated_at !== null ? { label: this.s.updated_label, at: this.time(u.updated_at) } : null,
       body: u.body,
     }));
   }
@@ -120,6 +123,14 @@ class Page {
     return fill(this.s.scheduled_window, {
       from: this.time(m.scheduled_for).text,
       until: this.time(m.scheduled_until).text,
+    });
+  }
+
+  /** The named components that are on the page, each with its current status. */
+  affectedWithStatus(ids: string[]) {
+    return ids.flatMap((id) => {
+      const c = this.byId.get(id);
+      return c ? [{ name: c.name, st: this.status(c.status) }] : [];
     });
   }
 
@@ -179,6 +190,7 @@ class Page {
       barsLabel: `${fill(this.s.uptime_heading, { days: HISTORY_DAYS })}: ${c.name}`,
       days,
       axisFrom: fill(this.s.days_ago, { days: HISTORY_DAYS }),
+      axisFrom30: this.s.days_ago_30,
       axisTo: this.s.today,
     };
   }
@@ -219,7 +231,12 @@ class Page {
       ],
       canonical: canonicalPath === null ? null : `${page.public_url}${canonicalPath}`,
       footerZone: fill(this.s.footer, { zone: page.time_zone }),
-      languages: STATUS_LOCALES.map((code) => ({ code, name: LANGUAGE_NAMES[code], current: code === locale })),
+      languages: STATUS_LOCALES.map((code, i) => ({
+        code,
+        name: LANGUAGE_NAMES[code],
+        current: code === locale,
+        first: i === 0,
+      })),
     };
   }
 
@@ -292,8 +309,9 @@ export function renderIndex(ctx: RenderContext): string {
     hasRecent: recent.length > 0,
     recent,
     noRecent: fill(p.s.no_recent_incidents, { days: RECENT_DAYS }),
+    hasComponentFeeds: snap.components.length > 0,
     componentFeeds: snap.components.map((c) => ({
-      label: fill(p.s.component_feeds, { name: c.name }),
+      name: c.name,
       atom: p.paths.componentAtom(c.id),
       rss: p.paths.componentRss(c.id),
     })),
@@ -305,12 +323,14 @@ export function renderIncident(ctx: RenderContext, id: string): string | null {
   const i = ctx.snap.incidents.find((x) => x.id === id);
   if (!i) return null;
   const p = new Page(ctx);
-  const affectedList = p.affected(i.component_ids).map((name) => ({ name }));
+  const affectedList = p.affectedWithStatus(i.component_ids);
+  const banner = incidentBanner(i);
   return p.render(TEMPLATES.incident, {
     ...p.frame(`${i.name} · ${ctx.page.title}`, {}, `/incidents/${encodeURIComponent(i.id)}`),
     name: i.name,
-    state: p.s.public_state[i.status],
-    impactLabel: p.s.impact[i.impact],
+    bannerClass: banner,
+    bannerIcon: INDICATOR_ICON[banner],
+    bannerText: `${p.s.public_state[i.status]} · ${p.s.impact[i.impact]}`,
     hasAffected: affectedList.length > 0,
     affectedList,
     updatesHeading: p.s.updates_heading,
@@ -323,11 +343,14 @@ export function renderMaintenance(ctx: RenderContext, id: string): string | null
   const m = ctx.snap.maintenances.find((x) => x.id === id);
   if (!m) return null;
   const p = new Page(ctx);
-  const affectedList = p.affected(m.component_ids).map((name) => ({ name }));
+  const affectedList = p.affectedWithStatus(m.component_ids);
+  const banner: Indicator = m.status === 'completed' ? 'none' : 'maintenance';
   return p.render(TEMPLATES.maintenance, {
     ...p.frame(`${m.name} · ${ctx.page.title}`, {}, `/maintenances/${encodeURIComponent(m.id)}`),
     name: m.name,
-    state: p.s.maintenance_state[m.status],
+    bannerClass: banner,
+    bannerIcon: INDICATOR_ICON[banner],
+    bannerText: p.s.maintenance_state[m.status],
     window: p.window(m),
     hasAffected: affectedList.length > 0,
     affectedList,
@@ -342,26 +365,59 @@ export function renderHistory(ctx: RenderContext, pageNo: number): string | null
   const all = ctx.snap.incidents;
   const pages = Math.max(1, Math.ceil(all.length / HISTORY_PAGE_SIZE));
   if (pageNo < 1 || pageNo > pages) return null;
-  const items = all.slice((pageNo - 1) * HISTORY_PAGE_SIZE, pageNo * HISTORY_PAGE_SIZE).map((i) => ({
-    href: p.paths.incident(i.id),
-    name: i.name,
-    state: p.s.public_state[i.status],
-    impactLabel: p.s.impact[i.impact],
-    at: p.time(i.created_at),
-  }));
+  const months: { key: string; label: string; items: object[] }[] = [];
+  for (const i of all.slice((pageNo - 1) * HISTORY_PAGE_SIZE, pageNo * HISTORY_PAGE_SIZE)) {
+    const m = p.tf.month(Date.parse(i.created_at));
+    let month = months.at(-1);
+    if (month?.key !== m.key) {
+      month = { ...m, items: [] };
+      months.push(month);
+    }
+    month.items.push({
+      id: i.id,
+      href: p.paths.incident(i.id),
+      name: i.name,
+      impact: i.impact,
+      resolved: i.status === 'resolved',
+      state: p.s.public_state[i.status],
+      impactLabel: p.s.impact[i.impact],
+      at: p.time(i.created_at),
+      resolvedAt: i.resolved_at !== null ? { at: p.time(i.resolved_at) } : null,
+      latest: firstLine(i.updates[0]?.body ?? ''),
+    });
+  }
   return p.render(TEMPLATES.history, {
     ...p.frame(
       `${p.s.history_title} · ${ctx.page.title}`,
       { history: true },
       pageNo === 1 ? '/history' : `/history?page=${pageNo}`,
     ),
-    hasItems: items.length > 0,
-    items,
+    hasItems: months.length > 0,
+    months,
     paged: pages > 1,
     pageOf: fill(p.s.page_of, { page: pageNo, pages }),
     newer: pageNo > 1 ? p.paths.historyPage(pageNo - 1) : null,
     older: pageNo < pages ? p.paths.historyPage(pageNo + 1) : null,
   });
+}
+
+/** The banner class of an incident's own page: its impact while open, green once resolved. */
+function incidentBanner(i: PublicIncident): Indicator {
+  if (i.status === 'resolved') return 'none';
+  return i.impact === 'none' ? 'minor' : i.impact;
+}
+
+/** An update's first line, cut at a word near 200 characters: the history's excerpt. */
+function firstLine(body: string): string | null {
+  const line =
+    body
+      .split('\n')
+      .find((l) => l.trim() !== '')
+      ?.trim() ?? '';
+  if (line === '') return null;
+  if (line.length <= 200) return line;
+  const cut = line.slice(0, 200);
+  return `${cut.slice(0, Math.max(cut.lastIndexOf(' '), 150))}…`;
 }
 
 /** A page of the site that says one thing (not found), with the page's header and footer. */
