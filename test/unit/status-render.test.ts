@@ -5,7 +5,8 @@ import { badgeSvg, shieldsJson } from '../../src/status/badge.js';
 import { feedOf } from '../../src/status/feeds.js';
 import { negotiateLocale, TimeFormat } from '../../src/status/i18n.js';
 import { groupId, overallIndicator, uptimeHistory } from '../../src/status/model.js';
-import { V2_FILES, v2Document } from '../../src/status/statuspage-v2.js';
+import type { V2_FILES } from '../../src/status/statuspage-v2.js';
+import { v2Document } from '../../src/status/statuspage-v2.js';
 import {
   renderHistory,
   renderIncident,
