@@ -221,6 +221,42 @@ describe('publishing through executes', () => {
     expect(index.some((m) => m.endsWith(`|${inc}`))).toBe(false);
   });
 
+  it('names the incident’s components, as they are at each publish', async () => {
+    const api = (await ok(h.api('POST', '/v1/components', { body: { name: 'API' } }), 201)).id as string;
+    const web = (await ok(h.api('POST', '/v1/components', { body: { name: 'Website' } }), 201)).id as string;
+    const withParts = (
+      await ok(
+        h.api('POST', '/v1/incidents', {
+          body: {
+            title: 'Two parts down',
+            severity: 'major',
+            template_ids: [tpl],
+            components: [
+              { id: api, status: 'major_outage' },
+              { id: web, status: 'degraded_performance' },
+            ],
+          },
+        }),
+        201,
+      )
+    ).id as string;
+    const exe = await execute(withParts, { connection_ids: [page], variables: { eta: '1h' } });
+    await settled(withParts, exe.id);
+    const p = (await published(withParts))!;
+    expect([...p.component_ids].sort()).toEqual([api, web].sort());
+    expect(p.updates[0]!.affected_components).toEqual(
+      expect.arrayContaining([
+        { id: api, status: 'major_outage' },
+        { id: web, status: 'degraded_performance' },
+      ]),
+    );
+
+    // Resolved inside Herald: the page shows it resolved, at the incident's time, with no new update.
+    const resolved = await ok(h.api('PATCH', `/v1/incidents/${withParts}`, { body: { status: 'resolved' } }), 200);
+    expect(await published(withParts)).toMatchObject({ status: 'resolved', resolved_at: resolved.resolved_at });
+    expect((await published(withParts))!.updates).toHaveLength(1);
+  });
+
   it('closed shows resolved: mapped at execute time', async () => {
     const closing = await newIncident('Short blip', 'low');
     await ok(h.api('PATCH', `/v1/incidents/${closing}`, { body: { status: 'resolved' } }), 200);
