@@ -53,15 +53,21 @@ const origin = httpUrl('frame_ancestors entry').refine((v) => {
 
 const StatusPageConfigSchema = z
   .strictObject({
-    title: shortText('title', 120),
+    title: shortText('title', 120).meta({ description: "The page's title (its heading and the feeds' title)." }),
     public_url: publicUrl,
-    logo_url: httpsUrl('logo_url').nullable().default(null),
+    logo_url: httpsUrl('logo_url')
+      .nullable()
+      .default(null)
+      .meta({ description: 'An https image shown in the header; null: the title alone.' }),
     time_zone: timeZone.default('UTC'),
     locale: z
       .enum(STATUS_PAGE_LOCALES)
       .default('en')
       .meta({ description: "The page's default locale; a reader's Accept-Language may pick another supported one." }),
-    support_url: httpUrl('support_url').nullable().default(null),
+    support_url: httpUrl('support_url')
+      .nullable()
+      .default(null)
+      .meta({ description: 'Where customers get help (a link on the page); null: none.' }),
     frame_ancestors: z
       .array(origin)
       .max(MAX_FRAME_ANCESTORS, `At most ${MAX_FRAME_ANCESTORS} frame_ancestors.`)
