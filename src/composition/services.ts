@@ -318,6 +318,7 @@ function buildIncidentsAndTemplates(p: ServicePorts): { incidents: IncidentServi
     templatesExist: (tids) => p.exist.templates(tids),
     templateVariables: (tids) =>
       Promise.all(tids.map(async (t) => (await repos.templates.get(t))?.variables.map((v) => v.name) ?? null)),
+    components: repos.components,
     clock,
     ids,
     onChange: (incident, kind) => n.incidentChanged?.(incident, kind),

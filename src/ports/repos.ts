@@ -26,6 +26,15 @@ export interface IncidentFilter {
   severity?: Severity[];
 }
 
+/** The component impacts an incident write stages in the same step (store/components.ts, stageImpacts). */
+export interface ComponentImpactWrite {
+  /** The components as read: each one is compare-and-set. */
+  current: StoredComponent[];
+  /** What the incident makes each show after the write (null: no impact). */
+  status: (c: StoredComponent) => ComponentStatus | null;
+  at: string;
+}
+
 export interface IncidentRepo {
   get(id: string): Promise<Incident | null>;
   getMany(ids: string[]): Promise<(Incident | null)[]>;
@@ -33,13 +42,14 @@ export interface IncidentRepo {
    * Stores a new incident, its first events and its template links in one step. False when one of
    * its templates no longer exists (the caller re-checks and reports it).
    */
-  create(incident: Incident, events: IncidentEvent[]): Promise<boolean>;
+  create(incident: Incident, events: IncidentEvent[], impacts?: ComponentImpactWrite): Promise<boolean>;
   /**
    * Replaces `prev` with `next` if the stored incident is still exactly `prev` (compare-and-set),
    * appending `events` and keeping the status indexes and template links in step. False on a
-   * concurrent change or when a newly attached template no longer exists.
+   * concurrent change or when a newly attached template no longer exists. `impacts`: the
+   * components whose impact by this incident the write changes, each compare-and-set too.
    */
-  update(prev: Incident, next: Incident, events: IncidentEvent[]): Promise<boolean>;
+  update(prev: Incident, next: Incident, events: IncidentEvent[], impacts?: ComponentImpactWrite): Promise<boolean>;
   list(filter: IncidentFilter, page: PageRequest): Promise<Page<Incident>>;
   appendEvents(incidentId: string, events: IncidentEvent[]): Promise<void>;
   listEvents(incidentId: string, page: PageRequest): Promise<Page<IncidentEvent>>;

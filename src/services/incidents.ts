@@ -7,6 +7,8 @@ import {
   applyPatch,
   assertWritable,
   closeIncident,
+  componentsOf,
+  incidentImpactOf,
   IncidentCloseSchema,
   IncidentCreateSchema,
   IncidentPatchSchema,
@@ -17,7 +19,8 @@ import { createdEventId, newEvent, type IncidentEvent } from '../domain/incident
 import { expectCursorKind, type Page, type PageRequest } from '../domain/common/pagination.js';
 import { parseInput } from '../domain/common/validation.js';
 import { LOST_RACE, retryOnConflict } from './retry.js';
-import type { Clock, IdGenerator, IncidentFilter, IncidentRepo } from '../ports/index.js';
+import { effectiveStatus, withImpact, type StoredComponent } from '../domain/component/component.js';
+import type { Clock, ComponentImpactWrite, IdGenerator, IncidentFilter, IncidentRepo } from '../ports/index.js';
 
 export interface IncidentServiceDeps {
   incidents: IncidentRepo;
@@ -29,6 +32,8 @@ export interface IncidentServiceDeps {
    * 50 values, so more could never be sent.
    */
   templateVariables(ids: string[]): Promise<(string[] | null)[]>;
+  /** The components an incident names (absent: none exist, every id named is unknown). */
+  components?: { getMany(ids: string[]): Promise<(StoredComponent | null)[]> };
   clock: Clock;
   ids: IdGenerator;
   /** Called after an incident is created or changes (Slack announcements hook in here). */
@@ -50,7 +55,9 @@ export class IncidentService {
           title: incident.title,
           severity: incident.severity,
         });
-        if (await this.d.incidents.create(incident, [created])) {
+        const impacts = await this.impacts(null, incident, actor, now);
+        const write = impacts?.write;
+        if (await this.d.incidents.create(incident, [created, ...(impacts?.events ?? [])], write)) {
           this.d.onChange?.(incident, 'created');
           return incident;
         }
@@ -104,7 +111,9 @@ export class IncidentService {
           events.push(newEvent(this.d.ids.next('event'), 'incident.updated', now, actor, { changes }));
         if (statusChange)
           events.push(newEvent(this.d.ids.next('event'), 'incident.status_changed', now, actor, { ...statusChange }));
-        if (await this.d.incidents.update(current, next, events)) {
+        const impacts = await this.impacts(current, next, actor, now);
+        if (impacts) events.push(...impacts.events);
+        if (await this.d.incidents.update(current, next, events, impacts?.write)) {
           this.d.onChange?.(next, 'updated');
           return next;
         }
@@ -130,7 +139,9 @@ export class IncidentService {
             resolution_summary: next.resolution_summary,
           }),
         ];
-        if (await this.d.incidents.update(current, next, events)) {
+        const impacts = await this.impacts(current, next, actor, now);
+        if (impacts) events.push(...impacts.events);
+        if (await this.d.incidents.update(current, next, events, impacts?.write)) {
           this.d.onChange?.(next, 'closed');
           return next;
         }
@@ -143,6 +154,57 @@ export class IncidentService {
   async events(id: string, page: PageRequest): Promise<Page<IncidentEvent>> {
     await this.get(id);
     return this.d.incidents.listEvents(id, expectCursorKind(page, 'offset'));
+  }
+
+  /**
+   * The component impacts of going from `prev` (null: a create) to `next`: the components whose
+   * impact by this incident changes (or that it newly names: they must exist, 422
+   * `unknown_component` otherwise), as read for the write's compare-and-set, and a
+   * `component.status_changed` timeline event per effective status change. Null when nothing
+   * about the incident's components changes. A component it named before and that was deleted
+   * since (while the incident was resolved) is left out.
+   */
+  private async impacts(
+    prev: Incident | null,
+    next: Incident,
+    actor: Actor,
+    now: string,
+  ): Promise<{ write: ComponentImpactWrite; events: IncidentEvent[] } | null> {
+    const before = prev === null ? [] : componentsOf(prev);
+    const after = componentsOf(next);
+    const ids = [...new Set([...before, ...after].map((c) => c.id))];
+    if (ids.length === 0) return null;
+    const added = new Set(after.filter((c) => !before.some((b) => b.id === c.id)).map((c) => c.id));
+    const valid = ids.map((id) => isId('component', id));
+    const read = this.d.components ? await this.d.components.getMany(ids.filter((_, i) => valid[i])) : [];
+    let at = 0;
+    const records = ids.map((_, i) => (valid[i] ? (read[at++] ?? null) : null));
+    const errors: FieldError[] = [];
+    after.forEach((c, i) => {
+      if (added.has(c.id) && records[ids.indexOf(c.id)] === null)
+        errors.push({
+          field: `components.${i}.id`,
+          code: 'unknown_component',
+          message: `Component ${c.id} does not exist.`,
+        });
+    });
+    if (errors.length > 0)
+      throw new DomainError('unknown_component', 'Some components do not exist; see errors.', errors);
+    const status = (c: StoredComponent) => incidentImpactOf(next, c.id);
+    const current: StoredComponent[] = [];
+    const events: IncidentEvent[] = [];
+    for (const c of records) {
+      if (c === null) continue;
+      const moved = withImpact(c, next.id, status(c), now);
+      if (moved === c && !added.has(c.id)) continue;
+      current.push(c);
+      const [from, to] = [effectiveStatus(c), effectiveStatus(moved)];
+      if (from !== to)
+        events.push(
+          newEvent(this.d.ids.next('event'), 'component.status_changed', now, actor, { component_id: c.id, from, to }),
+        );
+    }
+    return current.length === 0 ? null : { write: { current, status, at: now }, events };
   }
 
   private async assertTemplatesExist(ids: string[]): Promise<void> {

@@ -3,6 +3,7 @@ import {
   componentNameKey,
   componentWire,
   effectiveStatus,
+  withImpact,
   type ComponentStatus,
   type StoredComponent,
 } from '../domain/component/component.js';
@@ -84,12 +85,8 @@ export function stageImpacts(
   let wrote = false;
   for (const c of current) {
     change.expect(keys.component(c.id), JSON.stringify(c));
-    const want = typeof status === 'function' ? status(c) : status;
-    if ((c.impacts[sourceId] ?? null) === want) continue;
-    const impacts = { ...c.impacts };
-    if (want === null) delete impacts[sourceId];
-    else impacts[sourceId] = want;
-    const next: StoredComponent = { ...c, impacts, rev: c.rev + 1, updated_at: nowIso };
+    const next = withImpact(c, sourceId, typeof status === 'function' ? status(c) : status, nowIso);
+    if (next === c) continue;
     change.write('SET', keys.component(c.id), JSON.stringify(next));
     wrote = true;
     const from = effectiveStatus(c);

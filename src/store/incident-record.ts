@@ -9,7 +9,7 @@ import { rememberText, storedText } from './stored-text.js';
  *   omitted when        field
  *   "investigating"     status
  *   ""                  impact
- *   []                  template_ids
+ *   []                  template_ids, components
  *   null                resolution_summary, resolved_at, closed_at, last_executed_at,
  *                       next_update_due_at (and the cadence bookkeeping: next_reminder_at,
  *                       last_executed_by; update_reminders when 0)
@@ -28,6 +28,7 @@ export const ORDER = [
   'description',
   'impact',
   'template_ids',
+  'components',
   'resolution_summary',
   'created_at',
   'updated_at',
@@ -47,6 +48,7 @@ export const DEFAULTS: Partial<Record<Field, (i: Stored) => unknown>> = {
   status: () => 'investigating',
   impact: () => '',
   template_ids: () => [],
+  components: () => [],
   resolution_summary: () => null,
   updated_at: (i) => i.created_at,
   resolved_at: () => null,
@@ -99,6 +101,7 @@ export function decodeIncident(raw: string, remember = true): Incident {
     description: p.description,
     impact: p.impact !== undefined ? p.impact : '',
     template_ids: p.template_ids !== undefined ? p.template_ids : [],
+    components: p.components !== undefined ? p.components : [],
     resolution_summary: p.resolution_summary !== undefined ? p.resolution_summary : null,
     created_at: p.created_at,
     updated_at: p.updated_at !== undefined ? p.updated_at : p.created_at,

@@ -3,7 +3,7 @@ import { mirrorReminder } from './reminders.js';
 import { STATUSES, type Incident } from '../domain/incident/incident.js';
 import { createdEventId, type IncidentEvent } from '../domain/incident/incident-event.js';
 import type { Page, PageRequest } from '../domain/common/pagination.js';
-import type { IncidentFilter, IncidentRepo } from '../ports/index.js';
+import type { ComponentImpactWrite, IncidentFilter, IncidentRepo } from '../ports/index.js';
 import { Change } from './commit.js';
 import { decodeIncident, encodeIncident, storedString } from './incident-record.js';
 import { pageFiltered } from './index-page.js';
@@ -11,6 +11,8 @@ import type { Keys } from './keys.js';
 import { DecodedCache } from './decoded-cache.js';
 import { rememberText } from './stored-text.js';
 import { appendTimeline } from './timeline.js';
+import { stageImpacts } from './components.js';
+import { bumpStatusVersion } from './status-version.js';
 
 /**
  * Incidents as compact JSON strings (src/store/incident-record.ts), with:
@@ -48,7 +50,7 @@ export class RedisIncidentRepo implements IncidentRepo {
     return raw.map((r, i) => (r === null ? null : this.decoded.get(ids[i]!, r)));
   }
 
-  async create(incident: Incident, events: IncidentEvent[]): Promise<boolean> {
+  async create(incident: Incident, events: IncidentEvent[], impacts?: ComponentImpactWrite): Promise<boolean> {
     const k = this.keys;
     const change = new Change(this.redis).expect(k.incident(incident.id), null);
     for (const t of incident.template_ids)
@@ -57,6 +59,7 @@ export class RedisIncidentRepo implements IncidentRepo {
     change
       .write('SET', k.incident(incident.id), raw)
       .write('ZADD', k.incidentsByStatus(incident.status), '0', incident.id);
+    if (impacts) stageImpacts(change, k, impacts.current, incident.id, impacts.status, impacts.at);
     const first = events[0];
     // The implied created event is not stored, but integrators are still told (store/timeline.ts).
     appendTimeline(
@@ -74,7 +77,12 @@ export class RedisIncidentRepo implements IncidentRepo {
     return ok;
   }
 
-  async update(prev: Incident, next: Incident, events: IncidentEvent[]): Promise<boolean> {
+  async update(
+    prev: Incident,
+    next: Incident,
+    events: IncidentEvent[],
+    impacts?: ComponentImpactWrite,
+  ): Promise<boolean> {
     const k = this.keys;
     const change = new Change(this.redis).expect(k.incident(prev.id), storedString(prev));
     const raw = encodeIncident(next);
@@ -96,6 +104,10 @@ export class RedisIncidentRepo implements IncidentRepo {
     for (const t of after) {
       if (!before.includes(t)) change.expectExists(k.template(t)).write('SADD', k.templateIncidents(t), next.id);
     }
+    if (impacts) stageImpacts(change, k, impacts.current, next.id, impacts.status, impacts.at);
+    // What a published incident shows follows its status (and its components): the page rebuilds.
+    if (prev.status !== next.status || JSON.stringify(prev.components ?? []) !== JSON.stringify(next.components ?? []))
+      bumpStatusVersion(change, k);
     appendTimeline(change, k, next.id, events, { snapshots: { incident: raw } });
     mirrorReminder(change, k, prev, next);
     const ok = await change.commit({ kind: 'incident', incident: next });

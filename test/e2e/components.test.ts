@@ -141,3 +141,170 @@ describe('/v1/components', () => {
     expect(refused.status).toBe(403);
   });
 });
+
+describe('incidents naming components', () => {
+  const mk = async (stem: string, body: Record<string, unknown> = {}) => {
+    const r = await h.api('POST', '/v1/components', { body: { name: fresh(stem), ...body } });
+    expect(r.status).toBe(201);
+    return r.body.id as string;
+  };
+  const statusOf = async (id: string) => {
+    const r = await h.api('GET', `/v1/components/${id}`);
+    return {
+      status: r.body.status as string,
+      affected_by: r.body.affected_by as unknown[],
+      etag: r.headers.get('etag'),
+    };
+  };
+  const timeline = async (incidentId: string) =>
+    (await h.api('GET', `/v1/incidents/${incidentId}/events?limit=100`)).body.data as {
+      type: string;
+      data: Record<string, unknown>;
+    }[];
+
+  it('an incident with two components changes their statuses; resolve restores, reopen re-applies', async () => {
+    const api = await mk('Checkout API');
+    const web = await mk('Storefront', { status: 'degraded_performance' });
+    const v0 = await statusVersion();
+    const inc = await h.api('POST', '/v1/incidents', {
+      body: {
+        title: 'Checkout errors',
+        severity: 'major',
+        components: [
+          { id: api, status: 'major_outage' },
+          { id: web, status: 'partial_outage' },
+        ],
+      },
+    });
+    expect(inc.status).toBe(201);
+    expect(inc.body.components).toEqual([
+      { id: api, status: 'major_outage' },
+      { id: web, status: 'partial_outage' },
+    ]);
+    const id = inc.body.id as string;
+    expect(await statusVersion()).toBeGreaterThan(v0);
+    expect(await statusOf(api)).toMatchObject({
+      status: 'major_outage',
+      affected_by: [{ kind: 'incident', id, status: 'major_outage' }],
+    });
+    expect((await statusOf(web)).status).toBe('partial_outage');
+    expect((await h.api('GET', `/v1/components/${web}`)).body.manual_status).toBe('degraded_performance');
+
+    // In use while the incident is open.
+    const del = await h.api('DELETE', `/v1/components/${api}`);
+    expect(del.status).toBe(409);
+    expect(del.body.code).toBe('component_in_use');
+    expect(del.body.errors).toEqual([expect.objectContaining({ field: 'affected_by.0', code: 'component_in_use' })]);
+
+    // Changing the list: web is taken out, api goes down a step.
+    const p = await h.api('PATCH', `/v1/incidents/${id}`, {
+      body: { components: [{ id: api, status: 'partial_outage' }] },
+    });
+    expect(p.status).toBe(200);
+    expect(p.body.components).toEqual([{ id: api, status: 'partial_outage' }]);
+    expect((await statusOf(api)).status).toBe('partial_outage');
+    expect(await statusOf(web)).toMatchObject({ status: 'degraded_performance', affected_by: [] });
+
+    const v1 = await statusVersion();
+    const resolved = await h.api('PATCH', `/v1/incidents/${id}`, { body: { status: 'resolved' } });
+    expect(resolved.status).toBe(200);
+    expect(await statusVersion()).toBeGreaterThan(v1);
+    expect(await statusOf(api)).toMatchObject({ status: 'operational', affected_by: [] });
+
+    const reopened = await h.api('PATCH', `/v1/incidents/${id}`, { body: { status: 'investigating' } });
+    expect(reopened.status).toBe(200);
+    expect((await statusOf(api)).status).toBe('partial_outage');
+
+    const closed = await h.api('POST', `/v1/incidents/${id}/close`, { body: {} });
+    expect(closed.status).toBe(200);
+    expect((await statusOf(api)).status).toBe('operational');
+    expect((await h.api('DELETE', `/v1/components/${api}`)).status).toBe(204);
+
+    const events = await timeline(id);
+    const changes = events.filter((e) => e.type === 'component.status_changed').map((e) => e.data);
+    expect(changes).toEqual([
+      { component_id: api, from: 'operational', to: 'major_outage' },
+      { component_id: web, from: 'degraded_performance', to: 'partial_outage' },
+      { component_id: api, from: 'major_outage', to: 'partial_outage' },
+      { component_id: web, from: 'partial_outage', to: 'degraded_performance' },
+      { component_id: api, from: 'partial_outage', to: 'operational' },
+      { component_id: api, from: 'operational', to: 'partial_outage' },
+      { component_id: api, from: 'partial_outage', to: 'operational' },
+    ]);
+    const updated = events.find((e) => e.type === 'incident.updated' && 'components' in (e.data.changes as object));
+    expect(updated?.data.changes).toEqual({
+      components: {
+        from: [
+          { id: api, status: 'major_outage' },
+          { id: web, status: 'partial_outage' },
+        ],
+        to: [{ id: api, status: 'partial_outage' }],
+      },
+    });
+  });
+
+  it('the worst of two open incidents decides; one resolving leaves the other', async () => {
+    const c = await mk('Payments');
+    const a = await h.api('POST', '/v1/incidents', {
+      body: { title: 'A', severity: 'minor', components: [{ id: c, status: 'degraded_performance' }] },
+    });
+    const b = await h.api('POST', '/v1/incidents', {
+      body: { title: 'B', severity: 'critical', components: [{ id: c, status: 'major_outage' }] },
+    });
+    expect((await statusOf(c)).status).toBe('major_outage');
+    await h.api('PATCH', `/v1/incidents/${b.body.id}`, { body: { status: 'resolved' } });
+    expect(await statusOf(c)).toMatchObject({
+      status: 'degraded_performance',
+      affected_by: [{ kind: 'incident', id: a.body.id, status: 'degraded_performance' }],
+    });
+    // An impact moves the component's ETag: an operator's If-Match from before is stale.
+    const before = await statusOf(c);
+    await h.api('PATCH', `/v1/incidents/${a.body.id}`, { body: { status: 'resolved' } });
+    const stale = await h.api('PATCH', `/v1/components/${c}`, {
+      body: { description: 'x' },
+      headers: { 'If-Match': before.etag! },
+    });
+    expect(stale.status).toBe(412);
+  });
+
+  it('refuses unknown, repeated and maintenance-only components (422, field errors)', async () => {
+    const c = await mk('Edge');
+    const unknown = await h.api('POST', '/v1/incidents', {
+      body: {
+        title: 'x',
+        severity: 'low',
+        components: [
+          { id: c, status: 'partial_outage' },
+          { id: 'cmp_01JH3ZK6X2B8V4N0Q7R5T9W1YC', status: 'major_outage' },
+          { id: 'nope', status: 'major_outage' },
+        ],
+      },
+    });
+    expect(unknown.status).toBe(422);
+    expect(unknown.body.code).toBe('unknown_component');
+    expect((unknown.body.errors as { field: string }[]).map((e) => e.field)).toEqual([
+      'components.1.id',
+      'components.2.id',
+    ]);
+    expect((await statusOf(c)).status).toBe('operational');
+
+    const twice = await h.api('POST', '/v1/incidents', {
+      body: {
+        title: 'x',
+        severity: 'low',
+        components: [
+          { id: c, status: 'partial_outage' },
+          { id: c, status: 'major_outage' },
+        ],
+      },
+    });
+    expect(twice.status).toBe(422);
+    expect(twice.body.errors).toEqual([expect.objectContaining({ field: 'components.1.id', code: 'duplicate' })]);
+
+    const maintenance = await h.api('POST', '/v1/incidents', {
+      body: { title: 'x', severity: 'low', components: [{ id: c, status: 'under_maintenance' }] },
+    });
+    expect(maintenance.status).toBe(422);
+    expect(maintenance.body.errors).toEqual([expect.objectContaining({ field: 'components.0.status' })]);
+  });
+});

@@ -96,15 +96,15 @@ export type ComponentPatch = z.output<typeof ComponentPatchSchema>;
  * An incident's affected components: `[{id, status}]`, each id once, at most
  * LIMITS.incidentComponents. Whether the ids exist is the service's check.
  */
+export const ComponentImpactSchema = z
+  .strictObject({
+    id: z.string().min(1).max(64).meta({ example: 'cmp_01JH3ZK6X2B8V4N0Q7R5T9W1YC' }),
+    status: z.enum(INCIDENT_IMPACT_STATUSES).meta({ description: 'The status the incident causes while open.' }),
+  })
+  .meta({ id: 'ComponentImpact' });
+
 export const ComponentImpactsSchema = z
-  .array(
-    z
-      .strictObject({
-        id: z.string().min(1).max(64).meta({ example: 'cmp_01JH3ZK6X2B8V4N0Q7R5T9W1YC' }),
-        status: z.enum(INCIDENT_IMPACT_STATUSES).meta({ description: 'The status the incident causes while open.' }),
-      })
-      .meta({ id: 'ComponentImpact' }),
-  )
+  .array(ComponentImpactSchema)
   .max(LIMITS.incidentComponents, `At most ${LIMITS.incidentComponents} components.`)
   .superRefine((list, ctx) => {
     const seen = new Set<string>();
@@ -211,6 +211,23 @@ export function affectedBy(c: Pick<StoredComponent, 'impacts'>): ComponentWire['
   return Object.keys(c.impacts)
     .sort()
     .map((id) => ({ kind: impactKind(id), id, status: c.impacts[id]! }));
+}
+
+/**
+ * The component once source `sourceId` impacts it with `status` (null: no longer): a new
+ * revision, or the component itself when that is already so.
+ */
+export function withImpact(
+  c: StoredComponent,
+  sourceId: string,
+  status: ComponentStatus | null,
+  now: string,
+): StoredComponent {
+  if ((c.impacts[sourceId] ?? null) === status) return c;
+  const impacts = { ...c.impacts };
+  if (status === null) delete impacts[sourceId];
+  else impacts[sourceId] = status;
+  return { ...c, impacts, rev: c.rev + 1, updated_at: now };
 }
 
 /** The component as the API shows it: the record without `impacts` and `rev`, with its effective status. */

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { ActorSchema, type Actor } from '../common/actor.js';
 import { DomainError, emptyPatch, fieldError } from '../common/errors.js';
 import { LIMITS } from '../common/limits.js';
+import { ComponentImpactSchema, ComponentImpactsSchema, type ComponentImpacts } from '../component/component.js';
 
 export const SEVERITIES = ['critical', 'major', 'minor', 'low'] as const;
 export const OPEN_STATUSES = ['investigating', 'identified', 'monitoring'] as const;
@@ -30,6 +31,7 @@ export const IncidentCreateSchema = z
     description: longText('description').default(''),
     impact: longText('impact').default(''),
     template_ids: templateIds.default([]),
+    components: ComponentImpactsSchema.default([]),
   })
   .meta({ id: 'IncidentCreate' });
 export type IncidentCreate = z.infer<typeof IncidentCreateSchema>;
@@ -41,6 +43,7 @@ export const IncidentPatchSchema = z
     description: longText('description').optional(),
     impact: longText('impact').optional(),
     template_ids: templateIds.optional(),
+    components: ComponentImpactsSchema.optional(),
     status: StatusSchema.optional(),
     resolution_summary: longText('resolution_summary').nullable().optional(),
   })
@@ -61,6 +64,10 @@ export const IncidentSchema = z
     description: z.string(),
     impact: z.string(),
     template_ids: z.array(z.string()),
+    components: z.array(ComponentImpactSchema).meta({
+      description:
+        'Components this incident affects and the status each shows while the incident is open (investigating, identified, monitoring).',
+    }),
     resolution_summary: z.string().nullable(),
     created_at: z.string(),
     updated_at: z.string(),
@@ -80,7 +87,14 @@ export const IncidentSchema = z
  * The stored incident: the wire shape plus a revision that backs ETag and compare-and-set, and
  * the update cadence's bookkeeping (src/domain/incident/update-cadence.ts), absent when unused.
  */
-export type Incident = z.infer<typeof IncidentSchema> & { rev: number } & CadenceState;
+export type Incident = Omit<z.infer<typeof IncidentSchema>, 'components'> & {
+  /** Read records always have it (the store fills in `[]`); records built elsewhere may not. */
+  components?: ComponentImpacts;
+  rev: number;
+} & CadenceState;
+
+/** The incident's affected components (`[]` for a record from before they existed). */
+export const componentsOf = (incident: Pick<Incident, 'components'>): ComponentImpacts => incident.components ?? [];
 
 export type CadenceState = {
   /** When the next overdue reminder is due (mirrored by the store's reminder schedule). */
@@ -93,7 +107,12 @@ export type CadenceState = {
 
 export const isOpen = (s: IncidentStatus): boolean => (OPEN_STATUSES as readonly string[]).includes(s);
 
-export function newIncident(id: string, input: IncidentCreate, actor: Actor, now: string): Incident {
+export function newIncident(
+  id: string,
+  input: Omit<IncidentCreate, 'components'> & { components?: ComponentImpacts },
+  actor: Actor,
+  now: string,
+): Incident {
   return {
     id,
     title: input.title,
@@ -102,6 +121,7 @@ export function newIncident(id: string, input: IncidentCreate, actor: Actor, now
     description: input.description,
     impact: input.impact,
     template_ids: input.template_ids,
+    components: input.components ?? [],
     resolution_summary: null,
     created_at: now,
     updated_at: now,
@@ -158,6 +178,10 @@ export function applyPatch(incident: Incident, patch: IncidentPatch, now: string
     changes.template_ids = { from: incident.template_ids, to: patch.template_ids };
     next.template_ids = patch.template_ids;
   }
+  if (patch.components !== undefined && !sameImpacts(patch.components, componentsOf(incident))) {
+    changes.components = { from: componentsOf(incident), to: patch.components };
+    next.components = patch.components;
+  }
   let statusChange: PatchOutcome['statusChange'] = null;
   if (patch.status !== undefined && patch.status !== incident.status) {
     statusChange = { from: incident.status, to: patch.status };
@@ -207,6 +231,19 @@ export function closeIncident(incident: Incident, input: IncidentClose, now: str
 export function withoutUpdateDue(incident: Incident): Incident {
   const { next_reminder_at: _at, update_reminders: _sent, ...rest } = incident;
   return { ...rest, next_update_due_at: null };
+}
+
+function sameImpacts(a: ComponentImpacts, b: ComponentImpacts): boolean {
+  return a.length === b.length && a.every((c, i) => c.id === b[i]!.id && c.status === b[i]!.status);
+}
+
+/**
+ * What the incident makes each component show: while open, the status it names for each of its
+ * components; resolved or closed, nothing (null: no impact).
+ */
+export function incidentImpactOf(incident: Pick<Incident, 'status' | 'components'>, componentId: string) {
+  if (!isOpen(incident.status)) return null;
+  return componentsOf(incident).find((c) => c.id === componentId)?.status ?? null;
 }
 
 function sameList(a: readonly string[], b: readonly string[]): boolean {

@@ -21,5 +21,7 @@ export function presentIncident(i: Incident): IncidentWire {
   for (const k in record) if (!STORAGE_ONLY.has(k)) wire[k] = record[k];
   // Records from before the update cadence have no due time.
   wire.next_update_due_at ??= null;
+  // A record built in memory without components (a read one always has them) affects none.
+  wire.components ??= [];
   return wire as IncidentWire;
 }

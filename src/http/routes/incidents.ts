@@ -59,7 +59,9 @@ export const incidentRouteTable = defineRoutes<Deps>({ tag: 'Incidents', params:
       etag: true,
       responses: {
         201: json(IncidentSchema, 'Created; Location and ETag headers set.'),
-        422: problem('Invalid fields, or unknown_template.'),
+        422: problem(
+          'Invalid fields, unknown_template, or unknown_component (each unknown id named, as components.0.id).',
+        ),
       },
     },
     handle: async (req, res, d) => {
@@ -108,7 +110,7 @@ export const incidentRouteTable = defineRoutes<Deps>({ tag: 'Incidents', params:
       404: problem('not_found'),
       409: problem('incident_closed'),
       412: problem('If-Match is stale.'),
-      422: problem('Invalid fields, empty patch, use_close_endpoint.'),
+      422: problem('Invalid fields, empty patch, use_close_endpoint, unknown_component.'),
     },
     update: (id, input, ifMatch, res, d: Deps) => d.incidents.update(id, input, actorOf(res), ifMatch),
     revOf: (i) => i.rev,
