@@ -310,10 +310,27 @@ describe('through an audience with approval', () => {
 });
 
 describe('deleting the page', () => {
-  it('frees the one place: a new status page can be created', async () => {
+  it('a change of its config moves the status version (the page shows its config)', async () => {
+    const version = async () => Number((await redis.hget(keys.statusVersion(), 'v')) ?? '0');
+    const before = await version();
+    const patched = await ok(
+      h.api('PATCH', `/v1/connections/${page}`, { body: { config: { title: 'Acme status' } } }),
+      200,
+    );
+    expect(patched.config.title).toBe('Acme status');
+    expect(await version()).toBeGreaterThan(before);
+  });
+
+  it('frees the one place; two creates at once: one page, one 409', async () => {
     expect((await h.api('DELETE', `/v1/connections/${page}`)).status).toBe(204);
     expect(await redis.exists(keys.statusPage())).toBe(0);
-    const again = await ok(h.api('POST', '/v1/connections', { body: PAGE }), 201);
-    expect(await redis.get(keys.statusPage())).toBe(again.id);
+    const both = await Promise.all(
+      [1, 2].map((n) => h.api('POST', '/v1/connections', { body: { ...PAGE, name: `Page ${n}` } })),
+    );
+    expect(both.map((r) => r.status).sort()).toEqual([201, 409]);
+    const made = both.find((r) => r.status === 201)!;
+    expect(await redis.get(keys.statusPage())).toBe(made.body.id);
+    const list = await ok(h.api('GET', '/v1/connections?type=status_page'), 200);
+    expect(list.data.map((c: { id: string }) => c.id)).toEqual([made.body.id]);
   });
 });
