@@ -267,6 +267,26 @@ describe('incidents naming components', () => {
     expect(stale.status).toBe(412);
   });
 
+  it('concurrent incidents on one component: every impact lands, and every removal', async () => {
+    const c = await mk('Shared');
+    const statuses = ['degraded_performance', 'partial_outage', 'major_outage'] as const;
+    const made = await Promise.all(
+      Array.from({ length: 8 }, (_, i) =>
+        h.api('POST', '/v1/incidents', {
+          body: { title: `Race ${i}`, severity: 'minor', components: [{ id: c, status: statuses[i % 3] }] },
+        }),
+      ),
+    );
+    expect(made.map((r) => r.status)).toEqual(Array(8).fill(201));
+    expect(await statusOf(c)).toMatchObject({ status: 'major_outage' });
+    expect((await statusOf(c)).affected_by).toHaveLength(8);
+    const resolved = await Promise.all(
+      made.map((r) => h.api('PATCH', `/v1/incidents/${r.body.id}`, { body: { status: 'resolved' } })),
+    );
+    expect(resolved.map((r) => r.status)).toEqual(Array(8).fill(200));
+    expect(await statusOf(c)).toMatchObject({ status: 'operational', affected_by: [] });
+  });
+
   it('refuses unknown, repeated and maintenance-only components (422, field errors)', async () => {
     const c = await mk('Edge');
     const unknown = await h.api('POST', '/v1/incidents', {
