@@ -132,6 +132,8 @@ export class MaintenanceService {
   }
 
   private async stepOne(id: string): Promise<boolean> {
+    // Deleted since the schedule was read (its delete took the schedule entry too): nothing to do.
+    if ((await this.d.repo.get(id)) === null) return false;
     const result = await this.write(id, null, (current, now) => {
       const step = dueStep(current, Date.parse(now));
       if (step === null) return null;

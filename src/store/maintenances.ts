@@ -164,7 +164,12 @@ function stageSchedule(change: Change, keys: Keys, prev: StoredMaintenance | nul
  * first (by scheduled_for), mapped to PublicMaintenance with their updates newest first.
  */
 export async function loadPublicMaintenances(redis: Redis, keys: Keys, nowMs: number): Promise<PublicMaintenance[]> {
-  const ids = await redis.zrange(keys.maintenances(), '0', '-1');
+  const [ids, componentIds] = await Promise.all([
+    redis.zrange(keys.maintenances(), '0', '-1'),
+    redis.zrange(keys.components(), '0', '-1'),
+  ]);
+  // A component deleted after the maintenance named it is not shown as affected.
+  const components = new Set(componentIds);
   const records = await loadJson<StoredMaintenance>(
     redis,
     ids.map((id) => keys.maintenance(id)),
@@ -180,7 +185,7 @@ export async function loadPublicMaintenances(redis: Redis, keys: Keys, nowMs: nu
       status: m.status,
       scheduled_for: m.scheduled_for,
       scheduled_until: m.scheduled_until,
-      component_ids: [...m.components],
+      component_ids: m.components.filter((id) => components.has(id)),
       created_at: m.created_at,
       updated_at: m.updated_at,
       updates: publicUpdates(m),

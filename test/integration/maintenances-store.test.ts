@@ -121,7 +121,7 @@ describe('RedisMaintenanceRepo', () => {
     const v0 = await version(s);
     const m = await s.a.create(window(), actor);
     expect(await s.repo.get(m.id)).toEqual(m);
-    expect(await redis.zrange(s.keys.maintenances(), 0, -1)).toEqual([m.id]);
+    expect(await redis.zrange(s.keys.maintenances(), '0', '-1')).toEqual([m.id]);
     expect(await dueAt(s, m.id)).toBe(T0 - 10 * MIN);
     expect(await version(s)).toBe(v0 + 1);
     expect(await events(s, 'maintenance.created')).toEqual([
@@ -306,6 +306,13 @@ describe('loadPublicMaintenances', () => {
       { id: old.id, status: 'scheduled', body: 'The API may be slow.', kind: 'update', created_at: old.created_at },
     ]);
     expect(pub.find((m) => m.id === sooner.id)!.updates).toEqual([]);
+    // A component deleted after the maintenance named it is not shown as affected.
+    const gone = await aComponent(s, 'Gone');
+    const kept = await aComponent(s, 'Kept');
+    const naming = await s.a.create(window({ components: [gone, kept] }), actor);
+    expect(await s.components.delete((await s.components.get(gone))!)).toEqual({ ok: true });
+    const shownNaming = (await loadPublicMaintenances(redis, s.keys, s.clock.ms)).find((m) => m.id === naming.id);
+    expect(shownNaming?.component_ids).toEqual([kept]);
     const ninetyOneDaysOn = s.clock.ms + 91 * 24 * 60 * MIN;
     expect((await loadPublicMaintenances(redis, s.keys, ninetyOneDaysOn)).map((m) => m.id)).not.toContain(old.id);
   });
