@@ -2,6 +2,7 @@ import type { PublicPageConfig } from '../domain/status/public.js';
 import { loadPublicComponents } from '../store/components.js';
 import { RedisConnectionRepo } from '../store/connections.js';
 import type { Keys } from '../store/keys.js';
+import { loadPublicMaintenances } from '../store/maintenances.js';
 import { loadPublicIncidents } from '../store/public-incidents.js';
 import type { RedisClient as Redis } from '../store/redis-connect.js';
 import type { StatusLoaders } from './source.js';
@@ -48,6 +49,6 @@ export function pageConfigOf(c: Record<string, unknown>): PublicPageConfig {
 export const REDIS_STATUS_LOADERS: StatusLoaders = {
   components: (redis, keys, nowMs) => loadPublicComponents(redis, keys, nowMs),
   incidents: (redis, keys) => loadPublicIncidents(redis, keys, SNAPSHOT_INCIDENTS),
-  maintenances: () => Promise.resolve([]),
+  maintenances: (redis, keys, nowMs) => loadPublicMaintenances(redis, keys, nowMs),
   page: loadPageConfig,
 };
