@@ -2,13 +2,9 @@ import type { ChannelType } from '../channels/index.js';
 import { conversationOf, formatOf } from '../domain/connection/connection.js';
 import type { MessageAction, MessageKind, MessageRef } from '../domain/execution/conversation.js';
 import type { Delivery, RenderedContent } from '../domain/execution/execution.js';
-import {
-  defaultMessageSource,
-  renderMessage,
-  type MessageSource,
-  type RenderContext,
-} from '../domain/template/render.js';
+import { renderMessage, type MessageSource, type RenderContext } from '../domain/template/render.js';
 import { sourceForChannel, type Template } from '../domain/template/template.js';
+import { builtInSource } from './execution-plan.js';
 
 /**
  * What a correction or retraction does to each delivered message of the execution it acts on
@@ -76,7 +72,7 @@ export function planCorrections(
     const inPlace = target !== null && (kind === 'correction' ? can.edit : can.delete);
     const action: MessageAction = inPlace ? (kind === 'correction' ? 'edit' : 'delete') : 'post';
     const template = templateOf(original);
-    const source = template ? sourceForChannel(template, connection.type) : defaultMessageSource();
+    const source = template ? sourceForChannel(template, connection.type) : builtInSource(connection.type);
     const content = renderMessage(correctionSource(kind, action, source), ctx, formatOf(connection));
     out.push({ original, connection, action, target: inPlace ? target : null, content });
   }

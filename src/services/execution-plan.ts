@@ -3,7 +3,12 @@ import type { MessageFormat } from '../channels/channel.js';
 import { DomainError, type FieldError } from '../domain/common/errors.js';
 import { formatOf } from '../domain/connection/connection.js';
 import type { RenderedContent } from '../domain/execution/execution.js';
-import { defaultMessageSource, renderMessage } from '../domain/template/render.js';
+import {
+  defaultMessageSource,
+  publicMessageSource,
+  renderMessage,
+  type MessageSource,
+} from '../domain/template/render.js';
 import { sourceForChannel, type Template } from '../domain/template/template.js';
 import type { TemplateVariable } from '../domain/template/variables.js';
 
@@ -151,7 +156,7 @@ export async function renderYielding(
     if (!byEscape) rendered.set(key, (byEscape = new Map<MessageFormat['escape'], RenderedContent>()));
     let content = byEscape.get(format.escape);
     if (!content) {
-      const source = p.template ? sourceForChannel(p.template, p.connection.type) : defaultMessageSource();
+      const source = p.template ? sourceForChannel(p.template, p.connection.type) : builtInSource(p.connection.type);
       content = renderMessage(source, ctx, format);
       byEscape.set(format.escape, content);
     }
@@ -173,4 +178,9 @@ export function planned(p: Pair & { content: RenderedContent }): PlannedDelivery
     subject: p.content.subject,
     body: p.content.body,
   };
+}
+
+/** The built-in message for a connection of this type: nothing internal where the public reads it. */
+export function builtInSource(type: ChannelType): MessageSource {
+  return channelOf(type).publishesPublicly ? publicMessageSource() : defaultMessageSource();
 }

@@ -257,6 +257,29 @@ describe('publishing through executes', () => {
     expect((await published(withParts))!.updates).toHaveLength(1);
   });
 
+  it('without a template it publishes the title and impact, nothing internal', async () => {
+    const bare = (
+      await ok(
+        h.api('POST', '/v1/incidents', {
+          body: {
+            title: 'Login failures',
+            severity: 'critical',
+            description: 'INTERNAL: db-7 ran out of disk',
+            impact: 'Some customers cannot log in.',
+          },
+        }),
+        201,
+      )
+    ).id as string;
+    const exe = await execute(bare, { connection_ids: [page], variables: { ticket: 'OPS-1234' } });
+    await settled(bare, exe.id);
+    const p = (await published(bare))!;
+    expect(p.name).toBe('Login failures');
+    expect(p.updates[0]!.body).toBe('Some customers cannot log in.');
+    const all = JSON.stringify(p);
+    for (const secret of ['INTERNAL', 'OPS-1234', 'critical]', '/v1/']) expect(all).not.toContain(secret);
+  });
+
   it('closed shows resolved: mapped at execute time', async () => {
     const closing = await newIncident('Short blip', 'low');
     await ok(h.api('PATCH', `/v1/incidents/${closing}`, { body: { status: 'resolved' } }), 200);

@@ -177,6 +177,18 @@ export function sampleIncident(publicUrl?: string): IncidentView {
 }
 
 /**
+ * The built-in message of a channel the public reads (the status page): the title, and the
+ * impact when one is written. Nothing internal: no severity, description, variables or Herald's
+ * own incident link. A template (with a status_page variant) says more.
+ */
+export function publicMessageSource(): MessageSource {
+  return {
+    subject: '{{incident.title}}',
+    body: '{{#incident.impact}}{{incident.impact}}{{/incident.impact}}{{^incident.impact}}{{incident.title}}{{/incident.impact}}',
+  };
+}
+
+/**
  * The message an incident without templates sends (docs/explanation/delivery-semantics.md): title, severity, status,
  * impact, description and every supplied variable. Channel escaping applies as for any template.
  */
