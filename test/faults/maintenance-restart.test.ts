@@ -90,7 +90,7 @@ describe('a maintenance across a worker SIGKILL and restart', () => {
     const first = await startedWorker();
     const component = (await h.api('POST', '/v1/components', { body: { name: 'Database' } })).body.id as string;
     // Far enough ahead that the kill surely comes before it; the reminder (one minute before) is due at once.
-    const start = Date.now() + 6000;
+    const start = Date.now() + 10_000;
     const created = await h.api('POST', '/v1/maintenances', {
       body: {
         title: 'Database upgrade',
