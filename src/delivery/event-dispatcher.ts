@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { isRedisUnavailable } from '../store/redis.js';
+import { startSweepLoop } from './sweep-loop.js';
 
 /** What the loop runs (services/events.ts, EventDispatcher). */
 export interface EventDispatchStep {
@@ -16,30 +16,19 @@ export function startEventDispatcher(
   idleMs: number,
   log: Logger,
 ): { close(): Promise<void> } {
-  let running: Promise<void> = Promise.resolve();
-  let stopped = false;
-  let timer: NodeJS.Timeout | undefined;
-  const tick = () => {
-    running = dispatcher
-      .step()
-      .then(
-        (s) => (s.ingested + s.fannedOut + s.attempted > 0 ? 0 : idleMs),
-        (err: unknown) => {
-          // Redis being away is logged once by its connection; this runs several times a second.
-          if (!isRedisUnavailable(err)) log.warn({ err: (err as Error).message }, 'event dispatch failed');
-          return idleMs;
-        },
-      )
-      .then((wait) => {
-        if (!stopped) timer = setTimeout(tick, wait).unref();
-      });
-  };
-  tick();
-  return {
-    async close() {
-      stopped = true;
-      clearTimeout(timer);
-      await running;
+  const sweep = {
+    runDue: async () => {
+      const s = await dispatcher.step();
+      return s.ingested + s.fannedOut + s.attempted;
     },
   };
+  return startSweepLoop(
+    sweep,
+    idleMs,
+    log,
+    { failed: 'event dispatch failed', level: 'debug' },
+    {
+      nextWaitMs: (n) => (n > 0 ? 0 : idleMs),
+    },
+  );
 }

@@ -142,3 +142,32 @@ export function patchRoute<D, T>(
     ),
   };
 }
+
+/** DELETE of one record, guarded by If-Match (412 when stale) → 204. */
+export function deleteRoute<D>(
+  o: Described &
+    Pick<OperationDoc, 'responses'> & {
+      remove: (id: string, ifMatch: number | null, deps: D) => Promise<void>;
+    },
+): Route<D> {
+  return {
+    method: 'delete',
+    path: o.path,
+    scope: o.scope,
+    doc: {
+      operationId: o.operationId,
+      summary: o.summary,
+      ifMatch: true,
+      responses: {
+        204: { description: 'Deleted.' },
+        404: problem('not_found'),
+        412: problem('If-Match is stale.'),
+        ...o.responses,
+      },
+    },
+    handle: async (req, res, deps: D) => {
+      await o.remove(pathParam(req, 'id'), ifMatchRevision(req), deps);
+      res.status(204).end();
+    },
+  };
+}

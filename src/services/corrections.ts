@@ -26,7 +26,12 @@ import {
 } from './execution-records.js';
 import { LOST_RACE, retryOnConflict } from './retry.js';
 import type { ApprovalService } from './approvals.js';
-import type { ApprovalRecord, ExecutionApprovals } from '../domain/execution/approval.js';
+import {
+  newExecutionApprovals,
+  pendingApproval,
+  type ApprovalRecord,
+  type ExecutionApprovals,
+} from '../domain/execution/approval.js';
 import type { StoredExecutionAudience } from '../domain/execution/execution.js';
 import type { IncidentEvent } from '../domain/incident/incident-event.js';
 
@@ -280,20 +285,7 @@ function heldAgain(
     const ids = deliveries.filter((d) => d.audience === key && d.status === 'pending_approval').map((d) => d.id);
     if (ids.length === 0) continue;
     const ttl = Date.parse(was.expires_at) - Date.parse(was.requested_at);
-    records.push({
-      ...was,
-      delivery_ids: ids,
-      state: 'pending',
-      requested_by: actor,
-      requested_at: iso(now),
-      expires_at: iso(new Date(now.getTime() + ttl)),
-      decided_by: null,
-      decided_at: null,
-      reason: null,
-      notified_state: null,
-    });
+    records.push(pendingApproval({ ...was, delivery_ids: ids }, actor, now, ttl));
   }
-  return records.length === 0
-    ? null
-    : { execution_id: execution.id, incident_id: execution.incident_id, audiences: records, rev: 1 };
+  return newExecutionApprovals(execution, records);
 }

@@ -54,7 +54,12 @@ import {
 import { LOST_RACE, retryOnConflict } from './retry.js';
 import type { Audience } from '../domain/audience/audience.js';
 import { approvalExpiryMs } from '../domain/audience/audience.js';
-import type { ApprovalRecord, ExecutionApprovals } from '../domain/execution/approval.js';
+import {
+  newExecutionApprovals,
+  pendingApproval,
+  type ApprovalRecord,
+  type ExecutionApprovals,
+} from '../domain/execution/approval.js';
 import type { StoredExecutionAudience } from '../domain/execution/execution.js';
 import type { AudienceRepo } from '../ports/index.js';
 import type { ApprovalService } from './approvals.js';
@@ -553,28 +558,20 @@ function approvalsFor(
     const a = part.audience;
     const ids = recorded[i]?.delivery_ids ?? [];
     if (!a.approval.required || ids.length === 0) return;
-    records.push({
+    const approvers = a.approval.approvers;
+    const ask = {
       audience_id: a.id,
       audience_key: a.key,
       approvers: {
-        slack_user_ids: [...a.approval.approvers.slack_user_ids],
-        ...(a.approval.approvers.api_key_scopes ? { api_key_scopes: [...a.approval.approvers.api_key_scopes] } : {}),
+        slack_user_ids: [...approvers.slack_user_ids],
+        ...(approvers.api_key_scopes ? { api_key_scopes: [...approvers.api_key_scopes] } : {}),
       },
       four_eyes: a.approval.four_eyes,
       delivery_ids: ids,
-      state: 'pending',
-      requested_by: actor,
-      requested_at: iso(now),
-      expires_at: iso(new Date(now.getTime() + approvalExpiryMs(a.approval.expires_in))),
-      decided_by: null,
-      decided_at: null,
-      reason: null,
-      notified_state: null,
-    });
+    };
+    records.push(pendingApproval(ask, actor, now, approvalExpiryMs(a.approval.expires_in)));
   });
-  return records.length === 0
-    ? null
-    : { execution_id: execution.id, incident_id: execution.incident_id, audiences: records, rev: 1 };
+  return newExecutionApprovals(execution, records);
 }
 
 function approvalRequestedEvents(

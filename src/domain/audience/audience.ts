@@ -162,6 +162,22 @@ const AudienceApprovalPatchSchema = z
     description: 'Fields sent replace, fields left out are kept; approvers is replaced as a whole.',
   });
 
+/** The OpenAPI example of an audience: its create body, and (with id and times) the audience answered. */
+const AUDIENCE_EXAMPLE = {
+  key: 'customers',
+  name: 'Customers',
+  description: 'The status page and the customer mailing list.',
+  visibility: 'external',
+  connection_ids: ['con_01JH3ZK6X2B8V4N0Q7R5T9W1YC'],
+  template_ids: ['tpl_01JH3ZK6X2B8V4N0Q7R5T9W1YD'],
+  approval: {
+    required: true,
+    approvers: { slack_user_ids: ['U024BE7LH'], api_key_scopes: ['incidents:execute'] },
+    four_eyes: true,
+    expires_in: '2h',
+  },
+};
+
 export const AudienceCreateSchema = z
   .strictObject({
     key,
@@ -174,20 +190,7 @@ export const AudienceCreateSchema = z
   })
   .meta({
     id: 'AudienceCreate',
-    example: {
-      key: 'customers',
-      name: 'Customers',
-      description: 'The status page and the customer mailing list.',
-      visibility: 'external',
-      connection_ids: ['con_01JH3ZK6X2B8V4N0Q7R5T9W1YC'],
-      template_ids: ['tpl_01JH3ZK6X2B8V4N0Q7R5T9W1YD'],
-      approval: {
-        required: true,
-        approvers: { slack_user_ids: ['U024BE7LH'], api_key_scopes: ['incidents:execute'] },
-        four_eyes: true,
-        expires_in: '2h',
-      },
-    },
+    example: AUDIENCE_EXAMPLE,
   });
 export type AudienceCreate = z.output<typeof AudienceCreateSchema>;
 
@@ -242,18 +245,7 @@ export const AudienceSchema = z
     id: 'Audience',
     example: {
       id: 'aud_01JH3ZK6X2B8V4N0Q7R5T9W1YE',
-      key: 'customers',
-      name: 'Customers',
-      description: 'The status page and the customer mailing list.',
-      visibility: 'external',
-      connection_ids: ['con_01JH3ZK6X2B8V4N0Q7R5T9W1YC'],
-      template_ids: ['tpl_01JH3ZK6X2B8V4N0Q7R5T9W1YD'],
-      approval: {
-        required: true,
-        approvers: { slack_user_ids: ['U024BE7LH'], api_key_scopes: ['incidents:execute'] },
-        four_eyes: true,
-        expires_in: '2h',
-      },
+      ...AUDIENCE_EXAMPLE,
       created_at: '2026-11-22T10:00:00.000Z',
       updated_at: '2026-11-22T10:00:00.000Z',
     },

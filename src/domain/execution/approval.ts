@@ -85,6 +85,37 @@ export interface ExecutionApprovals {
   rev: number;
 }
 
+/** Who may decide an audience's approval and what it holds: what a pending approval is asked for. */
+export type ApprovalAsk = Pick<
+  ApprovalRecord,
+  'audience_id' | 'audience_key' | 'approvers' | 'four_eyes' | 'delivery_ids'
+>;
+
+/** The approval `ask` waiting for a decision: asked by `actor` at `now`, open for `ttlMs`. */
+export function pendingApproval(ask: ApprovalAsk, actor: Actor, now: Date, ttlMs: number): ApprovalRecord {
+  return {
+    ...ask,
+    state: 'pending',
+    requested_by: actor,
+    requested_at: iso(now),
+    expires_at: iso(new Date(now.getTime() + ttlMs)),
+    decided_by: null,
+    decided_at: null,
+    reason: null,
+    notified_state: null,
+  };
+}
+
+/** The execution's approvals record (rev 1) of `records`; null when nothing is held. */
+export function newExecutionApprovals(
+  execution: { id: string; incident_id: string },
+  records: ApprovalRecord[],
+): ExecutionApprovals | null {
+  return records.length === 0
+    ? null
+    : { execution_id: execution.id, incident_id: execution.incident_id, audiences: records, rev: 1 };
+}
+
 export const viewOf = (r: ApprovalRecord): ApprovalView => ({
   state: r.state,
   requested_by: r.requested_by,

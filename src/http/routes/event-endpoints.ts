@@ -18,11 +18,11 @@ import {
 } from '../../domain/event/endpoint.js';
 import type { EventEndpointService } from '../../services/events.js';
 import { defineRoutes, mountRoutes, pathParam, type EdgeDeps } from '../endpoint.js';
-import { etagOf, ifMatchRevision } from '../etag.js';
+import { etagOf } from '../etag.js';
 import { jsonResponse, respondOnCommit, sendStored } from '../middleware/idempotency.js';
 import { idParam, json, problem } from '../operation-docs.js';
 import { pageSchema } from '../presenters/page.js';
-import { getRoute, listRoute, patchRoute } from '../respond.js';
+import { deleteRoute, getRoute, listRoute, patchRoute } from '../respond.js';
 
 type Deps = EdgeDeps & { events: EventEndpointService; nowMs: () => number };
 
@@ -97,21 +97,14 @@ export const eventEndpointRouteTable = defineRoutes<Deps>({ tag: 'Event endpoint
     revOf: (e) => e.rev,
     present: (e) => presentEndpoint(e, Date.now()),
   }),
-  {
-    method: 'delete',
+  deleteRoute<Deps>({
     path: '/event-endpoints/:id',
     scope: 'events:write',
-    doc: {
-      operationId: 'deleteEventEndpoint',
-      summary: 'Delete an event endpoint (its pending deliveries are dropped)',
-      ifMatch: true,
-      responses: { 204: { description: 'Deleted.' }, 404: problem('not_found'), 412: problem('If-Match is stale.') },
-    },
-    handle: async (req, res, d) => {
-      await d.events.delete(pathParam(req, 'id'), ifMatchRevision(req));
-      res.status(204).end();
-    },
-  },
+    operationId: 'deleteEventEndpoint',
+    summary: 'Delete an event endpoint (its pending deliveries are dropped)',
+    responses: {},
+    remove: (id, ifMatch, d) => d.events.delete(id, ifMatch),
+  }),
   {
     method: 'post',
     path: '/event-endpoints/:id/rotate-secret',

@@ -15,12 +15,12 @@ import { parseInput } from '../../domain/common/validation.js';
 import { SEARCH_MAX_PAGES, type TemplateService } from '../../services/templates.js';
 import { apiKeyOf } from '../context.js';
 import { defineRoutes, mountRoutes, pathParam, type EdgeDeps } from '../endpoint.js';
-import { etagOf, ifMatchRevision } from '../etag.js';
+import { etagOf } from '../etag.js';
 import { jsonResponse, respondOnCommit, sendStored } from '../middleware/idempotency.js';
 import { idParam, json, ListQuery, problem } from '../operation-docs.js';
 import { pageSchema, presentPage } from '../presenters/page.js';
 import { presentTemplate, TemplatePreviewsSchema } from '../presenters/template.js';
-import { getRoute, listRoute, patchRoute, sendPage } from '../respond.js';
+import { deleteRoute, getRoute, listRoute, patchRoute, sendPage } from '../respond.js';
 
 type Deps = EdgeDeps & { templates: TemplateService };
 
@@ -153,26 +153,14 @@ export const templateRouteTable = defineRoutes<Deps>(
       revOf: (t) => t.version,
       present: presentTemplate,
     }),
-    {
-      method: 'delete',
+    deleteRoute<Deps>({
       path: '/templates/:id',
       scope: 'templates:write',
-      doc: {
-        operationId: 'deleteTemplate',
-        summary: 'Delete a template',
-        ifMatch: true,
-        responses: {
-          204: { description: 'Deleted.' },
-          404: problem('not_found'),
-          409: problem('template_in_use: attached to a non-closed incident.'),
-          412: problem('If-Match is stale.'),
-        },
-      },
-      handle: async (req, res, d) => {
-        await d.templates.delete(pathParam(req, 'id'), ifMatchRevision(req));
-        res.status(204).end();
-      },
-    },
+      operationId: 'deleteTemplate',
+      summary: 'Delete a template',
+      responses: { 409: problem('template_in_use: attached to a non-closed incident.') },
+      remove: (id, ifMatch, d) => d.templates.delete(id, ifMatch),
+    }),
     listRoute({
       path: '/templates/:id/versions',
       scope: 'templates:read',
