@@ -1,40 +1,16 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { payloadOf } from '../../src/domain/event/catalog.js';
 import type { EndpointRecord } from '../../src/domain/event/endpoint.js';
 import { EventSender } from '../../src/services/events.js';
 import { createSecretBox } from '../../src/store/crypto.js';
+import { useDocReceiver } from '../support/doc-receiver.js';
 
 /**
  * docs/events.md's Node receiver, run as written against Herald's own event signer (EventSender):
  * the block after `<!-- event-receiver -->` is saved and started with node, so what a reader
  * copies accepts exactly what Herald sends, drops a repeat, and refuses what it must.
  */
-const ROOT = join(import.meta.dirname, '..', '..');
-const DEADLINE_MS = 30_000;
-
-function receiverSource(): string {
-  const doc = readFileSync(join(ROOT, 'docs', 'events.md'), 'utf8');
-  const m = /<!-- event-receiver -->\s*```js\n([\s\S]*?)```/.exec(doc);
-  if (!m) throw new Error('docs/events.md has no <!-- event-receiver --> js block');
-  return m[1]!;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
-
 const secret = `whsec_${randomBytes(32).toString('base64')}`;
 const box = createSecretBox(randomBytes(32));
 const endpoint: EndpointRecord = {
@@ -52,40 +28,7 @@ const endpoint: EndpointRecord = {
   rev: 1,
 };
 // Inside the repository, so the block's `standardwebhooks` import resolves as in a reader's project.
-const tmpRoot = join(ROOT, 'node_modules', '.cache');
-mkdirSync(tmpRoot, { recursive: true });
-const dir = mkdtempSync(join(tmpRoot, 'herald-event-receiver-'));
-let child: ChildProcess | undefined;
-let stdout = '';
-let url = '';
-
-beforeAll(async () => {
-  const file = join(dir, 'receiver.mjs');
-  writeFileSync(file, receiverSource());
-  const port = await freePort();
-  url = `http://127.0.0.1:${port}/herald`;
-  child = spawn(process.execPath, [file], {
-    env: { ...process.env, WEBHOOK_SECRET: secret, PORT: String(port) },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  child.stdout!.on('data', (c: Buffer) => (stdout += c.toString()));
-  let stderr = '';
-  child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
-  const until = Date.now() + DEADLINE_MS;
-  for (;;) {
-    const up = await fetch(url, { method: 'POST', body: '{}' }).then(
-      () => true,
-      () => false,
-    );
-    if (up) break;
-    if (child.exitCode !== null || Date.now() > until) throw new Error(`the receiver did not start: ${stderr}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-});
-afterAll(() => {
-  child?.kill('SIGTERM');
-  rmSync(dir, { recursive: true, force: true });
-});
+const receiver = useDocReceiver({ page: 'events.md', marker: 'event-receiver', secret, inRepo: true });
 
 const body = (id: string) =>
   JSON.stringify(
@@ -109,7 +52,7 @@ function post(id: string, text: string, opts: { at?: Date; sentBody?: string; e?
     clock: { now: () => new Date() },
     http: { request: () => Promise.reject(new Error('unused')) },
   });
-  return fetch(url, {
+  return fetch(receiver.url, {
     method: 'POST',
     headers: sender.headers(opts.e ?? endpoint, id, text, opts.at ?? new Date()),
     body: opts.sentBody ?? text,
@@ -121,10 +64,8 @@ describe("docs/events.md's receiver", () => {
     const text = body('evt_1');
     expect((await post('evt_1', text)).status).toBe(204);
     expect((await post('evt_1', text)).status).toBe(204); // a retry: accepted, not handled again
-    const deadline = Date.now() + DEADLINE_MS;
-    while (!stdout.includes('incident.created inc_01TEST 1') && Date.now() < deadline)
-      await new Promise((r) => setTimeout(r, 20));
-    expect(stdout.match(/incident\.created inc_01TEST 1/g)).toHaveLength(1);
+    await receiver.printed('incident.created inc_01TEST 1');
+    expect(receiver.stdout.match(/incident\.created inc_01TEST 1/g)).toHaveLength(1);
   });
 
   it('accepts both signatures of a rotation, and refuses a changed body, a stale time, another secret', async () => {
@@ -142,6 +83,6 @@ describe("docs/events.md's receiver", () => {
     expect((await post('evt_3', text, { at: new Date(Date.now() - 10 * 60_000) })).status).toBe(401);
     const onlyOther = { ...endpoint, secrets: [{ ...endpoint.secrets[0]!, sealed: box.seal(other) }] };
     expect((await post('evt_3', text, { e: onlyOther })).status).toBe(401);
-    expect((await fetch(url, { method: 'POST', body: text })).status).toBe(401);
+    expect((await fetch(receiver.url, { method: 'POST', body: text })).status).toBe(401);
   });
 });

@@ -1,8 +1,7 @@
-import { createServer, connect, type Server, type Socket } from 'node:net';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHerald, type TestHerald } from '../support/herald.js';
 import { testRedisUrl } from '../support/redis.js';
+import { redisProxy } from '../support/redis-proxy.js';
 import { REQUEST_ANSWER_BOUND_MS } from '../../src/http/middleware/deadline.js';
 import { REDIS_STALL_MS } from '../../src/domain/common/unavailable.js';
 
@@ -18,14 +17,9 @@ const SLICE_GAP_MS = 40;
 const CONNECTIONS = 30;
 const BODY = 'Status of the payment service: degraded. '.repeat(360); // ~15 kB
 
-/** A TCP proxy to `target` that trickles large server chunks in slices, in order. */
-async function tricklingProxy(target: URL): Promise<{ url: string; close(): Promise<void> }> {
-  const sockets = new Set<Socket>();
-  const server: Server = createServer((client) => {
-    const upstream = connect(Number(target.port || 6379), target.hostname);
-    sockets.add(client);
-    sockets.add(upstream);
-    client.pipe(upstream);
+/** A proxy to `target` that trickles large server chunks in slices, in order. */
+const tricklingProxy = (target: URL) =>
+  redisProxy(target, (client) => {
     const pending: Buffer[] = [];
     let timer: NodeJS.Timeout | undefined;
     const pump = (): void => {
@@ -35,28 +29,14 @@ async function tricklingProxy(target: URL): Promise<{ url: string; close(): Prom
       client.write(next);
       if (pending.length > 0) timer = setTimeout(pump, SLICE_GAP_MS);
     };
-    upstream.on('data', (chunk: Buffer) => {
-      for (let at = 0; at < chunk.length; at += SLICE) pending.push(chunk.subarray(at, at + SLICE));
-      if (timer === undefined) pump();
-    });
-    const end = () => {
-      clearTimeout(timer);
-      client.destroy();
-      upstream.destroy();
+    return {
+      data(chunk) {
+        for (let at = 0; at < chunk.length; at += SLICE) pending.push(chunk.subarray(at, at + SLICE));
+        if (timer === undefined) pump();
+      },
+      closed: () => clearTimeout(timer),
     };
-    client.on('error', end).on('close', end);
-    upstream.on('error', end).on('close', end);
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as AddressInfo).port;
-  return {
-    url: `redis://127.0.0.1:${port}`,
-    close: async () => {
-      for (const s of sockets) s.destroy();
-      await new Promise((r) => server.close(r));
-    },
-  };
-}
 
 let proxy: Awaited<ReturnType<typeof tricklingProxy>>;
 let h: TestHerald;

@@ -1,8 +1,7 @@
-import { createServer, connect, type Server, type Socket } from 'node:net';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHerald, type TestHerald } from '../support/herald.js';
 import { testRedisUrl } from '../support/redis.js';
+import { redisProxy } from '../support/redis-proxy.js';
 import { REQUEST_ANSWER_BOUND_MS, REQUEST_REDIS_BUDGET_MS } from '../../src/http/middleware/deadline.js';
 import { REDIS_STALL_MS } from '../../src/domain/common/unavailable.js';
 
@@ -16,36 +15,16 @@ import { REDIS_STALL_MS } from '../../src/domain/common/unavailable.js';
  */
 const REPLY_DELAY_MS = 100;
 
-/** A TCP proxy to `target` that holds every chunk from the server for `delayMs`, in order. */
-async function delayingProxy(target: URL, delayMs: number): Promise<{ url: string; close(): Promise<void> }> {
-  const sockets = new Set<Socket>();
-  const server: Server = createServer((client) => {
-    const upstream = connect(Number(target.port || 6379), target.hostname);
-    sockets.add(client);
-    sockets.add(upstream);
-    client.pipe(upstream);
-    upstream.on('data', (chunk: Buffer) => {
+/** A proxy to `target` that holds every chunk from the server for `delayMs`, in order. */
+const delayingProxy = (target: URL, delayMs: number) =>
+  redisProxy(target, (client) => ({
+    data(chunk) {
       setTimeout(() => {
         if (!client.destroyed) client.write(chunk);
       }, delayMs);
-    });
-    const end = () => {
-      client.destroy();
-      upstream.destroy();
-    };
-    client.on('error', end).on('close', end);
-    upstream.on('error', end).on('close', () => setTimeout(end, delayMs));
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as AddressInfo).port;
-  return {
-    url: `redis://127.0.0.1:${port}`,
-    close: async () => {
-      for (const s of sockets) s.destroy();
-      await new Promise((r) => server.close(r));
     },
-  };
-}
+    closeDelayMs: delayMs,
+  }));
 
 let proxy: Awaited<ReturnType<typeof delayingProxy>>;
 let h: TestHerald;

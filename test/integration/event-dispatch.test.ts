@@ -1,80 +1,22 @@
-import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { Webhook } from 'standardwebhooks';
 import { SYSTEM_ACTOR } from '../../src/domain/common/actor.js';
 import { createIdGenerator } from '../../src/domain/common/ids.js';
-import { parseOutboundAllow } from '../../src/domain/connection/address-policy.js';
 import { EVENT_SCHEMAS } from '../../src/domain/event/catalog.js';
 import { RETRY_DELAYS_MS } from '../../src/domain/event/endpoint.js';
 import { applyPatch, closeIncident, newIncident, type Incident } from '../../src/domain/incident/incident.js';
 import { createdEventId, newEvent } from '../../src/domain/incident/incident-event.js';
-import { createOutboundHttp } from '../../src/delivery/outbound/http.js';
-import { EventDispatcher, EventEndpointService } from '../../src/services/events.js';
-import type { EndpointNotifier, EventServiceDeps } from '../../src/services/events-ports.js';
-import { createSecretBox, nodeTokenCrypto } from '../../src/store/crypto.js';
-import { RedisEventStore } from '../../src/store/event-store.js';
-import { RedisIncidentRepo } from '../../src/store/incidents.js';
-import { startEventSink } from '../support/event-sink.js';
-import { createKeys } from '../../src/store/keys.js';
-import { dropPrefix, uniquePrefix, useTestRedis } from '../support/redis.js';
+import { useEventWorlds } from '../support/event-world.js';
 
 /**
  * Events for integrators end to end below the API: changes committed through the incident store,
  * the dispatcher's steps run by hand with a clock the test moves, a local receiver.
  */
-const t = useTestRedis('evdispatch');
+const ev = useEventWorlds('evdispatch');
+const { t } = ev;
+const until = (w: Pick<ReturnType<typeof ev.world>, 'dispatcher'>, n: number) => ev.until(w, n);
 const ids = createIdGenerator();
-/** Each test has its own sink and its own keys (its events are its own). */
-let sink: Awaited<ReturnType<typeof startEventSink>>;
-const prefixes: string[] = [];
-beforeEach(async () => {
-  sink = await startEventSink();
-});
-afterEach(async () => {
-  await sink.close();
-});
-afterAll(async () => {
-  for (const p of prefixes) await dropPrefix(t.redis, p);
-});
-
-function world() {
-  const prefix = uniquePrefix('evdispatch');
-  prefixes.push(prefix);
-  const keys = createKeys(prefix);
-  let nowMs = Date.now();
-  const disabled: string[] = [];
-  const notifier: EndpointNotifier = { endpointDisabled: (e, reason) => void disabled.push(`${e.id}:${reason}`) };
-  const allow = parseOutboundAllow(['127.0.0.1']);
-  const deps: EventServiceDeps = {
-    store: new RedisEventStore(t.redis, keys),
-    box: createSecretBox(Buffer.alloc(32, 7)),
-    crypto: nodeTokenCrypto,
-    clock: { now: () => new Date(nowMs) },
-    allow,
-    http: createOutboundHttp(allow),
-    random: () => 0.5,
-    retentionMs: 7 * 86_400_000,
-    notifier,
-  };
-  return {
-    service: new EventEndpointService(deps),
-    dispatcher: new EventDispatcher(deps),
-    incidents: new RedisIncidentRepo(t.redis, keys),
-    keys,
-    disabled,
-    advance: (ms: number) => (nowMs += ms),
-    now: () => nowMs,
-  };
-}
-
-/** Runs dispatcher steps until the sink has `n` requests (or the deadline passes). */
-async function until(w: ReturnType<typeof world>, n: number, deadlineMs = 15_000): Promise<void> {
-  const end = Date.now() + deadlineMs;
-  while (sink.received.length < n) {
-    if (Date.now() > end) throw new Error(`the sink has ${sink.received.length} of ${n} requests`);
-    const s = await w.dispatcher.step();
-    if (s.ingested + s.fannedOut + s.attempted === 0) await new Promise((r) => setTimeout(r, 20));
-  }
-}
+const world = ev.world;
 
 async function declare(w: ReturnType<typeof world>, severity: Incident['severity'] = 'major'): Promise<Incident> {
   const incident = newIncident(
@@ -103,14 +45,14 @@ async function patch(w: ReturnType<typeof world>, prev: Incident, p: Parameters<
   return next;
 }
 
-const since = (n: number) => sink.received.slice(n);
+const since = (n: number) => ev.sink.received.slice(n);
 
 describe('event delivery', () => {
   it('sends one signed event per change, full or thin, filtered by severity, each valid per its schema', async () => {
     const w = world();
-    const full = await w.service.create({ url: sink.url, event_types: ['incident.*'] });
-    const thin = await w.service.create({ url: `${sink.url}?thin`, event_types: ['*'], payload: 'thin' });
-    const critical = await w.service.create({ url: `${sink.url}?critical`, filter: { severities: ['critical'] } });
+    const full = await w.service.create({ url: ev.sink.url, event_types: ['incident.*'] });
+    const thin = await w.service.create({ url: `${ev.sink.url}?thin`, event_types: ['*'], payload: 'thin' });
+    const critical = await w.service.create({ url: `${ev.sink.url}?critical`, filter: { severities: ['critical'] } });
     expect(full.signingSecret).toMatch(/^whsec_/);
 
     let inc = await declare(w);
@@ -167,8 +109,8 @@ describe('event delivery', () => {
 
   it('retries 500, 429 and no answer on the schedule, honours Retry-After, then delivers once', async () => {
     const w = world();
-    const { endpoint } = await w.service.create({ url: sink.url, event_types: ['incident.created'] });
-    sink.answers.push({ status: 500 }, { status: 429, headers: { 'retry-after': '7200' } }, { status: 503 });
+    const { endpoint } = await w.service.create({ url: ev.sink.url, event_types: ['incident.created'] });
+    ev.sink.answers.push({ status: 500 }, { status: 429, headers: { 'retry-after': '7200' } }, { status: 503 });
     await declare(w);
     await until(w, 1);
     const [first] = (await w.service.deliveries(endpoint.id, { limit: 10, cursor: null })).data;
@@ -177,7 +119,7 @@ describe('event delivery', () => {
     expect(Date.parse(first!.next_attempt_at!) - w.now()).toBe(RETRY_DELAYS_MS[0]);
     w.advance(RETRY_DELAYS_MS[0] - 1000);
     await w.dispatcher.step();
-    expect(sink.received).toHaveLength(1);
+    expect(ev.sink.received).toHaveLength(1);
     w.advance(1000);
     await until(w, 2);
     // 429 with Retry-After 2 h, longer than the 5 min step: honoured.
@@ -190,7 +132,7 @@ describe('event delivery', () => {
     const [done] = (await w.service.deliveries(endpoint.id, { limit: 10, cursor: null })).data;
     expect(done!.status).toBe('delivered');
     expect(done!.attempts.map((a) => a.status)).toEqual([500, 429, 503, 200]);
-    expect(new Set(sink.received.map((r) => r.headers['webhook-id'])).size).toBe(1);
+    expect(new Set(ev.sink.received.map((r) => r.headers['webhook-id'])).size).toBe(1);
     await w.service.delete(endpoint.id);
   });
 
@@ -200,8 +142,8 @@ describe('event delivery', () => {
 
   it('disables an endpoint that answers 410 Gone', async () => {
     const w = world();
-    const { endpoint } = await w.service.create({ url: sink.url, event_types: ['incident.created'] });
-    sink.answers.push({ status: 410 });
+    const { endpoint } = await w.service.create({ url: ev.sink.url, event_types: ['incident.created'] });
+    ev.sink.answers.push({ status: 410 });
     await declare(w);
     await until(w, 1);
     await w.dispatcher.step();
@@ -210,14 +152,14 @@ describe('event delivery', () => {
     expect(w.disabled).toEqual([`${endpoint.id}:gone`]);
     await declare(w);
     for (let i = 0; i < 3; i++) await w.dispatcher.step();
-    expect(sink.received).toHaveLength(1);
+    expect(ev.sink.received).toHaveLength(1);
     await w.service.delete(endpoint.id);
   });
 
   it('disables an endpoint failing for 3 days', async () => {
     const w = world();
-    const { endpoint } = await w.service.create({ url: sink.url, event_types: ['incident.created'] });
-    for (let i = 0; i < 20; i++) sink.answers.push({ status: 500 });
+    const { endpoint } = await w.service.create({ url: ev.sink.url, event_types: ['incident.created'] });
+    for (let i = 0; i < 20; i++) ev.sink.answers.push({ status: 500 });
     await declare(w);
     await until(w, 1);
     w.advance(3 * 86_400_000);
@@ -232,21 +174,21 @@ describe('event delivery', () => {
   it('signs with both secrets during a rotation overlap, and with the new one after', async () => {
     const w = world();
     const { endpoint, signingSecret: old } = await w.service.create({
-      url: sink.url,
+      url: ev.sink.url,
       event_types: ['incident.created'],
     });
     const { signingSecret: fresh } = await w.service.rotateSecret(endpoint.id, { overlap_seconds: 3600 });
     expect((await w.service.get(endpoint.id)).secrets).toHaveLength(2);
     await declare(w);
     await until(w, 1);
-    const [during] = sink.received;
+    const [during] = ev.sink.received;
     expect(String(during!.headers['webhook-signature']).split(' ')).toHaveLength(2);
     for (const s of [old, fresh]) new Webhook(s).verify(during!.body, during!.headers as Record<string, string>);
     // After the overlap only the new one signs; the test's clock moves, so sign-time checks use it.
     w.advance(3601_000);
     const r = await w.service.test(endpoint.id);
     expect(r).toMatchObject({ ok: true, status: 200 });
-    const after = sink.received.at(-1)!;
+    const after = ev.sink.received.at(-1)!;
     expect(after.json.type).toBe('ping');
     expect(String(after.headers['webhook-signature']).split(' ')).toHaveLength(1);
     expect(EVENT_SCHEMAS.ping!.safeParse(after.json).success).toBe(true);
@@ -255,11 +197,11 @@ describe('event delivery', () => {
 
   it('replays a time range with the original webhook-ids', async () => {
     const w = world();
-    const { endpoint } = await w.service.create({ url: sink.url, event_types: ['incident.*'] });
+    const { endpoint } = await w.service.create({ url: ev.sink.url, event_types: ['incident.*'] });
     const start = new Date(w.now() - 1000).toISOString();
     await patch(w, await declare(w), { title: 'x' });
     await until(w, 2);
-    const original = sink.received.map((r) => r.headers['webhook-id']);
+    const original = ev.sink.received.map((r) => r.headers['webhook-id']);
     const result = await w.service.replay(endpoint.id, {
       since: start,
       until: new Date(Date.now() + 60_000).toISOString(),
@@ -267,7 +209,7 @@ describe('event delivery', () => {
     });
     expect(result).toEqual({ replayed: 2, truncated: false });
     await until(w, 2 + result.replayed);
-    const replayed = sink.received.slice(2).map((r) => r.headers['webhook-id']);
+    const replayed = ev.sink.received.slice(2).map((r) => r.headers['webhook-id']);
     for (const id of original) expect(replayed).toContain(id);
     // The retry of a finished delivery is a new delivery of the same event (same webhook-id).
     const [latest] = (await w.service.deliveries(endpoint.id, { limit: 1, cursor: null })).data;
@@ -280,7 +222,7 @@ describe('event delivery', () => {
 describe('retention', () => {
   it('drops events and delivery-log entries older than HERALD_EVENT_RETENTION', async () => {
     const w = world();
-    const { endpoint } = await w.service.create({ url: sink.url, event_types: ['incident.created'] });
+    const { endpoint } = await w.service.create({ url: ev.sink.url, event_types: ['incident.created'] });
     await declare(w);
     await until(w, 1);
     expect(await t.redis.hlen(w.keys.eventLog())).toBe(1);

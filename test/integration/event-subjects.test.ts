@@ -1,75 +1,29 @@
-import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { Webhook } from 'standardwebhooks';
 import { SYSTEM_ACTOR } from '../../src/domain/common/actor.js';
 import { createIdGenerator } from '../../src/domain/common/ids.js';
-import { parseOutboundAllow } from '../../src/domain/connection/address-policy.js';
 import { EVENT_SCHEMAS } from '../../src/domain/event/catalog.js';
 import { newDelivery, type Delivery, type Execution } from '../../src/domain/execution/execution.js';
 import { newIncident, type Incident } from '../../src/domain/incident/incident.js';
 import { createdEventId, newEvent, type IncidentEvent } from '../../src/domain/incident/incident-event.js';
-import { createOutboundHttp } from '../../src/delivery/outbound/http.js';
-import { EventDispatcher, EventEndpointService } from '../../src/services/events.js';
-import type { EventServiceDeps } from '../../src/services/events-ports.js';
 import { Change } from '../../src/store/commit.js';
-import { createSecretBox, nodeTokenCrypto } from '../../src/store/crypto.js';
-import { RedisEventStore } from '../../src/store/event-store.js';
 import { RedisExecutionRepo } from '../../src/store/executions.js';
-import { RedisIncidentRepo } from '../../src/store/incidents.js';
-import { createKeys, type Keys } from '../../src/store/keys.js';
+import type { Keys } from '../../src/store/keys.js';
 import { appendSubjectEvents, appendTimeline } from '../../src/store/timeline.js';
-import { startEventSink } from '../support/event-sink.js';
-import { dropPrefix, uniquePrefix, useTestRedis } from '../support/redis.js';
+import { useEventWorlds } from '../support/event-world.js';
 
 /**
  * Events about components and maintenances (store/timeline.ts, appendSubjectEvents): the same
  * outbox as incidents' events, `sequence` per subject, `incident_id` only when the data names one.
  */
-const t = useTestRedis('evsubjects');
+const ev = useEventWorlds('evsubjects');
+const { t } = ev;
+const until = (w: Pick<ReturnType<typeof ev.world>, 'dispatcher'>, n: number) => ev.until(w, n);
 const ids = createIdGenerator();
-let sink: Awaited<ReturnType<typeof startEventSink>>;
-const prefixes: string[] = [];
-beforeEach(async () => {
-  sink = await startEventSink();
-});
-afterEach(async () => {
-  await sink.close();
-});
-afterAll(async () => {
-  for (const p of prefixes) await dropPrefix(t.redis, p);
-});
 
 function world() {
-  const prefix = uniquePrefix('evsubjects');
-  prefixes.push(prefix);
-  const keys = createKeys(prefix);
-  const allow = parseOutboundAllow(['127.0.0.1']);
-  const deps: EventServiceDeps = {
-    store: new RedisEventStore(t.redis, keys),
-    box: createSecretBox(Buffer.alloc(32, 7)),
-    crypto: nodeTokenCrypto,
-    clock: { now: () => new Date() },
-    allow,
-    http: createOutboundHttp(allow),
-    random: () => 0.5,
-    retentionMs: 7 * 86_400_000,
-    notifier: { endpointDisabled: () => undefined },
-  };
-  return {
-    keys,
-    service: new EventEndpointService(deps),
-    dispatcher: new EventDispatcher(deps),
-    incidents: new RedisIncidentRepo(t.redis, keys),
-    executions: new RedisExecutionRepo(t.redis, keys),
-  };
-}
-
-async function until(w: ReturnType<typeof world>, n: number, deadlineMs = 15_000): Promise<void> {
-  const end = Date.now() + deadlineMs;
-  while (sink.received.length < n) {
-    if (Date.now() > end) throw new Error(`the sink has ${sink.received.length} of ${n} requests`);
-    const s = await w.dispatcher.step();
-    if (s.ingested + s.fannedOut + s.attempted === 0) await new Promise((r) => setTimeout(r, 20));
-  }
+  const w = ev.world();
+  return { ...w, executions: new RedisExecutionRepo(t.redis, w.keys) };
 }
 
 async function stage(
@@ -85,9 +39,9 @@ async function stage(
 
 const at = () => new Date().toISOString();
 
-/** The requests signed with `secret` (each endpoint has its own): one endpoint's share of the sink. */
+/** The requests signed with `secret` (each endpoint has its own): one endpoint's share of the ev.sink. */
 const signedWith = (secret: string) =>
-  sink.received.filter((r) => {
+  ev.sink.received.filter((r) => {
     try {
       new Webhook(secret).verify(r.body, r.headers as Record<string, string>);
       return true;
@@ -161,7 +115,7 @@ const maintenanceWire = (id: string, status: string, components: string[]) => ({
 describe('events of components and maintenances', () => {
   it('go through the outbox with their own sequence and no incident unless their data names one', async () => {
     const w = world();
-    await w.service.create({ url: sink.url, event_types: ['*'] });
+    await w.service.create({ url: ev.sink.url, event_types: ['*'] });
     const cmp = ids.next('component');
     const mnt = ids.next('maintenance');
     const inc = ids.next('incident');
@@ -194,7 +148,7 @@ describe('events of components and maintenances', () => {
     ]);
     await until(w, 4);
     // Sends run side by side (order is not promised): compare by type and sequence.
-    const got = sink.received.map((r) => [r.json.type, r.json.sequence, r.json.incident_id]);
+    const got = ev.sink.received.map((r) => [r.json.type, r.json.sequence, r.json.incident_id]);
     expect(got).toHaveLength(4);
     expect(new Set(got.map((g) => JSON.stringify(g)))).toEqual(
       new Set(
@@ -210,12 +164,12 @@ describe('events of components and maintenances', () => {
 
   it('are sent full or thin, each valid per its OpenAPI schema', async () => {
     const w = world();
-    const full = await w.service.create({ url: sink.url, event_types: ['component.*', 'maintenance.*'] });
-    const thin = await w.service.create({ url: sink.url, event_types: ['*'], payload: 'thin' });
+    const full = await w.service.create({ url: ev.sink.url, event_types: ['component.*', 'maintenance.*'] });
+    const thin = await w.service.create({ url: ev.sink.url, event_types: ['*'], payload: 'thin' });
     const cmp = ids.next('component');
     const mnt = ids.next('maintenance');
     const inc = await declare(w, [{ id: cmp, status: 'major_outage' }]);
-    const ev = (type: IncidentEvent['type'], data: Record<string, unknown>) =>
+    const event = (type: IncidentEvent['type'], data: Record<string, unknown>) =>
       newEvent(ids.next('event'), type, at(), SYSTEM_ACTOR, data);
     // A manual change (the component's own timeline), one by an incident (on the incident's
     // timeline, as the incident store writes it), one by a maintenance.
@@ -223,7 +177,7 @@ describe('events of components and maintenances', () => {
       w.keys,
       cmp,
       [
-        ev('component.status_changed', {
+        event('component.status_changed', {
           component_id: cmp,
           from: 'operational',
           to: 'degraded_performance',
@@ -234,11 +188,11 @@ describe('events of components and maintenances', () => {
     );
     const byIncident = new Change(t.redis);
     appendTimeline(byIncident, w.keys, inc.id, [
-      ev('component.status_changed', { component_id: cmp, from: 'degraded_performance', to: 'major_outage' }),
+      event('component.status_changed', { component_id: cmp, from: 'degraded_performance', to: 'major_outage' }),
     ]);
     expect(await byIncident.commit()).toBe(true);
     await stage(w.keys, cmp, [
-      ev('component.status_changed', {
+      event('component.status_changed', {
         component_id: cmp,
         from: 'major_outage',
         to: 'under_maintenance',
@@ -250,7 +204,7 @@ describe('events of components and maintenances', () => {
       w.keys,
       mnt,
       [
-        ev('maintenance.created', {
+        event('maintenance.created', {
           maintenance_id: mnt,
           title: scheduled.title,
           scheduled_for: scheduled.scheduled_for,
@@ -263,7 +217,7 @@ describe('events of components and maintenances', () => {
       w.keys,
       mnt,
       [
-        ev('maintenance.updated', {
+        event('maintenance.updated', {
           maintenance_id: mnt,
           changes: { title: { from: 'Database upgrade', to: 'DB upgrade' } },
         }),
@@ -273,10 +227,10 @@ describe('events of components and maintenances', () => {
     await stage(
       w.keys,
       mnt,
-      [ev('maintenance.status_changed', { maintenance_id: mnt, from: 'scheduled', to: 'in_progress' })],
+      [event('maintenance.status_changed', { maintenance_id: mnt, from: 'scheduled', to: 'in_progress' })],
       { resource: { ...scheduled, status: 'in_progress' } },
     );
-    await stage(w.keys, mnt, [ev('maintenance.deleted', { maintenance_id: mnt })], { resource: scheduled });
+    await stage(w.keys, mnt, [event('maintenance.deleted', { maintenance_id: mnt })], { resource: scheduled });
     await drain(w);
 
     const fullGot = signedWith(full.signingSecret)
@@ -315,20 +269,20 @@ describe('events of components and maintenances', () => {
     const w = world();
     const cmp = ids.next('component');
     const other = ids.next('component');
-    const mine = await w.service.create({ url: sink.url, filter: { component_ids: [cmp] } });
+    const mine = await w.service.create({ url: ev.sink.url, filter: { component_ids: [cmp] } });
     const named = await declare(w, [{ id: cmp, status: 'partial_outage' }]);
     const unnamed = await declare(w, [{ id: other, status: 'partial_outage' }]);
-    const ev = (type: IncidentEvent['type'], data: Record<string, unknown>) =>
+    const event = (type: IncidentEvent['type'], data: Record<string, unknown>) =>
       newEvent(ids.next('event'), type, at(), SYSTEM_ACTOR, data);
     // An event of the incident that carries no incident snapshot: its incident is read.
     for (const inc of [named, unnamed]) {
       const c = new Change(t.redis);
-      appendTimeline(c, w.keys, inc.id, [ev('incident.update_overdue', {})]);
+      appendTimeline(c, w.keys, inc.id, [event('incident.update_overdue', {})]);
       expect(await c.commit()).toBe(true);
     }
     for (const id of [cmp, other])
       await stage(w.keys, id, [
-        ev('component.status_changed', {
+        event('component.status_changed', {
           component_id: id,
           from: 'operational',
           to: 'major_outage',
@@ -337,10 +291,10 @@ describe('events of components and maintenances', () => {
       ]);
     const covering = ids.next('maintenance');
     const elsewhere = ids.next('maintenance');
-    await stage(w.keys, covering, [ev('maintenance.created', { maintenance_id: covering })], {
+    await stage(w.keys, covering, [event('maintenance.created', { maintenance_id: covering })], {
       resource: maintenanceWire(covering, 'scheduled', [other, cmp]),
     });
-    await stage(w.keys, elsewhere, [ev('maintenance.created', { maintenance_id: elsewhere })], {
+    await stage(w.keys, elsewhere, [event('maintenance.created', { maintenance_id: elsewhere })], {
       resource: maintenanceWire(elsewhere, 'scheduled', [other]),
     });
     await drain(w);
@@ -360,7 +314,7 @@ describe('events of components and maintenances', () => {
   it('filter on audience_keys: executions, their approvals, completions and failed deliveries of those audiences', async () => {
     const w = world();
     const mine = await w.service.create({
-      url: sink.url,
+      url: ev.sink.url,
       event_types: ['execution.*', 'delivery.*'],
       filter: { audience_keys: ['customers'] },
     });
