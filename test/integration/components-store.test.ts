@@ -11,6 +11,8 @@ import {
 import { Change } from '../../src/store/commit.js';
 import { HISTORY_KEEP_MS, loadPublicComponents, RedisComponentRepo, stageImpacts } from '../../src/store/components.js';
 import { createKeys, type Keys } from '../../src/store/keys.js';
+import { RedisIncidentRepo } from '../../src/store/incidents.js';
+import { incidentImpactOf, newIncident } from '../../src/domain/incident/incident.js';
 import { connectTestRedis, dropPrefix, uniquePrefix } from '../support/redis.js';
 
 const DAY = 86_400_000;
@@ -290,5 +292,55 @@ describe('loadPublicComponents', () => {
     expect(Object.keys(one!).sort()).toEqual(
       ['created_at', 'description', 'group', 'history', 'id', 'name', 'position', 'status', 'updated_at'].sort(),
     );
+  });
+});
+
+describe('an incident write with impacts', () => {
+  it('is one step with its components: a component changed meanwhile fails both', async () => {
+    const { keys, repo } = space();
+    const incidents = new RedisIncidentRepo(redis, keys);
+    const c = make('Billing');
+    await repo.create(c);
+    const actor = { type: 'system' as const, id: 't', name: 't' };
+    const now = new Date().toISOString();
+    const inc = newIncident(
+      ids.next('incident'),
+      {
+        title: 't',
+        severity: 'major',
+        description: '',
+        impact: '',
+        template_ids: [],
+        components: [{ id: c.id, status: 'major_outage' }],
+      },
+      actor,
+      now,
+    );
+    const read = (await repo.getMany([c.id])).flatMap((x) => (x ? [x] : []));
+    // Someone changes the component between the incident's read and its write.
+    await repo.update(read[0]!, { ...read[0]!, description: 'changed', rev: read[0]!.rev + 1 });
+    const status = (x: StoredComponent) => incidentImpactOf(inc, x.id);
+    expect(await incidents.create(inc, [], { current: read, status, at: now })).toBe(false);
+    expect(await incidents.get(inc.id)).toBeNull();
+    expect((await repo.get(c.id))!.impacts).toEqual({});
+
+    const fresh = (await repo.getMany([c.id])).flatMap((x) => (x ? [x] : []));
+    const v = await version(keys);
+    expect(await incidents.create(inc, [], { current: fresh, status, at: now })).toBe(true);
+    expect((await repo.get(c.id))!.impacts).toEqual({ [inc.id]: 'major_outage' });
+    expect(await version(keys)).toBe(v + 1);
+
+    // Resolving: the status moves (a version bump) and the impact goes, in the incident's Change.
+    const stored = (await incidents.get(inc.id))!;
+    const resolved = { ...stored, status: 'resolved' as const, rev: stored.rev + 1 };
+    const current = (await repo.getMany([c.id])).flatMap((x) => (x ? [x] : []));
+    const ok = await incidents.update(stored, resolved, [], {
+      current,
+      status: (x) => incidentImpactOf(resolved, x.id),
+      at: new Date().toISOString(),
+    });
+    expect(ok).toBe(true);
+    expect((await repo.get(c.id))!.impacts).toEqual({});
+    expect(await version(keys)).toBeGreaterThanOrEqual(v + 2);
   });
 });
