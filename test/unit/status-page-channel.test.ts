@@ -12,6 +12,8 @@ import { publicStatusOf } from '../../src/contracts/channel.js';
 import { PUBLIC_STATES } from '../../src/domain/status/public.js';
 import { PUBLIC_STATUSES } from '../../src/contracts/channel.js';
 import { configShapeErrors } from '../../src/domain/connection/connection.js';
+import { defaultMessageSource, publicMessageSource } from '../../src/domain/template/render.js';
+import { builtInSource, targetConnections } from '../../src/services/execution-plan.js';
 
 /** The status_page connection type: its config rules and what its sender asks of the store. */
 const BASE = { title: 'Example status', public_url: 'https://status.example.com' };
@@ -175,5 +177,22 @@ describe('status_page sender', () => {
       outcome: 'retryable',
       ambiguous: false,
     });
+  });
+});
+
+describe('what an execute sends to the page', () => {
+  const conn = (id: string, type: 'webhook' | 'status_page', enabled = true) => ({ id, type, enabled, config: {} });
+
+  it('never as part of "every enabled connection"; only when named', () => {
+    const all = [conn('con_hook', 'webhook'), conn('con_page', 'status_page')];
+    expect(targetConnections(all, undefined).map((c) => c.id)).toEqual(['con_hook']);
+    expect(targetConnections(all, ['con_page']).map((c) => c.id)).toEqual(['con_page']);
+    expect(() => targetConnections([conn('con_page', 'status_page')], undefined)).toThrow(/no enabled connection/);
+  });
+
+  it('its built-in message is the public one', () => {
+    expect(builtInSource('status_page')).toEqual(publicMessageSource());
+    expect(builtInSource('webhook')).toEqual(defaultMessageSource());
+    expect(JSON.stringify(publicMessageSource())).not.toMatch(/severity|description|variable|incident\.url/);
   });
 });
