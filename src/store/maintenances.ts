@@ -101,7 +101,8 @@ export class RedisMaintenanceRepo implements MaintenanceRepo {
     bumpStatusVersion(change, k);
     appendSubjectEvents(change, k, next.id, events, { resource: maintenanceWire(next) });
     for (const [componentId, evs] of impactEvents) appendSubjectEvents(change, k, componentId, evs);
-    return change.commit();
+    // The effect: a manual update's Idempotency-Key replay is stored with it (and the write is durable).
+    return change.commit({ kind: 'maintenance', maintenance: next });
   }
 
   /** Deletes `prev` (compare-and-set); the caller allows it while scheduled only (nothing impacted). */

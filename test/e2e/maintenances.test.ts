@@ -166,6 +166,22 @@ describe('/v1/maintenances', () => {
     expect((await h.api('POST', u, { body: { body: '' } })).status).toBe(422);
   });
 
+  it('a manual update retried with the same Idempotency-Key is posted once', async () => {
+    const m = (await h.api('POST', '/v1/maintenances', { body: window() })).body;
+    const post = () =>
+      h.api('POST', `/v1/maintenances/${m.id}/updates`, {
+        body: { body: 'Preparing.' },
+        headers: { 'Idempotency-Key': `note-${m.id}` },
+      });
+    const first = await post();
+    const again = await post();
+    expect(first.status).toBe(200);
+    expect(again.status).toBe(200);
+    expect(again.body).toEqual(first.body);
+    expect(again.headers.get('etag')).toBe(first.headers.get('etag'));
+    expect((await h.api('GET', `/v1/maintenances/${m.id}`)).body.updates).toHaveLength(1);
+  });
+
   it('the worker starts and completes it on time (auto_transition)', async () => {
     const cmp = await aComponent();
     const start = Date.now() + 1500;

@@ -12,7 +12,7 @@ import {
 import type { MaintenanceService } from '../../services/maintenances.js';
 import { actorOf } from '../context.js';
 import { defineRoutes, mountRoutes, pathParam, queryList, type EdgeDeps } from '../endpoint.js';
-import { etagOf, ifMatchRevision, setEtag } from '../etag.js';
+import { etagOf, ifMatchRevision } from '../etag.js';
 import { jsonResponse, respondOnCommit, sendStored } from '../middleware/idempotency.js';
 import { idParam, json, ListQuery, problem } from '../operation-docs.js';
 import { presentMaintenance } from '../presenters/maintenance.js';
@@ -32,6 +32,10 @@ const FilterQuery = ListQuery.extend({
 /** Create's 201, also what an Idempotency-Key replay answers (stored with the maintenance itself). */
 export const maintenanceCreated = (m: StoredMaintenance) =>
   jsonResponse(201, presentMaintenance(m), { location: `/v1/maintenances/${m.id}`, etag: etagOf(m.rev) });
+
+/** A manual update's 200, also what an Idempotency-Key replay answers. */
+export const maintenanceCurrent = (m: StoredMaintenance) =>
+  jsonResponse(200, presentMaintenance(m), { etag: etagOf(m.rev) });
 
 export const maintenanceRouteTable = defineRoutes<Deps>({ tag: 'Maintenances', params: { id: idParam('id', 'mnt') } }, [
   {
@@ -138,9 +142,9 @@ export const maintenanceRouteTable = defineRoutes<Deps>({ tag: 'Maintenances', p
       },
     },
     handle: async (req, res, d) => {
-      const m = await d.maintenances.addUpdate(pathParam(req, 'id'), req.body, actorOf(res));
-      setEtag(res, m.rev);
-      res.status(200).json(presentMaintenance(m));
+      // Stored with the update itself: a retry with the same Idempotency-Key never posts it twice.
+      respondOnCommit(res, (e) => (e.kind === 'maintenance' ? maintenanceCurrent(e.maintenance) : null));
+      sendStored(res, maintenanceCurrent(await d.maintenances.addUpdate(pathParam(req, 'id'), req.body, actorOf(res))));
     },
   },
 ]);
