@@ -7,6 +7,7 @@
  * its API key comes from the CLI (`node dist/cli/main.js keys create --json`); it is stopped with
  * SIGTERM. Each figure is compared with a baseline in its own process where one makes sense:
  *   bench/baseline-app.ts     bare Express 5 + ioredis serving the same API paths;
+ *   bench/static-baseline.ts  a plain static file server with the status page's bytes as files;
  *   bench/fanout-baseline.ts  a bare Node loop posting the same webhooks at the same concurrency;
  *   bench/queue-floor.ts      the same posts as BullMQ jobs, one each, at Herald's concurrency,
  *                             nothing else: a queue job per delivery (row 5c, no target);
@@ -50,8 +51,8 @@ import type { LoadResult, LoadSpec } from './load.js';
 
 const QUICK = process.argv.includes('--quick');
 /**
- * `--only=read,deliveries,...` runs only the named rows (read, write, list, memory, fanout,
- * deliveries, events, slack, cli): for profiling one thing. `--profile=DIR` starts every Herald with
+ * `--only=read,deliveries,...` runs only the named rows (read, write, list, status, memory,
+ * fanout, deliveries, events, slack, cli): for profiling one thing. `--profile=DIR` starts every Herald with
  * `--cpu-prof --cpu-prof-dir=DIR` (docs/performance.md, "Profiling"). Both are for the people
  * looking for where the time goes; a run with either is not a benchmark result.
  */
@@ -82,6 +83,9 @@ const WORKER_CONCURRENCY = 50;
 const REST_MS = 5_000;
 const MEMORY_INCIDENTS = QUICK ? 300 : 1000;
 const CLI_RUNS = 7;
+/** Status page row: components on the page (in groups of 4), and publishes timed to the page. */
+const STATUS_COMPONENTS = 12;
+const STATUS_PUBLISHES = 5;
 const DESCRIPTION = 'x'.repeat(500);
 /** The whole run, as a backstop: the exit hook then kills every child. */
 const RUN_DEADLINE_MS = QUICK ? 170_000 : 25 * 60_000;
@@ -103,6 +107,10 @@ interface Samples {
    */
   apiCpuUs: Record<ApiRow, Record<Side, number[]>>;
   slack: LoadResult[];
+  /** The public status page (row 11): summary.json and the HTML page against the same bytes served as files. */
+  status: Record<'summary' | 'page', Record<Side, LoadResult[]>>;
+  /** An execute's 202 → its update in the page's JSON, ms (median of STATUS_PUBLISHES a round). */
+  statusVisibleMs: number[];
   fanout: Record<Side, number[]>;
   executeAcceptMs: number[];
   /** 202 (Herald) or the go (the bare loop) → the first webhook's arrival, s. */
@@ -142,6 +150,8 @@ const samples: Samples = {
     list: { herald: [], baseline: [] },
   },
   slack: [],
+  status: { summary: { herald: [], baseline: [] }, page: { herald: [], baseline: [] } },
+  statusVisibleMs: [],
   fanout: { herald: [], baseline: [] },
   executeAcceptMs: [],
   fanoutFirst: { herald: [], baseline: [] },
@@ -616,6 +626,97 @@ function startMonitor(name: string): ReturnType<typeof spawn> {
 /** With --profile: the private Redis, whose command counts each row writes to the profile folder. */
 let profileRedis: Redis | null = null;
 
+/** The status_page connection's id, once made (the private Redis outlives each round's Herald). */
+let statusPageId: string | null = null;
+
+/**
+ * Row 11: the public status page. Components and a status_page connection are made once; each
+ * round publishes STATUS_PUBLISHES updates (an execute to the page's connection) and times each
+ * from its 202 to its text in /status/api/v2/summary.json, then loads summary.json and the HTML
+ * page against a static file server holding the bytes Herald answered.
+ */
+async function statusRow(h: Herald, token: string, round: number, order: Side[]): Promise<void> {
+  if (statusPageId === null) {
+    const ids: string[] = [];
+    for (let i = 0; i < STATUS_COMPONENTS; i++) {
+      const c = await must(h.base, token, 'POST', '/v1/components', {
+        name: `Service ${i}`,
+        description: 'A part of the product customers use.',
+        group: `Region ${Math.floor(i / 4)}`,
+      });
+      ids.push(String(c.json.id));
+    }
+    const page = await must(h.base, token, 'POST', '/v1/connections', {
+      name: 'Status page',
+      type: 'status_page',
+      config: { title: 'Bench', public_url: 'https://status.bench.test', time_zone: 'Europe/Berlin' },
+    });
+    statusPageId = String(page.json.id);
+    const inc = await must(h.base, token, 'POST', '/v1/incidents', { title: 'Bench status', severity: 'major' });
+    await must(h.base, token, 'PATCH', `/v1/incidents/${String(inc.json.id)}`, {
+      components: [
+        { id: ids[0], status: 'partial_outage' },
+        { id: ids[5], status: 'degraded_performance' },
+      ],
+    });
+  }
+  const summaryUrl = `${h.base}/status/api/v2/summary.json`;
+  // The page's first read (its polling starts with the first request).
+  await must(h.base, null, 'GET', '/status/api/v2/summary.json');
+  const visible: number[] = [];
+  for (let i = 0; i < STATUS_PUBLISHES; i++) {
+    const title = `Bench publish ${round}-${i}-${randomBytes(4).toString('hex')}`;
+    const inc = await must(h.base, token, 'POST', '/v1/incidents', { title, severity: 'minor' });
+    const r = await call(h.base, token, 'POST', `/v1/incidents/${String(inc.json.id)}/execute`, {
+      connection_ids: [statusPageId],
+    });
+    if (r.status !== 202) throw new Error(`execute → ${r.status} ${r.text.slice(0, 300)}`);
+    const accepted = performance.now();
+    await waitFor(
+      `"${title}" on the status page`,
+      async () => (await call(h.base, null, 'GET', '/status/api/v2/summary.json')).text.includes(title),
+      { timeoutMs: 10_000, intervalMs: 5 },
+    );
+    visible.push(performance.now() - accepted);
+  }
+  samples.statusVisibleMs.push(median(visible));
+
+  // The same bytes as files: what Herald answers now, as a static server would serve it.
+  const files = join(dir, `status-${round}`);
+  mkdirSync(files, { recursive: true });
+  const summary = await must(h.base, null, 'GET', '/status/api/v2/summary.json');
+  writeFileSync(join(files, 'summary.json'), summary.text);
+  const html = await must(h.base, null, 'GET', '/status');
+  writeFileSync(join(files, 'index.html'), html.text);
+  const server = startTsChild('static-baseline', 'static-baseline.ts', [], { ...baseEnv, STATIC_DIR: files });
+  try {
+    const base = `http://127.0.0.1:${(await server.json<{ listening: number }>('listening', 20_000)).listening}`;
+    const common = {
+      connections: API_CONNECTIONS,
+      durationSec: LOAD_SEC,
+      warmupSec: WARMUP_SEC,
+      method: 'GET' as const,
+      headers: {},
+    };
+    for (const side of order) {
+      samples.status.summary[side].push(
+        await runLoad(`status summary.json ${side}`, {
+          ...common,
+          url: side === 'herald' ? summaryUrl : `${base}/summary.json`,
+        }),
+      );
+      samples.status.page[side].push(
+        await runLoad(`status page ${side}`, {
+          ...common,
+          url: side === 'herald' ? `${h.base}/status` : `${base}/index.html`,
+        }),
+      );
+    }
+  } finally {
+    await server.stop('SIGTERM', 5000);
+  }
+}
+
 async function row(name: string, fn: () => Promise<void> | void): Promise<void> {
   const t0 = performance.now();
   try {
@@ -789,6 +890,10 @@ async function main(): Promise<void> {
             }
           });
         }
+        if (wanted('status'))
+          await row(`status page (${order.join(', then ')})`, async () => {
+            await statusRow(h, token, round, order);
+          });
         if (wanted('memory'))
           await row('Redis bytes per incident', async () => {
             const m = await memoryPerIncident(h, token, a);
@@ -1129,6 +1234,48 @@ function buildReport(): { figures: Figure[]; table: string } {
     unit: 'ms',
     target: '≤ 300 ms',
     met: cli === null ? null : cli <= 300,
+  });
+
+  const statusRows: Array<['summary' | 'page', string]> = [
+    ['summary', '11. status page GET /status/api/v2/summary.json (baseline: the same bytes, static)'],
+    ['page', '11a. status page GET /status, HTML (baseline: the same bytes, static)'],
+  ];
+  for (const [key, label] of statusRows) {
+    const h = samples.status[key].herald;
+    const b = samples.status[key].baseline;
+    const hr = m(h.map((x) => x.rps));
+    const br = m(b.map((x) => x.rps));
+    const rr = div(hr, br);
+    add({
+      figure: `${label}, req/s (${API_CONNECTIONS} conns)`,
+      herald: hr,
+      baseline: br,
+      ratio: rr,
+      unit: 'req/s',
+      target: '≥ 0.8× baseline',
+      met: rr === null ? null : rr >= 0.8,
+    });
+    const hp = m(h.map((x) => x.p99));
+    const bp = m(b.map((x) => x.p99));
+    add({
+      figure: `${label.split(' (')[0]}, p99`,
+      herald: hp,
+      baseline: bp,
+      ratio: div(hp, bp),
+      unit: 'ms',
+      target: '—',
+      met: null,
+    });
+  }
+  const vis = m(samples.statusVisibleMs);
+  add({
+    figure: `11b. status page: execute's 202 → the update in summary.json (median of ${STATUS_PUBLISHES})`,
+    herald: vis === null ? null : vis / 1000,
+    baseline: null,
+    ratio: null,
+    unit: 's',
+    target: '≤ 1 s',
+    met: vis === null ? null : vis <= 1000,
   });
 
   const fmt = (v: number | null, unit: string): string => {
