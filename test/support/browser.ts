@@ -113,7 +113,7 @@ interface DomElement {
   disabled?: boolean;
   innerText?: string;
   getAttribute(name: string): string | null;
-  getClientRects(): { length: number };
+  checkVisibility(opts: { visibilityProperty: boolean }): boolean;
   blur(): void;
 }
 interface DomWindow {
@@ -182,9 +182,13 @@ export async function tabStops(page: Page, max = 200): Promise<FocusStop[]> {
 export async function focusableTargets(page: Page): Promise<{ tag: string; href: string | null }[]> {
   return page.evaluate(() => {
     const w = globalThis as unknown as DomWindow;
-    return Array.from(w.document.querySelectorAll('a[href], button, input, select, textarea, [tabindex]'))
-      .filter((el) => el.tabIndex >= 0 && el.disabled !== true)
-      .filter((el) => el.getClientRects().length > 0 && w.getComputedStyle(el).visibility !== 'hidden')
-      .map((el) => ({ tag: el.tagName.toLowerCase(), href: el.getAttribute('href') }));
+    const selector = 'a[href], button, input, select, textarea, details > summary, [tabindex]';
+    return (
+      Array.from(w.document.querySelectorAll(selector))
+        .filter((el) => el.tabIndex >= 0 && el.disabled !== true)
+        // Rendered and not inside a closed <details> (checkVisibility knows both).
+        .filter((el) => el.checkVisibility({ visibilityProperty: true }))
+        .map((el) => ({ tag: el.tagName.toLowerCase(), href: el.getAttribute('href') }))
+    );
   });
 }
