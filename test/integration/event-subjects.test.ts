@@ -39,6 +39,20 @@ async function stage(
 
 const at = () => new Date().toISOString();
 
+const event = (type: IncidentEvent['type'], data: Record<string, unknown>) =>
+  newEvent(ids.next('event'), type, at(), SYSTEM_ACTOR, data);
+
+/** A component's change from `from` to `to`; `cause` absent: as an incident's timeline holds it. */
+const componentChange = (id: string, from: string, to: string, cause?: { kind: string; id: string | null }) =>
+  event('component.status_changed', { component_id: id, from, to, ...(cause ? { cause } : {}) });
+
+/** Events committed on an incident's timeline, as the incident and execution stores write them. */
+async function onTimeline(keys: Keys, incidentId: string, events: IncidentEvent[]) {
+  const change = new Change(t.redis);
+  appendTimeline(change, keys, incidentId, events);
+  expect(await change.commit()).toBe(true);
+}
+
 /** The requests signed with `secret` (each endpoint has its own): one endpoint's share of the ev.sink. */
 const signedWith = (secret: string) =>
   ev.sink.received.filter((r) => {
@@ -119,28 +133,14 @@ describe('events of components and maintenances', () => {
     const cmp = ids.next('component');
     const mnt = ids.next('maintenance');
     const inc = ids.next('incident');
-    const manual = newEvent(ids.next('event'), 'component.status_changed', at(), SYSTEM_ACTOR, {
-      component_id: cmp,
-      from: 'operational',
-      to: 'degraded_performance',
-      cause: { kind: 'manual', id: null },
-    });
+    const manual = componentChange(cmp, 'operational', 'degraded_performance', { kind: 'manual', id: null });
     await stage(w.keys, cmp, [manual], { list: w.keys.componentEvents(cmp) });
     await stage(w.keys, mnt, [
-      newEvent(ids.next('event'), 'maintenance.created', at(), SYSTEM_ACTOR, { maintenance_id: mnt }),
-      newEvent(ids.next('event'), 'maintenance.status_changed', at(), SYSTEM_ACTOR, {
-        maintenance_id: mnt,
-        from: 'scheduled',
-        to: 'in_progress',
-      }),
+      event('maintenance.created', { maintenance_id: mnt }),
+      event('maintenance.status_changed', { maintenance_id: mnt, from: 'scheduled', to: 'in_progress' }),
     ]);
     await stage(w.keys, cmp, [
-      newEvent(ids.next('event'), 'component.status_changed', at(), SYSTEM_ACTOR, {
-        component_id: cmp,
-        from: 'degraded_performance',
-        to: 'major_outage',
-        cause: { kind: 'incident', id: inc },
-      }),
+      componentChange(cmp, 'degraded_performance', 'major_outage', { kind: 'incident', id: inc }),
     ]);
     // The component's own timeline holds what was listed there.
     expect((await t.redis.lrange(w.keys.componentEvents(cmp), 0, -1)).map((j) => JSON.parse(j) as unknown)).toEqual([
@@ -169,35 +169,17 @@ describe('events of components and maintenances', () => {
     const cmp = ids.next('component');
     const mnt = ids.next('maintenance');
     const inc = await declare(w, [{ id: cmp, status: 'major_outage' }]);
-    const event = (type: IncidentEvent['type'], data: Record<string, unknown>) =>
-      newEvent(ids.next('event'), type, at(), SYSTEM_ACTOR, data);
     // A manual change (the component's own timeline), one by an incident (on the incident's
     // timeline, as the incident store writes it), one by a maintenance.
     await stage(
       w.keys,
       cmp,
-      [
-        event('component.status_changed', {
-          component_id: cmp,
-          from: 'operational',
-          to: 'degraded_performance',
-          cause: { kind: 'manual', id: null },
-        }),
-      ],
+      [componentChange(cmp, 'operational', 'degraded_performance', { kind: 'manual', id: null })],
       { list: w.keys.componentEvents(cmp), resource: componentWire(cmp, 'degraded_performance') },
     );
-    const byIncident = new Change(t.redis);
-    appendTimeline(byIncident, w.keys, inc.id, [
-      event('component.status_changed', { component_id: cmp, from: 'degraded_performance', to: 'major_outage' }),
-    ]);
-    expect(await byIncident.commit()).toBe(true);
+    await onTimeline(w.keys, inc.id, [componentChange(cmp, 'degraded_performance', 'major_outage')]);
     await stage(w.keys, cmp, [
-      event('component.status_changed', {
-        component_id: cmp,
-        from: 'major_outage',
-        to: 'under_maintenance',
-        cause: { kind: 'maintenance', id: mnt },
-      }),
+      componentChange(cmp, 'major_outage', 'under_maintenance', { kind: 'maintenance', id: mnt }),
     ]);
     const scheduled = maintenanceWire(mnt, 'scheduled', [cmp]);
     await stage(
@@ -272,23 +254,10 @@ describe('events of components and maintenances', () => {
     const mine = await w.service.create({ url: ev.sink.url, filter: { component_ids: [cmp] } });
     const named = await declare(w, [{ id: cmp, status: 'partial_outage' }]);
     const unnamed = await declare(w, [{ id: other, status: 'partial_outage' }]);
-    const event = (type: IncidentEvent['type'], data: Record<string, unknown>) =>
-      newEvent(ids.next('event'), type, at(), SYSTEM_ACTOR, data);
     // An event of the incident that carries no incident snapshot: its incident is read.
-    for (const inc of [named, unnamed]) {
-      const c = new Change(t.redis);
-      appendTimeline(c, w.keys, inc.id, [event('incident.update_overdue', {})]);
-      expect(await c.commit()).toBe(true);
-    }
+    for (const inc of [named, unnamed]) await onTimeline(w.keys, inc.id, [event('incident.update_overdue', {})]);
     for (const id of [cmp, other])
-      await stage(w.keys, id, [
-        event('component.status_changed', {
-          component_id: id,
-          from: 'operational',
-          to: 'major_outage',
-          cause: { kind: 'manual', id: null },
-        }),
-      ]);
+      await stage(w.keys, id, [componentChange(id, 'operational', 'major_outage', { kind: 'manual', id: null })]);
     const covering = ids.next('maintenance');
     const elsewhere = ids.next('maintenance');
     await stage(w.keys, covering, [event('maintenance.created', { maintenance_id: covering })], {
@@ -374,15 +343,9 @@ describe('events of components and maintenances', () => {
           error: 'the endpoint answered 500',
         }),
       ]);
-      const approval = new Change(t.redis);
-      appendTimeline(approval, w.keys, inc.id, [
-        newEvent(ids.next('event'), 'execution.approved', at(), SYSTEM_ACTOR, {
-          execution_id: execution.id,
-          audience,
-          deliveries: 2,
-        }),
+      await onTimeline(w.keys, inc.id, [
+        event('execution.approved', { execution_id: execution.id, audience, deliveries: 2 }),
       ]);
-      expect(await approval.commit()).toBe(true);
       return execution.id;
     };
     const customers = await execute('customers');
