@@ -37,7 +37,7 @@ import { AdminViewService } from '../services/admin-view.js';
 import { AnnouncementService } from '../services/announcement-service.js';
 import type { ApiKeyService } from '../services/api-keys.js';
 import { AudienceService } from '../services/audiences.js';
-import { ComponentService } from '../services/components.js';
+import { ComponentService, maintenancesNaming } from '../services/components.js';
 import { ApprovalService, LateApprovalNotifier } from '../services/approvals.js';
 import { ConnectionService } from '../services/connections.js';
 import { DeliveryService, type SendPacer } from '../services/deliveries.js';
@@ -247,7 +247,7 @@ export function buildServices(p: ServicePorts): Services {
     announcements: new AnnouncementService(repos.announcements),
     reminders: buildReminders(p),
     audiences: buildAudiences(p),
-    components: new ComponentService({ repo: p.repos.components ?? NO_COMPONENTS, clock, ids }),
+    components: buildComponents(p),
     maintenances: new MaintenanceService({
       repo: p.repos.maintenances ?? NO_MAINTENANCES,
       components: p.repos.components ?? NO_COMPONENTS,
@@ -256,6 +256,16 @@ export function buildServices(p: ServicePorts): Services {
       onError: (what, err) => n.reminderTrouble?.(what, err),
     }),
   };
+}
+
+/** Components over their store; a delete asks the maintenances which name the component. */
+function buildComponents(p: ServicePorts): ComponentService {
+  return new ComponentService({
+    repo: p.repos.components ?? NO_COMPONENTS,
+    clock: p.clock,
+    ids: p.ids,
+    maintenancesNaming: (cid) => maintenancesNaming(p.repos.maintenances ?? NO_MAINTENANCES, cid),
+  });
 }
 
 /** Where no component store is given (service tests of other things): there are none, and none can be made. */

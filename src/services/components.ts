@@ -15,13 +15,18 @@ import {
   type StoredComponent,
 } from '../domain/component/component.js';
 import { newEvent, type IncidentEvent } from '../domain/incident/incident-event.js';
-import type { Clock, ComponentRepo, IdGenerator } from '../ports/index.js';
+import type { Clock, ComponentRepo, IdGenerator, MaintenanceRepo } from '../ports/index.js';
 import { LOST_RACE, retryOnConflict } from './retry.js';
 
 export interface ComponentServiceDeps {
   repo: ComponentRepo;
   clock: Clock;
   ids: IdGenerator;
+  /**
+   * The maintenances not completed that name this component (a scheduled one names it before it
+   * impacts it). Absent: none exist here.
+   */
+  maintenancesNaming?: (componentId: string) => Promise<string[]>;
 }
 
 /**
@@ -120,12 +125,18 @@ export class ComponentService {
     );
   }
 
-  /** DELETE: refused (409 `component_in_use`, naming them) while incidents or maintenances impact it. */
+  /**
+   * DELETE: refused (409 `component_in_use`, naming them) while open incidents or active
+   * maintenances impact it, or a maintenance not completed names it.
+   */
   async delete(id: string, ifMatch: number | null = null): Promise<void> {
     return retryOnConflict(
       async () => {
         const current = await this.get(id);
         checkRevision('component', current.rev, ifMatch);
+        // Impacts are checked in the delete's own step; a maintenance that only names it yet is read here.
+        const planned = (await this.d.maintenancesNaming?.(id)) ?? [];
+        if (planned.length > 0) throw componentInUse(current, [...Object.keys(current.impacts), ...planned]);
         const outcome = await this.d.repo.delete(current);
         if (outcome.ok) return;
         if (outcome.reason === 'in_use') throw componentInUse(current, outcome.sourceIds);
@@ -139,4 +150,19 @@ export class ComponentService {
 function nameTaken(name: string): DomainError {
   const message = `A component named "${name}" already exists (names are unique, ignoring case).`;
   return new DomainError('component_name_taken', message, [{ field: 'name', code: 'component_name_taken', message }]);
+}
+
+/** The maintenances not completed that name a component, from the maintenances' store. */
+export async function maintenancesNaming(repo: MaintenanceRepo, componentId: string): Promise<string[]> {
+  const out: string[] = [];
+  let cursor: PageRequest['cursor'] = null;
+  do {
+    const page: Page<{ id: string; components: string[] }> = await repo.list(
+      { status: ['scheduled', 'in_progress', 'verifying'] },
+      { limit: 100, cursor },
+    );
+    for (const m of page.data) if (m.components.includes(componentId)) out.push(m.id);
+    cursor = page.nextCursor;
+  } while (cursor !== null);
+  return out;
 }

@@ -287,6 +287,27 @@ describe('incidents naming components', () => {
     expect(await statusOf(c)).toMatchObject({ status: 'operational', affected_by: [] });
   });
 
+  it('in use while a maintenance not completed names it, even before it starts', async () => {
+    const c = await mk('Database');
+    const start = Date.now() + 86_400_000;
+    const m = await h.api('POST', '/v1/maintenances', {
+      body: {
+        title: 'Upgrade',
+        body: 'Minor version.',
+        components: [c],
+        scheduled_for: new Date(start).toISOString(),
+        scheduled_until: new Date(start + 3_600_000).toISOString(),
+      },
+    });
+    expect(m.status).toBe(201);
+    const del = await h.api('DELETE', `/v1/components/${c}`);
+    expect(del.status).toBe(409);
+    expect(del.body.code).toBe('component_in_use');
+    expect(del.body.detail).toContain(m.body.id);
+    expect((await h.api('DELETE', `/v1/maintenances/${m.body.id}`)).status).toBe(204);
+    expect((await h.api('DELETE', `/v1/components/${c}`)).status).toBe(204);
+  });
+
   it('refuses unknown, repeated and maintenance-only components (422, field errors)', async () => {
     const c = await mk('Edge');
     const unknown = await h.api('POST', '/v1/incidents', {

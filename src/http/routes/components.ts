@@ -94,7 +94,9 @@ export const componentRouteTable = defineRoutes<Deps>({ tag: 'Components', param
       responses: {
         204: { description: 'Deleted.' },
         404: problem('not_found'),
-        409: problem('component_in_use: an open incident or an active maintenance impacts it; the answer names them.'),
+        409: problem(
+          'component_in_use: an open incident impacts it or a maintenance not completed names it; the answer names them.',
+        ),
         412: problem('If-Match is stale.'),
       },
     },
