@@ -113,6 +113,17 @@ describe('/v1/components', () => {
     expect(bad.body.errors).toEqual([expect.objectContaining({ field: 'show_on_status_page' })]);
   });
 
+  it('a create with an Idempotency-Key is replayed, not made twice', async () => {
+    const body = { name: fresh('Replayed') };
+    const headers = { 'Idempotency-Key': `cmp-${n}-${Date.now()}` };
+    const first = await h.api('POST', '/v1/components', { body, headers });
+    const again = await h.api('POST', '/v1/components', { body, headers });
+    expect(first.status).toBe(201);
+    expect(again.status).toBe(201);
+    expect(again.body).toEqual(first.body);
+    expect(again.headers.get('etag')).toBe(first.headers.get('etag'));
+  });
+
   it('names are unique ignoring case: 409 component_name_taken', async () => {
     const name = fresh('Search');
     expect((await h.api('POST', '/v1/components', { body: { name } })).status).toBe(201);
