@@ -140,18 +140,30 @@ export interface UptimeHistory {
 }
 
 /**
- * The last HISTORY_DAYS local days of a component, oldest first: each day's worst status and how
- * long it lasted, from the effective-status changes (the one before the window tells how the
- * window began). Time before the component existed is not counted.
+ * The starts (UTC ms) of the last HISTORY_DAYS local days, oldest first, today last. The same for
+ * every component of a page: computed once per render (each day boundary asks Intl for the offset).
  */
-export function uptimeHistory(c: PublicComponent, nowMs: number, tf: TimeFormat): UptimeHistory {
-  const today = tf.startOfDay(nowMs);
+export function dayStarts(nowMs: number, tf: TimeFormat): number[] {
   const starts: number[] = [];
-  let s = today;
+  let s = tf.startOfDay(nowMs);
   for (let i = 0; i < HISTORY_DAYS; i++) {
     starts.unshift(s);
     s = tf.startOfDay(s - 1);
   }
+  return starts;
+}
+
+/**
+ * The last HISTORY_DAYS local days of a component, oldest first: each day's worst status and how
+ * long it lasted, from the effective-status changes (the one before the window tells how the
+ * window began). Time before the component existed is not counted.
+ */
+export function uptimeHistory(
+  c: PublicComponent,
+  nowMs: number,
+  tf: TimeFormat,
+  starts: number[] = dayStarts(nowMs, tf),
+): UptimeHistory {
   const createdMs = Date.parse(c.created_at);
   // Segments [from, to) of one status, clipped to the window's start and now.
   const changes = [...c.history].sort((a, b) => Date.parse(a.at) - Date.parse(b.at));

@@ -1,7 +1,7 @@
 /**
  * The page's mustache templates. They live in code, not in files beside it, so that the bundled
- * server (scripts/bundle.mjs) carries them. `{{x}}` escapes; the only `{{{x}}}` are the icons,
- * which are constants of icons.ts, never data.
+ * server (scripts/bundle.mjs) carries them. `{{x}}` escapes; the only `{{{x}}}` are the icons
+ * (constants of icons.ts) and the day bars, which view.ts builds with every text escaped.
  */
 
 /** `at`: a TimeView (view.ts). */
@@ -81,9 +81,7 @@ const maintenanceCard = `<article class="card maintenance" aria-labelledby="mnt-
 const uptime = `<div class="uptime">
 <p class="uptime-sum">{{uptimeText}}</p>
 <ol class="bars" aria-label="{{barsLabel}}">
-{{#days}}
-<li class="d d-{{cls}}" title="{{text}}"><span class="vh">{{text}}</span></li>
-{{/days}}
+{{{bars}}}
 </ol>
 <p class="axis" aria-hidden="true"><span class="from90">{{axisFrom}}</span><span class="from30">{{axisFrom30}}</span><span>{{axisTo}}</span></p>
 </div>`;

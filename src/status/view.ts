@@ -19,6 +19,7 @@ import {
   isUpcomingMaintenance,
   overallIndicator,
   uptimeHistory,
+  dayStarts,
   type Indicator,
 } from './model.js';
 import { STYLE_FILE } from './style.js';
@@ -60,6 +61,14 @@ export function pathsOf(base: string) {
     api: `${base}/api/v2/summary.json`,
     css: `${base}/assets/${STYLE_FILE}`,
   };
+}
+
+interface DayGrid {
+  starts: number[];
+  labels: string[];
+  /** Each day's text when nothing happened, and before the component existed (HTML-escaped). */
+  operational: string[];
+  noData: string[];
 }
 
 interface TimeView {
@@ -165,21 +174,27 @@ class Page {
   }
 
   componentRow(c: PublicComponent) {
-    const h = uptimeHistory(c, this.ctx.nowMs, this.tf);
-    const days = h.days.map((d) => {
-      const date = this.tf.dateText(d.start + 12 * 3_600_000);
+    const grid = this.dayGrid();
+    const h = uptimeHistory(c, this.ctx.nowMs, this.tf, grid.starts);
+    // The bars are the bulk of a page (90 per component): written here as one string per
+    // component, every text through escapeHtml and every class from the fixed status names,
+    // instead of 90 template sections each (the render was mostly mustache's per-section work).
+    let bars = '';
+    h.days.forEach((d, i) => {
       let text: string;
-      if (d.worst === null) text = fill(this.s.day_no_data, { date });
-      else if (d.worst === 'operational') text = fill(this.s.day_operational, { date });
+      if (d.worst === null) text = grid.noData[i]!;
+      else if (d.worst === 'operational') text = grid.operational[i]!;
       else if (d.worst === 'under_maintenance')
-        text = fill(this.s.day_maintenance, { date, duration: this.duration(d.worstMs) });
+        text = escapeHtml(fill(this.s.day_maintenance, { date: grid.labels[i]!, duration: this.duration(d.worstMs) }));
       else
-        text = fill(this.s.day_status, {
-          date,
-          status: this.s.component_status[d.worst],
-          duration: this.duration(d.worstMs),
-        });
-      return { cls: d.worst ?? 'none', text };
+        text = escapeHtml(
+          fill(this.s.day_status, {
+            date: grid.labels[i]!,
+            status: this.s.component_status[d.worst],
+            duration: this.duration(d.worstMs),
+          }),
+        );
+      bars += `<li class="d d-${d.worst ?? 'none'}" title="${text}"><span class="vh">${text}</span></li>\n`;
     });
     return {
       name: c.name,
@@ -188,21 +203,41 @@ class Page {
       uptimeText:
         h.uptime === null ? this.s.uptime_no_data : fill(this.s.uptime_percent, { percent: this.percent(h.uptime) }),
       barsLabel: `${fill(this.s.uptime_heading, { days: HISTORY_DAYS })}: ${c.name}`,
-      days,
+      bars,
       axisFrom: fill(this.s.days_ago, { days: HISTORY_DAYS }),
       axisFrom30: this.s.days_ago_30,
       axisTo: this.s.today,
     };
   }
 
+  private grid: DayGrid | null = null;
+
+  /** The 90 days' starts and texts, once per page: the same for every component. */
+  dayGrid(): DayGrid {
+    if (this.grid === null) {
+      const starts = dayStarts(this.ctx.nowMs, this.tf);
+      const labels = starts.map((st) => this.tf.dateText(st + 12 * 3_600_000));
+      this.grid = {
+        starts,
+        labels,
+        operational: labels.map((date) => escapeHtml(fill(this.s.day_operational, { date }))),
+        noData: labels.map((date) => escapeHtml(fill(this.s.day_no_data, { date }))),
+      };
+    }
+    return this.grid;
+  }
+
+  private percentFormat: Intl.NumberFormat | null = null;
+
   percent(share: number): string {
     // Floor, not round: 99.999 % is not shown as 100 % while there was downtime.
     const floored = Math.floor(share * 10_000) / 10_000;
-    return new Intl.NumberFormat(this.ctx.locale, {
+    this.percentFormat ??= new Intl.NumberFormat(this.ctx.locale, {
       style: 'percent',
       minimumFractionDigits: 2,
       maximumFractionDigits: 2,
-    }).format(floored);
+    });
+    return this.percentFormat.format(floored);
   }
 
   duration(ms: number): string {
