@@ -454,6 +454,16 @@ async function checkPublished(want: Published): Promise<void> {
     const entries = feedEntries(xml, kind).map(xmlText);
     expect(entries.length, `${path}: one entry per public update`).toBe(bodies.length);
     for (const b of bodies) expect(entries.filter((e) => e.includes(b)).length, `${path}: an entry for "${b}"`).toBe(1);
+    // Atom says when an entry was edited: <updated> moves past <published> for the corrected one.
+    if (kind === 'atom')
+      for (const u of want.updates) {
+        const entry = entries.find((e) => e.includes(u.body))!;
+        const updated = Date.parse(/<updated>([^<]+)<\/updated>/.exec(entry)?.[1] ?? '');
+        const published = Date.parse(/<published>([^<]+)<\/published>/.exec(entry)?.[1] ?? '');
+        expect(Number.isNaN(updated) || Number.isNaN(published), `${path}: entry dates`).toBe(false);
+        if (u.corrected === true) expect(updated, `${path}: corrected entry`).toBeGreaterThan(published);
+        else expect(updated, `${path}: entry`).toBe(published);
+      }
   }
   // The unaffected component's feed has nothing of this incident.
   const storageFeed = xmlText((await get(`/status/components/${ids.storage}/feed.atom`)).text);
@@ -539,6 +549,10 @@ describe('the status page story: publish, correct, retract, resolve', () => {
     });
     expect(r.status, r.text).toBe(202);
     const correction = r.body as ExecutionView;
+    const updateIdOf = async (body: string) =>
+      (await v2('incidents.json')).incidents[0]!.incident_updates.find((u) => u.body === body)?.id;
+    const before = await updateIdOf(U.second);
+    expect(before).toBeDefined();
     await settled(correction.id, allHeld, 'the correction held');
     await checkPublished({
       updates: [
@@ -561,6 +575,10 @@ describe('the status page story: publish, correct, retract, resolve', () => {
       components: impacted,
       never: [U.second],
     });
+    // The same update, edited: its id (and so its feed entry's id and its anchor) stays.
+    expect(await updateIdOf(U.secondFixed)).toBe(before);
+    const atom = (await get('/status/feed.atom')).text;
+    expect(feedEntries(atom, 'atom').find((e) => xmlText(e).includes(U.secondFixed))).toContain(`update-${before}`);
   });
 
   it('a retraction of update 1 removes it everywhere, without waiting for approval', async () => {
