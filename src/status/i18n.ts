@@ -57,6 +57,7 @@ export class TimeFormat {
   private readonly dayParts: Intl.DateTimeFormat;
   private readonly utc: Intl.DateTimeFormat;
   private readonly monthFormat: Intl.DateTimeFormat;
+  private readonly timeOnly: Intl.DateTimeFormat;
 
   constructor(
     readonly locale: StatusLocale,
@@ -74,6 +75,12 @@ export class TimeFormat {
     });
     this.date = new Intl.DateTimeFormat(locale, { year: 'numeric', month: 'short', day: 'numeric', timeZone: zone });
     this.monthFormat = new Intl.DateTimeFormat(locale, { year: 'numeric', month: 'long', timeZone: zone });
+    this.timeOnly = new Intl.DateTimeFormat(locale, {
+      hour: 'numeric',
+      minute: '2-digit',
+      timeZone: zone,
+      timeZoneName: 'short',
+    });
     this.dayParts = new Intl.DateTimeFormat('en-US', {
       year: 'numeric',
       month: '2-digit',
@@ -98,6 +105,16 @@ export class TimeFormat {
   time(isoString: string): { text: string; iso: string; utc: string } {
     const d = new Date(isoString);
     return { text: this.dateTime.format(d), iso: d.toISOString(), utc: `${this.utcText(d)} UTC` };
+  }
+
+  /** The local time of day only, with the zone ("8:50 PM GMT+1"). */
+  timeText(isoString: string): string {
+    return this.timeOnly.format(new Date(isoString));
+  }
+
+  /** Whether two instants fall on the same local calendar day. */
+  sameDay(a: string, b: string): boolean {
+    return this.startOfDay(Date.parse(a)) === this.startOfDay(Date.parse(b));
   }
 
   dateText(ms: number): string {

@@ -121,8 +121,11 @@ export function entries(components: PublicComponent[]): Entry[] {
 
 export const HISTORY_DAYS = 90;
 
-/** Time (ms) a status counts as down in the uptime percentage: outages, not degradation or maintenance. */
-const DOWN: ReadonlySet<ComponentStatus> = new Set(['partial_outage', 'major_outage']);
+/**
+ * How much of its time a status counts as down in the uptime percentage, as Statuspage weighs
+ * it: a major outage fully, a partial outage at 30 %; degradation and maintenance not at all.
+ */
+const DOWN_WEIGHT: Partial<Record<ComponentStatus, number>> = { major_outage: 1, partial_outage: 0.3 };
 
 export interface DayBar {
   /** Start of the local day, UTC ms. */
@@ -202,7 +205,7 @@ export function uptimeHistory(
       if (to <= from) continue;
       per.set(seg.status, (per.get(seg.status) ?? 0) + (to - from));
       observed += to - from;
-      if (DOWN.has(seg.status)) down += to - from;
+      down += (to - from) * (DOWN_WEIGHT[seg.status] ?? 0);
     }
     const worst = worstStatus([...per.keys()]);
     return { start, worst: per.size === 0 ? null : worst, worstMs: per.get(worst) ?? 0 };

@@ -10,6 +10,16 @@ const time = '{{#at}}<time datetime="{{iso}}" title="{{utc}}">{{text}}</time>{{/
 /** `st`: a StatusView (view.ts): icon, text and colour together, never colour alone. */
 const status = '{{#st}}<span class="st st-{{status}}">{{{icon}}}<span>{{label}}</span></span>{{/st}}';
 
+/** A past incident in a list (history, recent): name, state, impact, start – end, latest words. */
+const historyCard = `<article class="card incident impact-{{impact}}{{#resolved}} resolved{{/resolved}}" aria-labelledby="hi-{{id}}">
+<h3 id="hi-{{id}}"><a href="{{href}}">{{name}}</a></h3>
+<p class="meta">{{state}} · {{impactLabel}} · ${time}{{#resolvedAt}} – {{#at}}<time datetime="{{iso}}" title="{{utc}}">{{text}}</time>{{/at}}{{/resolvedAt}}</p>
+{{#latest}}<p class="body excerpt">{{latest}}</p>{{/latest}}
+</article>`;
+
+/** A sentence with times in it (`parts`: text, or a time). */
+const sentence = '{{#parts}}{{text}}{{#at}}<time datetime="{{iso}}" title="{{utc}}">{{text}}</time>{{/at}}{{/parts}}';
+
 const layout = `<!doctype html>
 <html lang="{{lang}}">
 <head>
@@ -74,7 +84,7 @@ ${updates}
 
 const maintenanceCard = `<article class="card maintenance" aria-labelledby="mnt-{{id}}">
 <h3 id="mnt-{{id}}"><a href="{{href}}">{{name}}</a></h3>
-<p class="meta">{{state}} · {{window}}{{#affected}} · {{affected}}{{/affected}}</p>
+<p class="meta">{{state}} · {{#window}}${sentence}{{/window}}{{#affected}} · {{affected}}{{/affected}}</p>
 {{#latest}}<p class="body">{{latest}}</p>{{/latest}}
 </article>`;
 
@@ -143,11 +153,9 @@ ${componentRow}
 <section aria-labelledby="h-recent">
 <h2 id="h-recent">{{s.recent_incidents}}</h2>
 {{^hasRecent}}<p>{{noRecent}}</p>{{/hasRecent}}
-<ul class="list">
 {{#recent}}
-<li><a href="{{href}}">{{name}}</a> <span class="meta">{{state}} · ${time}</span></li>
+${historyCard}
 {{/recent}}
-</ul>
 <p><a href="{{links.history}}">{{s.all_history}}</a></p>
 </section>
 <section aria-labelledby="h-subscribe">
@@ -185,7 +193,7 @@ ${updates}
 const maintenance = `<p class="crumb"><a href="{{links.home}}">{{s.back_home}}</a></p>
 <h1>{{name}}</h1>
 <p class="banner banner-{{bannerClass}}">{{{bannerIcon}}}<span>{{bannerText}}</span></p>
-<p>{{window}}</p>
+<p>{{#window}}${sentence}{{/window}}</p>
 {{#hasAffected}}
 <h2>{{s.affected}}</h2>
 <ul class="affected">
@@ -203,11 +211,7 @@ const history = `<h1>{{s.history_title}}</h1>
 <section aria-labelledby="m-{{key}}">
 <h2 id="m-{{key}}">{{label}}</h2>
 {{#items}}
-<article class="card incident impact-{{impact}}{{#resolved}} resolved{{/resolved}}" aria-labelledby="hi-{{id}}">
-<h3 id="hi-{{id}}"><a href="{{href}}">{{name}}</a></h3>
-<p class="meta">{{state}} · {{impactLabel}} · ${time}{{#resolvedAt}} – {{#at}}<time datetime="{{iso}}" title="{{utc}}">{{text}}</time>{{/at}}{{/resolvedAt}}</p>
-{{#latest}}<p class="body excerpt">{{latest}}</p>{{/latest}}
-</article>
+${historyCard}
 {{/items}}
 </section>
 {{/months}}

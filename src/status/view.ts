@@ -128,11 +128,13 @@ class Page {
     }));
   }
 
-  window(m: PublicMaintenance): string {
-    return fill(this.s.scheduled_window, {
-      from: this.time(m.scheduled_for).text,
-      until: this.time(m.scheduled_until).text,
-    });
+  /** "Scheduled from <time> to <time>": the end shows its time only when on the same local day. */
+  window(m: PublicMaintenance) {
+    const from = this.time(m.scheduled_for);
+    const until = this.tf.sameDay(m.scheduled_for, m.scheduled_until)
+      ? { ...this.time(m.scheduled_until), text: this.tf.timeText(m.scheduled_until) }
+      : this.time(m.scheduled_until);
+    return { parts: sentenceParts(this.s.scheduled_window, { from, until }) };
   }
 
   /** The named components that are on the page, each with its current status. */
@@ -146,6 +148,22 @@ class Page {
   affectedText(ids: string[]): string | null {
     const names = this.affected(ids);
     return names.length > 0 ? `${this.s.affected}: ${names.join(', ')}` : null;
+  }
+
+  /** A past incident as the history and the recent list show it. */
+  pastCard(i: PublicIncident) {
+    return {
+      id: i.id,
+      href: this.paths.incident(i.id),
+      name: i.name,
+      impact: i.impact,
+      resolved: i.status === 'resolved',
+      state: this.s.public_state[i.status],
+      impactLabel: this.s.impact[i.impact],
+      at: this.time(i.created_at),
+      resolvedAt: i.resolved_at !== null ? { at: this.time(i.resolved_at) } : null,
+      latest: firstLine(i.updates[0]?.body ?? ''),
+    };
   }
 
   incidentCard(i: PublicIncident) {
@@ -314,12 +332,7 @@ export function renderIndex(ctx: RenderContext): string {
   const recent = snap.incidents
     .filter((i) => !isUnresolved(i) && Date.parse(i.resolved_at ?? i.updated_at) >= since)
     .slice(0, RECENT_MAX)
-    .map((i) => ({
-      href: p.paths.incident(i.id),
-      name: i.name,
-      state: p.s.public_state[i.status],
-      at: p.time(i.created_at),
-    }));
+    .map((i) => p.pastCard(i));
   const list = entries(snap.components).map((e) =>
     e.kind === 'group'
       ? { group: { name: e.name, st: p.status(e.status), members: e.members.map((m) => p.componentRow(m)) } }
@@ -408,18 +421,7 @@ export function renderHistory(ctx: RenderContext, pageNo: number): string | null
       month = { ...m, items: [] };
       months.push(month);
     }
-    month.items.push({
-      id: i.id,
-      href: p.paths.incident(i.id),
-      name: i.name,
-      impact: i.impact,
-      resolved: i.status === 'resolved',
-      state: p.s.public_state[i.status],
-      impactLabel: p.s.impact[i.impact],
-      at: p.time(i.created_at),
-      resolvedAt: i.resolved_at !== null ? { at: p.time(i.resolved_at) } : null,
-      latest: firstLine(i.updates[0]?.body ?? ''),
-    });
+    month.items.push(p.pastCard(i));
   }
   return p.render(TEMPLATES.history, {
     ...p.frame(
@@ -434,6 +436,24 @@ export function renderHistory(ctx: RenderContext, pageNo: number): string | null
     newer: pageNo > 1 ? p.paths.historyPage(pageNo - 1) : null,
     older: pageNo < pages ? p.paths.historyPage(pageNo + 1) : null,
   });
+}
+
+/**
+ * A localized sentence whose `{name}` placeholders are times: its parts, each a text or a time,
+ * for the `sentence` template (every part has both keys, so neither is looked up further out).
+ */
+function sentenceParts(template: string, times: Record<string, TimeView>): { text: string; at: TimeView | null }[] {
+  const parts: { text: string; at: TimeView | null }[] = [];
+  let last = 0;
+  for (const m of template.matchAll(/\{(\w+)\}/g)) {
+    const t = times[m[1]!];
+    if (!t) continue;
+    if (m.index > last) parts.push({ text: template.slice(last, m.index), at: null });
+    parts.push({ text: '', at: t });
+    last = m.index + m[0].length;
+  }
+  if (last < template.length) parts.push({ text: template.slice(last), at: null });
+  return parts;
 }
 
 /** The banner class of an incident's own page: its impact while open, green once resolved. */

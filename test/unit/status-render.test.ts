@@ -175,7 +175,7 @@ describe('history', () => {
 });
 
 describe('uptime', () => {
-  it('counts outages as down time, not degradation or maintenance; nothing before the component existed', () => {
+  it('counts outages as down time (partial ones at 30 %), not degradation or maintenance; nothing before the component existed', () => {
     const tf = new TimeFormat('en', 'UTC');
     const c = component({
       id: 'cmp_x',
@@ -195,6 +195,9 @@ describe('uptime', () => {
     expect(h.uptime).toBeCloseTo(1 - 144 / (10 * 24 * 60), 6);
     const bad = h.days.find((d) => d.worst === 'major_outage')!;
     expect(bad.worstMs).toBe(144 * 60_000);
+    // A partial outage counts at 30 % of its time, as Statuspage weighs it.
+    const partial = uptimeHistory({ ...c, history: [{ at: at(10 * 24 * 60), status: 'partial_outage' }] }, NOW, tf);
+    expect(partial.uptime).toBeCloseTo(0.7, 6);
   });
 });
 

@@ -63,7 +63,7 @@ export const de: LocaleStrings = {
   affected: 'Betroffene Komponenten',
   scheduled_window: 'Geplant von {from} bis {until}',
   uptime_heading: 'Verfügbarkeit der letzten {days} Tage',
-  uptime_percent: '{percent} Verfügbarkeit',
+  uptime_percent: '{percent} Verfügbarkeit in 90 Tagen',
   uptime_no_data: 'Noch keine Daten',
   day_operational: '{date}: keine Ausfallzeit',
   day_no_data: '{date}: keine Daten',

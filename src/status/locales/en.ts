@@ -61,7 +61,7 @@ export const en = {
   affected: 'Affected components',
   scheduled_window: 'Scheduled from {from} to {until}',
   uptime_heading: 'Uptime over the last {days} days',
-  uptime_percent: '{percent} uptime',
+  uptime_percent: '{percent} uptime over 90 days',
   uptime_no_data: 'No data yet',
   day_operational: '{date}: no downtime',
   day_no_data: '{date}: no data',
