@@ -93,19 +93,22 @@ export function createHttpApp(deps: ServerDeps): { app: Express; finish: () => v
 }
 
 /**
- * The status page's host answers every request with the page (its own 404 page included): an
- * API, Slack or metrics path there is never passed on. Other hosts get the page under /status.
+ * With a host of its own, the page is served there instead of under /status: that host answers
+ * every request with the page (its own 404 page included), so an API, Slack or metrics path is
+ * never passed on, and the API's host serves no public copy at another address. Without one, the
+ * page is at /status.
  */
 function mountStatusPage(app: Express, page: NonNullable<ServerDeps['statusPage']>): void {
-  if (page.host !== undefined) {
-    const host = page.host;
-    const own = page.handler('');
-    app.use((req, res, next) => {
-      if (req.hostname.toLowerCase() === host) own(req, res, next);
-      else next();
-    });
+  if (page.host === undefined) {
+    app.use('/status', page.handler('/status'));
+    return;
   }
-  app.use('/status', page.handler('/status'));
+  const host = page.host;
+  const own = page.handler('');
+  app.use((req, res, next) => {
+    if (req.hostname.toLowerCase() === host) own(req, res, next);
+    else next();
+  });
 }
 
 /** /healthz, /readyz and /metrics. */

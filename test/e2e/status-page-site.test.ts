@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { STATUS_CONNECTION } from '../support/status-fixtures.js';
 import { startHerald, type TestHerald } from '../support/herald.js';
 import { waitFor } from '../support/wait.js';
+import { randomBytes } from 'node:crypto';
 import { request } from 'node:http';
 
 /**
@@ -11,8 +12,10 @@ import { request } from 'node:http';
  */
 const STATUS_HOST = 'status.herald.test';
 let h: TestHerald;
+/** Shared by the second Herald of the last test, which opens the same data. */
+const SECRET_KEY = randomBytes(32).toString('base64');
 beforeAll(async () => {
-  h = await startHerald({ HERALD_STATUS_HOST: STATUS_HOST });
+  h = await startHerald({ HERALD_SECRET_KEY: SECRET_KEY });
 });
 afterAll(async () => {
   await h.close();
@@ -105,9 +108,25 @@ describe('the status page on a Herald', () => {
   });
 
   it('on HERALD_STATUS_HOST serves the page at / and nothing else', async () => {
+    // A second Herald on the same data, with the page on a host of its own.
+    const hs = await startHerald({
+      HERALD_KEY_PREFIX: h.prefix,
+      HERALD_SECRET_KEY: SECRET_KEY,
+      HERALD_STATUS_HOST: STATUS_HOST,
+    });
+    try {
+      await onItsHost(hs);
+    } finally {
+      await hs.close({ keepData: true });
+    }
+  });
+});
+
+async function onItsHost(hs: TestHerald): Promise<void> {
+  {
     // fetch() does not send a Host of our choosing: node:http does.
     const onHost = (path: string, headers: Record<string, string> = {}) =>
-      hostGet(h.url, path, { Host: STATUS_HOST, ...headers });
+      hostGet(hs.url, path, { Host: STATUS_HOST, ...headers });
     const home = await onHost('/');
     expect(home.status).toBe(200);
     const html = home.text;
@@ -123,14 +142,15 @@ describe('the status page on a Herald', () => {
       '/status',
       '/v1/openapi.json',
     ]) {
-      const r = await onHost(path, { Authorization: `Bearer ${h.token}` });
+      const r = await onHost(path, { Authorization: `Bearer ${hs.token}` });
       expect(r.status, path).toBe(404);
       expect(r.headers['content-type'], path).toMatch(/^text\/html/);
     }
-    // Other hosts keep the API.
-    expect((await h.api('GET', '/v1/incidents')).status).toBe(200);
-  });
-});
+    // Other hosts keep the API, and the page is no longer at /status there: it moved to its host.
+    expect((await hs.api('GET', '/v1/incidents')).status).toBe(200);
+    expect((await hostGet(hs.url, '/status', {})).status).toBe(404);
+  }
+}
 
 function hostGet(
   base: string,

@@ -343,7 +343,8 @@ describe('render preview', () => {
         expect.objectContaining({ subject: expect.any(String), body: expect.any(String) }),
       );
       // Plain for structured consumers and for the status page (it escapes when it renders HTML).
-      if (type !== 'webhook' && type !== 'email' && type !== 'status_page') expect(r.body.previews[type].body).not.toMatch(/@everyone/);
+      if (type !== 'webhook' && type !== 'email' && type !== 'status_page')
+        expect(r.body.previews[type].body).not.toMatch(/@everyone/);
     }
     const slack = r.body.previews.slack;
     expect(slack.subject).toBe('Checkout errors for some EU customers');

@@ -76,11 +76,9 @@ const remindBefore = z
   .max(REMIND_BEFORE_MAX, `remind_before is at most ${REMIND_BEFORE_MAX} minutes (a week).`)
   .nullable()
   .meta({ description: 'Minutes before `scheduled_for` a reminder update is published (automatic only); null: none.' });
-const autoTransition = z
-  .boolean()
-  .meta({
-    description: 'Herald starts it at `scheduled_for` and completes it at `scheduled_until` (and posts the reminder).',
-  });
+const autoTransition = z.boolean().meta({
+  description: 'Herald starts it at `scheduled_for` and completes it at `scheduled_until` (and posts the reminder).',
+});
 
 /** scheduled_until must come after scheduled_for (both parsed; a malformed one is its own error). */
 function windowIssue(forIso: string | undefined, untilIso: string | undefined): FieldError | null {
