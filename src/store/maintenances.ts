@@ -32,6 +32,13 @@ import { appendSubjectEvents } from './timeline.js';
 /** How long a completed maintenance stays on the public page. */
 export const PUBLIC_COMPLETED_MS = 90 * 86_400_000;
 
+/**
+ * How many of the newest maintenances (by creation: ids are ULIDs) the page reads. The snapshot
+ * is rebuilt on every public change, so its cost must not grow with years of history; a window
+ * still open after a thousand newer ones were created is not a case worth a second index.
+ */
+export const PUBLIC_MAINTENANCES_READ = 1000;
+
 export class RedisMaintenanceRepo implements MaintenanceRepo {
   private readonly components: RedisComponentRepo;
 
@@ -166,7 +173,7 @@ function stageSchedule(change: Change, keys: Keys, prev: StoredMaintenance | nul
  */
 export async function loadPublicMaintenances(redis: Redis, keys: Keys, nowMs: number): Promise<PublicMaintenance[]> {
   const [ids, componentIds] = await Promise.all([
-    redis.zrange(keys.maintenances(), '0', '-1'),
+    redis.zrange(keys.maintenances(), '+', '-', 'BYLEX', 'REV', 'LIMIT', 0, PUBLIC_MAINTENANCES_READ),
     redis.zrange(keys.components(), '0', '-1'),
   ]);
   // A component deleted after the maintenance named it is not shown as affected.
