@@ -1283,6 +1283,7 @@ function buildReport(): { figures: Figure[]; table: string } {
     switch (unit) {
       case 'req/s':
       case 'deliveries/s':
+      case 'events/s':
         return `${Math.round(v).toLocaleString('en-US')}/s`;
       case 'ms':
         return v < 10 ? `${v.toFixed(3)} ms` : `${v.toFixed(1)} ms`;
