@@ -102,32 +102,22 @@ const componentRow = `<li class="component">
 ${uptime}
 </li>`;
 
+/** A section of cards shown only when it has any: `flag` the view's boolean, `list` its items. */
+const cardSection = (flag: string, id: string, heading: string, list: string, card: string): string =>
+  `{{#${flag}}}
+<section aria-labelledby="${id}">
+<h2 id="${id}">{{${heading}}}</h2>
+{{#${list}}}
+${card}
+{{/${list}}}
+</section>
+{{/${flag}}}`;
+
 const index = `<h1>{{heading}}</h1>
 <p class="banner banner-{{indicator}}">{{{bannerIcon}}}<span>{{bannerText}}</span></p>
-{{#hasActive}}
-<section aria-labelledby="h-active">
-<h2 id="h-active">{{s.active_incidents}}</h2>
-{{#active}}
-${incidentCard}
-{{/active}}
-</section>
-{{/hasActive}}
-{{#hasActiveMaintenance}}
-<section aria-labelledby="h-mnt-active">
-<h2 id="h-mnt-active">{{s.active_maintenance}}</h2>
-{{#activeMaintenance}}
-${maintenanceCard}
-{{/activeMaintenance}}
-</section>
-{{/hasActiveMaintenance}}
-{{#hasUpcoming}}
-<section aria-labelledby="h-mnt-upcoming">
-<h2 id="h-mnt-upcoming">{{s.upcoming_maintenance}}</h2>
-{{#upcoming}}
-${maintenanceCard}
-{{/upcoming}}
-</section>
-{{/hasUpcoming}}
+${cardSection('hasActive', 'h-active', 's.active_incidents', 'active', incidentCard)}
+${cardSection('hasActiveMaintenance', 'h-mnt-active', 's.active_maintenance', 'activeMaintenance', maintenanceCard)}
+${cardSection('hasUpcoming', 'h-mnt-upcoming', 's.upcoming_maintenance', 'upcoming', maintenanceCard)}
 <section aria-labelledby="h-components">
 <h2 id="h-components">{{s.components}}</h2>
 <p class="legend">{{uptimeHeading}}</p>

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { SCOPES, type Scope } from '../common/api-key.js';
 import { DomainError, emptyPatch, type ErrorCode, type FieldError } from '../common/errors.js';
 import { LIMITS } from '../common/limits.js';
-import { safeParseInput, toFieldErrors } from '../common/validation.js';
+import { noRepeats, safeParseInput, toFieldErrors } from '../common/validation.js';
 
 /**
  * Audiences (docs/api.md, Audiences): who hears what. An audience names where it is reached
@@ -58,20 +58,7 @@ const idList = (field: string, max: number) =>
   z
     .array(z.string().min(1).max(64))
     .max(max, `At most ${max} ${field}.`)
-    .superRefine((list, ctx) => {
-      const seen = new Set<string>();
-      list.forEach((id, i) => {
-        if (seen.has(id))
-          ctx.addIssue({
-            code: 'custom',
-            path: [i],
-            input: id,
-            message: `${id} is listed twice.`,
-            params: { code: 'duplicate' },
-          });
-        seen.add(id);
-      });
-    });
+    .superRefine(noRepeats((id: string) => id));
 
 const ConnectionIdsSchema = idList('connections', LIMITS.audienceConnections).meta({
   description: 'Where the audience is reached: connection ids. A connection may belong to several audiences.',

@@ -202,3 +202,25 @@ export function textHygieneErrors(value: unknown): FieldError[] {
 const TEXT_CHECKED = new WeakSet<object>();
 
 const isObject = (v: unknown): v is object => typeof v === 'object' && v !== null;
+
+/**
+ * A refinement for lists whose entries must not repeat: each repeat is a `duplicate` issue at its
+ * index (`connection_ids.3`, or `components.2.id` with `at: ['id']`), so the 422 names it.
+ */
+export function noRepeats<T>(idOf: (item: T) => string, at: (string | number)[] = []) {
+  return (list: T[], ctx: z.RefinementCtx): void => {
+    const seen = new Set<string>();
+    list.forEach((item, i) => {
+      const id = idOf(item);
+      if (seen.has(id))
+        ctx.addIssue({
+          code: 'custom',
+          path: [i, ...at],
+          input: id,
+          message: `${id} is listed twice.`,
+          params: { code: 'duplicate' },
+        });
+      seen.add(id);
+    });
+  };
+}

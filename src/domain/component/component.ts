@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { DomainError, emptyPatch } from '../common/errors.js';
 import { ID_PREFIX } from '../common/ids.js';
 import { LIMITS } from '../common/limits.js';
+import { noRepeats } from '../common/validation.js';
 import { COMPONENT_STATUS_RANK, COMPONENT_STATUSES, type ComponentStatus } from '../status/public.js';
 
 /**
@@ -106,20 +107,7 @@ export const ComponentImpactSchema = z
 export const ComponentImpactsSchema = z
   .array(ComponentImpactSchema)
   .max(LIMITS.incidentComponents, `At most ${LIMITS.incidentComponents} components.`)
-  .superRefine((list, ctx) => {
-    const seen = new Set<string>();
-    list.forEach((c, i) => {
-      if (seen.has(c.id))
-        ctx.addIssue({
-          code: 'custom',
-          path: [i, 'id'],
-          input: c.id,
-          message: `${c.id} is listed twice.`,
-          params: { code: 'duplicate' },
-        });
-      seen.add(c.id);
-    });
-  })
+  .superRefine(noRepeats((c) => c.id, ['id']))
   .meta({
     description:
       'Components this incident affects, with the status each shows while the incident is open (resolve and close restore them). Replaces the list as a whole.',

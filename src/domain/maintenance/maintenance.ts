@@ -3,6 +3,7 @@ import { ActorSchema, type Actor } from '../common/actor.js';
 import { DomainError, emptyPatch } from '../common/errors.js';
 import type { FieldError } from '../common/errors.js';
 import { LIMITS } from '../common/limits.js';
+import { noRepeats } from '../common/validation.js';
 import { MAINTENANCE_STATES, type MaintenanceState } from '../status/public.js';
 
 /**
@@ -53,20 +54,7 @@ const when = (what: string) =>
 const components = z
   .array(z.string().min(1).max(64).meta({ example: 'cmp_01JH3ZK6X2B8V4N0Q7R5T9W1YC' }))
   .max(MAINTENANCE_COMPONENTS_MAX, `At most ${MAINTENANCE_COMPONENTS_MAX} components.`)
-  .superRefine((ids, ctx) => {
-    const seen = new Set<string>();
-    ids.forEach((id, i) => {
-      if (seen.has(id))
-        ctx.addIssue({
-          code: 'custom',
-          path: [i],
-          input: id,
-          message: `${id} is listed twice.`,
-          params: { code: 'duplicate' },
-        });
-      seen.add(id);
-    });
-  })
+  .superRefine(noRepeats((id: string) => id))
   .meta({
     description: 'Component ids; each shows `under_maintenance` while the maintenance is in progress or verifying.',
   });
