@@ -9,6 +9,7 @@ import { defineConfig } from 'vitest/config';
  *   contracts run against both the in-memory fakes and the Redis adapters;
  * - e2e: a whole Herald (in process or the built dist/) over HTTP, Slack and the peers;
  * - slow: killed processes, Redis outages, the deploy files;
+ * - browser: the status page in Debian's Chromium, run alone after the tiers above;
  * - failover: Redis Cluster and Sentinel of their own, run alone after everything else.
  * Every project inherits the settings below (`extends: true`).
  */
@@ -52,7 +53,7 @@ export default defineConfig({
         extends: true,
         test: {
           name: 'e2e',
-          include: ['test/e2e/**/*.test.ts', 'test/hostile/**/*.test.ts', 'test/browser/**/*.test.ts'],
+          include: ['test/e2e/**/*.test.ts', 'test/hostile/**/*.test.ts'],
           ...redis,
         },
       },
@@ -60,6 +61,9 @@ export default defineConfig({
         extends: true,
         test: { name: 'slow', include: ['test/faults/**/*.test.ts', 'test/deploy/**/*.test.ts'], ...redis },
       },
+      // A real Chromium per file: run after the other tiers (npm test), so a browser's CPU is not
+      // taken from the tests that measure Herald's own timing (Slack's 3 s, the Redis deadline).
+      { extends: true, test: { name: 'browser', include: ['test/browser/**/*.test.ts'], ...redis } },
       // Starts its own Redis Cluster and Sentinel servers: no shared Redis.
       { extends: true, test: { name: 'failover', include: ['test/failover/**/*.test.ts'] } },
     ],

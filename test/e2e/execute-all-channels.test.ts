@@ -206,7 +206,10 @@ describe('delivery rules end to end', () => {
       .filter((r) => r.path.startsWith('/services/'))
       .slice(-4)
       .map((r) => r.receivedAt);
-    for (let i = 1; i < times.length; i++) expect(times[i]! - times[i - 1]!).toBeGreaterThanOrEqual(900);
+    // Pacing spaces the sends 1 s apart; what is measured here is their arrival, which a busy
+    // machine delays by a few hundred ms each, unevenly. Unpaced, the four arrive within tens of ms.
+    for (let i = 1; i < times.length; i++) expect(times[i]! - times[i - 1]!).toBeGreaterThanOrEqual(500);
+    expect(times[times.length - 1]! - times[0]!).toBeGreaterThanOrEqual(2_500);
   });
 
   it('disables a connection whose webhook answers 404', async () => {
