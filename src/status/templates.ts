@@ -166,10 +166,11 @@ ${historyCard}
 {{/hasComponentFeeds}}
 </section>`;
 
-const incident = `<p class="crumb"><a href="{{links.home}}">{{s.back_home}}</a></p>
+/** An incident's or a maintenance's own page: its state, `extra` (the window), affected components, updates. */
+const detailPage = (extra: string): string => `<p class="crumb"><a href="{{links.home}}">{{s.back_home}}</a></p>
 <h1>{{name}}</h1>
 <p class="banner banner-{{bannerClass}}">{{{bannerIcon}}}<span>{{bannerText}}</span></p>
-{{#hasAffected}}
+${extra}{{#hasAffected}}
 <h2>{{s.affected}}</h2>
 <ul class="affected">
 {{#affectedList}}<li class="row"><span class="name">{{name}}</span>${status}</li>{{/affectedList}}
@@ -180,20 +181,9 @@ const incident = `<p class="crumb"><a href="{{links.home}}">{{s.back_home}}</a><
 ${updates}
 </section>`;
 
-const maintenance = `<p class="crumb"><a href="{{links.home}}">{{s.back_home}}</a></p>
-<h1>{{name}}</h1>
-<p class="banner banner-{{bannerClass}}">{{{bannerIcon}}}<span>{{bannerText}}</span></p>
-<p>{{#window}}${sentence}{{/window}}</p>
-{{#hasAffected}}
-<h2>{{s.affected}}</h2>
-<ul class="affected">
-{{#affectedList}}<li class="row"><span class="name">{{name}}</span>${status}</li>{{/affectedList}}
-</ul>
-{{/hasAffected}}
-<section aria-labelledby="h-updates">
-<h2 id="h-updates">{{updatesHeading}}</h2>
-${updates}
-</section>`;
+const incident = detailPage('');
+
+const maintenance = detailPage(`<p>{{#window}}${sentence}{{/window}}</p>\n`);
 
 const history = `<h1>{{s.history_title}}</h1>
 {{^hasItems}}<p>{{s.history_empty}}</p>{{/hasItems}}
