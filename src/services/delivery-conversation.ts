@@ -78,10 +78,12 @@ export class ConversationPlacer {
     const can = conversationOf(target);
     // The first message to this connection has nothing to continue (and needs no read).
     if (!threaded || (d.sequence ?? 1) <= 1 || !(can.thread || (mode === 'edit' && can.edit))) return alone;
-    const root = await (rootRead ?? this.d.conversations.root(d.incident_id, d.connection_id));
+    let root = await (rootRead ?? this.d.conversations.root(d.incident_id, d.connection_id));
     if (!root) {
       const wait = await this.waitForFirst(d);
-      return 'wait' in wait ? wait : { ...alone, waited: wait.waited };
+      if ('wait' in wait) return wait;
+      if (!('root' in wait)) return { ...alone, waited: wait.waited };
+      root = wait.root;
     }
     const waited = d.thread_wait ? this.ended(d.thread_wait, 'delivered', root.deliveryId) : null;
     if (mode === 'edit' && can.edit && (d.execution_kind ?? 'announcement') === 'announcement')
@@ -90,36 +92,61 @@ export class ConversationPlacer {
   }
 
   /**
-   * No first message yet: whether an earlier delivery of the conversation is still being sent (it
-   * may become the first message), and if so whether to wait for it. A delivery waits once.
+   * No conversation recorded yet: whether an earlier delivery of the conversation is still being
+   * sent (it may become the first message), and if so whether to wait for it; or whether one was
+   * delivered as the first message already but its place is not recorded yet (see chainFirst). A
+   * delivery waits once.
    */
-  private async waitForFirst(d: Delivery): Promise<Wait | { waited: WaitedFor | null }> {
+  private async waitForFirst(d: Delivery): Promise<Wait | { root: ThreadRoot } | { waited: WaitedFor | null }> {
     const held = d.thread_wait ?? null;
-    if (!held && (d.waited_for || this.d.threadWaitMs <= 0)) return { waited: null };
-    const first = await this.pendingFirst(d);
+    const first = await this.chainFirst(d);
+    if (first && 'root' in first) {
+      // Heals the record too, should the first delivery's own write of it have been lost.
+      await this.d.conversations.startIfNone(d.incident_id, d.connection_id, first.root);
+      return first;
+    }
     if (!first) return { waited: held ? this.ended(held, 'failed', held.delivery_id) : null };
+    if (!held && (d.waited_for || this.d.threadWaitMs <= 0)) return { waited: null };
+    const pending = first.pending;
     const nowMs = this.d.clock.now().getTime();
     const waitedMs = held ? Math.max(0, nowMs - Date.parse(held.since)) : 0;
     const leftMs = this.d.threadWaitMs - waitedMs;
-    if (held && leftMs <= 0) return { waited: this.ended(held, 'timed_out', first.id) };
-    return { wait: { firstId: first.id, ms: lookAgainMs(waitedMs, leftMs) } };
+    if (held && leftMs <= 0) return { waited: this.ended(held, 'timed_out', pending.id) };
+    return { wait: { firstId: pending.id, ms: lookAgainMs(waitedMs, leftMs) } };
   }
 
   /**
-   * The nearest earlier announcement of the conversation that is not settled yet (queued, being
-   * sent, retrying: it may still become the first message), following `previous_delivery_id`.
-   * Corrections and retractions are passed over; one that failed or was cancelled is passed over
-   * too (the one before it may still start the conversation); a delivered one ends the search:
-   * whatever it started was retracted, or its platform named no message to continue.
+   * The conversation's first message as its earlier deliveries tell it, following
+   * `previous_delivery_id` back to the nearest announcement that is not failed or cancelled:
+   * - not settled yet (queued, being sent, retrying): it may still become the first message
+   *   (`pending`);
+   * - delivered as a post on its own with a message, and not retracted: it is the first message
+   *   (`root`). Its worker writes the delivery's record and the conversation's first message side
+   *   by side, so an update can find the one before the other; reading it here closes that gap;
+   * - delivered otherwise (a reply, an edit, no message named, or retracted): nothing to continue.
+   * Corrections are passed over; retractions on the way say which messages are gone.
    */
-  private async pendingFirst(d: Delivery): Promise<Delivery | null> {
+  private async chainFirst(d: Delivery): Promise<{ pending: Delivery } | { root: ThreadRoot } | null> {
+    const retracted = new Set<string>();
     let id = d.previous_delivery_id ?? null;
     for (let i = 0; id !== null && i < CHAIN_LOOKBACK; i++) {
       const p = await this.d.repo.getDelivery(id);
       if (!p) return null;
-      if ((p.execution_kind ?? 'announcement') === 'announcement') {
-        if (!isTerminal(p.status)) return p;
-        if (p.status === 'delivered') return null;
+      const kind = p.execution_kind ?? 'announcement';
+      if (kind === 'announcement') {
+        if (!isTerminal(p.status)) return { pending: p };
+        if (p.status === 'delivered') {
+          const first = (p.action ?? 'post') === 'post' && !p.reply_to && p.message && !retracted.has(p.id);
+          return first && p.message ? { root: { ref: p.message, deliveryId: p.id } } : null;
+        }
+      } else if (
+        kind === 'retraction' &&
+        p.planned_action === 'delete' &&
+        p.target_delivery_id &&
+        p.status !== 'failed' &&
+        p.status !== 'cancelled'
+      ) {
+        retracted.add(p.target_delivery_id);
       }
       id = p.previous_delivery_id ?? null;
     }

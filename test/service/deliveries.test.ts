@@ -448,6 +448,26 @@ describe('DeliveryService.process: an update waits for its conversation’s firs
     expect(r.get(update.id).waited_for).toBeUndefined();
   });
 
+  it('a first message delivered whose place in the conversation is not written yet is replied under', async () => {
+    // The first delivery's worker writes its record and the conversation's first message side by
+    // side; an update can read between the two (no root yet, the first already delivered).
+    for (const threadWaitMs of [THREAD_WAIT_DEFAULT_MS, 0]) {
+      const r = await rig({ threadWaitMs });
+      const first = await r.execute();
+      const update = await r.execute();
+      const service = r.service();
+      await service.process(first.id);
+      r.conversations.roots.clear();
+      expect(await paced(service, r.clock, update.id)).toEqual({ kind: 'done', status: 'delivered' });
+      const ref = r.get(first.id).message!;
+      expect(r.sends[1]).toMatchObject({ deliveryId: update.id, action: 'post', thread: ref });
+      expect(r.get(update.id)).toMatchObject({ reply_to: ref });
+      expect(r.get(update.id).waited_for).toBeUndefined();
+      // The missing record is healed: later updates find it directly.
+      expect(await r.conversations.root(r.incidentId, r.connection.id)).toEqual({ ref, deliveryId: first.id });
+    }
+  });
+
   it('a first message still queued (not picked up yet) is waited for too', async () => {
     const r = await rig();
     const first = await r.execute();
