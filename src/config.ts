@@ -148,6 +148,35 @@ const EnvSchema = z
       )
       .refine((ms) => ms >= 3_600_000 && ms <= 90 * 86_400_000, 'must be between 1h and 90d')
       .default(7 * 86_400_000),
+    /**
+     * The SMTP relay subscriber mail goes through (docs/subscribers.md): `smtp://user:pass@host:587`
+     * (STARTTLS when offered) or `smtps://…:465` (implicit TLS). The operator's own relay, so the
+     * outbound guard does not apply to it. Unset: e-mail subscriptions are off.
+     */
+    HERALD_SMTP_URL: z
+      .string()
+      .regex(/^smtps?:\/\/[^\s]+$/, 'must be an smtp:// or smtps:// URL')
+      .optional(),
+    /** The From of subscriber mail: `status@example.com` or `Example Status <status@example.com>`. */
+    HERALD_SMTP_FROM: z.string().min(3).max(320).optional(),
+    /** Subscriber mails a second through the relay, shared by every worker (its sending quota). */
+    HERALD_SMTP_RATE: z.coerce.number().int().min(1).max(100_000).default(50),
+    /** SMTP connections each worker keeps open to the relay while it sends subscriber mail. */
+    HERALD_SMTP_POOL: z.coerce.number().int().min(1).max(50).default(4),
+    /**
+     * How long an unsubscribed or unconfirmed subscriber's record is kept before it is erased
+     * (`12h`, `7d`; 1 h to 30 d): long enough to answer a repeated unsubscribe and to throttle.
+     */
+    HERALD_SUBSCRIBER_RETENTION: z
+      .string()
+      .regex(/^[1-9]\d{0,5}(m|h|d)$/, 'must be a duration like 12h or 7d')
+      .transform(
+        (v) =>
+          Number(v.slice(0, -1)) *
+          ({ m: 60_000, h: 3_600_000, d: 86_400_000 } as const)[v.slice(-1) as 'm' | 'h' | 'd'],
+      )
+      .refine((ms) => ms >= 3_600_000 && ms <= 30 * 86_400_000, 'must be between 1h and 30d')
+      .default(7 * 86_400_000),
     SLACK_SIGNING_SECRET: z.string().min(1).optional(),
     SLACK_BOT_TOKEN: z.string().min(1).optional(),
     SLACK_APP_TOKEN: z.string().min(1).optional(),
@@ -177,6 +206,9 @@ const EnvSchema = z
     );
     if (given.length > 1) {
       ctx.addIssue({ code: 'custom', path: [given[1] ?? ''], message: `set only one of ${given.join(' and ')}` });
+    }
+    if (env.HERALD_SMTP_URL !== undefined && env.HERALD_SMTP_FROM === undefined) {
+      ctx.addIssue({ code: 'custom', path: ['HERALD_SMTP_FROM'], message: 'is required with HERALD_SMTP_URL' });
     }
     if (env.REDIS_SENTINELS !== undefined && env.REDIS_SENTINEL_NAME === undefined) {
       ctx.addIssue({ code: 'custom', path: ['REDIS_SENTINEL_NAME'], message: 'is required with REDIS_SENTINELS' });

@@ -349,9 +349,21 @@ export interface PublishedIncident {
   severity: string;
 }
 
+/**
+ * What a status page write tells subscribers (docs/subscribers.md): the execution it is part of
+ * and its kind (an announcement publishes an update, a correction edits it, a retraction removes it).
+ */
+export interface PublishOrigin {
+  executionId: string;
+  kind: MessageKind;
+  /** The delivery making the write: the notice to subscribers is keyed by it, so a retry opens the same one. */
+  deliveryId: string;
+}
+
 /** Publishes an update as the incident's next public update (the status_page channel's post). */
 export interface PublishRequest {
   incident: PublishedIncident;
+  origin?: PublishOrigin;
   /** The delivery that publishes it: the update's id, so a retry rewrites the same update. */
   deliveryId: string;
   status: PublicStatus;
@@ -363,6 +375,7 @@ export interface PublishRequest {
 /** A correction of a published update: its text replaced in place. */
 export interface EditPublishedRequest {
   incident: PublishedIncident;
+  origin?: PublishOrigin;
   /** The update's id (the ref its publish answered). */
   updateId: string;
   subject: string;
@@ -377,6 +390,7 @@ export interface EditPublishedRequest {
 /** A retraction: the update removed (the last one takes the public incident with it). */
 export interface RemovePublishedRequest {
   incidentId: string;
+  origin?: PublishOrigin;
   updateId: string;
 }
 

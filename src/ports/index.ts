@@ -7,3 +7,4 @@ export type * from './crypto.js';
 export type * from './delivery.js';
 export type * from './edge.js';
 export type * from './repos.js';
+export type * from './subscribers.js';

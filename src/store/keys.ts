@@ -132,6 +132,27 @@ export function createKeys(prefix: string) {
     /** Maintenances with a timed step ahead (reminder, start, end), score = when it is due (ms). */
     maintenancesDue: () => `${t}:mnts-due`,
 
+    // Subscribers (docs/subscribers.md; src/store/subscribers.ts).
+    /** The key behind subscriber ids and link tokens (random, sealed by the secret box), created once. */
+    subscriberKey: () => `${t}:sub-key`,
+    /** Subscribers, bucketed by id (src/store/subscribers.ts: SUBSCRIBER_BUCKETS): hash id → packed record. */
+    subscriberBucket: (bucket: number) => `${t}:subs:${bucket}`,
+    /** Hash, field `n` per state: how many subscribers are in it. */
+    subscriberCounts: () => `${t}:subs-count`,
+    /** Unsubscribed or unconfirmed subscribers to erase, score = when (ms). */
+    subscribersExpiring: () => `${t}:subs-expire`,
+    /** A notice to subscribers (JSON): what one public update, correction, retraction or maintenance notice says. */
+    subscriberNotice: (id: string) => `${t}:ntc:${id}`,
+    /** A notice's tally: hash of counts per recipient state. */
+    subscriberNoticeTally: (id: string) => `${t}:ntc:${id}:tally`,
+    /** A notice's recipients: hash subscriber id → packed recipient state. */
+    subscriberNoticeRecipients: (id: string) => `${t}:ntc:${id}:rcpt`,
+    /** Notices, score-0 sorted set of ids (ULID-ordered), paged BYLEX; trimmed past retention. */
+    subscriberNotices: () => `${t}:ntcs`,
+    /** The outbox of notice work: `<notice id>|<bucket>` and `<notice id>|r|<subscriber id>` (a retry), score = due (ms); a claim moves it a lease ahead. */
+    subscriberWork: () => `${t}:ntc-work`,
+    /** Mails and challenges of the subscription itself (confirm, already subscribed, webhook challenge), score = due (ms). */
+    subscriberTx: () => `${t}:subs-tx`,
     apiKey: (id: string) => `${t}:key:${id}`,
     apiKeys: () => `${t}:keys`,
     apiKeyByHash: (sha256hex: string) => `${t}:key-hash:${sha256hex}`,

@@ -41,6 +41,12 @@ export function createStatusPageSender(deps: Pick<ChannelDeps, 'statusPage'>) {
       const started = performance.now();
       const took = () => Math.round(performance.now() - started);
       const incident = { id: message.incident.id, title: message.incident.title, severity: message.incident.severity };
+      // Subscribers are told of what this write changes (docs/subscribers.md), once per delivery.
+      const origin = {
+        executionId: message.executionId,
+        kind: message.conversation?.kind ?? 'announcement',
+        deliveryId: message.deliveryId,
+      };
       const link = (ref: MessageRef): MessageRef => ({
         ...ref,
         permalink: incidentPermalink(target.config, incident.id),
@@ -50,6 +56,7 @@ export function createStatusPageSender(deps: Pick<ChannelDeps, 'statusPage'>) {
           case 'post': {
             const ref = await port.publish({
               incident,
+              origin,
               deliveryId: message.deliveryId,
               status: message.publicStatus ?? publicStatusOf(message.incident.status),
               subject: message.content.subject,
@@ -62,6 +69,7 @@ export function createStatusPageSender(deps: Pick<ChannelDeps, 'statusPage'>) {
             if (updateId === undefined) return refused('there is no published update to edit');
             const ref = await port.edit({
               incident,
+              origin,
               updateId,
               subject: message.content.subject,
               body: message.content.body,
@@ -77,7 +85,7 @@ export function createStatusPageSender(deps: Pick<ChannelDeps, 'statusPage'>) {
           case 'delete': {
             const updateId = message.target?.id;
             if (updateId === undefined) return refused('there is no published update to remove');
-            await port.remove({ incidentId: incident.id, updateId });
+            await port.remove({ incidentId: incident.id, updateId, origin });
             return delivered(null, took());
           }
         }

@@ -21,6 +21,8 @@ export const SCOPES = [
   'components:write',
   'maintenances:read',
   'maintenances:write',
+  'subscribers:read',
+  'subscribers:write',
 ] as const;
 export const ScopeSchema = z.enum([...SCOPES, '*']).meta({ id: 'Scope' });
 export type Scope = (typeof SCOPES)[number];
