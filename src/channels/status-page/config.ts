@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { defineConnectionType, httpUrl, shortText } from '../common/config-fields.js';
+import { SubscriberTemplatesSchema } from '../../subscribers/templates.js';
 
 /**
  * The public status page (docs/status-page.md): Herald's own page, so nothing here is secret and
@@ -73,6 +74,10 @@ const StatusPageConfigSchema = z
       .max(MAX_FRAME_ANCESTORS, `At most ${MAX_FRAME_ANCESTORS} frame_ancestors.`)
       .default([])
       .meta({ description: 'Origins allowed to embed the page in a frame (CSP frame-ancestors); empty: none.' }),
+    subscriber_templates: SubscriberTemplatesSchema.nullable().default(null).meta({
+      description:
+        "The page's own mustache templates for subscribers' notice mails, per locale (en, de) and part (subject, text, html; each at most 20,000 characters, using only the documented variables); a part not given uses the built-in one; null: the built-in ones.",
+    }),
   })
   .meta({ id: 'StatusPageConnectionConfig' });
 
