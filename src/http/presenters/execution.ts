@@ -17,6 +17,32 @@ import {
   type ExecutionApprovals,
   type ExecutionAudience,
 } from '../../domain/execution/approval.js';
+import type { NoticeTally } from '../../ports/subscribers.js';
+
+/** How far telling the status page's subscribers of a notice (or an execution's notices) got. */
+export const NoticeTallySchema = z
+  .object({
+    total: z.number().int().meta({ description: 'Recipients matched so far (grows while batches run).' }),
+    delivered: z.number().int(),
+    failed: z.number().int(),
+    pending: z.number().int().meta({ description: 'Matched, not settled yet (being sent or waiting for a retry).' }),
+    bounced: z.number().int(),
+    possible_duplicates: z.number().int().meta({
+      description: 'Resent after a crash cut off the first attempt (same Message-ID: receivers drop the repeat).',
+    }),
+    complete: z.boolean().meta({ description: 'Every batch has run and nothing is pending.' }),
+  })
+  .meta({ id: 'SubscriberTally' });
+
+export const presentTally = (t: NoticeTally): z.infer<typeof NoticeTallySchema> => ({
+  total: t.total,
+  delivered: t.delivered,
+  failed: t.failed,
+  pending: t.pending,
+  bounced: t.bounced,
+  possible_duplicates: t.possible_duplicates,
+  complete: t.complete,
+});
 
 export const ExecutionSchema = z
   .object({
@@ -41,6 +67,10 @@ export const ExecutionSchema = z
         'The state a status page shows with this execute’s updates: the execute’s `public_status`, else mapped from the incident status at execute time. Null for corrections and retractions (they keep the state of what they correct).',
     }),
     deliveries: z.array(DeliverySchema),
+    subscribers: NoticeTallySchema.optional().meta({
+      description:
+        "The status page's subscribers told of it (summed over the notices its status page deliveries opened; receipts at GET /executions/{executionId}/subscribers). Absent when it opened none.",
+    }),
   })
   .meta({ id: 'Execution' });
 export type ExecutionView = z.infer<typeof ExecutionSchema>;
@@ -79,6 +109,8 @@ export function presentExecution(
   e: Execution,
   deliveries: Delivery[],
   approvals: ExecutionApprovals | null = null,
+  /** The tally of the subscriber notices it opened; null or absent: none. */
+  subscribers: NoticeTally | null = null,
 ): ExecutionView {
   // Finished when the last delivery finished; a delivery without its own time counts from the start.
   const done = deliveries.length > 0 && deliveries.every((d) => isTerminal(d.status));
@@ -101,6 +133,7 @@ export function presentExecution(
     audiences: presentAudiences(e, approvals),
     public_status: e.public_status ?? null,
     deliveries: deliveries.map(presentDelivery),
+    ...(subscribers ? { subscribers: presentTally(subscribers) } : {}),
   };
 }
 

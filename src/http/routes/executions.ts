@@ -11,14 +11,29 @@ import type { ExecutionService, ExecutionWithDeliveries } from '../../services/e
 import { actorOf, apiKeyOf } from '../context.js';
 import { DecideRequestSchema, type ExecutionApprovals } from '../../domain/execution/approval.js';
 import type { ApprovalService } from '../../services/approvals.js';
-import { defineRoutes, mountRoutes, pathParam, type EdgeDeps, type Route } from '../endpoint.js';
+import { defineRoutes, mountRoutes, pathParam, queryString, type EdgeDeps, type Route } from '../endpoint.js';
 import { jsonResponse, respondOnCommit, sendStored } from '../middleware/idempotency.js';
-import { idParam, json, problem } from '../operation-docs.js';
+import { idParam, json, ListQuery, problem } from '../operation-docs.js';
 import { ExecuteDryRunSchema, ExecutionSchema, presentDryRun, presentExecution } from '../presenters/execution.js';
 import { pageSchema } from '../presenters/page.js';
 import { listRoute } from '../respond.js';
+import { DomainError } from '../../domain/common/errors.js';
+import { parsePageRequest } from '../../domain/common/pagination.js';
+import { RECIPIENT_STATES, type NoticeTally } from '../../ports/subscribers.js';
+import type { SubscriberAdminService } from '../../services/subscriber-admin.js';
+import { presentReceipt, SubscriberReceiptSchema } from '../presenters/subscriber.js';
 
-type Deps = EdgeDeps & { executions: ExecutionService; approvals: ApprovalService };
+/**
+ * The status page's subscribers told of an execution (the notices its status page deliveries
+ * opened): absent where subscribers are not composed, and then executions show no tally.
+ */
+export type ExecutionSubscriberReceipts = Pick<SubscriberAdminService, 'executionTally' | 'executionRecipients'>;
+
+type Deps = EdgeDeps & {
+  executions: ExecutionService;
+  approvals: ApprovalService;
+  subscribers?: ExecutionSubscriberReceipts;
+};
 
 /** Execute's 202, as stored for Idempotency-Key replays. */
 export const accepted = (execution: Execution, deliveries: Delivery[], approvals: ExecutionApprovals | null = null) =>
@@ -30,8 +45,15 @@ export const accepted = (execution: Execution, deliveries: Delivery[], approvals
 const decided = (execution: Execution, deliveries: Delivery[], approvals: ExecutionApprovals | null = null) =>
   jsonResponse(200, presentExecution(execution, deliveries, approvals));
 
-const present = ({ execution, deliveries, approvals }: ExecutionWithDeliveries) =>
-  presentExecution(execution, deliveries, approvals ?? null);
+const present = (
+  { execution, deliveries, approvals }: ExecutionWithDeliveries,
+  subscribers: NoticeTally | null = null,
+) => presentExecution(execution, deliveries, approvals ?? null, subscribers);
+
+/** With the tally of its subscriber notices, where subscribers are composed. */
+async function presentWithTally(found: ExecutionWithDeliveries, d: Deps) {
+  return present(found, d.subscribers ? await d.subscribers.executionTally(found.execution.id) : null);
+}
 
 export const executionRouteTable = defineRoutes<Deps>(
   { tag: 'Executions', params: { id: idParam('id', 'inc'), executionId: idParam('executionId', 'exe') } },
@@ -88,8 +110,11 @@ export const executionRouteTable = defineRoutes<Deps>(
         200: json(pageSchema(ExecutionSchema, 'ExecutionPage'), 'A page of executions with their deliveries.'),
         404: problem('not_found'),
       },
-      list: (req, d: Deps, page) => d.executions.list(pathParam(req, 'id'), page),
-      present,
+      list: async (req, d: Deps, page) => {
+        const found = await d.executions.list(pathParam(req, 'id'), page);
+        return { data: await Promise.all(found.data.map((e) => presentWithTally(e, d))), nextCursor: found.nextCursor };
+      },
+      present: (view) => view,
     }),
     {
       method: 'get',
@@ -101,7 +126,44 @@ export const executionRouteTable = defineRoutes<Deps>(
         responses: { 200: json(ExecutionSchema, 'The execution.'), 404: problem('not_found') },
       },
       handle: async (req, res, d) => {
-        res.json(present(await d.executions.get(pathParam(req, 'id'), pathParam(req, 'executionId'))));
+        res.json(
+          await presentWithTally(await d.executions.get(pathParam(req, 'id'), pathParam(req, 'executionId')), d),
+        );
+      },
+    },
+    {
+      method: 'get',
+      path: '/executions/:executionId/subscribers',
+      scope: 'incidents:read',
+      doc: {
+        operationId: 'listExecutionSubscribers',
+        summary: "The status page subscribers' receipts of an execution",
+        description:
+          "One receipt per subscriber of each notice the execution's status page deliveries opened (nearly always one), by notice, then subscriber id. The totals are the execution's `subscribers`.",
+        query: ListQuery.extend({
+          state: z.enum(RECIPIENT_STATES).optional().meta({ description: 'Only receipts in this state.' }),
+        }),
+        responses: {
+          200: json(pageSchema(SubscriberReceiptSchema, 'SubscriberReceiptPage'), 'A page of receipts.'),
+          404: problem('not_found: no such execution, or it opened no subscriber notice.'),
+          422: problem('Invalid state.'),
+        },
+      },
+      handle: async (req, res, d) => {
+        const executionId = pathParam(req, 'executionId');
+        if (!d.subscribers) throw new DomainError('not_found', `Execution ${executionId} opened no subscriber notice.`);
+        // The list's own cursor (notice, then subscriber): only `limit` is read the common way.
+        const { limit } = parsePageRequest(req.query.limit, undefined);
+        const cursor = queryString(req.query.cursor);
+        if (req.query.cursor !== undefined && cursor === undefined)
+          throw new DomainError('invalid_cursor', 'cursor must be a single string.');
+        const page = await d.subscribers.executionRecipients(
+          executionId,
+          queryString(req.query.state) ?? req.query.state,
+          limit,
+          cursor === undefined || cursor === '' ? null : cursor,
+        );
+        res.json({ data: page.data.map(presentReceipt), pagination: { next_cursor: page.next, limit } });
       },
     },
     {
