@@ -48,11 +48,12 @@ import {
   type Child,
 } from './lib.js';
 import type { LoadResult, LoadSpec } from './load.js';
+import { subscriberRows, type SubscriberFigure } from './subscribers.js';
 
 const QUICK = process.argv.includes('--quick');
 /**
  * `--only=read,deliveries,...` runs only the named rows (read, write, list, status, memory,
- * fanout, deliveries, events, slack, cli): for profiling one thing. `--profile=DIR` starts every Herald with
+ * fanout, deliveries, events, slack, cli, subscribers): for profiling one thing. `--profile=DIR` starts every Herald with
  * `--cpu-prof --cpu-prof-dir=DIR` (docs/performance.md, "Profiling"). Both are for the people
  * looking for where the time goes; a run with either is not a benchmark result.
  */
@@ -175,6 +176,8 @@ const samples: Samples = {
   nodeMs: [],
 };
 const problems: string[] = [];
+/** The subscriber rows (bench/subscribers.ts): run once, after the rounds. */
+let subscriberFigures: SubscriberFigure[] = [];
 
 // ---------------------------------------------------------------------------------------------
 // Processes.
@@ -959,6 +962,11 @@ async function main(): Promise<void> {
       if (wanted('cli')) await row('CLI keys list', () => cliRow());
     }
 
+    if (wanted('subscribers'))
+      await row('subscribers (bench/subscribers.ts)', async () => {
+        subscriberFigures = await subscriberRows({ redisUrl, env: heraldEnv(), quick: QUICK, log });
+      });
+
     const report = buildReport();
     const machine = {
       cpu_model: os.cpus()[0]?.model ?? '?',
@@ -1277,6 +1285,8 @@ function buildReport(): { figures: Figure[]; table: string } {
     target: '≤ 1 s',
     met: vis === null ? null : vis <= 1000,
   });
+
+  for (const f of subscriberFigures) add(f);
 
   const fmt = (v: number | null, unit: string): string => {
     if (v === null || !Number.isFinite(v)) return '—';

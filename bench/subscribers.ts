@@ -1,0 +1,471 @@
+/**
+ * Subscriber mail at scale (docs/subscribers.md), black box like bench/run.ts: `node dist/main.js`
+ * as an API process and, separately, one worker process (HERALD_ROLE=worker), over a private
+ * redis-server, spoken to over HTTP only, with HERALD_SMTP_URL pointing at a minimal SMTP sink in
+ * its own process (smtp-server that accepts every mail, counts it and drops it).
+ *
+ * Rows:
+ *   - notify N confirmed e-mail subscribers (100,000; 20,000 with --quick) of one status page
+ *     update: the execute's 202 → the sink's last mail, and mails/s of the one worker;
+ *   - the worker's peak RSS growth while it sends (VmHWM, reset before the run, against its RSS
+ *     just before the execute; sampled VmRSS as a fallback where clear_refs is refused);
+ *   - Redis bytes per subscriber: INFO used_memory before and after importing the N subscribers
+ *     (POST /v1/subscribers/import, ≤ 10,000 a request), divided by N.
+ *
+ *   npx tsx bench/subscribers.ts [--quick] [--smtp-pool=4]   alone, with a redis-server of its own
+ *   npm run bench -- --only=subscribers [--quick]            as rows of the benchmark (bench/run.ts)
+ */
+import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { Redis } from 'ioredis';
+import { SMTPServer } from 'smtp-server';
+import {
+  epochMs,
+  exitWithParent,
+  fetchWithin,
+  freePort,
+  onExit,
+  ROOT,
+  startChild,
+  startTsChild,
+  stopAll,
+  waitFor,
+  type Child,
+} from './lib.js';
+
+/** A row as bench/run.ts's table prints it (its `Figure`). */
+export interface SubscriberFigure {
+  figure: string;
+  herald: number | null;
+  baseline: number | null;
+  ratio: number | null;
+  unit: string;
+  target: string;
+  met: boolean | null;
+}
+
+const TARGET = { mailsPerSec: 2000, rssGrowthMB: 50, bytesPerSubscriber: 300 } as const;
+/** The import's bound per request (docs/subscribers.md). */
+const IMPORT_CHUNK = 10_000;
+
+// ---------------------------------------------------------------------------------------------
+// The SMTP sink (this file again, with --smtp-sink): counts, never parses.
+
+function runSink(): void {
+  exitWithParent();
+  let count = 0;
+  let first = 0;
+  let last = 0;
+  const smtp = new SMTPServer({
+    disabledCommands: ['STARTTLS'],
+    authOptional: true,
+    allowInsecureAuth: true,
+    logger: false,
+    maxClients: 1000,
+    onAuth: (auth, _session, cb) => cb(null, { user: auth.username }),
+    onData(stream, _session, cb) {
+      stream.on('end', () => {
+        const t = epochMs();
+        if (count === 0) first = t;
+        last = t;
+        count++;
+        cb();
+      });
+      stream.resume();
+    },
+  });
+  smtp.on('error', () => undefined);
+  const stats = createServer((req, res) => {
+    if (req.method === 'POST') count = first = last = 0;
+    res.setHeader('content-type', 'application/json');
+    res.end(JSON.stringify({ count, first, last }));
+  });
+  smtp.listen(0, '127.0.0.1', () => {
+    stats.listen(0, '127.0.0.1', () => {
+      const smtpPort = (smtp.server.address() as AddressInfo).port;
+      const statsPort = (stats.address() as AddressInfo).port;
+      process.stdout.write(`${JSON.stringify({ listening: smtpPort, stats: statsPort })}\n`);
+    });
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// The rows.
+
+export interface SubscriberRowOptions {
+  redisUrl: string;
+  /** The environment Herald runs with (bench/run.ts's heraldEnv()); prefix, role and port are set here. */
+  env: NodeJS.ProcessEnv;
+  quick: boolean;
+  log(msg: string): void;
+  /** HERALD_SMTP_POOL of the worker (Herald's default: 4). */
+  pool?: number;
+}
+
+interface Api {
+  base: string;
+  token: string;
+}
+
+async function call(
+  api: Api,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<{ status: number; json: any; text: string }> {
+  const r = await fetchWithin(`${api.base}${path}`, {
+    method,
+    headers: {
+      authorization: `Bearer ${api.token}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    timeoutMs: 120_000,
+  });
+  const text = await r.text();
+  let json: unknown = null;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    // Not JSON: the caller looks at the status.
+  }
+  return { status: r.status, json, text };
+}
+
+async function must(api: Api, method: string, path: string, body?: unknown): Promise<any> {
+  const r = await call(api, method, path, body);
+  if (r.status >= 300) throw new Error(`${method} ${path} → ${r.status} ${r.text.slice(0, 300)}`);
+  return r.json;
+}
+
+function procStatusKB(pid: number, field: 'VmRSS' | 'VmHWM'): number {
+  const m = new RegExp(`${field}:\\s+(\\d+)\\s+kB`).exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) : NaN;
+}
+
+/** Resets the process's VmHWM to its RSS now (Linux clear_refs "5"); false where not allowed. */
+function resetPeak(pid: number): boolean {
+  try {
+    writeFileSync(`/proc/${pid}/clear_refs`, '5');
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export async function subscriberRows(o: SubscriberRowOptions): Promise<SubscriberFigure[]> {
+  const n = o.quick ? 20_000 : 100_000;
+  const pool = o.pool ?? 4;
+  const problems: string[] = [];
+  const sink = startTsChild('smtp sink', 'subscribers.ts', ['--smtp-sink'], {
+    PATH: process.env.PATH,
+    HOME: process.env.HOME,
+  });
+  const children: Child[] = [sink];
+  const admin = new Redis(o.redisUrl, { maxRetriesPerRequest: 1, lazyConnect: true });
+  admin.on('error', () => undefined);
+  try {
+    const ports = await sink.json<{ listening: number; stats: number }>('listening', 30_000);
+    const statsUrl = `http://127.0.0.1:${ports.stats}/`;
+    const sinkStats = async () =>
+      (await (await fetchWithin(statsUrl, { timeoutMs: 5000 })).json()) as {
+        count: number;
+        first: number;
+        last: number;
+      };
+    const env: NodeJS.ProcessEnv = {
+      ...o.env,
+      REDIS_URL: o.redisUrl,
+      // A prefix of its own: the main rows' Herald has a status page already (one per Herald).
+      HERALD_KEY_PREFIX: 'bench-subs',
+      HERALD_SMTP_URL: `smtp://bench:bench@127.0.0.1:${ports.listening}`,
+      HERALD_SMTP_FROM: 'Bench Status <status@bench.test>',
+      // As fast as the relay takes them: what is measured is the worker.
+      HERALD_SMTP_RATE: '100000',
+      HERALD_SMTP_POOL: String(pool),
+      LOG_LEVEL: 'warn',
+    };
+
+    const created = spawnSync(
+      process.execPath,
+      [join(ROOT, 'dist', 'cli', 'main.js'), 'keys', 'create', '--name', 'bench-subs', '--scopes', '*', '--json'],
+      { cwd: ROOT, env, timeout: 30_000 },
+    );
+    if (created.status !== 0) throw new Error(`keys create → ${created.status}: ${created.stderr.toString()}`);
+    const token = String((JSON.parse(created.stdout.toString()) as { token: string }).token);
+
+    const port = await freePort();
+    const apiChild = startChild('herald api (subscribers)', process.execPath, [join(ROOT, 'dist', 'main.js')], {
+      ...env,
+      HERALD_ROLE: 'api',
+      PORT: String(port),
+      HOST: '127.0.0.1',
+    });
+    children.push(apiChild);
+    const api: Api = { base: `http://127.0.0.1:${port}`, token };
+    await waitFor(
+      'the API /readyz',
+      async () => {
+        if (apiChild.exit) throw new Error(`the API exited: ${apiChild.stderrTail()}`);
+        const r = await fetchWithin(`${api.base}/readyz`, { timeoutMs: 1000 }).catch(() => null);
+        await r?.body?.cancel();
+        return r?.status === 200;
+      },
+      { timeoutMs: 30_000, intervalMs: 20 },
+    );
+
+    // --- Redis bytes per subscriber.
+    await admin.connect();
+    const usedMemory = async () => Number(/used_memory:(\d+)/.exec(await admin.info('memory'))?.[1] ?? NaN);
+    const component = await must(api, 'POST', '/v1/components', { name: 'API' });
+    const m0 = await usedMemory();
+    const t0 = performance.now();
+    let chunk = IMPORT_CHUNK;
+    for (let i = 0; i < n;) {
+      const rows = Array.from({ length: Math.min(chunk, n - i) }, (_, k) => ({
+        email: `subscriber-${i + k}@bench.example.com`,
+        confirmed: true,
+      }));
+      const r = await call(api, 'POST', '/v1/subscribers/import', { source: 'bench', subscribers: rows });
+      if (r.status === 413 && chunk > 500) {
+        // The design allows 10,000 a request; a smaller body limit is reported, and halves are sent.
+        problems.push(`import: ${rows.length} rows answered 413`);
+        chunk = Math.floor(chunk / 2);
+        continue;
+      }
+      if (r.status >= 300) throw new Error(`import → ${r.status} ${r.text.slice(0, 300)}`);
+      i += rows.length;
+    }
+    const importSec = (performance.now() - t0) / 1000;
+    const m1 = await usedMemory();
+    const bytesPerSubscriber = (m1 - m0) / n;
+    o.log(
+      `subscribers: imported ${n} in ${importSec.toFixed(1)} s (chunks of ${chunk}), ${bytesPerSubscriber.toFixed(0)} B each`,
+    );
+
+    // --- The worker, the page, one update to everyone.
+    const worker = startChild('herald worker (subscribers)', process.execPath, [join(ROOT, 'dist', 'main.js')], {
+      ...env,
+      HERALD_ROLE: 'worker',
+      LOG_LEVEL: 'info',
+    });
+    children.push(worker);
+    await worker.line(
+      'the worker running',
+      (l) => (l.includes('Herald running (role worker') ? true : undefined),
+      30_000,
+    );
+    const page = await must(api, 'POST', '/v1/connections', {
+      name: 'Status page',
+      type: 'status_page',
+      config: { title: 'Bench', public_url: 'https://status.bench.test', time_zone: 'Europe/Berlin' },
+    });
+    const template = await must(api, 'POST', '/v1/templates', { name: 'update', body: '{{message}}' });
+    const inc = await must(api, 'POST', '/v1/incidents', {
+      title: 'Bench subscribers',
+      severity: 'major',
+      template_ids: [template.id],
+      components: [{ id: component.id, status: 'partial_outage' }],
+    });
+    await (await fetchWithin(statsUrl, { method: 'POST', timeoutMs: 5000 })).body?.cancel();
+
+    // Idle before the run: the RSS it starts from, and its peak from here on.
+    const rssBeforeKB = procStatusKB(worker.pid, 'VmRSS');
+    const peakReset = resetPeak(worker.pid);
+    let sampledPeakKB = rssBeforeKB;
+    const sampler = setInterval(() => {
+      const v = procStatusKB(worker.pid, 'VmRSS');
+      if (v > sampledPeakKB) sampledPeakKB = v;
+    }, 20);
+    let wallSec = NaN;
+    let hwmKB = NaN;
+    try {
+      const exe = await call(api, 'POST', `/v1/incidents/${String(inc.id)}/execute`, {
+        connection_ids: [page.id],
+        variables: { message: 'We are investigating errors on the API. Next update in 30 minutes.' },
+        public_status: 'investigating',
+      });
+      const t202 = epochMs();
+      if (exe.status !== 202) throw new Error(`execute → ${exe.status} ${exe.text.slice(0, 300)}`);
+      const s = await waitFor(
+        `the sink to take ${n} mails`,
+        async () => {
+          if (worker.exit) throw new Error(`the worker exited: ${worker.stderrTail()}`);
+          const st = await sinkStats();
+          return st.count >= n ? st : undefined;
+        },
+        { timeoutMs: o.quick ? 300_000 : 900_000, intervalMs: 50 },
+      );
+      wallSec = (s.last - t202) / 1000;
+      hwmKB = procStatusKB(worker.pid, 'VmHWM');
+      const tally = await waitFor(
+        'the tally complete',
+        async () => {
+          const e = await must(api, 'GET', `/v1/incidents/${String(inc.id)}/executions/${String(exe.json.id)}`);
+          return e.subscribers?.complete === true ? e.subscribers : undefined;
+        },
+        { timeoutMs: 60_000, intervalMs: 100 },
+      );
+      if (tally.delivered !== n) problems.push(`tally: ${JSON.stringify(tally)}`);
+      const extra = (await sinkStats()).count - n;
+      if (extra > 0) problems.push(`the sink took ${extra} mails more than there are subscribers`);
+    } finally {
+      clearInterval(sampler);
+    }
+    const peakKB = peakReset && Number.isFinite(hwmKB) ? Math.max(hwmKB, sampledPeakKB) : sampledPeakKB;
+    const growthMB = ((peakKB - rssBeforeKB) * 1024) / 1e6;
+    const mailsPerSec = Math.round(n / wallSec);
+    for (const p of problems) o.log(`subscribers: ${p}`);
+
+    const k = `${(n / 1000).toFixed(0)}k`;
+    return [
+      {
+        figure: `S1. notify ${k} e-mail subscribers, one worker (pool ${pool}): execute's 202 → last mail at the sink`,
+        herald: wallSec,
+        baseline: null,
+        ratio: null,
+        unit: 's',
+        target: '—',
+        met: null,
+      },
+      {
+        figure: 'S1a. … mails/s per worker',
+        herald: mailsPerSec,
+        baseline: null,
+        ratio: null,
+        unit: 'mails/s',
+        target: `≥ ${TARGET.mailsPerSec.toLocaleString('en-US')}/s`,
+        met: Number.isFinite(mailsPerSec) ? mailsPerSec >= TARGET.mailsPerSec : null,
+      },
+      {
+        figure: `S1b. … worker peak RSS growth while sending (${peakReset ? 'VmHWM' : 'sampled VmRSS'})`,
+        herald: growthMB,
+        baseline: null,
+        ratio: null,
+        unit: 'MB',
+        target: `≤ ${TARGET.rssGrowthMB} MB`,
+        met: Number.isFinite(growthMB) ? growthMB <= TARGET.rssGrowthMB : null,
+      },
+      {
+        figure: `S2. Redis bytes per subscriber (used_memory across the import of ${k})`,
+        herald: bytesPerSubscriber,
+        baseline: null,
+        ratio: null,
+        unit: 'B',
+        target: `≤ ${TARGET.bytesPerSubscriber} B`,
+        met: Number.isFinite(bytesPerSubscriber) ? bytesPerSubscriber <= TARGET.bytesPerSubscriber : null,
+      },
+    ];
+  } finally {
+    for (const c of children.reverse()) await c.stop('SIGTERM', 15_000);
+    admin.disconnect();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Alone: a private redis-server, the build checked, the rows, a table.
+
+async function main(): Promise<void> {
+  const quick = process.argv.includes('--quick');
+  const poolArg = process.argv.find((a) => a.startsWith('--smtp-pool='));
+  const started = performance.now();
+  const log = (msg: string) =>
+    process.stderr.write(`[bench ${((performance.now() - started) / 1000).toFixed(1).padStart(5)} s] ${msg}\n`);
+  const build = spawnSync(process.execPath, [join(ROOT, 'scripts', 'ensure-build.mjs')], {
+    cwd: ROOT,
+    stdio: ['ignore', 'inherit', 'inherit'],
+    timeout: 300_000,
+  });
+  if (build.status !== 0) throw new Error(`the build failed (status ${build.status})`);
+  const dir = mkdtempSync(join(os.tmpdir(), 'herald-bench-subs-'));
+  onExit(() => rmSync(dir, { recursive: true, force: true }));
+  const baseEnv: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, NODE_ENV: 'production' };
+  try {
+    const redisPort = await freePort();
+    const redis = startChild(
+      'redis-server',
+      'redis-server',
+      [
+        '--port',
+        String(redisPort),
+        '--bind',
+        '127.0.0.1',
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        '--maxmemory-policy',
+        'noeviction',
+      ],
+      baseEnv,
+    );
+    const redisUrl = `redis://127.0.0.1:${redisPort}`;
+    const probe = new Redis(redisUrl, { maxRetriesPerRequest: 1, lazyConnect: true, retryStrategy: () => 50 });
+    probe.on('error', () => undefined);
+    await waitFor(
+      'the private redis-server',
+      async () => {
+        if (redis.exit) throw new Error(`redis-server exited: ${redis.stderrTail()}`);
+        return (await probe.ping()) === 'PONG';
+      },
+      { timeoutMs: 15_000 },
+    );
+    probe.disconnect();
+    const figures = await subscriberRows({
+      redisUrl,
+      quick,
+      log,
+      ...(poolArg === undefined ? {} : { pool: Number(poolArg.split('=')[1]) }),
+      env: {
+        ...baseEnv,
+        HERALD_SECRET_KEY: randomBytes(32).toString('base64'),
+        HERALD_DATA_DIR: join(dir, 'data'),
+        HERALD_OUTBOUND_ALLOW: '127.0.0.1/32',
+        HERALD_RATE_LIMIT: '1000000000',
+        HERALD_EXECUTE_RATE_LIMIT: '1000000000',
+      },
+    });
+    const fmt = (v: number | null, unit: string) =>
+      v === null || !Number.isFinite(v)
+        ? '—'
+        : unit === 's'
+          ? `${v.toFixed(2)} s`
+          : unit === 'MB'
+            ? `${v.toFixed(1)} MB`
+            : unit === 'B'
+              ? `${Math.round(v)} B`
+              : `${Math.round(v).toLocaleString('en-US')}/s`;
+    const lines = ['| figure | Herald | target | met? |', '|---|---:|---|:---:|'];
+    for (const f of figures)
+      lines.push(
+        `| ${f.figure} | ${fmt(f.herald, f.unit)} | ${f.target} | ${f.met === null ? '—' : f.met ? 'yes' : 'NO'} |`,
+      );
+    process.stdout.write(
+      `\nHerald subscriber benchmark (${quick ? 'quick' : 'full'}) — ${os.availableParallelism()} × ${os.cpus()[0]?.model ?? '?'}, load average ${os
+        .loadavg()
+        .map((x) => x.toFixed(2))
+        .join(' ')}\n\n${lines.join('\n')}\n`,
+    );
+  } finally {
+    await stopAll(10_000);
+  }
+}
+
+const self = import.meta.url === pathToFileURL(process.argv[1] ?? '').href;
+if (self && process.argv.includes('--smtp-sink')) runSink();
+else if (self)
+  main().then(
+    () => process.exit(0),
+    (err: unknown) => {
+      process.stderr.write(
+        `bench subscribers failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+      );
+      process.exit(1);
+    },
+  );
