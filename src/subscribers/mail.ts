@@ -193,7 +193,10 @@ function render(
   const f = mailFrame(locale);
   return {
     subject: subjectLine(renderText(t.subject, view, plain)),
-    text: `${trimBlankLines(renderText(t.text, view, plain))}${renderText(f.textFoot, view, plain)}`,
+    text:
+      renderText(f.textHead, view, plain) +
+      trimBlankLines(renderText(t.text, view, plain)) +
+      renderText(f.textFoot, view, plain),
     html: renderText(f.htmlHead, view, html) + renderText(t.html, view, html) + renderText(f.htmlFoot, view, html),
   };
 }

@@ -436,12 +436,14 @@ export function noticeTemplates(
 // ── what surrounds every mail (not overridable) ─────────────────────────────────────────────
 
 /**
- * The HTML document around a body (`head` + body + `foot`): the language, a link to the page
- * above, and below, when `links.manage` is in the view, the manage and unsubscribe links.
+ * What surrounds a body in each part (`head` + body + `foot`): the page's title and link above
+ * (and the HTML document with its language), and below, when `links.manage` is in the view, why
+ * the mail came and the manage and unsubscribe links.
  */
 export interface MailFrame {
   htmlHead: string;
   htmlFoot: string;
+  textHead: string;
   textFoot: string;
 }
 
@@ -468,6 +470,7 @@ function frame(locale: SubscriberLocale): MailFrame {
 </body>
 </html>
 `,
+    textHead: `{{page.title}} · {{links.page}}\n\n`,
     textFoot: `{{#links.manage}}
 
 -- 

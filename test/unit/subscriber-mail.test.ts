@@ -131,6 +131,9 @@ describe('notice mail bodies', () => {
         expect(part.indexOf(unsubscribe)).toBeGreaterThan(part.indexOf(manage));
       }
       expect(m.html).toContain(`<html lang="${locale}">`);
+      // Both parts name the page above the notice.
+      expect(m.text.startsWith('Acme · https://status.acme.test\n\n')).toBe(true);
+      expect(m.html).toContain('<a href="https://status.acme.test"');
     },
   );
 
@@ -295,7 +298,7 @@ describe("a page's own templates", () => {
       '[Acme] Checkout errors: Identified',
     );
     const t = renderNoticeMail(notice('maintenance'), 'en', LINKS, { en: { text: 'Just: {{update.body}}' } });
-    expect(t.text.startsWith(`Just: ${BODY}\n`)).toBe(true);
+    expect(t.text.startsWith(`Acme · https://status.acme.test\n\nJust: ${BODY}\n`)).toBe(true);
     expect(t.text).toContain(UNSUBSCRIBE);
   });
 
