@@ -73,7 +73,7 @@ interface Packed {
   us?: number;
   bo?: number;
   br?: string;
-  /** token_version (absent: 0). */
+  /** token_version (absent: 1, where every record starts). */
   v?: number;
   /** confirm: nonce, expiry (ms). */
   n?: string;
@@ -97,7 +97,7 @@ export function packSubscriber(s: Subscriber, box: SecretBox): string {
   if (s.unsubscribed_at !== null) p.us = ms(s.unsubscribed_at);
   if (s.bounced_at !== null) p.bo = ms(s.bounced_at);
   if (s.bounce_reason !== null) p.br = s.bounce_reason;
-  if (s.token_version !== 0) p.v = s.token_version;
+  if (s.token_version !== 1) p.v = s.token_version;
   if (s.confirm !== null) {
     p.n = s.confirm.nonce;
     p.x = ms(s.confirm.expires_at);
@@ -121,7 +121,7 @@ export function unpackSubscriber(id: string, raw: string, box: SecretBox): Subsc
     unsubscribed_at: p.us === undefined ? null : iso(p.us),
     bounced_at: p.bo === undefined ? null : iso(p.bo),
     bounce_reason: p.br ?? null,
-    token_version: p.v ?? 0,
+    token_version: p.v ?? 1,
     confirm: p.n === undefined || p.x === undefined ? null : { nonce: p.n, expires_at: iso(p.x) },
     webhook_secret: p.w === undefined ? null : box.open(p.w),
     rev: p.r,
@@ -336,10 +336,27 @@ return 1
 `,
 );
 
-async function claimLeased(redis: Redis, key: string, nowMs: number, leaseMs: number, limit: number) {
-  const lease = nowMs + Math.max(1, leaseMs);
-  const members = (await runScript(redis, CLAIM_LUA, [key], [nowMs, lease, Math.max(1, limit)])) as string[];
-  return { members, lease };
+/**
+ * Leases due members and parses them; a member that does not parse (never one this module wrote)
+ * is dropped, or it would come back at every lease's end.
+ */
+async function claimLeased<T>(
+  redis: Redis,
+  key: string,
+  o: { nowMs: number; leaseMs: number; limit: number },
+  parse: (member: string, lease: number) => T | null,
+): Promise<T[]> {
+  const lease = o.nowMs + Math.max(1, o.leaseMs);
+  const members = (await runScript(redis, CLAIM_LUA, [key], [o.nowMs, lease, Math.max(1, o.limit)])) as string[];
+  const out: T[] = [];
+  const junk: string[] = [];
+  for (const m of members) {
+    const item = parse(m, lease);
+    if (item === null) junk.push(m);
+    else out.push(item);
+  }
+  if (junk.length > 0) await redis.zrem(key, ...junk);
+  return out;
 }
 
 // ── notices ──────────────────────────────────────────────────────────────────────────────────
@@ -567,11 +584,7 @@ export class RedisNoticeRepo implements NoticeRepo {
   }
 
   async claim(nowMs: number, leaseMs: number, limit: number): Promise<NoticeWork[]> {
-    const { members, lease } = await claimLeased(this.redis, this.keys.subscriberWork(), nowMs, leaseMs, limit);
-    return members.flatMap((m) => {
-      const w = parseWork(m, lease);
-      return w === null ? [] : [w];
-    });
+    return claimLeased(this.redis, this.keys.subscriberWork(), { nowMs, leaseMs, limit }, parseWork);
   }
 
   async finish(w: NoticeWork): Promise<void> {
@@ -753,14 +766,112 @@ export class RedisSubscriptionMailQueue implements SubscriptionMailQueue {
   }
 
   async claim(nowMs: number, leaseMs: number, limit: number): Promise<(SubscriptionMail & { lease: number })[]> {
-    const { members, lease } = await claimLeased(this.redis, this.keys.subscriberTx(), nowMs, leaseMs, limit);
-    return members.flatMap((m) => {
+    return claimLeased(this.redis, this.keys.subscriberTx(), { nowMs, leaseMs, limit }, (m, lease) => {
       const item = parseMail(m);
-      return item === null ? [] : [{ ...item, lease }];
+      return item === null ? null : { ...item, lease };
     });
   }
 
   async finish(item: SubscriptionMail & { lease: number }): Promise<void> {
     await runScript(this.redis, FINISH_LUA, [this.keys.subscriberTx()], [mailMember(item), item.lease]);
   }
+}
+
+// ── key rotation ─────────────────────────────────────────────────────────────────────────────
+
+/** sub_reseal — KEYS[1] bucket; ARGV[1] id, [2] the record read, [3] the resealed record. 1 = written. */
+const RESEAL_LUA = luaScript(
+  'sub_reseal',
+  `
+if redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then return 0 end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
+return 1
+`,
+);
+
+/** A packed record with its sealed fields moved to the current key, or null when none needs it. */
+export function resealSubscriberRecord(raw: string, box: SecretBox): string | null {
+  const p = JSON.parse(raw) as Packed;
+  const a = box.reseal(p.a);
+  const w = p.w === undefined ? null : box.reseal(p.w);
+  if (a === null && w === null) return null;
+  if (a !== null) p.a = a;
+  if (w !== null) p.w = w;
+  return JSON.stringify(p);
+}
+
+/**
+ * For `herald secrets reseal` (src/store/reseal.ts): the subscriber key and every subscriber's
+ * sealed address and webhook secret, each record compare-and-set as read (a record written
+ * meanwhile is read again; a writer seals with the current key anyway). Named in `unreadable`:
+ * `<bucket key>#<id>` for a record, the key itself for the subscriber key.
+ */
+export async function resealSubscribers(
+  redis: Redis,
+  keys: Keys,
+  box: SecretBox,
+): Promise<{ checked: number; resealed: number; unreadable: string[] }> {
+  const report = { checked: 0, resealed: 0, unreadable: [] as string[] };
+  const one = async (bucket: string, id: string, raw: string | null): Promise<void> => {
+    for (let attempt = 0; attempt < 20 && raw !== null; attempt++) {
+      let next: string | null;
+      try {
+        next = resealSubscriberRecord(raw, box);
+      } catch {
+        report.unreadable.push(`${bucket}#${id}`);
+        return;
+      }
+      if (next === null || (await runScript(redis, RESEAL_LUA, [bucket], [id, raw, next])) === 1) {
+        if (next !== null) report.resealed++;
+        return;
+      }
+      raw = await redis.hget(bucket, id);
+    }
+  };
+  const keyResealed = await resealSubscriberKey(redis, keys, box);
+  if (keyResealed !== 'absent') report.checked++;
+  if (keyResealed === 'resealed') report.resealed++;
+  if (keyResealed === 'unreadable') report.unreadable.push(keys.subscriberKey());
+  for (let b = 0; b < SUBSCRIBER_BUCKETS; b++) {
+    const bucket = keys.subscriberBucket(b);
+    let cursor = '0';
+    do {
+      const [next, flat] = await redis.hscan(bucket, cursor, 'COUNT', 500);
+      cursor = next;
+      for (let i = 0; i < flat.length; i += 2) {
+        report.checked++;
+        await one(bucket, flat[i]!, flat[i + 1]!);
+      }
+    } while (cursor !== '0');
+  }
+  return report;
+}
+
+/** STRING compare-and-set: KEYS[1]; ARGV[1] read, [2] new. */
+const RESEAL_KEY_LUA = luaScript(
+  'sub_reseal_key',
+  `
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[2])
+return 1
+`,
+);
+
+async function resealSubscriberKey(
+  redis: Redis,
+  keys: Keys,
+  box: SecretBox,
+): Promise<'absent' | 'current' | 'resealed' | 'unreadable'> {
+  const key = keys.subscriberKey();
+  // Made once and never rewritten: a lost compare-and-set can only be another reseal's.
+  const raw = await redis.get(key);
+  if (raw === null) return 'absent';
+  let next: string | null;
+  try {
+    next = box.reseal(raw);
+  } catch {
+    return 'unreadable';
+  }
+  if (next === null) return 'current';
+  return (await runScript(redis, RESEAL_KEY_LUA, [key], [raw, next])) === 1 ? 'resealed' : 'current';
 }

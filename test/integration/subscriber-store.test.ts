@@ -8,6 +8,7 @@ import {
   RedisNoticeRepo,
   RedisSubscriberRepo,
   RedisSubscriptionMailQueue,
+  resealSubscribers,
   SUBSCRIBER_BUCKETS,
 } from '../../src/store/subscribers.js';
 import { dropPrefix, uniquePrefix, useTestRedis } from '../support/redis.js';
@@ -54,7 +55,7 @@ function subscriber(ids: SubscriberIds, address: string, over: Partial<Subscribe
     unsubscribed_at: null,
     bounced_at: null,
     bounce_reason: null,
-    token_version: 0,
+    token_version: 1,
     confirm: { nonce: 'n-1', expires_at: at(T0 + 2 * DAY) },
     webhook_secret: null,
     rev: 1,
@@ -84,7 +85,11 @@ describe('subscriber records', () => {
       token_version: 4,
       confirm: null,
     });
-    const hook = subscriber(ids, 'https://hooks.example.com/in/abc', { kind: 'webhook', webhook_secret: 'whsec_x' });
+    const hook = subscriber(ids, 'https://hooks.example.com/in/abc', {
+      kind: 'webhook',
+      webhook_secret: 'whsec_x',
+      token_version: 0,
+    });
     expect(await repo.put(mail, null)).toBe(true);
     expect(await repo.put(hook, null)).toBe(true);
     expect(await repo.get(mail.id)).toEqual(mail);
@@ -121,7 +126,7 @@ describe('subscriber records', () => {
     expect(await repo.counts()).toEqual({ pending: 0, confirmed: 1, unsubscribed: 0, bounced: 0 });
     expect(await score(s.id)).toBeNull();
 
-    const u: Subscriber = { ...c, state: 'unsubscribed', unsubscribed_at: at(T0 + DAY), token_version: 1, rev: 3 };
+    const u: Subscriber = { ...c, state: 'unsubscribed', unsubscribed_at: at(T0 + DAY), token_version: 2, rev: 3 };
     await repo.put(u, 2);
     expect(await repo.counts()).toEqual({ pending: 0, confirmed: 0, unsubscribed: 1, bounced: 0 });
     expect(Number(await score(s.id))).toBe(T0 + DAY + RETENTION);
@@ -154,7 +159,7 @@ describe('subscriber records', () => {
     expect(await repo.get(left.id)).toBeNull();
     expect((await repo.get(reconfirmed.id))!.state).toBe('confirmed');
     expect((await repo.get(later.id))!.state).toBe('pending');
-    expect(await t.redis.zrange(keys.subscribersExpiring(), 0, -1)).toEqual([later.id]);
+    expect(await t.redis.zrange(keys.subscribersExpiring(), '0', '-1')).toEqual([later.id]);
     expect(await repo.counts()).toEqual({ pending: 1, confirmed: 1, unsubscribed: 0, bounced: 0 });
     expect(await repo.eraseExpired(now, 100)).toBe(0);
   });
@@ -285,7 +290,7 @@ describe('notices', () => {
     });
     expect(await repo.ofExecution('exe_01TEST')).toEqual([n.id]);
     expect(await repo.ofExecution('exe_OTHER')).toEqual([]);
-    expect(await t.redis.zrange(keys.subscriberNotices(), 0, -1)).toEqual([n.id]);
+    expect(await t.redis.zrange(keys.subscriberNotices(), '0', '-1')).toEqual([n.id]);
   });
 
   it('claim leases due work; an expired lease is claimed again, and finish with the old lease is a no-op', async () => {
@@ -414,6 +419,8 @@ describe('the subscription mail queue', () => {
     await q.enqueue(item, T0);
     await q.enqueue(item, T0);
     await q.enqueue({ kind: 'already_subscribed', subscriberId: 'sub_B', nonce: null }, T0 + 10_000);
+    // Not an item this queue wrote: dropped at its first claim instead of coming back at every lease's end.
+    await t.redis.zadd(keys.subscriberTx(), T0, '{"kind":"unknown"}');
     const first = await q.claim(T0, 30_000, 10);
     expect(first).toEqual([{ ...item, lease: T0 + 30_000 }]);
     expect(await q.claim(T0 + 1000, 30_000, 10)).toEqual([]);
@@ -423,5 +430,40 @@ describe('the subscription mail queue', () => {
     expect(await t.redis.zcard(keys.subscriberTx())).toBe(2);
     for (const m of second) await q.finish(m);
     expect(await t.redis.zcard(keys.subscriberTx())).toBe(0);
+  });
+});
+
+describe('key rotation', () => {
+  it('resealSubscribers moves the subscriber key, addresses and webhook secrets to the new key', async () => {
+    const oldKey = randomBytes(32);
+    const oldBox = createSecretBox(oldKey);
+    const newKey = randomBytes(32);
+    const prefix = uniquePrefix('reseal');
+    extra.push(prefix);
+    const keys = createKeys(prefix);
+    const { ids } = await openSubscriberKey(t.redis, keys, oldBox);
+    const before = new RedisSubscriberRepo(t.redis, keys, oldBox, ids, RETENTION);
+    const mail = subscriber(ids, 'rotate@example.com');
+    const hook = subscriber(ids, 'https://hooks.example.com/r', { kind: 'webhook', webhook_secret: 'whsec_r' });
+    await before.put(mail, null);
+    await before.put(hook, null);
+
+    const rotating = createSecretBox(newKey, [randomBytes(32)]);
+    // A box without the old key cannot read anything: every record is reported, none changed.
+    const failed = await resealSubscribers(t.redis, keys, rotating);
+    expect(failed.resealed).toBe(0);
+    expect(failed.unreadable).toHaveLength(3);
+
+    const report = await resealSubscribers(t.redis, keys, createSecretBox(newKey, [oldKey]));
+    expect(report).toEqual({ checked: 3, resealed: 3, unreadable: [] });
+    const onlyNew = createSecretBox(newKey);
+    const after = await openSubscriberKey(t.redis, keys, onlyNew);
+    expect(after.ids.idOf('email', 'rotate@example.com')).toBe(mail.id);
+    const repo = new RedisSubscriberRepo(t.redis, keys, onlyNew, after.ids, RETENTION);
+    expect(await repo.get(mail.id)).toEqual(mail);
+    expect(await repo.get(hook.id)).toEqual(hook);
+    expect(await resealSubscribers(t.redis, keys, createSecretBox(newKey, [oldKey]))).toMatchObject({
+      resealed: 0,
+    });
   });
 });
