@@ -44,6 +44,7 @@ import { DeliveryService, type SendPacer } from '../services/deliveries.js';
 import { ExecutionService } from '../services/executions.js';
 import { IncidentService } from '../services/incidents.js';
 import { MaintenanceService } from '../services/maintenances.js';
+import type { SubscriberNotices } from '../ports/subscribers.js';
 import { ReminderService } from '../services/reminders.js';
 import { TemplateService } from '../services/templates.js';
 import type { IncidentChangeKind } from './events.js';
@@ -112,6 +113,8 @@ export interface ServicePorts {
   };
   /** HERALD_DEFAULT_AUDIENCES. */
   defaultAudiences?: readonly string[];
+  /** Opens the subscribers' notices of published maintenance updates (absent: no subscribers here). */
+  subscriberNotices?: SubscriberNotices;
 }
 
 /**
@@ -254,6 +257,7 @@ export function buildServices(p: ServicePorts): Services {
       clock,
       ids,
       onError: (what, err) => n.reminderTrouble?.(what, err),
+      ...(p.subscriberNotices ? { notices: p.subscriberNotices } : {}),
     }),
   };
 }

@@ -18,6 +18,7 @@ import {
   type StoredMaintenance,
 } from '../domain/maintenance/maintenance.js';
 import type { Clock, ComponentRepo, IdGenerator, ImpactEventOf, MaintenanceRepo } from '../ports/index.js';
+import type { SubscriberNotices } from '../ports/subscribers.js';
 import { LOST_RACE, retryOnConflict } from './retry.js';
 
 export interface MaintenanceServiceDeps {
@@ -27,6 +28,8 @@ export interface MaintenanceServiceDeps {
   clock: Clock;
   ids: IdGenerator;
   onError?: (what: string, err: unknown) => void;
+  /** Tells the page's subscribers of each published update (docs/subscribers.md); absent: nobody to tell. */
+  notices?: SubscriberNotices;
 }
 
 /**
@@ -51,6 +54,8 @@ export class MaintenanceService {
       scheduled_until: m.scheduled_until,
     });
     if (!(await this.d.repo.create(m, [event]))) throw keptChanging('maintenance');
+    // Its own description is its first public update (the page shows it as such).
+    await this.tellSubscribers(m.id, m.id);
     return m;
   }
 
@@ -78,7 +83,7 @@ export class MaintenanceService {
   /** A manual update: appended, moving the state forward when it names a later one. */
   async addUpdate(id: string, input: unknown, actor: Actor): Promise<StoredMaintenance> {
     const body = parseInput(MaintenanceUpdateCreateSchema, input);
-    return this.writeRecord(id, null, (current, now) => {
+    const record = await this.writeRecord(id, null, (current, now) => {
       const next = applyManualUpdate(current, body, this.d.ids.next('event'), now);
       const u = next.updates[next.updates.length - 1]!;
       const events = [
@@ -90,6 +95,9 @@ export class MaintenanceService {
       if (next.status !== current.status) events.push(this.statusChanged(id, current.status, next.status, now, actor));
       return { next, events };
     });
+    const published = record.updates[record.updates.length - 1];
+    if (published) await this.tellSubscribers(id, published.id);
+    return record;
   }
 
   /** DELETE: a scheduled maintenance only (one under way or done is history: 409). */
@@ -149,7 +157,24 @@ export class MaintenanceService {
         events.push(this.statusChanged(id, current.status, next.status, now, SYSTEM_ACTOR));
       return { next, events };
     });
+    const published = result.record.updates[result.record.updates.length - 1];
+    if (result.changed && published) await this.tellSubscribers(id, published.id);
     return result.changed;
+  }
+
+  /**
+   * Opens the subscribers' notice of a published update, after its write committed. A failure is
+   * logged, not thrown: the update is public already, and failing the request (or the timer's
+   * step) would make its caller repeat a write that is done — a second manual update, or a step
+   * the schedule no longer holds. The notice is what may be lost then, never the maintenance.
+   */
+  private async tellSubscribers(maintenanceId: string, updateId: string): Promise<void> {
+    if (!this.d.notices) return;
+    try {
+      await this.d.notices.maintenanceNotice({ maintenanceId, updateId });
+    } catch (err) {
+      this.d.onError?.(`subscriber notice of maintenance ${maintenanceId}`, err);
+    }
   }
 
   private async writeRecord(id: string, ifMatch: number | null, decide: Decide): Promise<StoredMaintenance> {

@@ -1,0 +1,413 @@
+import type { Logger } from 'pino';
+import type { Clock } from '../domain/common/clock.js';
+import { decideRetry } from '../domain/execution/delivery-policy.js';
+import { concerns } from '../domain/subscriber/match.js';
+import { startSweepLoop } from '../delivery/sweep-loop.js';
+import type {
+  NoticeRepo,
+  NoticeWork,
+  Recipient,
+  Subscriber,
+  SubscriberLocale,
+  SubscriberNotice,
+  SubscriberRepo,
+  SubscriberTokens,
+} from '../ports/subscribers.js';
+import { LOST_RACE, retryOnConflict } from '../services/retry.js';
+import type { RenderedMail, SubscriberLinks } from './mail.js';
+import type { Relay, SendOutcome } from './relay.js';
+import type { SubscriberTemplateOverrides } from './templates.js';
+import type { SubscriberWebhook } from './webhook.js';
+
+/**
+ * The notifier's worker (docs/subscribers.md, "Outbox" and "Exactly once"): claims notice work
+ * (a bucket of subscribers, or one subscriber's retry) with a lease, and tells every confirmed
+ * subscriber the notice concerns, once.
+ *
+ * Per (notice, subscriber) the recipient's state is the guard: it is written `sending` before the
+ * mail or webhook goes and its result right after (each as soon as it is known, while other sends
+ * of the batch are still in flight). A recipient settled (delivered, failed, bounced) is never
+ * sent again; one waiting for its retry is left to its retry item; one found `sending` was cut
+ * off by a crash and is sent again, with the same Message-ID (webhook-id), flagged
+ * possible_duplicate. So a kill can only leave the sends in flight at that moment ambiguous.
+ *
+ * The store's port has no way to extend a lease, so a batch stops starting sends a little before
+ * half its lease has run (what is in flight settles within the relay's and the webhook's
+ * time-outs, well inside the lease) and is left unfinished: when its lease runs out it is claimed
+ * again and goes on where it stopped. One item is claimed at a time by default: a bucket of a
+ * large set is hundreds of sends, and the rate, not the claim, bounds how fast they go.
+ */
+
+/** How long a claimed work item is this worker's before another may take it. */
+export const NOTICE_LEASE_MS = 60_000;
+
+/** The rendering the dispatcher needs (src/subscribers/mail.ts and payload.ts). */
+export interface NoticeContent {
+  links(publicUrl: string, tokens: { manage: string; unsubscribe: string }): SubscriberLinks;
+  noticeMail(
+    n: SubscriberNotice,
+    locale: SubscriberLocale,
+    links: SubscriberLinks,
+    overrides?: SubscriberTemplateOverrides | null,
+  ): RenderedMail;
+  webhookPayload(n: SubscriberNotice, links: SubscriberLinks, nowMs: number): Record<string, unknown>;
+}
+
+export interface NoticeDispatcherDeps {
+  subscribers: SubscriberRepo;
+  notices: NoticeRepo;
+  tokens: SubscriberTokens;
+  /** The SMTP relay; null when e-mail is off (HERALD_SMTP_URL unset): e-mail recipients fail. */
+  relay: Relay | null;
+  /** HERALD_SMTP_FROM. */
+  from: string | null;
+  webhook: SubscriberWebhook;
+  content: NoticeContent;
+  /** The page's subscriber template overrides (the status_page connection's config), read per step. */
+  templates(): Promise<SubscriberTemplateOverrides | null>;
+  clock: Clock;
+  random: () => number;
+  log: Logger;
+  /** Sends in flight at once (about HERALD_SMTP_POOL × 2: the pool stays busy while results are recorded). */
+  inFlight: number;
+  leaseMs?: number;
+  /** Work items claimed per step. */
+  claimLimit?: number;
+}
+
+/** The Message-ID of a notice's mail to a subscriber: stable, so a resend is recognisably the same mail. */
+export const noticeMessageId = (noticeId: string, subscriberId: string): string =>
+  `<${noticeId}.${subscriberId}@herald>`;
+
+/** What one work item did, for the log (counts and ids only). */
+interface Counts {
+  sent: number;
+  delivered: number;
+  retrying: number;
+  failed: number;
+  bounced: number;
+}
+
+export class NoticeDispatcher {
+  private readonly leaseMs: number;
+  private readonly claimLimit: number;
+  /** Notices are immutable once opened: the last few read are kept. */
+  private readonly cache = new Map<string, SubscriberNotice>();
+
+  constructor(private readonly d: NoticeDispatcherDeps) {
+    this.leaseMs = d.leaseMs ?? NOTICE_LEASE_MS;
+    this.claimLimit = d.claimLimit ?? 1;
+  }
+
+  /** Claims due work and runs it; answers how many items were claimed (0: idle). */
+  async step(): Promise<number> {
+    const started = this.now();
+    const work = await this.d.notices.claim(started, this.leaseMs, this.claimLimit);
+    if (work.length === 0) return 0;
+    const overrides = await this.d.templates();
+    const limiter = new Limiter(this.d.inFlight);
+    // Stop starting sends before half the lease: what is in flight then settles long before it ends.
+    const deadline = started + this.leaseMs * 0.45;
+    await Promise.all(work.map((w) => this.run(w, { limiter, overrides, deadline })));
+    return work.length;
+  }
+
+  private async run(w: NoticeWork, ctx: RunContext): Promise<void> {
+    const notice = await this.notice(w.noticeId);
+    // Erased after the retention: nothing left to tell.
+    if (notice === null) return this.d.notices.finish(w);
+    const counts: Counts = { sent: 0, delivered: 0, retrying: 0, failed: 0, bounced: 0 };
+    const complete =
+      'bucket' in w ? await this.runBucket(notice, w.bucket, ctx, counts) : await this.runRetry(notice, w, ctx, counts);
+    if (complete) await this.d.notices.finish(w);
+    if (counts.sent > 0)
+      this.d.log.debug(
+        {
+          notice: notice.id,
+          ...('bucket' in w ? { bucket: w.bucket } : { subscriber: w.subscriberId }),
+          ...counts,
+          complete,
+        },
+        'subscriber notice batch',
+      );
+  }
+
+  /** A bucket: its confirmed subscribers the notice concerns, less those settled or waiting for a retry. */
+  private async runBucket(notice: SubscriberNotice, bucket: number, ctx: RunContext, counts: Counts): Promise<boolean> {
+    const subs = (await this.d.subscribers.bucket(bucket)).filter(
+      (s) => s.state === 'confirmed' && concerns(s, notice),
+    );
+    if (subs.length === 0) return true;
+    const states = await this.d.notices.recipients(
+      notice.id,
+      subs.map((s) => s.id),
+    );
+    const todo = subs.flatMap((s, i) => {
+      const r = states[i] ?? null;
+      return r === null || r.state === 'sending' ? [{ sub: s, prev: r }] : [];
+    });
+    return this.sendAll(notice, todo, ctx, counts);
+  }
+
+  /** One subscriber's retry (or a send its bucket could not fit before its deadline). */
+  private async runRetry(
+    notice: SubscriberNotice,
+    w: { subscriberId: string },
+    ctx: RunContext,
+    counts: Counts,
+  ): Promise<boolean> {
+    const [prev] = await this.d.notices.recipients(notice.id, [w.subscriberId]);
+    const r = prev ?? null;
+    if (r !== null && r.state !== 'retrying' && r.state !== 'sending') return true;
+    const sub = await this.d.subscribers.get(w.subscriberId);
+    if (sub === null || sub.state !== 'confirmed' || !concerns(sub, notice)) {
+      // Left (or stopped) between two attempts: nothing more is sent, and the receipt says so.
+      if (r !== null)
+        await this.d.notices.record(notice.id, {
+          ...r,
+          state: 'failed',
+          at: this.iso(),
+          error: 'the subscriber left before it was delivered',
+        });
+      return true;
+    }
+    return this.sendAll(notice, [{ sub, prev: r }], ctx, counts);
+  }
+
+  /** Sends to each, `inFlight` at a time, until the deadline; true when every one was attempted. */
+  private async sendAll(
+    notice: SubscriberNotice,
+    todo: { sub: Subscriber; prev: Recipient | null }[],
+    ctx: RunContext,
+    counts: Counts,
+  ): Promise<boolean> {
+    const running: Promise<boolean>[] = [];
+    let complete = true;
+    for (const t of todo) {
+      await ctx.limiter.acquire();
+      if (this.now() >= ctx.deadline) {
+        ctx.limiter.release();
+        complete = false;
+        break;
+      }
+      running.push(
+        this.attempt(notice, t.sub, t.prev, ctx.overrides, counts)
+          .then(
+            () => true,
+            (err: unknown) => {
+              // The store failed: the item stays unfinished and is taken again when its lease ends.
+              this.d.log.warn(
+                { notice: notice.id, subscriber: t.sub.id, err: err instanceof Error ? err.message : String(err) },
+                'subscriber notice send could not be recorded',
+              );
+              return false;
+            },
+          )
+          .finally(() => ctx.limiter.release()),
+      );
+    }
+    const results = await Promise.all(running);
+    return complete && results.every(Boolean);
+  }
+
+  /** One attempt: `sending` recorded, the send, its result recorded (and a bounce stops the subscriber). */
+  private async attempt(
+    notice: SubscriberNotice,
+    sub: Subscriber,
+    prev: Recipient | null,
+    overrides: SubscriberTemplateOverrides | null,
+    counts: Counts,
+  ): Promise<void> {
+    const attempts = (prev?.attempts ?? 0) + 1;
+    // Found `sending`: a crash cut the last attempt off, so the receiver may already have it.
+    const possibleDuplicate = prev?.state === 'sending' || prev?.possible_duplicate === true;
+    const base = { subscriber_id: sub.id, attempts, possible_duplicate: possibleDuplicate };
+    await this.d.notices.record(notice.id, { ...base, state: 'sending', at: this.iso(), error: prev?.error ?? null });
+    counts.sent++;
+    const out = await this.send(notice, sub, overrides);
+    const at = this.iso();
+    switch (out.outcome) {
+      case 'delivered':
+        counts.delivered++;
+        return this.d.notices.record(notice.id, { ...base, state: 'delivered', at, error: null });
+      case 'failed':
+        counts.failed++;
+        return this.d.notices.record(notice.id, { ...base, state: 'failed', at, error: out.error });
+      case 'bounced':
+        counts.bounced++;
+        await this.d.notices.record(notice.id, { ...base, state: 'bounced', at, error: out.error });
+        return this.bounce(sub.id, out.error);
+      case 'retryable': {
+        // The delivery policy's budget, counted from the notice's opening: told within about an hour, or failed.
+        const decision = decideRetry({
+          attemptsMade: attempts,
+          retryAfterMs: out.retryAfterMs ?? null,
+          elapsedMs: this.now() - Date.parse(notice.created_at),
+          random: this.d.random,
+        });
+        if (!decision.retry) {
+          counts.failed++;
+          return this.d.notices.record(notice.id, {
+            ...base,
+            state: 'failed',
+            at,
+            error: `${out.error}; ${decision.reason}`,
+          });
+        }
+        counts.retrying++;
+        // The retry item first: a crash between the two leaves a `sending` recipient with its
+        // retry due (sent again, flagged), never a `retrying` one that nothing will pick up.
+        await this.d.notices.retryAt(notice.id, sub.id, this.now() + decision.delayMs);
+        return this.d.notices.record(notice.id, { ...base, state: 'retrying', at, error: out.error });
+      }
+    }
+  }
+
+  private async send(
+    notice: SubscriberNotice,
+    sub: Subscriber,
+    overrides: SubscriberTemplateOverrides | null,
+  ): Promise<SendOutcome> {
+    const version = sub.token_version;
+    const links = this.d.content.links(notice.page.public_url, {
+      manage: this.d.tokens.sign({ purpose: 'manage', subscriberId: sub.id, version }),
+      unsubscribe: this.d.tokens.sign({ purpose: 'unsubscribe', subscriberId: sub.id, version }),
+    });
+    if (sub.kind === 'webhook')
+      return this.d.webhook.notice(sub, notice.id, this.d.content.webhookPayload(notice, links, this.now()));
+    if (this.d.relay === null || this.d.from === null)
+      return { outcome: 'failed', error: 'e-mail is off here (HERALD_SMTP_URL is not set)' };
+    const mail = this.d.content.noticeMail(notice, sub.locale, links, overrides);
+    return this.d.relay.send({
+      from: this.d.from,
+      to: sub.address,
+      subject: mail.subject,
+      text: mail.text,
+      html: mail.html,
+      headers: mail.headers,
+      messageId: noticeMessageId(notice.id, sub.id),
+    });
+  }
+
+  /** The subscriber is stopped: a confirmed one becomes bounced (compare-and-set, read again on a lost race). */
+  private async bounce(subscriberId: string, reason: string): Promise<void> {
+    await retryOnConflict(
+      async () => {
+        const cur = await this.d.subscribers.get(subscriberId);
+        if (cur === null || cur.state !== 'confirmed') return true;
+        const next: Subscriber = {
+          ...cur,
+          state: 'bounced',
+          bounced_at: this.iso(),
+          bounce_reason: reason,
+          rev: cur.rev + 1,
+        };
+        return (await this.d.subscribers.put(next, cur.rev)) ? true : LOST_RACE;
+      },
+      () => new Error(`subscriber ${subscriberId} kept changing`),
+      { attempts: 10 },
+    );
+  }
+
+  private async notice(id: string): Promise<SubscriberNotice | null> {
+    const hit = this.cache.get(id);
+    if (hit) return hit;
+    const n = await this.d.notices.get(id);
+    if (n !== null) {
+      if (this.cache.size >= 16) this.cache.delete(this.cache.keys().next().value!);
+      this.cache.set(id, n);
+    }
+    return n;
+  }
+
+  private now(): number {
+    return this.d.clock.now().getTime();
+  }
+
+  private iso(): string {
+    return this.d.clock.now().toISOString();
+  }
+}
+
+interface RunContext {
+  limiter: Limiter;
+  overrides: SubscriberTemplateOverrides | null;
+  /** No send starts after this (ms). */
+  deadline: number;
+}
+
+/** At most `n` holders at once; the rest wait in order. */
+export class Limiter {
+  private held = 0;
+  private readonly waiting: (() => void)[] = [];
+
+  constructor(private readonly n: number) {}
+
+  acquire(): Promise<void> {
+    if (this.held < this.n) {
+      this.held++;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => this.waiting.push(resolve));
+  }
+
+  release(): void {
+    const next = this.waiting.shift();
+    if (next) next();
+    else this.held--;
+  }
+}
+
+/** How often the worker erases what the retention let go (docs/subscribers.md, "Retention"). */
+export const ERASE_EVERY_MS = 60_000;
+/** How long an idle dispatcher waits before looking again: a notice starts going out within about this. */
+export const NOTICE_IDLE_MS = 100;
+
+/**
+ * The worker role's loops: the dispatcher (again at once while it finds work), the subscription
+ * mail (confirmations, challenges) and, every minute, eraseExpired. Closing stops all three and
+ * waits for the step each is in.
+ */
+export function startSubscriberWorker(o: {
+  dispatcher: Pick<NoticeDispatcher, 'step'>;
+  txMail: { runDue(): Promise<number> };
+  subscribers: Pick<SubscriberRepo, 'eraseExpired'>;
+  clock: Clock;
+  log: Logger;
+  idleMs?: number;
+}): { close(): Promise<void> } {
+  const idle = o.idleMs ?? NOTICE_IDLE_MS;
+  const again = { nextWaitMs: (n: number) => (n > 0 ? 0 : idle) };
+  const loops = [
+    startSweepLoop(
+      { runDue: () => o.dispatcher.step() },
+      idle,
+      o.log,
+      { failed: 'subscriber notice dispatch failed', level: 'debug' },
+      again,
+    ),
+    startSweepLoop(o.txMail, idle, o.log, { failed: 'subscription mail failed', level: 'debug' }, again),
+    startSweepLoop(
+      {
+        runDue: async () => {
+          let erased = 0;
+          // A backlog is erased a thousand at a time, without holding Redis for long at once.
+          for (let i = 0; i < 100; i++) {
+            const n = await o.subscribers.eraseExpired(o.clock.now().getTime(), 1000);
+            erased += n;
+            if (n < 1000) break;
+          }
+          return erased;
+        },
+      },
+      ERASE_EVERY_MS,
+      o.log,
+      { done: 'expired subscribers erased', failed: 'erasing expired subscribers failed', level: 'info' },
+    ),
+  ];
+  return {
+    async close() {
+      await Promise.all(loops.map((l) => l.close()));
+    },
+  };
+}

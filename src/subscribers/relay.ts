@@ -1,0 +1,227 @@
+import nodemailer, { type NodemailerError, type SendMailOptions } from 'nodemailer';
+import type SMTPPool from 'nodemailer/lib/smtp-pool/index.js';
+import { classifySmtpCode, type PacingRule } from '../domain/execution/delivery-policy.js';
+import type { Pacer } from '../ports/index.js';
+
+/**
+ * The SMTP relay subscriber mail goes through (HERALD_SMTP_URL, docs/subscribers.md): one pooled
+ * nodemailer transport per worker (HERALD_SMTP_POOL connections, kept open between mails: a
+ * fan-out of thousands must not pay a TCP and TLS handshake per mail), paced at HERALD_SMTP_RATE
+ * mails a second across every worker by the shared RedisPacer.
+ *
+ * The relay is the operator's own server, so it is not the outbound guard's business (like the
+ * operator's Slack API base): the URL is used as configured.
+ *
+ * Outcomes: a 5xx to RCPT TO is a bounce (that address is dead: the subscriber is stopped); any
+ * other 5xx fails this mail only; 4xx, a refused login and connection trouble are worth a retry.
+ * An error text never holds an address: relays quote the recipient in their replies, so it is
+ * scrubbed from whatever the relay said.
+ */
+
+/** One mail as the relay takes it: rendered, with its stable Message-ID. */
+export interface RelayMail {
+  from: string;
+  to: string;
+  subject: string;
+  text: string;
+  html: string;
+  headers: Record<string, string>;
+  /** `<…@…>`: the same on every attempt, so a receiver drops a repeat. */
+  messageId: string;
+}
+
+export type SendOutcome =
+  | { outcome: 'delivered' }
+  | { outcome: 'retryable' | 'bounced' | 'failed'; error: string; retryAfterMs?: number | null };
+
+export interface Relay {
+  send(mail: RelayMail): Promise<SendOutcome>;
+  /** Closes the pool's connections (mails in flight are cut off). */
+  close(): void;
+}
+
+/** The part of a pooled nodemailer transport the relay uses. */
+export interface PooledTransport {
+  sendMail(mail: SendMailOptions): Promise<unknown>;
+  close(): void;
+}
+
+export interface RelayOptions {
+  /** HERALD_SMTP_URL: `smtp://user:pass@host:587` (STARTTLS when offered) or `smtps://…:465`. */
+  url: string;
+  /** HERALD_SMTP_POOL: connections this worker keeps open. */
+  pool: number;
+  /** HERALD_SMTP_RATE: mails a second, every worker together. */
+  rate: number;
+  /** The shared pacer (RedisPacer): only `reserve` is used, one call per chunk of slots. */
+  pacer: Pick<Pacer, 'reserve'>;
+  /** Extra CA certificates to trust (PEM): the test peer's, or an operator's private CA. */
+  ca?: string | string[];
+  connectionTimeoutMs?: number;
+  /** Inactivity allowed on a connection, e.g. waiting for the answer to a message. */
+  socketTimeoutMs?: number;
+  /** nodemailer.createTransport by default (injectable for tests). */
+  createTransport?: (options: SMTPPool.Options) => PooledTransport;
+  /** Local clock (ms) and sleep, for the pacing of slots within a chunk. */
+  now?: () => number;
+  sleep?: (ms: number) => Promise<void>;
+}
+
+/** The pacer's key: one schedule for the relay, whatever the worker. */
+export const RELAY_PACING_KEY = 'smtp-relay';
+
+/** The transport's options from HERALD_SMTP_URL (user and password percent-decoded). */
+export function poolOptions(o: Pick<RelayOptions, 'url' | 'pool' | 'ca' | 'connectionTimeoutMs' | 'socketTimeoutMs'>) {
+  const u = new URL(o.url);
+  const secure = u.protocol === 'smtps:';
+  const options: SMTPPool.Options = {
+    pool: true,
+    maxConnections: o.pool,
+    // A pooled connection stays until the pool closes: the relay takes thousands per connection.
+    maxMessages: Infinity,
+    host: u.hostname.replace(/^\[|\]$/g, ''),
+    port: u.port === '' ? (secure ? 465 : 587) : Number(u.port),
+    secure,
+    ...(u.username !== ''
+      ? { auth: { user: decodeURIComponent(u.username), pass: decodeURIComponent(u.password) } }
+      : {}),
+    ...(o.ca !== undefined ? { tls: { ca: o.ca } } : {}),
+    connectionTimeout: o.connectionTimeoutMs ?? 10_000,
+    greetingTimeout: o.connectionTimeoutMs ?? 10_000,
+    // Well under the dispatcher's lease: a mail in flight settles before another worker may take its work.
+    socketTimeout: o.socketTimeoutMs ?? 20_000,
+  };
+  return options;
+}
+
+export function createRelay(o: RelayOptions): Relay {
+  const make = o.createTransport ?? ((options: SMTPPool.Options) => nodemailer.createTransport(options));
+  const transport = make(poolOptions(o));
+  const slots = new SlotChunks(o.pacer, o.rate, o.now ?? Date.now, o.sleep ?? sleep);
+  return {
+    async send(mail) {
+      await slots.take();
+      try {
+        await transport.sendMail({
+          from: mail.from,
+          to: mail.to,
+          subject: mail.subject,
+          text: mail.text,
+          html: mail.html,
+          messageId: mail.messageId,
+          headers: mail.headers,
+        });
+        return { outcome: 'delivered' };
+      } catch (e) {
+        return relayFailure(e, mail.to);
+      }
+    },
+    close() {
+      transport.close();
+    },
+  };
+}
+
+/**
+ * Pacing slots reserved a chunk at a time: one `reserve` on the shared schedule takes the time of
+ * `size` mails (a rule `size` times slower), and this worker spaces its mails within it. So a mail
+ * costs no Redis round trip of its own, and all workers together still keep to the rate: each
+ * chunk is a span of the one schedule no other worker holds. Slots left unused when a chunk has
+ * gone stale are dropped, never sent late in a burst.
+ */
+export class SlotChunks {
+  private readonly interval: number;
+  private readonly size: number;
+  private readonly rule: PacingRule;
+  /** Local time of the current chunk's next slot, and how many are left in it. */
+  private next = 0;
+  private left = 0;
+  private reserving: Promise<void> | null = null;
+
+  constructor(
+    private readonly pacer: Pick<Pacer, 'reserve'>,
+    rate: number,
+    private readonly now: () => number,
+    private readonly sleep: (ms: number) => Promise<void>,
+  ) {
+    this.interval = 1000 / rate;
+    // About a tenth of a second of mails per reservation: few round trips, little lost to a stale chunk.
+    this.size = Math.max(1, Math.ceil(rate / 10));
+    this.rule = { perSecond: rate / this.size, burst: 1 };
+  }
+
+  /** Waits for this mail's slot. */
+  async take(): Promise<void> {
+    for (;;) {
+      const at = this.claim();
+      if (at !== null) {
+        const wait = at - this.now();
+        if (wait > 0) await this.sleep(wait);
+        return;
+      }
+      this.reserving ??= this.reserve().finally(() => {
+        this.reserving = null;
+      });
+      await this.reserving;
+    }
+  }
+
+  /** The time of the next slot of the current chunk, or null when it is used up or stale. */
+  private claim(): number | null {
+    if (this.left <= 0 || this.next < this.now() - this.interval) return null;
+    const at = this.next;
+    this.next += this.interval;
+    this.left--;
+    return at;
+  }
+
+  private async reserve(): Promise<void> {
+    const wait = await this.pacer.reserve(RELAY_PACING_KEY, this.rule);
+    this.next = this.now() + wait;
+    this.left = this.size;
+  }
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** Codes of a refused login: the operator's settings, so worth retrying once fixed. */
+const AUTH_CODES = new Set(['EAUTH', 'ENOAUTH', 'EOAUTH2']);
+
+/** A nodemailer error as an outcome, its text free of the recipient's address. */
+export function relayFailure(e: unknown, recipient: string): SendOutcome {
+  const err = (e ?? {}) as NodemailerError & { rejected?: unknown };
+  const code = typeof err.code === 'string' ? err.code : '';
+  const responseCode = typeof err.responseCode === 'number' ? err.responseCode : null;
+  const reply = typeof err.response === 'string' ? scrub(err.response, recipient) : null;
+  const command = typeof err.command === 'string' ? commandName(err.command) : null;
+  if (responseCode !== null && responseCode >= 400) {
+    const error = `the relay answered ${reply ?? responseCode}${command ? ` (to ${command})` : ''}`;
+    if (classifySmtpCode(responseCode) === 'retryable') return { outcome: 'retryable', error };
+    const atRcpt = command === 'RCPT' || (code === 'EENVELOPE' && Array.isArray(err.rejected));
+    if (atRcpt && !AUTH_CODES.has(code)) return { outcome: 'bounced', error };
+    if (AUTH_CODES.has(code)) return { outcome: 'retryable', error: `the relay refused the login (${responseCode})` };
+    return { outcome: 'failed', error };
+  }
+  if (AUTH_CODES.has(code)) return { outcome: 'retryable', error: 'the relay refused the login' };
+  if (code === 'ECONFIG') return { outcome: 'failed', error: 'the relay settings are unusable' };
+  const why =
+    code === 'ETIMEDOUT' ? 'the relay did not answer in time' : code === 'ETLS' ? 'TLS with the relay failed' : null;
+  return { outcome: 'retryable', error: why ?? `the connection to the relay failed${code ? ` (${code})` : ''}` };
+}
+
+/** `RCPT TO:<a@b>` → `RCPT`: the command, not its arguments. */
+const commandName = (command: string): string => (command.trim().split(/[\s:]/)[0] ?? '').toUpperCase();
+
+/**
+ * The relay's reply without the recipient: the address itself (any case), anything that looks
+ * like an address, then clipped.
+ */
+export function scrub(reply: string, recipient: string): string {
+  let out = reply;
+  if (recipient !== '') out = out.split(recipient).join('<recipient>');
+  out = out
+    .replace(/<?[^\s<>@"]+@[^\s<>"]+>?/g, '<recipient>')
+    .replace(/\s+/g, ' ')
+    .trim();
+  return out.length > 200 ? `${out.slice(0, 199)}…` : out;
+}
