@@ -7,8 +7,15 @@ import { createStatusSite, type StatusSite } from './site.js';
 import { createRedisSnapshotSource } from './source.js';
 
 /** The status page over the store (the composition root's one call): a Redis-fed snapshot and the site. */
-export function composeStatusSite(parts: { redis: Redis; keys: Keys; clock: Clock; log: Logger }): StatusSite {
+export function composeStatusSite(parts: {
+  redis: Redis;
+  keys: Keys;
+  clock: Clock;
+  log: Logger;
+  /** HERALD_SMTP_URL is set: the index page offers e-mail subscriptions. */
+  emailSubscriptions?: boolean;
+}): StatusSite {
   const log = parts.log.child({ component: 'status-page' });
   const source = createRedisSnapshotSource({ ...parts, log, loaders: REDIS_STATUS_LOADERS });
-  return createStatusSite({ source, clock: parts.clock, log });
+  return createStatusSite({ source, clock: parts.clock, log, emailSubscriptions: parts.emailSubscriptions });
 }

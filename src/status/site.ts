@@ -34,6 +34,8 @@ export interface StatusSiteOptions {
   log: Logger;
   /** Most answers kept at once (per version and minute); past it, answers are rendered but not kept. */
   maxCached?: number;
+  /** E-mail subscriptions are on (HERALD_SMTP_URL): the index page shows the subscribe form. */
+  emailSubscriptions?: boolean;
 }
 
 export interface StatusSite {
@@ -121,7 +123,7 @@ export function createStatusSite(opts: StatusSiteOptions): StatusSite {
         ? page.locale
         : 'en';
     const a = cache.get(`${base}|${locale}|${routeKey(route)}`, epoch, () =>
-      renderAnswer({ snap, page, locale, base, nowMs }, route),
+      renderAnswer({ snap, page, locale, base, nowMs, emailSubscriptions: opts.emailSubscriptions }, route),
     );
     send(req, res, a);
   };

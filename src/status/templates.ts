@@ -164,6 +164,42 @@ ${historyCard}
 </ul>
 </details>
 {{/hasComponentFeeds}}
+{{#emailForm}}
+<form class="subscribe" method="post" action="{{action}}">
+<h3 id="h-subscribe-email">{{s.email_subscribe}}</h3>
+<input type="hidden" name="locale" value="{{lang}}">
+<p><label for="sub-email">{{s.email_label}}</label><br>
+<input id="sub-email" name="email" type="email" autocomplete="email" required maxlength="254" aria-describedby="sub-email-hint"></p>
+<p id="sub-email-hint" class="legend">{{s.email_hint}}</p>
+<div class="vh" aria-hidden="true"><label for="sub-website">{{s.email_honeypot}}</label><input id="sub-website" name="website" type="text" tabindex="-1" autocomplete="off"></div>
+{{#hasChoices}}
+<details class="feeds">
+<summary>{{s.email_choose}}</summary>
+<fieldset>
+<legend>{{s.email_choose_legend}}</legend>
+<ul class="list">
+{{#choices}}
+{{#group}}
+<li><fieldset>
+<legend>{{name}}</legend>
+<ul class="list">
+{{#members}}
+<li><label><input type="checkbox" name="components" value="{{id}}"> {{name}}</label></li>
+{{/members}}
+</ul>
+</fieldset></li>
+{{/group}}
+{{#component}}
+<li><label><input type="checkbox" name="components" value="{{id}}"> {{name}}</label></li>
+{{/component}}
+{{/choices}}
+</ul>
+</fieldset>
+</details>
+{{/hasChoices}}
+<p><button type="submit">{{s.email_submit}}</button></p>
+</form>
+{{/emailForm}}
 </section>`;
 
 /** An incident's or a maintenance's own page: its state, `extra` (the window), affected components, updates. */

@@ -39,6 +39,8 @@ export interface RenderContext {
   /** Path prefix of the page on this host, without trailing slash (`/status` or ``). */
   base: string;
   nowMs: number;
+  /** E-mail subscriptions are on (HERALD_SMTP_URL): the index page shows the subscribe form. */
+  emailSubscriptions?: boolean;
 }
 
 export const HISTORY_PAGE_SIZE = 20;
@@ -363,7 +365,19 @@ export function renderIndex(ctx: RenderContext): string {
       atom: p.paths.componentAtom(c.id),
       rss: p.paths.componentRss(c.id),
     })),
+    emailForm: ctx.emailSubscriptions === true ? emailForm(ctx) : null,
   });
+}
+
+/** The e-mail subscribe form (posted to src/status/subscriptions/routes.ts): components grouped as on the page. */
+function emailForm(ctx: RenderContext) {
+  const row = (c: PublicComponent) => ({ id: c.id, name: c.name });
+  const choices = entries(ctx.snap.components).map((e) =>
+    e.kind === 'group'
+      ? { group: { name: e.name, members: e.members.map(row) }, component: null }
+      : { group: null, component: row(e.component) },
+  );
+  return { action: `${ctx.base}/subscriptions`, hasChoices: choices.length > 0, choices };
 }
 
 /** null: no such public incident. */
