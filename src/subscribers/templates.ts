@@ -226,15 +226,17 @@ const localeTemplates = (locale: SubscriberLocale) =>
       subject: templateText(locale, 'subject').meta({ description: 'The subject line (line breaks become spaces).' }),
       text: templateText(locale, 'text').meta({ description: 'The plain-text part, above the fixed footer.' }),
       html: templateText(locale, 'html').meta({
-        description: 'The HTML part: a fragment, placed inside the mail’s document above the fixed footer.',
+        description: "The HTML part: a fragment, placed inside the mail's document above the fixed footer.",
       }),
     })
     .optional();
 
 /** A page's own subscriber mail templates, per locale and part; what is not given uses the built-in one. */
-export const SubscriberTemplatesSchema = z
-  .strictObject({ en: localeTemplates('en'), de: localeTemplates('de') })
-  .meta({ id: 'SubscriberTemplates' });
+export const SubscriberTemplatesSchema = z.strictObject({ en: localeTemplates('en'), de: localeTemplates('de') }).meta({
+  id: 'SubscriberTemplates',
+  description:
+    "Subscriber notice mail templates per locale (Mustache; docs/subscribers.md lists the variables). The page's title above and the manage and unsubscribe links below are always added.",
+});
 
 // ── the built-in templates ──────────────────────────────────────────────────────────────────
 
