@@ -551,10 +551,12 @@ export function unpackRecipient(subscriberId: string, raw: string): Recipient | 
 const EXECUTION_INDEX_SLACK_MS = 30 * 86_400_000;
 
 export class RedisNoticeRepo implements NoticeRepo {
+  /** `now`: when a notice's work items fall due at open() (the dispatcher's clock, in tests a fake one). */
   constructor(
     private readonly redis: Redis,
     private readonly keys: Keys,
     private readonly retentionMs: number,
+    private readonly now: () => number = Date.now,
   ) {}
 
   async open(n: SubscriberNotice): Promise<boolean> {
@@ -569,7 +571,7 @@ export class RedisNoticeRepo implements NoticeRepo {
     const opened = await runScript(durableWriter(this.redis), OPEN_LUA, keys, [
       JSON.stringify(n),
       n.id,
-      Date.now(),
+      this.now(),
       SUBSCRIBER_BUCKETS,
       n.execution_id === null ? '' : '1',
       this.retentionMs + EXECUTION_INDEX_SLACK_MS,

@@ -11,7 +11,7 @@ import {
   resealSubscribers,
   SUBSCRIBER_BUCKETS,
 } from '../../src/store/subscribers.js';
-import { dropPrefix, uniquePrefix, useTestRedis } from '../support/redis.js';
+import { connectTestRedis, dropPrefix, uniquePrefix, useTestRedis } from '../support/redis.js';
 
 /**
  * The subscriber store against Redis: compare-and-set writes that keep the counts and the erase
@@ -275,8 +275,11 @@ describe('notices', () => {
   it('open() writes the notice, a zero tally and one work item per bucket, once', async () => {
     const { keys, repo } = noticeSpace();
     const n = notice('ntc_dlv_01OPEN');
-    expect(await repo.open(n)).toBe(true);
+    // Two deliveries of the same write racing (a retried status page delivery): one opens it.
+    const opened = await Promise.all([repo.open(n), repo.open(n)]);
+    expect(opened.filter(Boolean)).toHaveLength(1);
     expect(await repo.open({ ...n, kind: 'incident_retraction' })).toBe(false);
+    expect(await t.redis.hget(keys.subscriberNoticeTally(n.id), 'work')).toBe(String(SUBSCRIBER_BUCKETS));
     expect(await repo.get(n.id)).toEqual(n);
     expect(await t.redis.zcard(keys.subscriberWork())).toBe(SUBSCRIBER_BUCKETS);
     expect(await repo.tally(n.id)).toEqual({
@@ -294,10 +297,12 @@ describe('notices', () => {
   });
 
   it('claim leases due work; an expired lease is claimed again, and finish with the old lease is a no-op', async () => {
-    const { keys, repo } = noticeSpace();
+    const { keys } = noticeSpace();
+    const now = T0 - DAY;
+    const repo = new RedisNoticeRepo(t.redis, keys, RETENTION, () => now);
     const n = notice('ntc_dlv_01LEASE', null);
     await repo.open(n);
-    const now = Date.now();
+    expect(await repo.claim(now - 1, 60_000, 1000)).toEqual([]);
     const first = await repo.claim(now, 60_000, 1000);
     expect(first).toHaveLength(SUBSCRIBER_BUCKETS);
     expect(first.every((w) => w.noticeId === n.id && w.lease === now + 60_000)).toBe(true);
@@ -368,6 +373,30 @@ describe('notices', () => {
       const ttl = await t.redis.pttl(key);
       expect(ttl).toBeGreaterThan(RETENTION - 60_000);
       expect(ttl).toBeLessThanOrEqual(RETENTION);
+    }
+  });
+
+  it('record() from two connections at once keeps the tally exact', async () => {
+    const { keys, repo } = noticeSpace();
+    const other = connectTestRedis();
+    try {
+      const repo2 = new RedisNoticeRepo(other, keys, RETENTION);
+      const n = notice('ntc_dlv_01RACE');
+      await repo.open(n);
+      const ids = Array.from({ length: 300 }, (_, i) => `sub_${i}`);
+      await Promise.all(ids.map((id, i) => (i % 2 ? repo : repo2).record(n.id, recipient(id, 'sending'))));
+      await Promise.all(
+        ids.map((id, i) => (i % 2 ? repo2 : repo).record(n.id, recipient(id, i % 3 ? 'delivered' : 'failed'))),
+      );
+      expect(await repo.tally(n.id)).toMatchObject({
+        total: 300,
+        delivered: 200,
+        failed: 100,
+        pending: 0,
+        complete: false,
+      });
+    } finally {
+      await other.quit();
     }
   });
 
