@@ -25,8 +25,8 @@ import { SUBSCRIBER_BUCKET_COUNT, type SubscriberIds } from './subscriber-key.js
  * Subscribers, their notices and the outbox that sends them (docs/subscribers.md).
  *
  * Subscribers: SUBSCRIBER_BUCKETS hashes (`subs:<n>`), field = id, value = a packed record (short
- * JSON keys, times as epoch ms, address and webhook secret sealed by the secret box): about 230
- * bytes of Redis memory a subscriber, with no other key per subscriber. Beside them: the counts per
+ * JSON keys, times as epoch ms, address and webhook secret sealed by the secret box): about 250
+ * bytes of Redis memory a subscriber (a 34-character address; the store test measures it), with no other key per subscriber. Beside them: the counts per
  * state (`subs-count`) and the erase schedule (`subs-expire`: pending and unsubscribed records,
  * score = when the retention lets them go), both moved by the same script as the record.
  *
@@ -36,7 +36,8 @@ import { SUBSCRIBER_BUCKET_COUNT, type SubscriberIds } from './subscriber-key.js
  * ahead). `ntcs` holds the notices not complete yet: once complete (no work left, nothing pending)
  * a notice leaves it and its three keys get a TTL of the retention (EXPIRE at completion, not a
  * sweep: notice ids are not time-ordered across kinds, so no id range says "old"). Work added to a
- * complete notice (a late retry) takes the TTL off again.
+ * complete notice (a late retry) takes the TTL off again. An execution's notices are a set
+ * (executionNoticesKey) that lives the retention plus 30 days past the last notice it opened.
  */
 
 export const SUBSCRIBER_BUCKETS = SUBSCRIBER_BUCKET_COUNT;
@@ -83,7 +84,12 @@ interface Packed {
   r: number;
 }
 
-const ms = (iso: string): number => Date.parse(iso);
+/** A stored time: an unparsable one is a caller's bug, refused before it could be read back as 1970. */
+function ms(iso: string): number {
+  const n = Date.parse(iso);
+  if (!Number.isFinite(n)) throw new Error('subscriber store: a time that is not an ISO 8601 date');
+  return n;
+}
 const iso = (n: number): string => new Date(n).toISOString();
 
 /** Times are kept to the millisecond as epoch ms: a time read back is its toISOString() spelling. */
