@@ -34,8 +34,10 @@ import type { SubscriberWebhook } from './webhook.js';
  * The store's port has no way to extend a lease, so a batch stops starting sends a little before
  * half its lease has run (what is in flight settles within the relay's and the webhook's
  * time-outs, well inside the lease) and is left unfinished: when its lease runs out it is claimed
- * again and goes on where it stopped. One item is claimed at a time by default: a bucket of a
- * large set is hundreds of sends, and the rate, not the claim, bounds how fast they go.
+ * again and goes on where it stopped. How many items a step claims follows what the last step
+ * found: many while buckets are small (a notice to a few subscribers is 256 mostly empty buckets,
+ * a few round trips each), one once they are large (hundreds of sends: the rate, not the claim,
+ * bounds how fast they go, and a second bucket would only wait for its lease to run out).
  */
 
 /** How long a claimed work item is this worker's before another may take it. */
@@ -71,7 +73,7 @@ export interface NoticeDispatcherDeps {
   /** Sends in flight at once (about HERALD_SMTP_POOL × 2: the pool stays busy while results are recorded). */
   inFlight: number;
   leaseMs?: number;
-  /** Work items claimed per step. */
+  /** Most work items claimed per step (while they are small). */
   claimLimit?: number;
 }
 
@@ -91,24 +93,33 @@ interface Counts {
 export class NoticeDispatcher {
   private readonly leaseMs: number;
   private readonly claimLimit: number;
+  /** What the next step claims: claimLimit after small items, 1 after large ones. */
+  private claimNext: number;
   /** Notices are immutable once opened: the last few read are kept. */
   private readonly cache = new Map<string, SubscriberNotice>();
 
   constructor(private readonly d: NoticeDispatcherDeps) {
     this.leaseMs = d.leaseMs ?? NOTICE_LEASE_MS;
-    this.claimLimit = d.claimLimit ?? 1;
+    this.claimLimit = d.claimLimit ?? 16;
+    this.claimNext = this.claimLimit;
   }
 
   /** Claims due work and runs it; answers how many items were claimed (0: idle). */
   async step(): Promise<number> {
     const started = this.now();
-    const work = await this.d.notices.claim(started, this.leaseMs, this.claimLimit);
-    if (work.length === 0) return 0;
+    const work = await this.d.notices.claim(started, this.leaseMs, this.claimNext);
+    if (work.length === 0) {
+      this.claimNext = this.claimLimit;
+      return 0;
+    }
     const overrides = await this.d.templates();
     const limiter = new Limiter(this.d.inFlight);
     // Stop starting sends before half the lease: what is in flight then settles long before it ends.
     const deadline = started + this.leaseMs * 0.45;
-    await Promise.all(work.map((w) => this.run(w, { limiter, overrides, deadline })));
+    const ctx: RunContext = { limiter, overrides, deadline, sends: 0 };
+    await Promise.all(work.map((w) => this.run(w, ctx)));
+    // Large batches one at a time: each then has the whole lease to itself.
+    this.claimNext = ctx.sends > this.d.inFlight * 8 ? 1 : this.claimLimit;
     return work.length;
   }
 
@@ -190,6 +201,7 @@ export class NoticeDispatcher {
         complete = false;
         break;
       }
+      ctx.sends++;
       running.push(
         this.attempt(notice, t.sub, t.prev, ctx.overrides, counts)
           .then(
@@ -334,6 +346,8 @@ interface RunContext {
   overrides: SubscriberTemplateOverrides | null;
   /** No send starts after this (ms). */
   deadline: number;
+  /** Sends started by this step. */
+  sends: number;
 }
 
 /** At most `n` holders at once; the rest wait in order. */

@@ -1,6 +1,6 @@
 import nodemailer, { type NodemailerError, type SendMailOptions } from 'nodemailer';
 import type SMTPPool from 'nodemailer/lib/smtp-pool/index.js';
-import { classifySmtpCode, type PacingRule } from '../domain/execution/delivery-policy.js';
+import { classifySmtpCode } from '../domain/execution/delivery-policy.js';
 import type { Pacer } from '../ports/index.js';
 
 /**
@@ -123,62 +123,70 @@ export function createRelay(o: RelayOptions): Relay {
 }
 
 /**
- * Pacing slots reserved a chunk at a time: one `reserve` on the shared schedule takes the time of
- * `size` mails (a rule `size` times slower), and this worker spaces its mails within it. So a mail
- * costs no Redis round trip of its own, and all workers together still keep to the rate: each
- * chunk is a span of the one schedule no other worker holds. Slots left unused when a chunk has
- * gone stale are dropped, never sent late in a burst.
+ * Pacing slots reserved a chunk at a time: one `reserve` on the shared schedule takes a window of
+ * `k` slots (a rule `k` times slower: the schedule moves on by k intervals) and this worker uses
+ * them within it. `k` is how many sends are waiting for a slot then (at most a tenth of a second of
+ * the rate), so a busy worker pays one Redis round trip per chunk, not per mail, and an idle one
+ * does not hold a window it will not use. All workers together keep to the rate: each window is a
+ * span of the one schedule no other worker holds. A slot is used no later than its window's end;
+ * what is left then is dropped, never sent late in a burst.
  */
 export class SlotChunks {
   private readonly interval: number;
-  private readonly size: number;
-  private readonly rule: PacingRule;
-  /** Local time of the current chunk's next slot, and how many are left in it. */
+  private readonly maxChunk: number;
+  /** The current window: the next slot's time, its end, and the slots left in it (local ms). */
   private next = 0;
+  private end = 0;
   private left = 0;
+  /** Sends waiting for a slot (what the next reservation is sized by). */
+  private waiting = 0;
   private reserving: Promise<void> | null = null;
 
   constructor(
     private readonly pacer: Pick<Pacer, 'reserve'>,
-    rate: number,
+    private readonly rate: number,
     private readonly now: () => number,
     private readonly sleep: (ms: number) => Promise<void>,
   ) {
     this.interval = 1000 / rate;
-    // About a tenth of a second of mails per reservation: few round trips, little lost to a stale chunk.
-    this.size = Math.max(1, Math.ceil(rate / 10));
-    this.rule = { perSecond: rate / this.size, burst: 1 };
+    this.maxChunk = Math.max(1, Math.ceil(rate / 10));
   }
 
   /** Waits for this mail's slot. */
   async take(): Promise<void> {
-    for (;;) {
-      const at = this.claim();
-      if (at !== null) {
-        const wait = at - this.now();
-        if (wait > 0) await this.sleep(wait);
-        return;
+    this.waiting++;
+    let at: number | null = null;
+    try {
+      for (;;) {
+        at = this.claim();
+        if (at !== null) break;
+        this.reserving ??= this.reserve(Math.min(this.maxChunk, this.waiting)).finally(() => {
+          this.reserving = null;
+        });
+        await this.reserving;
       }
-      this.reserving ??= this.reserve().finally(() => {
-        this.reserving = null;
-      });
-      await this.reserving;
+    } finally {
+      this.waiting--;
     }
+    const wait = at - this.now();
+    if (wait > 0) await this.sleep(wait);
   }
 
-  /** The time of the next slot of the current chunk, or null when it is used up or stale. */
+  /** The time of the next slot of the current window, or null when it is used up or over. */
   private claim(): number | null {
-    if (this.left <= 0 || this.next < this.now() - this.interval) return null;
-    const at = this.next;
-    this.next += this.interval;
+    if (this.left <= 0) return null;
+    const at = Math.max(this.next, this.now());
+    if (at >= this.end) return null;
+    this.next = at + this.interval;
     this.left--;
     return at;
   }
 
-  private async reserve(): Promise<void> {
-    const wait = await this.pacer.reserve(RELAY_PACING_KEY, this.rule);
+  private async reserve(k: number): Promise<void> {
+    const wait = await this.pacer.reserve(RELAY_PACING_KEY, { perSecond: this.rate / k, burst: 1 });
     this.next = this.now() + wait;
-    this.left = this.size;
+    this.end = this.next + k * this.interval;
+    this.left = k;
   }
 }
 
