@@ -28,6 +28,12 @@ export const IMPORT_MAX_ROWS = 10_000;
  */
 export const LIST_BUCKETS_PER_PAGE = 32;
 
+/** Buckets the export reads ahead of the one it writes. */
+const EXPORT_READ_AHEAD = 4;
+
+/** Buckets a list page reads at once. */
+const LIST_READ_AHEAD = 8;
+
 /** Rows of an import written at once: enough to hide the round trips, few enough to stay gentle. */
 const IMPORT_CONCURRENCY = 50;
 
@@ -156,13 +162,25 @@ export class SubscriberAdminService {
     }
     const data: Subscriber[] = [];
     const stop = Math.min(buckets, bucket + LIST_BUCKETS_PER_PAGE);
-    for (; bucket < stop; bucket++) {
-      for (const s of await this.d.repo.bucket(bucket)) {
-        if ((after !== null && s.id <= after) || !matches(s, q)) continue;
-        data.push(s);
-        if (data.length === page.limit) return { data, nextCursor: { after: s.id } };
+    while (bucket < stop) {
+      // A few buckets at a time: a sparse filter reads many, and one round trip each adds up.
+      const first = bucket;
+      const reads = Array.from({ length: Math.min(LIST_READ_AHEAD, stop - first) }, (_, i) =>
+        this.d.repo.bucket(first + i),
+      );
+      for (const read of reads) {
+        for (const s of await read) {
+          if ((after !== null && s.id <= after) || !matches(s, q)) continue;
+          data.push(s);
+          if (data.length === page.limit) {
+            // The reads ahead are not needed; their failure would have no one to hear it.
+            for (const r of reads) r.catch(() => undefined);
+            return { data, nextCursor: { after: s.id } };
+          }
+        }
+        after = null;
+        bucket++;
       }
-      after = null;
     }
     return { data, nextCursor: bucket < buckets ? { offset: bucket } : null };
   }
@@ -194,13 +212,22 @@ export class SubscriberAdminService {
   async export(format: ExportFormat, write: (chunk: string) => Promise<void>): Promise<number> {
     if (format === 'csv') await write(EXPORT_FIELDS.join(',') + '\r\n');
     const n = this.d.repo.buckets;
+    // Buckets read ahead of the one being written: a handful, so memory stays a few buckets'.
+    const ahead: Promise<Subscriber[]>[] = [];
+    let next = 0;
+    const refill = () => {
+      while (next < n && ahead.length < EXPORT_READ_AHEAD) {
+        const read = this.d.repo.bucket(next++);
+        // Should `write` fail (the client went away), the reads ahead have no one to hear them.
+        read.catch(() => undefined);
+        ahead.push(read);
+      }
+    };
     let count = 0;
-    let next: Promise<Subscriber[]> | null = n > 0 ? this.d.repo.bucket(0) : null;
-    for (let b = 0; b < n && next !== null; b++) {
-      const subs: Subscriber[] = await next;
-      next = b + 1 < n ? this.d.repo.bucket(b + 1) : null;
-      // Should `write` fail (the client went away), the read ahead has no one to hear it.
-      next?.catch(() => undefined);
+    refill();
+    while (ahead.length > 0) {
+      const subs = await ahead.shift()!;
+      refill();
       if (subs.length === 0) continue;
       await write(subs.map(format === 'csv' ? csvRow : ndjsonRow).join(''));
       count += subs.length;
@@ -327,15 +354,24 @@ export class SubscriberAdminService {
     return { notice, tally: await this.d.notices.tally(id) };
   }
 
-  /** A page of a notice's recipients (optionally in one state), by subscriber id. */
-  async recipients(noticeId: string, state: unknown, page: PageRequest): Promise<Page<NoticeRecipient>> {
+  /**
+   * A page of a notice's recipients (optionally in one state). The store's own cursor is opaque
+   * (it walks its hash, not the ids in order), so it travels inside this list's token.
+   */
+  async recipients(
+    noticeId: string,
+    state: unknown,
+    limit: number,
+    cursor: string | null,
+  ): Promise<{ data: NoticeRecipient[]; next: string | null }> {
     await this.notice(noticeId);
     const s = parseState(state);
-    const after = afterOf(page);
-    const r = await this.d.notices.listRecipients(noticeId, { state: s, cursor: after, limit: page.limit });
+    const at = cursor === null ? null : decodeReceiptCursor(cursor);
+    if (at !== null && (at.notice !== 0 || at.after === null)) throw badCursor();
+    const r = await this.d.notices.listRecipients(noticeId, { state: s, cursor: at?.after ?? null, limit });
     return {
       data: r.items.map((item) => ({ ...item, notice_id: noticeId })),
-      nextCursor: r.next === null ? null : { after: r.next },
+      next: r.next === null ? null : encodeReceiptCursor(0, r.next),
     };
   }
 
@@ -357,8 +393,8 @@ export class SubscriberAdminService {
 
   /**
    * The recipients of every notice an execution opened (nearly always one: its status page
-   * delivery), notice by notice. The cursor is `{offset}` = the notice's place (start of it) or
-   * `{after}` = the last subscriber id served of the notice in `notice`; both travel in one token.
+   * delivery), notice by notice. The token holds the notice's place and the store's cursor within
+   * it (null: from its start).
    */
   async executionRecipients(
     executionId: string,
@@ -407,13 +443,10 @@ function parseState(state: unknown): RecipientState | undefined {
   return r.data;
 }
 
-function afterOf(page: PageRequest): string | null {
-  if (page.cursor === null) return null;
-  if (!('after' in page.cursor) || !isId('subscriber', page.cursor.after)) throw badCursor();
-  return page.cursor.after;
-}
-
 const badCursor = () => new DomainError('invalid_cursor', 'The cursor is not one this list issued.');
+
+/** What a store's recipient cursor looks like (an HSCAN cursor, maybe with an id): opaque here. */
+const STORE_CURSOR = /^[A-Za-z0-9_:]{1,100}$/;
 
 function encodeReceiptCursor(notice: number, after: string | null): string {
   return Buffer.from(JSON.stringify({ n: notice, a: after })).toString('base64url');
@@ -424,7 +457,7 @@ function decodeReceiptCursor(raw: string): { notice: number; after: string | nul
     const parsed = z
       .strictObject({ n: z.number().int().min(0).max(1000), a: z.string().nullable() })
       .safeParse(JSON.parse(Buffer.from(raw, 'base64url').toString('utf8')));
-    if (parsed.success && (parsed.data.a === null || isId('subscriber', parsed.data.a)))
+    if (parsed.success && (parsed.data.a === null || STORE_CURSOR.test(parsed.data.a)))
       return { notice: parsed.data.n, after: parsed.data.a };
   } catch {
     // any undecodable cursor is the same client error

@@ -11,17 +11,17 @@ import type { ExecutionService, ExecutionWithDeliveries } from '../../services/e
 import { actorOf, apiKeyOf } from '../context.js';
 import { DecideRequestSchema, type ExecutionApprovals } from '../../domain/execution/approval.js';
 import type { ApprovalService } from '../../services/approvals.js';
-import { defineRoutes, mountRoutes, pathParam, queryString, type EdgeDeps, type Route } from '../endpoint.js';
+import { defineRoutes, mountRoutes, pathParam, type EdgeDeps, type Route } from '../endpoint.js';
 import { jsonResponse, respondOnCommit, sendStored } from '../middleware/idempotency.js';
-import { idParam, json, ListQuery, problem } from '../operation-docs.js';
+import { idParam, json, problem } from '../operation-docs.js';
 import { ExecuteDryRunSchema, ExecutionSchema, presentDryRun, presentExecution } from '../presenters/execution.js';
 import { pageSchema } from '../presenters/page.js';
 import { listRoute } from '../respond.js';
 import { DomainError } from '../../domain/common/errors.js';
-import { parsePageRequest } from '../../domain/common/pagination.js';
-import { RECIPIENT_STATES, type NoticeTally } from '../../ports/subscribers.js';
+import type { NoticeTally } from '../../ports/subscribers.js';
 import type { SubscriberAdminService } from '../../services/subscriber-admin.js';
-import { presentReceipt, SubscriberReceiptSchema } from '../presenters/subscriber.js';
+import { SubscriberReceiptSchema } from '../presenters/subscriber.js';
+import { ReceiptQuery, sendReceipts } from './subscribers.js';
 
 /**
  * The status page's subscribers told of an execution (the notices its status page deliveries
@@ -139,31 +139,21 @@ export const executionRouteTable = defineRoutes<Deps>(
         operationId: 'listExecutionSubscribers',
         summary: "The status page subscribers' receipts of an execution",
         description:
-          "One receipt per subscriber of each notice the execution's status page deliveries opened (nearly always one), by notice, then subscriber id. The totals are the execution's `subscribers`.",
-        query: ListQuery.extend({
-          state: z.enum(RECIPIENT_STATES).optional().meta({ description: 'Only receipts in this state.' }),
-        }),
+          "One receipt per subscriber of each notice the execution's status page deliveries opened (nearly always one), notice by notice. The totals are the execution's `subscribers`.",
+        query: ReceiptQuery,
         responses: {
           200: json(pageSchema(SubscriberReceiptSchema, 'SubscriberReceiptPage'), 'A page of receipts.'),
           404: problem('not_found: no such execution, or it opened no subscriber notice.'),
           422: problem('Invalid state.'),
         },
       },
-      handle: async (req, res, d) => {
+      handle: (req, res, d) => {
         const executionId = pathParam(req, 'executionId');
-        if (!d.subscribers) throw new DomainError('not_found', `Execution ${executionId} opened no subscriber notice.`);
-        // The list's own cursor (notice, then subscriber): only `limit` is read the common way.
-        const { limit } = parsePageRequest(req.query.limit, undefined);
-        const cursor = queryString(req.query.cursor);
-        if (req.query.cursor !== undefined && cursor === undefined)
-          throw new DomainError('invalid_cursor', 'cursor must be a single string.');
-        const page = await d.subscribers.executionRecipients(
-          executionId,
-          queryString(req.query.state) ?? req.query.state,
-          limit,
-          cursor === undefined || cursor === '' ? null : cursor,
+        const receipts = d.subscribers;
+        if (!receipts) throw new DomainError('not_found', `Execution ${executionId} opened no subscriber notice.`);
+        return sendReceipts(req, res, (state, limit, cursor) =>
+          receipts.executionRecipients(executionId, state, limit, cursor),
         );
-        res.json({ data: page.data.map(presentReceipt), pagination: { next_cursor: page.next, limit } });
       },
     },
     {

@@ -1,4 +1,5 @@
-import type { Response, Router } from 'express';
+import type { Request, Response, Router } from 'express';
+import { parsePageRequest } from '../../domain/common/pagination.js';
 import { z } from 'zod';
 import { DomainError } from '../../domain/common/errors.js';
 import { RECIPIENT_STATES } from '../../ports/subscribers.js';
@@ -6,6 +7,7 @@ import {
   ImportRequestSchema,
   SubscriberListQuerySchema,
   type ExportFormat,
+  type NoticeRecipient,
   type SubscriberAdminService,
 } from '../../services/subscriber-admin.js';
 import { defineRoutes, mountRoutes, pathParam, queryString, type EdgeDeps } from '../endpoint.js';
@@ -32,6 +34,11 @@ const ExportQuery = z.object({
     .enum(['csv', 'ndjson'])
     .optional()
     .meta({ description: '`csv` (a header row, RFC 4180) or `ndjson`. Default: csv.' }),
+});
+
+/** `limit`, `cursor` and `state` of a receipts list. */
+export const ReceiptQuery = ListQuery.extend({
+  state: z.enum(RECIPIENT_STATES).optional().meta({ description: 'Only receipts in this state.' }),
 });
 
 const CONTENT_TYPES: Record<ExportFormat, string> = {
@@ -166,23 +173,49 @@ export const subscriberRouteTable = defineRoutes<Deps>(
         res.json(presentNotice(notice, tally));
       },
     },
-    listRoute({
+    {
+      method: 'get',
       path: '/subscriber-notices/:noticeId/recipients',
       scope: 'subscribers:read',
-      operationId: 'listSubscriberNoticeRecipients',
-      summary: "A notice's receipt per subscriber (by subscriber id)",
-      query: ListQuery.extend({ state: z.enum(RECIPIENT_STATES).optional().meta({ description: 'Only this state.' }) }),
-      responses: {
-        200: json(pageSchema(SubscriberReceiptSchema, 'SubscriberReceiptPage'), 'A page of receipts.'),
-        404: problem('not_found'),
-        422: problem('Invalid state.'),
+      doc: {
+        operationId: 'listSubscriberNoticeRecipients',
+        summary: "A notice's receipt per subscriber",
+        query: ReceiptQuery,
+        responses: {
+          200: json(pageSchema(SubscriberReceiptSchema, 'SubscriberReceiptPage'), 'A page of receipts.'),
+          404: problem('not_found'),
+          422: problem('Invalid state.'),
+        },
       },
-      list: (req, d: Deps, page) =>
-        d.subscribers.recipients(pathParam(req, 'noticeId'), queryString(req.query.state) ?? req.query.state, page),
-      present: presentReceipt,
-    }),
+      handle: (req, res, d) =>
+        sendReceipts(req, res, (state, limit, cursor) =>
+          d.subscribers.recipients(pathParam(req, 'noticeId'), state, limit, cursor),
+        ),
+    },
   ],
 );
+
+/**
+ * A page of receipts. Their cursor is the list's own (the store walks its hash, not ids in
+ * order), so only `limit` is read the common way; the envelope is the common one.
+ */
+export async function sendReceipts(
+  req: Request,
+  res: Response,
+  list: (
+    state: unknown,
+    limit: number,
+    cursor: string | null,
+  ) => Promise<{ data: NoticeRecipient[]; next: string | null }>,
+): Promise<void> {
+  const { limit } = parsePageRequest(req.query.limit, undefined);
+  const cursor = req.query.cursor;
+  if (cursor !== undefined && typeof cursor !== 'string')
+    throw new DomainError('invalid_cursor', 'cursor must be a single string.');
+  const state = queryString(req.query.state) ?? req.query.state;
+  const page = await list(state, limit, cursor === undefined || cursor === '' ? null : cursor);
+  res.json({ data: page.data.map(presentReceipt), pagination: { next_cursor: page.next, limit } });
+}
 
 /**
  * Writes the export as it is produced, waiting for the socket to drain after each chunk. Once the
