@@ -377,6 +377,10 @@ describe('confirming', () => {
       const j = await send('/status/subscriptions/confirm', { json: { token } });
       expect(j.status).toBe(404);
       expect(JSON.parse(j.body)).toMatchObject({ code: 'not_found' });
+      const peek = await send(`/status/subscriptions/confirm?token=${encodeURIComponent(token)}`, {
+        accept: 'application/json',
+      });
+      expect(peek.status).toBe(404);
     } finally {
       nowMs -= 49 * 3_600_000;
     }

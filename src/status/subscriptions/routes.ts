@@ -140,6 +140,13 @@ class Answers {
     res.status(status).type('html').send(renderSubscriptionPage(frame, p));
   }
 
+  /** A confirmation link past its 48 h, used, or replaced by a newer one: "subscribe again". */
+  expired(req: Request, res: Response, ctx: Ctx): void {
+    if (ctx.json)
+      return sendProblem(req, res, new DomainError('not_found', 'This link has expired or was used; subscribe again.'));
+    this.html(res, ctx, 404, { kind: 'expired' });
+  }
+
   /** A link that is not (or no longer) valid: the same answer whatever the reason. */
   invalidLink(req: Request, res: Response, ctx: Ctx): void {
     if (ctx.json)
@@ -232,11 +239,11 @@ function confirmRoutes(router: Router, d: SubscriptionRouterDeps, a: Answers): v
     a.route(async (req, res, ctx) => {
       const token = tokenOf(req);
       const state = await d.service.confirmable(token);
+      if (state.result === 'expired') return a.expired(req, res, ctx);
       if (ctx.json) {
         res.json({ status: state.result === 'ok' ? 'pending' : state.result });
         return;
       }
-      if (state.result === 'expired') return a.html(res, ctx, 404, { kind: 'expired' });
       if (state.result === 'already_confirmed')
         return a.html(res, ctx, 200, { kind: 'confirmed', already: true, manageToken: state.manageToken });
       a.html(res, ctx, 200, { kind: 'confirm', token: token ?? '' });
@@ -246,15 +253,7 @@ function confirmRoutes(router: Router, d: SubscriptionRouterDeps, a: Answers): v
     '/confirm',
     a.route(async (req, res, ctx) => {
       const out = await d.service.confirm(tokenOf(req));
-      if (out.result === 'expired') {
-        if (ctx.json)
-          return sendProblem(
-            req,
-            res,
-            new DomainError('not_found', 'This link has expired or was used; subscribe again.'),
-          );
-        return a.html(res, ctx, 404, { kind: 'expired' });
-      }
+      if (out.result === 'expired') return a.expired(req, res, ctx);
       if (ctx.json) {
         res.json({ status: out.result });
         return;
