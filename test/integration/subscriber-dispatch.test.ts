@@ -5,6 +5,18 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Clock } from '../../src/domain/common/clock.js';
 import { parseOutboundAllow } from '../../src/domain/connection/address-policy.js';
 import { createOutboundHttp } from '../../src/delivery/outbound/http.js';
+import { createIdGenerator } from '../../src/domain/common/ids.js';
+import { MaintenanceService } from '../../src/services/maintenances.js';
+import { RedisComponentRepo } from '../../src/store/components.js';
+import { RedisMaintenanceRepo } from '../../src/store/maintenances.js';
+import { RedisPublicIncidentStore } from '../../src/store/public-incidents.js';
+import { RedisSubscriptionMailQueue } from '../../src/store/subscribers.js';
+import { wrapStatusPage } from '../../src/subscribers/notifying-status-page.js';
+import { SubscriberNoticeOpener } from '../../src/subscribers/opener.js';
+import { SubscriptionMailSender } from '../../src/subscribers/tx-mail.js';
+import { challengePayload } from '../../src/subscribers/payload.js';
+import { renderAlreadySubscribedMail, renderConfirmMail } from '../../src/subscribers/mail.js';
+import { startHttpSink, type HttpSink } from '../support/peers/http-sink.js';
 import type { Recipient, Subscriber, SubscriberNotice, SubscriberState } from '../../src/ports/subscribers.js';
 import { createSecretBox } from '../../src/store/crypto.js';
 import { createKeys, type Keys } from '../../src/store/keys.js';
@@ -121,7 +133,56 @@ async function world() {
     expect(await notices.open(notice)).toBe(true);
     return notice;
   };
-  return { keys, ids, tokens, subscribers, notices, clock, dispatcher, add, open };
+  /** Claims the page: a status_page connection with this title and public_url. */
+  const claimPage = async () => {
+    await t.redis.set(keys.statusPage(), 'con_status');
+    await t.redis.set(
+      keys.connection('con_status'),
+      JSON.stringify({
+        id: 'con_status',
+        name: 'Status page',
+        type: 'status_page',
+        enabled: true,
+        config: { title: 'Acme Status', public_url: PUBLIC_URL, locale: 'en' },
+        secrets: {},
+        rate_limit_per_minute: null,
+        health: { state: 'ok', consecutive_failures: 0, last_error: null, disabled_reason: null },
+        last_test: null,
+        created_at: '2026-11-27T10:00:00.000Z',
+        updated_at: '2026-11-27T10:00:00.000Z',
+        rev: 1,
+      }),
+    );
+  };
+  const opener = new SubscriberNoticeOpener({ redis: t.redis, keys, notices, clock });
+  const txMail = (webhookHttp = http) => {
+    const relay = createRelay({
+      url: `smtp://${smtp.host}:${smtp.port}`,
+      pool: 1,
+      rate: 100,
+      pacer: new RedisPacer(t.redis, keys),
+    });
+    relays.push(relay);
+    return new SubscriptionMailSender({
+      queue: new RedisSubscriptionMailQueue(t.redis, keys),
+      subscribers,
+      tokens,
+      relay,
+      from: FROM,
+      webhook: createSubscriberWebhook({ http: webhookHttp }),
+      content: {
+        links: subscriberLinks,
+        confirmMail: renderConfirmMail,
+        alreadySubscribedMail: renderAlreadySubscribedMail,
+        challengePayload,
+      },
+      page: () => Promise.resolve({ title: 'Acme Status', public_url: PUBLIC_URL } as never),
+      clock,
+      randomBytes,
+      log,
+    });
+  };
+  return { keys, ids, tokens, subscribers, notices, clock, dispatcher, add, open, claimPage, opener, txMail };
 }
 
 function noticeOf(id: string, componentIds: string[]): SubscriberNotice {
@@ -343,5 +404,194 @@ describe('the notice dispatcher', () => {
     const [r] = await w.notices.recipients(gone.id, [s.id]);
     expect(r).toMatchObject({ state: 'bounced', error: 'the endpoint answered 410 Gone' });
     expect(await w.subscribers.get(s.id)).toMatchObject({ state: 'bounced' });
+  });
+});
+
+describe('opening notices', () => {
+  const incident = { id: 'inc_01JH3ZK6X2B8V4N0Q7R5T9W1YD', title: 'API errors', severity: 'major' };
+  const origin = (deliveryId: string, kind: 'announcement' | 'correction' | 'retraction') => ({
+    executionId: 'exe_01JH3ZK6X2B8V4N0Q7R5T9W1YE',
+    kind,
+    deliveryId,
+  });
+
+  it('opens one notice per status page write with an origin, and subscribers hear of each', async () => {
+    const w = await world();
+    await w.claimPage();
+    const s = await w.add({ address: `reader-${randomBytes(4).toString('hex')}@example.com` });
+    const page = wrapStatusPage(new RedisPublicIncidentStore(t.redis, w.keys), w.opener);
+
+    await page.publish({
+      incident,
+      origin: origin('dlv_first', 'announcement'),
+      deliveryId: 'dlv_first',
+      status: 'investigating',
+      subject: 'API errors',
+      body: 'We are looking into it.',
+    });
+    // A retried delivery rewrites the same update and opens nothing new.
+    await page.publish({
+      incident,
+      origin: origin('dlv_first', 'announcement'),
+      deliveryId: 'dlv_first',
+      status: 'investigating',
+      subject: 'API errors',
+      body: 'We are looking into it.',
+    });
+    // Without an origin (not a delivery's write), nobody is told.
+    await page.publish({ incident, deliveryId: 'dlv_quiet', status: 'identified', subject: '', body: 'Quiet.' });
+    await page.edit({
+      incident,
+      origin: origin('dlv_fix', 'correction'),
+      updateId: 'dlv_first',
+      subject: 'API errors',
+      body: 'We are looking into failing logins.',
+    });
+    await page.remove({ incidentId: incident.id, origin: origin('dlv_retract', 'retraction'), updateId: 'dlv_first' });
+
+    const opened = await t.redis.zrange(w.keys.subscriberNotices(), '0', '-1');
+    expect(opened.sort()).toEqual(['ntc_dlv_first', 'ntc_dlv_fix', 'ntc_dlv_retract']);
+    expect(await w.notices.get('ntc_dlv_first')).toMatchObject({
+      kind: 'incident_update',
+      execution_id: 'exe_01JH3ZK6X2B8V4N0Q7R5T9W1YE',
+      page: { title: 'Acme Status', public_url: PUBLIC_URL },
+      incident: { id: incident.id, name: 'API errors', impact: 'major', status: 'investigating' },
+      update: { id: 'dlv_first', body: 'We are looking into it.' },
+    });
+    expect(await w.notices.get('ntc_dlv_fix')).toMatchObject({
+      kind: 'incident_correction',
+      update: { id: 'dlv_first', body: 'We are looking into failing logins.' },
+    });
+    // The retraction tells what was removed, in its last words, though the store no longer has it.
+    expect(await w.notices.get('ntc_dlv_retract')).toMatchObject({
+      kind: 'incident_retraction',
+      update: { id: 'dlv_first', body: 'We are looking into failing logins.' },
+    });
+    const left = await new RedisPublicIncidentStore(t.redis, w.keys).read(incident.id);
+    expect(left.record?.updates.map((u) => u.id)).toEqual(['dlv_quiet']);
+
+    await drain(w.dispatcher());
+    const got = to(s.address);
+    expect(got.map((m) => m.messageId).sort()).toEqual(
+      ['ntc_dlv_first', 'ntc_dlv_fix', 'ntc_dlv_retract'].map((id) => noticeMessageId(id, s.id)).sort(),
+    );
+    expect(got.every((m) => m.subject.includes('Acme Status'))).toBe(true);
+  });
+
+  it('opens a notice for each published maintenance update, and a failure to open does not fail the write', async () => {
+    const w = await world();
+    await w.claimPage();
+    const repo = new RedisMaintenanceRepo(t.redis, w.keys);
+    const base = {
+      repo,
+      components: new RedisComponentRepo(t.redis, w.keys),
+      clock: w.clock,
+      ids: createIdGenerator(),
+    };
+    const service = new MaintenanceService({ ...base, notices: w.opener });
+    const actor = { type: 'api_key' as const, id: 'key_01JH3ZK6X2B8V4N0Q7R5T9W1YD', name: 'ops' };
+    const m = await service.create(
+      {
+        title: 'Database upgrade',
+        body: 'The API may answer slowly.',
+        scheduled_for: new Date(Date.now() + 3_600_000).toISOString(),
+        scheduled_until: new Date(Date.now() + 7_200_000).toISOString(),
+      },
+      actor,
+    );
+    const updated = await service.addUpdate(m.id, { status: 'in_progress', body: 'Started.' }, actor);
+    const u = updated.updates[0]!;
+    expect(await w.notices.get(`ntc_${m.id}_${m.id}`)).toMatchObject({
+      kind: 'maintenance',
+      execution_id: null,
+      incident: null,
+      maintenance: {
+        id: m.id,
+        name: 'Database upgrade',
+        status: 'scheduled',
+        url: `${PUBLIC_URL}/maintenances/${m.id}`,
+      },
+      update: { id: m.id, body: 'The API may answer slowly.' },
+    });
+    expect(await w.notices.get(`ntc_${m.id}_${u.id}`)).toMatchObject({
+      maintenance: { status: 'in_progress' },
+      update: { id: u.id, body: 'Started.', status: 'in_progress' },
+    });
+
+    const troubles: string[] = [];
+    const failing = new MaintenanceService({
+      ...base,
+      notices: {
+        incidentWritten: () => Promise.reject(new Error('not used')),
+        maintenanceNotice: () => Promise.reject(new Error('Redis is away')),
+      },
+      onError: (what) => void troubles.push(what),
+    });
+    const again = await failing.addUpdate(m.id, { body: 'Half way.' }, actor);
+    expect(again.updates).toHaveLength(2);
+    expect((await repo.get(m.id))?.updates).toHaveLength(2);
+    expect(troubles).toEqual([`subscriber notice of maintenance ${m.id}`]);
+  });
+});
+
+describe('subscription mail', () => {
+  let echo: HttpSink;
+  beforeAll(async () => {
+    // A webhook endpoint that answers its challenge (echoing the string), and one that does not.
+    echo = await startHttpSink({
+      respond: (req) =>
+        req.path.startsWith('/good')
+          ? { status: 200, body: { challenge: (req.body as { challenge?: string }).challenge } }
+          : { status: 200, body: 'ok' },
+    });
+  });
+  afterAll(() => echo.close());
+
+  it('mails a confirmation link only while the record is pending with that nonce', async () => {
+    const w = await world();
+    const s = await w.add({
+      address: `new-${randomBytes(4).toString('hex')}@example.com`,
+      state: 'pending',
+      confirm: { nonce: 'nonce-2', expires_at: new Date(Date.now() + 3_600_000).toISOString() },
+    });
+    const queue = new RedisSubscriptionMailQueue(t.redis, w.keys);
+    await queue.enqueue({ kind: 'confirm', subscriberId: s.id, nonce: 'nonce-1' }, Date.now());
+    await queue.enqueue({ kind: 'confirm', subscriberId: s.id, nonce: 'nonce-2' }, Date.now());
+    await queue.enqueue({ kind: 'already_subscribed', subscriberId: s.id, nonce: null }, Date.now());
+    const sender = w.txMail();
+    while ((await sender.runDue()) > 0);
+
+    const got = to(s.address);
+    expect(got).toHaveLength(1);
+    const link = /https:\/\/status\.acme\.test\/status\/subscriptions\/confirm\?token=([^\s"<>]+)/.exec(got[0]!.text);
+    expect(link).not.toBeNull();
+    expect(w.tokens.verify(decodeURIComponent(link![1]!), Date.now())).toMatchObject({
+      purpose: 'confirm',
+      subscriberId: s.id,
+      nonce: 'nonce-2',
+    });
+  });
+
+  it('confirms a webhook that echoes its challenge, and leaves one that does not pending', async () => {
+    const w = await world();
+    const http = createOutboundHttp(parseOutboundAllow(['127.0.0.1/32']));
+    const pending = { state: 'pending' as const, webhook_secret: HOOK_SECRET };
+    const confirm = (nonce: string) => ({ nonce, expires_at: new Date(Date.now() + 3_600_000).toISOString() });
+    const good = await w.add({ kind: 'webhook', address: `${echo.url}/good`, ...pending, confirm: confirm('g') });
+    const mute = await w.add({ kind: 'webhook', address: `${echo.url}/mute`, ...pending, confirm: confirm('m') });
+    const queue = new RedisSubscriptionMailQueue(t.redis, w.keys);
+    await queue.enqueue({ kind: 'webhook_challenge', subscriberId: good.id, nonce: 'g' }, Date.now());
+    await queue.enqueue({ kind: 'webhook_challenge', subscriberId: mute.id, nonce: 'm' }, Date.now());
+    const sender = w.txMail(http);
+    while ((await sender.runDue()) > 0);
+
+    expect(await w.subscribers.get(good.id)).toMatchObject({ state: 'confirmed', confirm: null, rev: 2 });
+    expect(await w.subscribers.get(mute.id)).toMatchObject({ state: 'pending', rev: 1 });
+    const req = echo.requests.find((r) => r.path === '/good')!;
+    expect((req.body as { type: string }).type).toBe('subscription.challenge');
+    const headers = Object.fromEntries(
+      ['webhook-id', 'webhook-timestamp', 'webhook-signature'].map((h) => [h, String(req.headers[h])]),
+    );
+    expect(() => new Webhook(HOOK_SECRET).verify(req.rawBody, headers)).not.toThrow();
   });
 });
