@@ -221,15 +221,15 @@ export function relayFailure(e: unknown, recipient: string): SendOutcome {
 const commandName = (command: string): string => (command.trim().split(/[\s:]/)[0] ?? '').toUpperCase();
 
 /**
- * The relay's reply without the recipient: the address itself (any case), anything that looks
- * like an address, then clipped.
+ * The relay's reply without the recipient: anything that looks like an address, the address
+ * itself (any case), then clipped.
  */
 export function scrub(reply: string, recipient: string): string {
-  let out = reply;
-  if (recipient !== '') out = out.split(recipient).join('<recipient>');
-  out = out
-    .replace(/<?[^\s<>@"]+@[^\s<>"]+>?/g, '<recipient>')
-    .replace(/\s+/g, ' ')
-    .trim();
+  let out = reply.replace(/<?[^\s<>@"]+@[^\s<>"]+>?/g, '<recipient>');
+  // A relay may quote it in a shape the pattern misses: the exact text too, in any case.
+  if (recipient !== '') out = out.replace(new RegExp(escapeRegExp(recipient), 'gi'), '<recipient>');
+  out = out.replace(/\s+/g, ' ').trim();
   return out.length > 200 ? `${out.slice(0, 199)}…` : out;
 }
+
+const escapeRegExp = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
