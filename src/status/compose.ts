@@ -12,10 +12,15 @@ export function composeStatusSite(parts: {
   keys: Keys;
   clock: Clock;
   log: Logger;
-  /** HERALD_SMTP_URL is set: the index page offers e-mail subscriptions. */
-  emailSubscriptions?: boolean;
+  /** With HERALD_SMTP_URL set, the index page offers e-mail subscriptions. */
+  config?: { HERALD_SMTP_URL?: string | undefined };
 }): StatusSite {
   const log = parts.log.child({ component: 'status-page' });
   const source = createRedisSnapshotSource({ ...parts, log, loaders: REDIS_STATUS_LOADERS });
-  return createStatusSite({ source, clock: parts.clock, log, emailSubscriptions: parts.emailSubscriptions });
+  return createStatusSite({
+    source,
+    clock: parts.clock,
+    log,
+    emailSubscriptions: parts.config?.HERALD_SMTP_URL !== undefined,
+  });
 }
