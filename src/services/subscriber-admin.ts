@@ -413,11 +413,9 @@ export class SubscriberAdminService {
       const noticeId = ids[notice]!;
       const r = await this.d.notices.listRecipients(noticeId, { state: s, cursor: after, limit: limit - data.length });
       data.push(...r.items.map((item) => ({ ...item, notice_id: noticeId })));
-      if (r.next !== null) {
-        after = r.next;
-        if (data.length >= limit) return { data, next: encodeReceiptCursor(notice, after) };
-        continue;
-      }
+      // A page may come back short (the store visits a bounded part of its hash per call): one
+      // call per notice keeps the request bounded, and the cursor goes on from there.
+      if (r.next !== null) return { data, next: encodeReceiptCursor(notice, r.next) };
       notice++;
       after = null;
       if (data.length >= limit) return { data, next: notice < ids.length ? encodeReceiptCursor(notice, null) : null };
