@@ -24,7 +24,7 @@ import { executionRoutes } from '../http/routes/executions.js';
 import { incidentRoutes } from '../http/routes/incidents.js';
 import { openApiRoutes } from '../http/routes/openapi.js';
 import { templateRoutes } from '../http/routes/templates.js';
-import { createHttpApp, type Readiness } from '../http/server.js';
+import { createHttpApp, type Readiness, type ServerDeps } from '../http/server.js';
 import type { ChannelSenders, SecretBox } from '../ports/index.js';
 import type { SlackEdge } from '../slack/app.js';
 import { RedisAnnouncementRepo } from '../store/announcements.js';
@@ -68,6 +68,8 @@ import { eventEndpointRoutes } from '../http/routes/event-endpoints.js';
 import type { EventEndpointService } from '../services/events.js';
 import { checkRedis, openSecretBox, outboundAllow } from './startup-checks.js';
 import { composeStatusSite } from '../status/compose.js';
+import { composeSubscribers, type SubscriberParts } from './subscribers.js';
+import { subscriberRoutes } from '../http/routes/subscribers.js';
 
 export { openCore, StartupError, type Core } from './cli.js';
 export type { Services } from './services.js';
@@ -113,8 +115,8 @@ export async function createHerald(opts: HeraldOptions): Promise<Herald> {
     const redisFacts = await checkRedis(redis, log);
     const keys = createKeys(config.HERALD_KEY_PREFIX);
     const parts: RedisParts = { config, redisUrl: opts.redisUrl, redis, keys, log, clock };
-    const { services, worker, events, registry, box, reminderNotifier, approvalNotifier, integratorEvents } =
-      await composeServices(opts, parts, opened);
+    const composed = await composeServices(opts, parts, opened);
+    const { services, worker, registry, box, integratorEvents, subscribers } = composed;
     const edge: EdgeDeps = {
       keys: services.apiKeys,
       limiter: new RedisRateLimiter(redis, keys, {
@@ -131,11 +133,9 @@ export async function createHerald(opts: HeraldOptions): Promise<Herald> {
       registry,
       metricsToken: config.HERALD_METRICS_TOKEN,
       readiness: readinessOf(redis),
-      api: v1Routes(edge, services, integratorEvents.service),
+      api: v1Routes(edge, services, integratorEvents.service, subscribers),
       trustProxy: config.HERALD_TRUST_PROXY,
-      ...(status
-        ? { statusPage: { handler: (base: string) => status.handler(base), host: config.HERALD_STATUS_HOST } }
-        : {}),
+      ...(status ? { statusPage: statusPageMount(status, config, subscribers) } : {}),
     });
     const slack = await slackEdge(config, plan, log, clock, app, {
       services,
@@ -145,21 +145,12 @@ export async function createHerald(opts: HeraldOptions): Promise<Herald> {
       approvalMessages: new RedisApprovalMessageLog(redis, keys),
     });
     if (slack) opened.push(() => slack.stop());
-    // Its reminders go to the Slack announcement's thread when Slack is on (a worker has the bot token).
-    reminderNotifier.attach(slack?.announcer ?? null);
-    // Approvers hear of approvals in Slack (DMs and the announcement's thread) when Slack is on.
-    approvalNotifier.attach(slack?.approvals ?? null);
-    // The Slack admins hear of an event endpoint Herald disabled (a worker has the bot token).
-    integratorEvents.attachAdmins(slack?.admins ?? null);
-    if (slack) {
-      // The announcement follows its incident, and its receipts every delivery change, in whichever process made it.
-      events.incidentChanged.on((incident, kind) => slack.announcer.incidentChanged(incident, kind));
-      events.deliveryChanged.on((d) => slack.announcer.deliveryChanged(d));
-    }
+    attachSlack(slack, composed);
     finish();
     if (opts.worker ?? plan.runWorker) {
       worker.start({ reminders: plan.runReminders });
       integratorEvents.start();
+      subscribers.start();
     }
     if (slack?.mode === 'socket' && plan.receiveSlack) {
       slack.start().catch((err: unknown) => log.error({ err }, 'Slack Socket Mode could not connect'));
@@ -188,6 +179,34 @@ export async function createHerald(opts: HeraldOptions): Promise<Herald> {
   }
 }
 
+/** What tells people through Slack, once the Slack edge exists (or null: Slack is off, the log only). */
+function attachSlack(slack: SlackEdge | null, c: Composed): void {
+  // Its reminders go to the Slack announcement's thread when Slack is on (a worker has the bot token).
+  c.reminderNotifier.attach(slack?.announcer ?? null);
+  // Approvers hear of approvals in Slack (DMs and the announcement's thread) when Slack is on.
+  c.approvalNotifier.attach(slack?.approvals ?? null);
+  // The Slack admins hear of an event endpoint Herald disabled (a worker has the bot token).
+  c.integratorEvents.attachAdmins(slack?.admins ?? null);
+  if (slack) {
+    // The announcement follows its incident, and its receipts every delivery change, in whichever process made it.
+    c.events.incidentChanged.on((incident, kind) => slack.announcer.incidentChanged(incident, kind));
+    c.events.deliveryChanged.on((d) => slack.announcer.deliveryChanged(d));
+  }
+}
+
+/** The public page and its subscriptions, at /status or on HERALD_STATUS_HOST. */
+function statusPageMount(
+  status: ReturnType<typeof composeStatusSite>,
+  config: Config,
+  subscribers: SubscriberParts,
+): NonNullable<ServerDeps['statusPage']> {
+  return {
+    handler: (base: string) => status.handler(base),
+    host: config.HERALD_STATUS_HOST,
+    subscriptions: subscribers.router,
+  };
+}
+
 /** Closes of what start-up opened, in the order it opened them. */
 type Closers = (() => Promise<void>)[];
 
@@ -206,15 +225,8 @@ interface HeraldEvents {
   deliveryChanged: Topic<[Delivery]>;
 }
 
-/**
- * The services over their Redis adapters and the delivery machinery (buildServices), the worker
- * that may run them, and the topics the edges subscribe to.
- */
-async function composeServices(
-  opts: HeraldOptions,
-  parts: RedisParts,
-  opened: Closers,
-): Promise<{
+/** What composeServices builds. */
+interface Composed {
   services: Services;
   worker: DeliveryWorker;
   events: HeraldEvents;
@@ -226,7 +238,15 @@ async function composeServices(
   approvalNotifier: LateApprovalNotifier;
   /** Events for integrators: the endpoint service and the worker's dispatcher. */
   integratorEvents: EventParts;
-}> {
+  /** The status page's subscribers: their pages, admin service and the worker's sending loops. */
+  subscribers: SubscriberParts;
+}
+
+/**
+ * The services over their Redis adapters and the delivery machinery (buildServices), the worker
+ * that may run them, and the topics the edges subscribe to.
+ */
+async function composeServices(opts: HeraldOptions, parts: RedisParts, opened: Closers): Promise<Composed> {
   const { config, log, redis, keys, clock } = parts;
   const box = await openSecretBox(config, redis, keys, log);
   const events: HeraldEvents = {
@@ -234,7 +254,10 @@ async function composeServices(
     deliveryChanged: new Topic<[Delivery]>('delivery change', log),
   };
   const allow = outboundAllow(config.HERALD_OUTBOUND_ALLOW);
-  const channels = await composeChannels(config, allow, clock, statusPageStore(parts));
+  // Before the channels: the status page's writes open the notices its subscribers are sent.
+  const subscribers = await composeSubscribers({ config, redis, keys, log, clock, box, allow });
+  opened.push(() => subscribers.close());
+  const channels = await composeChannels(config, allow, clock, subscribers.wrapStatusPage(statusPageStore(parts)));
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'herald_' });
   const store = openDeliveryStore(parts, registry);
@@ -262,23 +285,14 @@ async function composeServices(
     slackAdmins: config.HERALD_SLACK_ADMINS,
     approvals: { leaseMs: APPROVAL_LEASE_MS, notifier: approvalNotifier },
     defaultAudiences: config.HERALD_DEFAULT_AUDIENCES,
+    subscriberNotices: subscribers.notices,
     reminders: {
       schedule: new RedisReminderSchedule(redis, keys),
       repeatMs: config.HERALD_REMINDER_REPEAT,
       leaseMs: REMINDER_LEASE_MS,
       notifier: reminderNotifier,
     },
-    notices: {
-      incidentChanged: (incident, kind) => void events.incidentChanged.emit(incident, kind),
-      deliveryChanged: (d) => void events.deliveryChanged.emit(d),
-      attempt: store.metrics.attempt,
-      deliveryTrouble: (what, err) =>
-        log.warn({ err: err instanceof Error ? err.message : String(err) }, `delivery bookkeeping failed: ${what}`),
-      executeTrouble: (what, err) =>
-        log.error({ err: err instanceof Error ? err.message : String(err) }, `execute: ${what}`),
-      reminderTrouble: (what, err) =>
-        log.warn({ err: err instanceof Error ? err.message : String(err) }, `update reminder failed: ${what}`),
-    },
+    notices: serviceNotices(events, store.metrics.attempt, log),
   });
   const worker = deliveryWorker({
     ...parts,
@@ -290,7 +304,25 @@ async function composeServices(
   opened.push(() => worker.close());
   const integratorEvents = composeEvents({ ...parts, box, allow });
   opened.push(() => integratorEvents.close());
-  return { services, worker, events, registry, box, reminderNotifier, approvalNotifier, integratorEvents };
+  const composed = { services, worker, events, registry, box, reminderNotifier, approvalNotifier };
+  return { ...composed, integratorEvents, subscribers };
+}
+
+/** What the services tell the rest of the process: the topics, the metrics, the log. */
+function serviceNotices(
+  events: HeraldEvents,
+  attempt: ServicePorts['notices']['attempt'],
+  log: Logger,
+): ServicePorts['notices'] {
+  const message = (err: unknown) => (err instanceof Error ? err.message : String(err));
+  return {
+    incidentChanged: (incident, kind) => void events.incidentChanged.emit(incident, kind),
+    deliveryChanged: (d) => void events.deliveryChanged.emit(d),
+    attempt,
+    deliveryTrouble: (what, err) => log.warn({ err: message(err) }, `delivery bookkeeping failed: ${what}`),
+    executeTrouble: (what, err) => log.error({ err: message(err) }, `execute: ${what}`),
+    reminderTrouble: (what, err) => log.warn({ err: message(err) }, `update reminder failed: ${what}`),
+  };
 }
 
 /** The Redis repositories the services are built over (the executions' come with the delivery store). */
@@ -312,7 +344,12 @@ function redisRepos(parts: RedisParts, executions: ServicePorts['repos']['execut
 }
 
 /** /v1: every resource's routes and the OpenAPI document, straight on the app (see mountRoutes). */
-function v1Routes(edge: EdgeDeps, services: Services, events: EventEndpointService): (app: Router) => void {
+function v1Routes(
+  edge: EdgeDeps,
+  services: Services,
+  events: EventEndpointService,
+  subscribers: SubscriberParts,
+): (app: Router) => void {
   return (app) => {
     eventEndpointRoutes({ ...edge, events, nowMs: Date.now }, app, '/v1');
     incidentRoutes({ ...edge, incidents: services.incidents }, app, '/v1');
@@ -321,7 +358,12 @@ function v1Routes(edge: EdgeDeps, services: Services, events: EventEndpointServi
     audienceRoutes({ ...edge, audiences: services.audiences }, app, '/v1');
     componentRoutes({ ...edge, components: services.components }, app, '/v1');
     maintenanceRoutes({ ...edge, maintenances: services.maintenances }, app, '/v1');
-    executionRoutes({ ...edge, executions: services.executions, approvals: services.approvals }, app, '/v1');
+    executionRoutes(
+      { ...edge, executions: services.executions, approvals: services.approvals, subscribers: subscribers.admin },
+      app,
+      '/v1',
+    );
+    subscriberRoutes({ ...edge, subscribers: subscribers.admin }, app, '/v1');
     openApiRoutes(edge, app, '/v1');
   };
 }

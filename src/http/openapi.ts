@@ -15,6 +15,7 @@ import { executionRouteTable } from './routes/executions.js';
 import { incidentRouteTable } from './routes/incidents.js';
 import { templateRouteTable } from './routes/templates.js';
 import { eventEndpointRouteTable, registerEventWebhooks } from './routes/event-endpoints.js';
+import { subscriberRouteTable } from './routes/subscribers.js';
 
 /**
  * The OpenAPI 3.1 document, generated from the route tables that mount the API and the same zod
@@ -32,6 +33,7 @@ const TABLES: readonly RouteTable<never>[] = [
   componentRouteTable,
   maintenanceRouteTable,
   eventEndpointRouteTable,
+  subscriberRouteTable,
 ];
 
 const common = {

@@ -33,7 +33,15 @@ export interface ServerDeps {
    * nothing else is served. Mounted ahead of everything but the edge: no deadline, no body
    * parser, no auth, and an API request passes it with one path test.
    */
-  statusPage?: { handler(base: string): RequestHandler; host: string | undefined };
+  statusPage?: {
+    handler(base: string): RequestHandler;
+    host: string | undefined;
+    /**
+     * The page's subscriptions (subscribe, confirm, manage, unsubscribe: src/status/subscriptions/),
+     * mounted at `<page>/subscriptions` ahead of the page; absent when subscriptions are off.
+     */
+    subscriptions?: RequestHandler;
+  };
 }
 
 /**
@@ -99,15 +107,20 @@ export function createHttpApp(deps: ServerDeps): { app: Express; finish: () => v
  * page is at /status.
  */
 function mountStatusPage(app: Express, page: NonNullable<ServerDeps['statusPage']>): void {
+  const subscriptions = page.subscriptions;
   if (page.host === undefined) {
+    if (subscriptions) app.use('/status/subscriptions', subscriptions);
     app.use('/status', page.handler('/status'));
     return;
   }
   const host = page.host;
   const own = page.handler('');
+  const ownSubscriptions = subscriptions ? express.Router().use('/subscriptions', subscriptions) : null;
   app.use((req, res, next) => {
-    if (req.hostname.toLowerCase() === host) own(req, res, next);
-    else next();
+    if (req.hostname.toLowerCase() !== host) return next();
+    // The page's own 404 answers whatever the subscriptions do not.
+    if (ownSubscriptions) ownSubscriptions(req, res, () => own(req, res, next));
+    else own(req, res, next);
   });
 }
 

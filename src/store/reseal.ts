@@ -3,11 +3,13 @@ import type { SecretBox } from '../ports/index.js';
 import type { Keys } from './keys.js';
 import { secretCheckKey } from './secret-key.js';
 import { luaScript, runScript } from './scripts.js';
+import { resealSubscribers } from './subscribers.js';
 
 /**
  * `herald secrets reseal`: every value sealed with HERALD_SECRET_KEY_PREVIOUS is sealed again with
  * HERALD_SECRET_KEY — connection secrets, event endpoints' signing secrets, stored idempotent
- * responses and the key check value.
+ * responses, the subscriber key with subscribers' addresses and webhook secrets, and the key
+ * check value.
  * Safe while Herald runs: each record is replaced only if it is still exactly what was read
  * (compare-and-set in one script, keeping its TTL); a record changed meanwhile is read again.
  * Running it twice changes nothing the second time.
@@ -79,6 +81,11 @@ export async function resealAll(redis: Redis | Cluster, keys: Keys, box: SecretB
     report.checked++;
     await one(key, (r) => resealStoredResponse(r, box));
   }
+
+  const subscribers = await resealSubscribers(redis, keys, box);
+  report.checked += subscribers.checked;
+  report.resealed += subscribers.resealed;
+  report.unreadable.push(...subscribers.unreadable);
   return report;
 }
 

@@ -101,6 +101,13 @@ describe('rotating HERALD_SECRET_KEY', () => {
     const signingSecret = created.body.signing_secret as string;
     expect(signingSecret).toMatch(/^whsec_/);
     ids.push(created.body.id as string);
+    // A subscriber: its address is sealed too (and the subscriber key, made at start-up).
+    const imported = await first.api('POST', '/v1/subscribers/import', {
+      body: { source: 'rotation', subscribers: [{ email: 'reader@example.com', confirmed: true }] },
+    });
+    expect(imported.status).toBe(200);
+    const listed = await first.api('GET', '/v1/subscribers?email=reader%40example.com');
+    const subscriberId = (listed.body.data as { id: string }[])[0]!.id;
     const before = await openedSecrets(first, ids);
     const adminToken = first.token;
     await stop(first);
@@ -123,7 +130,8 @@ describe('rotating HERALD_SECRET_KEY', () => {
     expect(report.unreadable).toEqual([]);
     // The status page holds no secret: there is nothing of it to reseal.
     const sealed = Object.values(CONNECTION_BODIES).filter((b) => hasSecrets(b.type as ChannelType)).length + 1;
-    expect(report.resealed).toBe(1 + sealed + 1);
+    // The check value, the connections, the stored answer, the subscriber key and the subscriber.
+    expect(report.resealed).toBe(1 + sealed + 1 + 2);
     expect(report.checked).toBeGreaterThanOrEqual(report.resealed);
     // A second run, through the CLI as an operator runs it, finds nothing left to do.
     const cli = await runEntry(
@@ -152,6 +160,8 @@ describe('rotating HERALD_SECRET_KEY', () => {
       token: adminToken,
     });
     expect(again.body.signing_secret).toBe(signingSecret);
+    const subscriber = await third.api('GET', `/v1/subscribers/${subscriberId}`, { token: adminToken });
+    expect(subscriber.body).toMatchObject({ id: subscriberId, address: 'reader@example.com' });
     await stop(third);
 
     // 5. A key that sealed nothing here is refused at start-up, and reseal refuses it too.

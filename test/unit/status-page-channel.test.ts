@@ -32,6 +32,7 @@ describe('status_page config', () => {
       locale: 'en',
       support_url: null,
       frame_ancestors: [],
+      subscriber_templates: null,
     });
   });
 
