@@ -20,6 +20,10 @@ import { startHttpSink, type HttpSink } from '../support/peers/http-sink.js';
 import type { Recipient, Subscriber, SubscriberNotice, SubscriberState } from '../../src/ports/subscribers.js';
 import { createSecretBox } from '../../src/store/crypto.js';
 import { createKeys, type Keys } from '../../src/store/keys.js';
+import { loadConfig } from '../../src/config.js';
+import { composeSubscribers } from '../../src/composition/subscribers.js';
+import { systemClock } from '../../src/domain/common/clock.js';
+import { waitFor } from '../support/wait.js';
 import { RedisPacer } from '../../src/store/pacing.js';
 import { openSubscriberKey } from '../../src/store/subscriber-key.js';
 import { RedisNoticeRepo, RedisSubscriberRepo } from '../../src/store/subscribers.js';
@@ -593,5 +597,46 @@ describe('subscription mail', () => {
       ['webhook-id', 'webhook-timestamp', 'webhook-signature'].map((h) => [h, String(req.headers[h])]),
     );
     expect(() => new Webhook(HOOK_SECRET).verify(req.rawBody, headers)).not.toThrow();
+  });
+});
+
+describe('composeSubscribers', () => {
+  it('wires the worker: a status page write reaches a confirmed subscriber through HERALD_SMTP_URL', async () => {
+    const w = await world();
+    await w.claimPage();
+    const s = await w.add({ address: `wired-${randomBytes(4).toString('hex')}@example.com` });
+    const config = loadConfig({
+      HERALD_SECRET_KEY: randomBytes(32).toString('base64'),
+      HERALD_SMTP_URL: `smtp://${smtp.host}:${smtp.port}`,
+      HERALD_SMTP_FROM: FROM,
+      HERALD_SMTP_POOL: '2',
+    });
+    const parts = await composeSubscribers({
+      config,
+      redis: t.redis,
+      keys: w.keys,
+      log,
+      clock: systemClock,
+      box,
+      allow: parseOutboundAllow(['127.0.0.1/32']),
+    });
+    try {
+      parts.start();
+      const page = parts.wrapStatusPage(new RedisPublicIncidentStore(t.redis, w.keys));
+      await page.publish({
+        incident: { id: 'inc_01JH3ZK6X2B8V4N0Q7R5T9W1YF', title: 'Slow pages', severity: 'minor' },
+        origin: { executionId: 'exe_01JH3ZK6X2B8V4N0Q7R5T9W1YG', kind: 'announcement', deliveryId: 'dlv_wired' },
+        deliveryId: 'dlv_wired',
+        status: 'investigating',
+        subject: 'Slow pages',
+        body: 'Pages load slowly.',
+      });
+      const [mail] = await waitFor(() => to(s.address).length > 0 && to(s.address), { what: 'the wired mail' });
+      expect(mail!.messageId).toBe(noticeMessageId('ntc_dlv_wired', s.id));
+      expect(mail!.subject).toContain('Slow pages');
+      await waitFor(async () => (await w.notices.tally('ntc_dlv_wired')).complete, { what: 'the tally' });
+    } finally {
+      await parts.close();
+    }
   });
 });
