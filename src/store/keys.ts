@@ -137,17 +137,19 @@ export function createKeys(prefix: string) {
     subscriberKey: () => `${t}:sub-key`,
     /** Subscribers, bucketed by id (src/store/subscribers.ts: SUBSCRIBER_BUCKETS): hash id → packed record. */
     subscriberBucket: (bucket: number) => `${t}:subs:${bucket}`,
-    /** Hash, field `n` per state: how many subscribers are in it. */
+    /** Hash, a field per state name (pending, confirmed, unsubscribed, bounced): how many subscribers are in it. */
     subscriberCounts: () => `${t}:subs-count`,
     /** Unsubscribed or unconfirmed subscribers to erase, score = when (ms). */
     subscribersExpiring: () => `${t}:subs-expire`,
     /** A notice to subscribers (JSON): what one public update, correction, retraction or maintenance notice says. */
     subscriberNotice: (id: string) => `${t}:ntc:${id}`,
+    /** The notices an execution's status page deliveries opened (a set of ids: its receipts' tally). */
+    subscriberExecutionNotices: (executionId: string) => `${t}:exe:${executionId}:ntcs`,
     /** A notice's tally: hash of counts per recipient state. */
     subscriberNoticeTally: (id: string) => `${t}:ntc:${id}:tally`,
     /** A notice's recipients: hash subscriber id → packed recipient state. */
     subscriberNoticeRecipients: (id: string) => `${t}:ntc:${id}:rcpt`,
-    /** Notices, score-0 sorted set of ids (ULID-ordered), paged BYLEX; trimmed past retention. */
+    /** Notices not complete yet (score 0); a completed one leaves it, and its keys expire a retention later. */
     subscriberNotices: () => `${t}:ntcs`,
     /** The outbox of notice work: `<notice id>|<bucket>` and `<notice id>|r|<subscriber id>` (a retry), score = due (ms); a claim moves it a lease ahead. */
     subscriberWork: () => `${t}:ntc-work`,

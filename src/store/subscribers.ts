@@ -719,7 +719,7 @@ export class RedisNoticeRepo implements NoticeRepo {
  * the notice key with an `exe:` part no notice id (`ntc_…`) can take.
  */
 export function executionNoticesKey(keys: Keys, executionId: string): string {
-  return keys.subscriberNotice(`exe:${executionId}`);
+  return keys.subscriberExecutionNotices(executionId);
 }
 
 function workMember(w: NoticeWork): string {
