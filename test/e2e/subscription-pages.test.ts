@@ -273,6 +273,14 @@ describe('subscribing', () => {
     expect((await subscribe({ email: freshEmail() })).status).toBe(200);
   });
 
+  it('counts an IPv6 client by its /64 (a host may take any address of its network)', async () => {
+    const net = `2001:db8:${(++ipSeq).toString(16)}:1`;
+    for (let i = 0; i < 10; i++)
+      expect((await subscribe({ email: freshEmail() }, `${net}::${i + 1}`)).status).toBe(200);
+    expect((await subscribe({ email: freshEmail() }, `${net}:ffff::abcd`)).status).toBe(429);
+    expect((await subscribe({ email: freshEmail() }, `2001:db8:${(++ipSeq).toString(16)}:2::1`)).status).toBe(200);
+  });
+
   it('the honeypot: a filled `website` gets the same answer and nothing happens', async () => {
     const email = freshEmail();
     const human = await subscribe({ email: freshEmail(), website: '' });

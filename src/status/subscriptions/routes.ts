@@ -1,4 +1,5 @@
 import express, { Router, type NextFunction, type Request, type Response } from 'express';
+import ipaddr from 'ipaddr.js';
 import type { Logger } from 'pino';
 import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import { DomainError } from '../../domain/common/errors.js';
@@ -64,7 +65,7 @@ export function createSubscriptionThrottle(redis: Redis, keys: Keys): Subscripti
   return {
     async ip(client) {
       try {
-        await ip.consume(client);
+        await ip.consume(ipKey(client));
         return { ok: true };
       } catch (e) {
         // The library rejects with a RateLimiterRes when the limit is hit, and with an Error otherwise.
@@ -82,6 +83,18 @@ export function createSubscriptionThrottle(redis: Redis, keys: Keys): Subscripti
       }
     },
   };
+}
+
+/**
+ * The throttle's key for a client IP: an IPv4 address as it is, an IPv6 one by its /64 (one
+ * customer's network, where one host may take any of 2^64 addresses at will).
+ */
+export function ipKey(ip: string): string {
+  if (!ipaddr.isValid(ip)) return ip;
+  const a = ipaddr.process(ip);
+  if (a.kind() === 'ipv4') return a.toString();
+  const parts = (a as ipaddr.IPv6).parts.slice(0, 4);
+  return `${parts.map((p) => p.toString(16)).join(':')}::/64`;
 }
 
 interface Frame {
