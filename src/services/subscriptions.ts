@@ -151,11 +151,11 @@ export class SubscriptionService {
   ): Promise<void> {
     const id = this.d.ids.idOf(kind, address);
     const first = await this.d.repo.get(id);
-    if (first?.state === 'bounced') return;
-    if (kind === 'webhook' && first?.state === 'confirmed') return;
     // Asked before the change: a throttled request must not replace a pending link's nonce
-    // (the mail already sent would stop working while no new one goes out).
-    if (!(await this.d.throttle.address(id))) return;
+    // (the mail already sent would stop working while no new one goes out). Asked whatever the
+    // state, so a bounced address costs the request the same steps as any other.
+    const mayMail = await this.d.throttle.address(id);
+    if (!mayMail || first?.state === 'bounced' || (kind === 'webhook' && first?.state === 'confirmed')) return;
     const mail = await retryOnConflict<SubscriptionMail | null>(
       async (): Promise<Attempt<SubscriptionMail | null>> => {
         const cur = await this.d.repo.get(id);
