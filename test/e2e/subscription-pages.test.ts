@@ -43,8 +43,9 @@ const queued: SubscriptionMail[] = [];
 const servers: Server[] = [];
 let url = '';
 let offUrl = '';
+let noPageUrl = '';
 
-async function listen(emailEnabled: boolean): Promise<string> {
+async function listen(emailEnabled: boolean, pageConfig: PublicPageConfig | null = page): Promise<string> {
   const queue = new RedisSubscriptionMailQueue(t.redis, t.keys);
   const service = new SubscriptionService({
     repo,
@@ -72,7 +73,7 @@ async function listen(emailEnabled: boolean): Promise<string> {
     '/status/subscriptions',
     subscriptionRouter({
       service,
-      page: () => Promise.resolve(page),
+      page: () => Promise.resolve(pageConfig),
       components: () => Promise.resolve(COMPONENTS),
       log: pino({ level: 'silent' }),
       trustProxy: true,
@@ -89,6 +90,7 @@ beforeAll(async () => {
   repo = new RedisSubscriberRepo(t.redis, t.keys, box, ids, 7 * DAY);
   url = await listen(true);
   offUrl = await listen(false);
+  noPageUrl = await listen(true, null);
 });
 afterAll(async () => {
   for (const s of servers) await new Promise((resolve) => s.close(resolve));
@@ -510,6 +512,16 @@ describe('the edge', () => {
       headers: { 'Accept-Language': 'de' },
     });
     expect(await en.text()).toContain('<html lang="en">');
+  });
+
+  it('without a status page: 404, "not set up", as a page and as a problem', async () => {
+    const html = await send(`${noPageUrl}/status/subscriptions`, { form: { email: freshEmail() } });
+    expect(html.status).toBe(404);
+    expect(html.body).toContain('The status page is not set up.');
+    expect(html.body).not.toMatch(/<a [^>]*><\/a>|<a [^>]*><span><\/span><\/a>/);
+    const json = await send(`${noPageUrl}/status/subscriptions`, { json: { email: freshEmail() } });
+    expect(json.status).toBe(404);
+    expect(JSON.parse(json.body)).toMatchObject({ code: 'not_found' });
   });
 
   it('hostile input is refused or escaped, never reflected as markup', async () => {

@@ -49,22 +49,26 @@ const layout = `<!doctype html>
 <link rel="stylesheet" href="{{links.css}}">
 </head>
 <body>
+{{#title}}
 <header class="site">
 <div class="wrap head">
 <a class="brand" href="{{links.home}}"><span>{{title}}</span></a>
 </div>
 </header>
+{{/title}}
 <main id="main">
 <div class="wrap">
 <h1>{{heading}}</h1>
 {{> content}}
 </div>
 </main>
+{{#back}}
 <footer class="site">
 <div class="wrap">
 <p><a href="{{links.home}}">{{back}}</a></p>
 </div>
 </footer>
+{{/back}}
 </body>
 </html>
 `;
