@@ -45,6 +45,8 @@ export interface Route<D> {
   scope: Scope | null;
   /** Whether a JSON body is read; default: required for POST and PATCH, none otherwise. */
   body?: BodyMode;
+  /** The largest body it reads, in bytes (default LIMITS.bodyBytes, 256 KiB): larger is 413. */
+  bodyLimit?: number;
   /** The execute limit applies on top of the default one. */
   execute?: boolean;
   /** null: not an API operation (the document itself). */
@@ -124,7 +126,7 @@ function handlerOf<D extends EdgeDeps>(route: Route<D>, deps: D): RequestHandler
       deps.keys.requireScope(key, scope);
     }
     if (body !== 'none') {
-      const reading = readJsonBody(req, res, body === 'optional');
+      const reading = readJsonBody(req, res, body === 'optional', route.bodyLimit);
       if (reading !== undefined) await reading;
     }
     if (post) await idempotent(deps.idempotency, req, res, () => route.handle(req, res, deps));

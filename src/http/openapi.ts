@@ -1,3 +1,4 @@
+import { LIMITS } from '../domain/common/limits.js';
 import {
   OpenAPIRegistry,
   OpenApiGeneratorV31,
@@ -48,6 +49,8 @@ const common = {
 /** One documented route, as the document sees it. */
 interface Op {
   method: Route<never>['method'];
+  /** The largest body it reads, in bytes (Route.bodyLimit). */
+  bodyLimit: number;
   /** OpenAPI syntax: `/incidents/{id}`. */
   path: string;
   doc: OperationDoc;
@@ -85,7 +88,12 @@ export function buildOpenApiDocument(): object {
 
 function operationOf(table: RouteTable<never>, route: Route<never>, doc: OperationDoc): RouteConfig {
   if (route.scope === null) throw new Error(`${route.method} ${route.path}: a documented operation needs a scope`);
-  const op: Op = { method: route.method, path: openApiPath(route.path), doc };
+  const op: Op = {
+    method: route.method,
+    path: openApiPath(route.path),
+    doc,
+    bodyLimit: route.bodyLimit ?? LIMITS.bodyBytes,
+  };
   const headers = {
     ...(op.method === 'post' ? { 'Idempotency-Key': IdempotencyKeyHeader } : {}),
     ...(doc.ifMatch ? { 'If-Match': IfMatchHeader } : {}),
@@ -189,7 +197,7 @@ function completeResponses(op: Op): Record<number, ResponseConfig> {
   };
   if (op.doc.body) {
     extra[400] += ' invalid_json: the body is not JSON, not UTF-8, or its Content-Encoding does not decode.';
-    extra[413] = 'payload_too_large: the body is over 256 KiB.';
+    extra[413] = `payload_too_large: the body is over ${Math.round(op.bodyLimit / 1024)} KiB.`;
     extra[415] = 'unsupported_media_type: the body must be application/json (UTF-8), identity, gzip, deflate or br.';
     extra[422] =
       'validation_failed: a field is invalid (errors[].field names it), including control characters and lone surrogates in text.';

@@ -114,6 +114,7 @@ describe('the status_page connection', () => {
       locale: 'en',
       support_url: null,
       frame_ancestors: [],
+      subscriber_templates: null,
     });
     expect(c.secrets).toEqual({});
     expect(await redis.get(keys.statusPage())).toBe(page);

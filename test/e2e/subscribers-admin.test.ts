@@ -354,28 +354,31 @@ describe('subscriber admin API', () => {
     expect((await api('POST', '/v1/subscribers/import', { body: { subscribers: [] } })).status).toBe(422);
   });
 
-  it('imports 10,000 rows in one call (service level: over HTTP they exceed the 256 KiB body limit today)', async () => {
-    const admin = new SubscriberAdminService({
-      repo,
-      ids,
-      notices,
-      clock: systemClock,
-      componentIds: async () => new Set(),
-    });
+  it('imports 10,000 rows in one request (its body may be 2 MiB, past the 256 KiB of other bodies)', async () => {
     const rows = Array.from({ length: 10_000 }, (_, i) => ({
-      email: `bulk${i}@bulk.example`,
+      email: `bulk-subscriber-number-${i}@bulk.example`,
+      components: [],
+      locale: 'en',
       confirmed: true as const,
     }));
-    const started = Date.now();
-    const first = await admin.import({ source: 'bulk', subscribers: rows });
-    expect(first).toEqual({ created: 10_000, confirmed: 0, unchanged: 0, skipped: 0, errors: [] });
-    expect(Date.now() - started).toBeLessThan(30_000);
+    const body = { source: 'bulk', subscribers: rows };
+    expect(JSON.stringify(body).length).toBeGreaterThan(256 * 1024);
+    const first = await api('POST', '/v1/subscribers/import', { body });
+    expect(first.status).toBe(200);
+    expect(first.body).toEqual({ created: 10_000, confirmed: 0, unchanged: 0, skipped: 0, errors: [] });
     expect((await repo.counts()).confirmed).toBeGreaterThanOrEqual(10_000);
-    const again = await admin.import({ source: 'bulk', subscribers: rows.slice(0, 100) });
-    expect(again.unchanged).toBe(100);
+    const again = await api('POST', '/v1/subscribers/import', {
+      body: { source: 'bulk', subscribers: rows.slice(0, 100) },
+    });
+    expect(again.body).toMatchObject({ unchanged: 100, created: 0 });
+    // Past its own limit it is refused like any body too large, naming the limit.
+    const huge = { source: 'bulk', subscribers: rows.map((r) => ({ ...r, email: `${'x'.repeat(190)}${r.email}` })) };
+    const refused = await api('POST', '/v1/subscribers/import', { body: huge });
+    expect(refused.status).toBe(413);
+    expect(refused.body).toMatchObject({ code: 'payload_too_large', detail: 'The body is larger than 2048 KiB.' });
     // Gone again, so the rest of the file sees the set it made.
     await Promise.all(rows.map((r) => repo.erase(ids.idOf('email', r.email))));
-  }, 60_000);
+  }, 90_000);
 
   it('erases a subscriber at once: GET 404, absent from list and export', async () => {
     const s = await seed('erase-me@example.com');

@@ -664,7 +664,12 @@ function checkApiAnswer(method: string, path: string, r: RawResponse): void {
       throw new Error(
         `${method} ${path.slice(0, 200)} → ${r.status} with a malformed problem: ${r.text.slice(0, 200)}`,
       );
-  } else if (!type.startsWith('application/json') && !(path.startsWith('/metrics') && type.startsWith('text/plain'))) {
+  } else if (
+    !type.startsWith('application/json') &&
+    !(path.startsWith('/metrics') && type.startsWith('text/plain')) &&
+    // The subscriber export is a file: CSV or NDJSON, as asked.
+    !(path.startsWith('/v1/subscribers/export') && /^(text\/csv|application\/x-ndjson)/.test(type))
+  ) {
     throw new Error(`${method} ${path.slice(0, 200)} → ${r.status} as ${type}`);
   }
 }

@@ -18,25 +18,34 @@ const wantsDigest = (req: Request): boolean => req.headers['idempotency-key'] !=
 /** The digest of no body at all (an optional body left out). */
 const EMPTY_DIGEST = hash('sha256', '', 'hex');
 
-const parseJson = express.json({
-  limit: LIMITS.bodyBytes,
-  strict: true,
-  type: () => true, // the media type is judged below, so a wrong one is 415, not an empty body
-  // Runs on the raw (decompressed) bytes before JSON.parse: a thrown DomainError passes through
-  // body-parser untouched and becomes the problem answer.
-  verify: (req, _res, buf, encoding) => {
-    // JSON on the wire is UTF-8 (RFC 8259 §8.1); other charsets are refused, not transcoded.
-    if (encoding.toLowerCase() !== 'utf-8')
-      throw new DomainError('unsupported_media_type', 'Send the body as UTF-8 JSON.');
-    try {
-      // A lossy decoder would store U+FFFD where the client sent broken bytes: refuse instead.
-      STRICT_UTF8.decode(buf);
-    } catch {
-      throw new DomainError('invalid_json', 'The body is not valid UTF-8.');
-    }
-    if (wantsDigest(req as Request)) (req as unknown as WithBodyDigest).bodyDigest = hash('sha256', buf, 'hex');
-  },
-});
+/** A JSON parser per body limit (the default, and the few routes that take more: an import). */
+const parsers = new Map<number, ReturnType<typeof jsonParser>>();
+const parserFor = (limit: number) => {
+  let p = parsers.get(limit);
+  if (p === undefined) parsers.set(limit, (p = jsonParser(limit)));
+  return p;
+};
+
+const jsonParser = (limit: number) =>
+  express.json({
+    limit,
+    strict: true,
+    type: () => true, // the media type is judged below, so a wrong one is 415, not an empty body
+    // Runs on the raw (decompressed) bytes before JSON.parse: a thrown DomainError passes through
+    // body-parser untouched and becomes the problem answer.
+    verify: (req, _res, buf, encoding) => {
+      // JSON on the wire is UTF-8 (RFC 8259 §8.1); other charsets are refused, not transcoded.
+      if (encoding.toLowerCase() !== 'utf-8')
+        throw new DomainError('unsupported_media_type', 'Send the body as UTF-8 JSON.');
+      try {
+        // A lossy decoder would store U+FFFD where the client sent broken bytes: refuse instead.
+        STRICT_UTF8.decode(buf);
+      } catch {
+        throw new DomainError('invalid_json', 'The body is not valid UTF-8.');
+      }
+      if (wantsDigest(req as Request)) (req as unknown as WithBodyDigest).bodyDigest = hash('sha256', buf, 'hex');
+    },
+  });
 
 const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
 
@@ -76,13 +85,19 @@ function hasBody(req: Request): boolean {
 }
 
 /**
- * Reads a JSON body under docs/api.md: `application/json` or 415; malformed → 400; over 256 KiB → 413.
+ * Reads a JSON body under docs/api.md: `application/json` or 415; malformed → 400; over `limit`
+ * (256 KiB unless the route says otherwise) → 413.
  * `optional` routes (close, test, redeliver) also take no body at all, without a Content-Type.
  * Settles once `req.body` is set; a refusal rejects (or throws, when it needs no reading) with
  * the error to answer. Nothing to read (an optional body left out) returns undefined, not a
  * promise, so that case costs no tick.
  */
-export function readJsonBody(req: Request, res: Response, optional: boolean): Promise<void> | undefined {
+export function readJsonBody(
+  req: Request,
+  res: Response,
+  optional: boolean,
+  limit: number = LIMITS.bodyBytes,
+): Promise<void> | undefined {
   if (!hasBody(req)) {
     if (optional) {
       req.body = undefined;
@@ -97,7 +112,7 @@ export function readJsonBody(req: Request, res: Response, optional: boolean): Pr
     throw new DomainError('unsupported_media_type', 'Send the body as Content-Type: application/json.');
   }
   return new Promise((resolve, reject) => {
-    parseJson(req, res, (err?: unknown) => {
+    parserFor(limit)(req, res, (err?: unknown) => {
       if (err) {
         const failure = readFailure(err, req.headers['content-encoding']);
         // body-parser only ever fails with Errors; anything else would be a 500 either way.

@@ -115,13 +115,19 @@ export function sendProblem(req: Request, res: Response, err: DomainError): void
 }
 
 /** Body-parser failures arrive as errors with a `type`; everything else unknown is a 500. */
+/** The limit a body-parser refusal names, in KiB (its `limit`; 256 when it names none). */
+function kib(err: object): number {
+  const limit = 'limit' in err && typeof err.limit === 'number' ? err.limit : 256 * 1024;
+  return Math.round(limit / 1024);
+}
+
 function fromParserError(err: unknown): DomainError | null {
   if (!err || typeof err !== 'object' || !('type' in err)) return null;
   switch (err.type) {
     case 'entity.parse.failed':
       return new DomainError('invalid_json', 'The body is not valid JSON.');
     case 'entity.too.large':
-      return new DomainError('payload_too_large', 'The body is larger than 256 KiB.');
+      return new DomainError('payload_too_large', `The body is larger than ${kib(err)} KiB.`);
     case 'encoding.unsupported':
     case 'charset.unsupported':
       return new DomainError('unsupported_media_type', 'Send the body as UTF-8 JSON.');
