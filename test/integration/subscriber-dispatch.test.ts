@@ -27,7 +27,7 @@ import { waitFor } from '../support/wait.js';
 import { RedisPacer } from '../../src/store/pacing.js';
 import { openSubscriberKey } from '../../src/store/subscriber-key.js';
 import { RedisNoticeRepo, RedisSubscriberRepo } from '../../src/store/subscribers.js';
-import { NoticeDispatcher, noticeMessageId } from '../../src/subscribers/dispatcher.js';
+import { NoticeDispatcher, noticeMessageId, type NoticeDispatcherDeps } from '../../src/subscribers/dispatcher.js';
 import { renderNoticeMail, subscriberLinks } from '../../src/subscribers/mail.js';
 import { webhookPayload } from '../../src/subscribers/payload.js';
 import { createRelay, type Relay } from '../../src/subscribers/relay.js';
@@ -83,7 +83,7 @@ async function world() {
   const notices = new RedisNoticeRepo(t.redis, keys, RETENTION);
   const clock = movableClock();
   const http = createOutboundHttp(parseOutboundAllow(['127.0.0.1/32']));
-  const dispatcher = () => {
+  const dispatcher = (over: Partial<NoticeDispatcherDeps> = {}) => {
     const relay = createRelay({
       url: `smtp://${smtp.host}:${smtp.port}`,
       pool: 2,
@@ -105,6 +105,7 @@ async function world() {
       random: () => 1,
       log,
       inFlight: 4,
+      ...over,
     });
   };
   let n = 0;
@@ -375,6 +376,47 @@ describe('the notice dispatcher', () => {
     console.info(
       `subscriber-dispatch: 60 mails by 2 dispatchers in ${seconds.toFixed(2)} s (${Math.round(60 / seconds)}/s)`,
     );
+  });
+
+  it('leaves a bucket its deadline cut short leased, and goes on where it stopped when the lease ends', async () => {
+    const w = await world();
+    const tag = randomBytes(4).toString('hex');
+    // Six subscribers in one bucket: one work item.
+    const first = await w.add({ address: `slow-0-${tag}@example.com` });
+    const bucket = w.subscribers.bucketOf(first.id);
+    for (let i = 1, found = 1; found < 6; i++) {
+      const address = `slow-${i}-${tag}@example.com`;
+      if (w.subscribers.bucketOf(w.ids.idOf('email', address)) !== bucket) continue;
+      await w.add({ address });
+      found++;
+    }
+    const notice = await w.open();
+    const sent: string[] = [];
+    // A relay that takes 40 ms a mail, against a lease of 200 ms (sends stop starting after 90 ms).
+    const slow: Relay = {
+      send: async (m) => {
+        sent.push(m.to);
+        await new Promise((r) => setTimeout(r, 40));
+        return { outcome: 'delivered' };
+      },
+      close: () => undefined,
+    };
+    const d = w.dispatcher({ relay: slow, inFlight: 1, leaseMs: 200 });
+    await drain(d);
+    expect(sent.length).toBeGreaterThan(0);
+    expect(sent.length).toBeLessThan(6);
+    expect((await w.notices.tally(notice.id)).complete).toBe(false);
+
+    await waitFor(
+      async () => {
+        await drain(d);
+        return (await w.notices.tally(notice.id)).complete;
+      },
+      { what: 'the bucket finished after its lease ran out' },
+    );
+    expect(sent).toHaveLength(6);
+    expect(new Set(sent).size).toBe(6);
+    expect(await w.notices.tally(notice.id)).toMatchObject({ total: 6, delivered: 6, possible_duplicates: 0 });
   });
 
   it('signs a webhook subscriber’s payload, and a 410 bounces it', async () => {
