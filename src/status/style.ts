@@ -77,6 +77,20 @@ footer.site strong{color:var(--fg)}
 .crumb{margin:0 0 .5rem;font-size:.9rem}
 footer.site{border-top:1px solid var(--line);background:var(--bg);color:var(--muted);font-size:.9rem;padding:1rem 0}
 footer.site p{margin:.25rem 0}
+form.subscribe{margin-top:1.5rem;padding:1rem 1.25rem;background:var(--bg);border:1px solid var(--line);border-radius:6px}
+form.subscribe h3{margin:0 0 .5rem}
+label{font-weight:600}
+label:has(input[type=checkbox]){font-weight:400;display:inline-flex;align-items:center;gap:.5rem;cursor:pointer}
+input[type=email],select{font:inherit;color:var(--fg);background:var(--bg);padding:.45rem .6rem;border:1px solid #6e7781;border-radius:6px;max-width:100%}
+input[type=email]{width:24rem;margin-top:.25rem}
+input[type=checkbox]{width:1.1rem;height:1.1rem;accent-color:var(--link)}
+button{font:inherit;font-weight:600;padding:.5rem 1.1rem;border:1px solid var(--link);border-radius:6px;background:var(--link);color:#fff;cursor:pointer}
+button:hover{background:#033d8b}
+button.secondary{background:var(--bg);color:var(--crit);border-color:var(--crit)}
+input:focus-visible,select:focus-visible,button:focus-visible{outline:3px solid var(--link);outline-offset:2px}
+fieldset{border:1px solid var(--line);border-radius:6px;margin:.75rem 0;padding:.5rem 1rem;background:var(--bg)}
+legend{font-weight:600;padding:0 .25rem}
+fieldset .list{list-style:none;padding-left:0}
 .vh{position:absolute!important;width:1px;height:1px;padding:0;margin:-1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap;border:0}
 @media (max-width:37.5rem){.bars .d:nth-child(-n+60){display:none}.bars{gap:2px}.axis .from90{display:none}.axis .from30{display:inline}}
 @media (max-width:30rem){h1{font-size:1.35rem}.banner{font-size:1rem}.components>li{padding:.75rem}}

@@ -127,7 +127,7 @@ const content = {
 </form>
 <form method="post" action="{{actions.unsubscribe}}">
 <input type="hidden" name="token" value="{{unsubscribeToken}}">
-<p><button type="submit">{{s.unsubscribe_button}}</button></p>
+<p><button type="submit" class="secondary">{{s.unsubscribe_button}}</button></p>
 </form>`,
 } as const;
 
