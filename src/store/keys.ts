@@ -105,7 +105,24 @@ export function createKeys(prefix: string) {
     /** Event deliveries waiting for their next attempt, score = when (ms); a claim moves it a lease ahead. */
     eventDue: () => `${t}:evd-due`,
 
-    // ── the public status page (docs/status-page.md) ──
+    ...statusPageKeys(t),
+    ...subscriberKeys(t),
+    apiKey: (id: string) => `${t}:key:${id}`,
+    apiKeys: () => `${t}:keys`,
+    apiKeyByHash: (sha256hex: string) => `${t}:key-hash:${sha256hex}`,
+    apiKeyLastUsed: () => `${t}:key-used`,
+
+    idempotency: (apiKeyId: string, keyDigest: string) => `${t}:idem:${apiKeyId}:${keyDigest}`,
+    rateLimitPrefix: (name: string) => `${t}:rl:${name}`,
+    pacing: (connectionId: string) => `${t}:pace:${connectionId}`,
+    /** Pacing slots reserved by waiting deliveries (the schedule; `pacing` is the send bucket). */
+    pacingSchedule: (connectionId: string) => `${t}:pace:${connectionId}:schedule`,
+  };
+}
+
+/** The public status page (docs/status-page.md): components, published incidents, maintenances. */
+function statusPageKeys(t: string) {
+  return {
     /** A component (JSON record, with the impacts of the incidents and maintenances on it). */
     component: (id: string) => `${t}:cmp:${id}`,
     /** Every component: score-0 sorted set of ids, paged BYLEX. */
@@ -131,8 +148,12 @@ export function createKeys(prefix: string) {
     maintenances: () => `${t}:mnts`,
     /** Maintenances with a timed step ahead (reminder, start, end), score = when it is due (ms). */
     maintenancesDue: () => `${t}:mnts-due`,
+  };
+}
 
-    // Subscribers (docs/subscribers.md; src/store/subscribers.ts).
+/** Subscribers of the status page (docs/subscribers.md; src/store/subscribers.ts), under the tag `t`. */
+function subscriberKeys(t: string) {
+  return {
     /** The key behind subscriber ids and link tokens (random, sealed by the secret box), created once. */
     subscriberKey: () => `${t}:sub-key`,
     /** Subscribers, bucketed by id (src/store/subscribers.ts: SUBSCRIBER_BUCKETS): hash id → packed record. */
@@ -155,16 +176,6 @@ export function createKeys(prefix: string) {
     subscriberWork: () => `${t}:ntc-work`,
     /** Mails and challenges of the subscription itself (confirm, already subscribed, webhook challenge), score = due (ms). */
     subscriberTx: () => `${t}:subs-tx`,
-    apiKey: (id: string) => `${t}:key:${id}`,
-    apiKeys: () => `${t}:keys`,
-    apiKeyByHash: (sha256hex: string) => `${t}:key-hash:${sha256hex}`,
-    apiKeyLastUsed: () => `${t}:key-used`,
-
-    idempotency: (apiKeyId: string, keyDigest: string) => `${t}:idem:${apiKeyId}:${keyDigest}`,
-    rateLimitPrefix: (name: string) => `${t}:rl:${name}`,
-    pacing: (connectionId: string) => `${t}:pace:${connectionId}`,
-    /** Pacing slots reserved by waiting deliveries (the schedule; `pacing` is the send bucket). */
-    pacingSchedule: (connectionId: string) => `${t}:pace:${connectionId}:schedule`,
   };
 }
 
