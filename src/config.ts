@@ -31,6 +31,18 @@ const hostPort = z
   .refine((h) => h.port >= 1 && h.port <= 65535, 'port must be 1..65535');
 const url = z.url({ protocol: /^(redis|rediss|unix|http|https)$/ });
 
+/** A retention (`12h`, `7d`, `30m`) in ms, from 1 h to `maxDays` days; 7 days when unset. */
+const retention = (maxDays: number, range: string) =>
+  z
+    .string()
+    .regex(/^[1-9]\d{0,5}(m|h|d)$/, 'must be a duration like 12h or 7d')
+    .transform(
+      (v) =>
+        Number(v.slice(0, -1)) * ({ m: 60_000, h: 3_600_000, d: 86_400_000 } as const)[v.slice(-1) as 'm' | 'h' | 'd'],
+    )
+    .refine((ms) => ms >= 3_600_000 && ms <= maxDays * 86_400_000, range)
+    .default(7 * 86_400_000);
+
 const EnvSchema = z
   .object({
     PORT: port.default(3000),
@@ -138,16 +150,7 @@ const EnvSchema = z
      * How long integrator events are kept for replay (docs/events.md), and their delivery logs:
      * `12h`, `7d`, `30d` (1 h to 90 d). A bounded job trims what is older.
      */
-    HERALD_EVENT_RETENTION: z
-      .string()
-      .regex(/^[1-9]\d{0,5}(m|h|d)$/, 'must be a duration like 12h or 7d')
-      .transform(
-        (v) =>
-          Number(v.slice(0, -1)) *
-          ({ m: 60_000, h: 3_600_000, d: 86_400_000 } as const)[v.slice(-1) as 'm' | 'h' | 'd'],
-      )
-      .refine((ms) => ms >= 3_600_000 && ms <= 90 * 86_400_000, 'must be between 1h and 90d')
-      .default(7 * 86_400_000),
+    HERALD_EVENT_RETENTION: retention(90, 'must be between 1h and 90d'),
     /**
      * The SMTP relay subscriber mail goes through (docs/subscribers.md): `smtp://user:pass@host:587`
      * (STARTTLS when offered) or `smtps://…:465` (implicit TLS). The operator's own relay, so the
@@ -167,16 +170,7 @@ const EnvSchema = z
      * How long an unsubscribed or unconfirmed subscriber's record is kept before it is erased
      * (`12h`, `7d`; 1 h to 30 d): long enough to answer a repeated unsubscribe and to throttle.
      */
-    HERALD_SUBSCRIBER_RETENTION: z
-      .string()
-      .regex(/^[1-9]\d{0,5}(m|h|d)$/, 'must be a duration like 12h or 7d')
-      .transform(
-        (v) =>
-          Number(v.slice(0, -1)) *
-          ({ m: 60_000, h: 3_600_000, d: 86_400_000 } as const)[v.slice(-1) as 'm' | 'h' | 'd'],
-      )
-      .refine((ms) => ms >= 3_600_000 && ms <= 30 * 86_400_000, 'must be between 1h and 30d')
-      .default(7 * 86_400_000),
+    HERALD_SUBSCRIBER_RETENTION: retention(30, 'must be between 1h and 30d'),
     SLACK_SIGNING_SECRET: z.string().min(1).optional(),
     SLACK_BOT_TOKEN: z.string().min(1).optional(),
     SLACK_APP_TOKEN: z.string().min(1).optional(),
