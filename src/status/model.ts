@@ -18,9 +18,9 @@ import type { TimeFormat } from './i18n.js';
 /** Statuspage's overall indicator (status.json), plus `maintenance` when only maintenance is on. */
 export type Indicator = 'none' | 'minor' | 'major' | 'critical' | 'maintenance';
 
-const INDICATOR_RANK: Record<Indicator, number> = { none: 0, maintenance: 1, minor: 2, major: 3, critical: 4 };
+export const INDICATOR_RANK: Record<Indicator, number> = { none: 0, maintenance: 1, minor: 2, major: 3, critical: 4 };
 
-const INDICATOR_OF_COMPONENT: Record<ComponentStatus, Indicator> = {
+export const INDICATOR_OF_COMPONENT: Record<ComponentStatus, Indicator> = {
   operational: 'none',
   under_maintenance: 'maintenance',
   degraded_performance: 'minor',

@@ -1,6 +1,11 @@
-import type { ComponentStatus } from '../domain/status/public.js';
 import type { SubscriberNotice } from '../ports/subscribers.js';
-import { INDICATOR_DESCRIPTION, type Indicator } from '../status/model.js';
+import {
+  INDICATOR_DESCRIPTION,
+  INDICATOR_OF_COMPONENT,
+  INDICATOR_RANK,
+  pageId,
+  type Indicator,
+} from '../status/model.js';
 import type { SubscriberLinks } from './mail.js';
 
 /**
@@ -21,18 +26,6 @@ import type { SubscriberLinks } from './mail.js';
  */
 
 type Json = Record<string, unknown>;
-
-/** `page.id` of every payload: a Herald has one page. */
-export const WEBHOOK_PAGE_ID = 'herald';
-
-const INDICATOR_OF_COMPONENT: Record<ComponentStatus, Indicator> = {
-  operational: 'none',
-  under_maintenance: 'maintenance',
-  degraded_performance: 'minor',
-  partial_outage: 'major',
-  major_outage: 'critical',
-};
-const INDICATOR_RANK: Record<Indicator, number> = { none: 0, maintenance: 1, minor: 2, major: 3, critical: 4 };
 
 /** The page indicator as this notice shows it (the same ranks as the page's overall indicator). */
 function indicatorOf(n: SubscriberNotice): Indicator {
@@ -103,7 +96,12 @@ export function webhookPayload(n: SubscriberNotice, links: SubscriberLinks, nowM
   const indicator = indicatorOf(n);
   const out: Json = {
     meta: { unsubscribe: links.unsubscribe, documentation: links.page, generated_at: new Date(nowMs).toISOString() },
-    page: { id: WEBHOOK_PAGE_ID, status_indicator: indicator, status_description: INDICATOR_DESCRIPTION[indicator] },
+    // The same id as the page's own Statuspage-compatible JSON (/api/v2), so a consumer can match them.
+    page: {
+      id: pageId(n.page.public_url),
+      status_indicator: indicator,
+      status_description: INDICATOR_DESCRIPTION[indicator],
+    },
   };
   const incident = incidentJson(n);
   if (incident) out.incident = incident;

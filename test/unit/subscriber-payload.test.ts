@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { SubscriberNotice } from '../../src/ports/subscribers.js';
 import { subscriberLinks } from '../../src/subscribers/mail.js';
 import { challengePayload, webhookPayload } from '../../src/subscribers/payload.js';
+import { pageId } from '../../src/status/model.js';
 
 /** The body a webhook subscriber receives (src/subscribers/payload.ts): Statuspage's subscriber-webhook shape. */
 
@@ -69,7 +70,7 @@ describe('webhookPayload', () => {
         documentation: 'https://status.acme.test',
         generated_at: '2026-11-27T19:31:05.000Z',
       },
-      page: { id: 'herald', status_indicator: 'major', status_description: 'Partial System Outage' },
+      page: { id: pageId(PAGE.public_url), status_indicator: 'major', status_description: 'Partial System Outage' },
       incident: {
         id: 'pin_1',
         name: 'Checkout errors',
@@ -125,7 +126,7 @@ describe('webhookPayload', () => {
   it('a maintenance is an incident with impact "maintenance", its window, and the maintenance indicator', () => {
     const p = webhookPayload(maintenanceNotice('in_progress'), LINKS, NOW) as Record<string, Record<string, unknown>>;
     expect(p.page).toEqual({
-      id: 'herald',
+      id: pageId(PAGE.public_url),
       status_indicator: 'maintenance',
       status_description: 'Service Under Maintenance',
     });
@@ -155,7 +156,11 @@ describe('webhookPayload', () => {
     });
     const p = webhookPayload(n, LINKS, NOW);
     expect(p).not.toHaveProperty('component_update');
-    expect(p.page).toEqual({ id: 'herald', status_indicator: 'none', status_description: 'All Systems Operational' });
+    expect(p.page).toEqual({
+      id: pageId(PAGE.public_url),
+      status_indicator: 'none',
+      status_description: 'All Systems Operational',
+    });
     // An unresolved incident of impact none still counts as minor, like the page's own indicator.
     const q = webhookPayload(
       incidentNotice({ components: [], incident: { ...incidentNotice().incident!, impact: 'none' } }),

@@ -9,7 +9,7 @@ import {
   type Subscriber,
   type SubscriberNotice,
 } from '../../ports/subscribers.js';
-import type { ImportResult, NoticeRecipient } from '../../services/subscriber-admin.js';
+import { exportRecord, type ImportResult, type NoticeRecipient } from '../../services/subscriber-admin.js';
 import { NoticeTallySchema, presentTally } from './execution.js';
 
 const fields = {
@@ -39,24 +39,12 @@ export const SubscriberSchema = z
 
 /** Never the webhook secret, the confirmation nonce or the token version: those are credentials. */
 export function presentSubscriberSummary(s: Subscriber): z.infer<typeof SubscriberSummarySchema> {
-  return {
-    id: s.id,
-    kind: s.kind,
-    address_masked: maskAddress(s.address),
-    state: s.state,
-    components: s.components,
-    locale: s.locale,
-    source: s.source,
-    created_at: s.created_at,
-    confirmed_at: s.confirmed_at,
-    unsubscribed_at: s.unsubscribed_at,
-    bounced_at: s.bounced_at,
-    bounce_reason: s.bounce_reason,
-  };
+  const { address, ...rest } = exportRecord(s);
+  return { ...rest, address_masked: maskAddress(address) };
 }
 
 export function presentSubscriber(s: Subscriber): z.infer<typeof SubscriberSchema> {
-  return { ...presentSubscriberSummary(s), address: s.address };
+  return { ...exportRecord(s), address_masked: maskAddress(s.address) };
 }
 
 export const SubscriberImportResultSchema = z
