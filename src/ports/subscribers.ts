@@ -194,6 +194,11 @@ export interface NoticeRepo {
   claim(nowMs: number, leaseMs: number, limit: number): Promise<NoticeWork[]>;
   /** Done with a work item still leased as `lease` (a replaced lease is left alone). */
   finish(w: NoticeWork): Promise<void>;
+  /**
+   * Moves a work item still leased as `w.lease` to a new lease ending at `untilMs` (a long batch
+   * keeps its item); null when the lease was lost (it ran out and another worker took the item).
+   */
+  extend(w: NoticeWork, untilMs: number): Promise<NoticeWork | null>;
   /** Schedules a subscriber's retry of the notice at `atMs`. */
   retryAt(noticeId: string, subscriberId: string, atMs: number): Promise<void>;
   /** The recipients' states, in the order asked (null: not tried yet). */

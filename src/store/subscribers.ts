@@ -342,6 +342,17 @@ return 1
 `,
 );
 
+/** lease_extend — KEYS[1] the sorted set; ARGV[1] member, [2] lease, [3] new lease. 1 if it was still so leased. */
+const EXTEND_LUA = luaScript(
+  'sub_lease_extend',
+  `
+local s = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if not s or tonumber(s) ~= tonumber(ARGV[2]) then return 0 end
+redis.call('ZADD', KEYS[1], 'XX', ARGV[3], ARGV[1])
+return 1
+`,
+);
+
 /**
  * Leases due members and parses them; a member that does not parse (never one this module wrote)
  * is dropped, or it would come back at every lease's end.
@@ -602,6 +613,16 @@ export class RedisNoticeRepo implements NoticeRepo {
       w.noticeId,
       this.retentionMs,
     ]);
+  }
+
+  async extend(w: NoticeWork, untilMs: number): Promise<NoticeWork | null> {
+    const kept = await runScript(
+      this.redis,
+      EXTEND_LUA,
+      [this.keys.subscriberWork()],
+      [workMember(w), w.lease, untilMs],
+    );
+    return kept === 1 ? { ...w, lease: untilMs } : null;
   }
 
   async retryAt(noticeId: string, subscriberId: string, atMs: number): Promise<void> {

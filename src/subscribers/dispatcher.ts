@@ -31,10 +31,10 @@ import type { SubscriberWebhook } from './webhook.js';
  * off by a crash and is sent again, with the same Message-ID (webhook-id), flagged
  * possible_duplicate. So a kill can only leave the sends in flight at that moment ambiguous.
  *
- * The store's port has no way to extend a lease, so a batch stops starting sends a little before
- * half its lease has run (what is in flight settles within the relay's and the webhook's
- * time-outs, well inside the lease) and is left unfinished: when its lease runs out it is claimed
- * again and goes on where it stopped. How many items a step claims follows what the last step
+ * A batch extends its lease each time a little under half of it has run (what is in flight then
+ * settles within the relay's and the webhook's time-outs, well inside what is left); should the
+ * extension fail (the lease ran out meanwhile, say a stalled process, and another worker took the
+ * item), it starts no more sends and leaves the item to that worker, which goes on where it stopped. How many items a step claims follows what the last step
  * found: many while buckets are small (a notice to a few subscribers is 256 mostly empty buckets,
  * a few round trips each), one once they are large (hundreds of sends: the rate, not the claim,
  * bounds how fast they go, and a second bucket would only wait for its lease to run out).
@@ -114,23 +114,40 @@ export class NoticeDispatcher {
     }
     const overrides = await this.d.templates();
     const limiter = new Limiter(this.d.inFlight);
-    // Stop starting sends before half the lease: what is in flight then settles long before it ends.
-    const deadline = started + this.leaseMs * 0.45;
-    const ctx: RunContext = { limiter, overrides, deadline, sends: 0 };
-    await Promise.all(work.map((w) => this.run(w, ctx)));
+    const ctx: RunContext = { limiter, overrides, sends: 0 };
+    await Promise.all(work.map((w) => this.run({ work: w, renewAt: this.renewAt(started) }, ctx)));
     // Large batches one at a time: each then has the whole lease to itself.
     this.claimNext = ctx.sends > this.d.inFlight * 8 ? 1 : this.claimLimit;
     return work.length;
   }
 
-  private async run(w: NoticeWork, ctx: RunContext): Promise<void> {
+  /** When a lease taken (or extended) at `atMs` is extended: before half of it has run. */
+  private renewAt(atMs: number): number {
+    return atMs + this.leaseMs * 0.45;
+  }
+
+  /** Whether the item's lease is still this worker's, extending it when it is due; false: stop sending. */
+  private async keep(held: Held): Promise<boolean> {
+    const now = this.now();
+    if (now < held.renewAt) return true;
+    const renewed = await this.d.notices.extend(held.work, now + this.leaseMs);
+    if (renewed === null) return false;
+    held.work = renewed;
+    held.renewAt = this.renewAt(now);
+    return true;
+  }
+
+  private async run(held: Held, ctx: RunContext): Promise<void> {
+    const w = held.work;
     const notice = await this.notice(w.noticeId);
     // Erased after the retention: nothing left to tell.
     if (notice === null) return this.d.notices.finish(w);
     const counts: Counts = { sent: 0, delivered: 0, retrying: 0, failed: 0, bounced: 0 };
     const complete =
-      'bucket' in w ? await this.runBucket(notice, w.bucket, ctx, counts) : await this.runRetry(notice, w, ctx, counts);
-    if (complete) await this.d.notices.finish(w);
+      'bucket' in w
+        ? await this.runBucket(notice, w.bucket, held, ctx, counts)
+        : await this.runRetry(notice, w, held, ctx, counts);
+    if (complete) await this.d.notices.finish(held.work);
     if (counts.sent > 0)
       this.d.log.debug(
         {
@@ -144,7 +161,13 @@ export class NoticeDispatcher {
   }
 
   /** A bucket: its confirmed subscribers the notice concerns, less those settled or waiting for a retry. */
-  private async runBucket(notice: SubscriberNotice, bucket: number, ctx: RunContext, counts: Counts): Promise<boolean> {
+  private async runBucket(
+    notice: SubscriberNotice,
+    bucket: number,
+    held: Held,
+    ctx: RunContext,
+    counts: Counts,
+  ): Promise<boolean> {
     const subs = (await this.d.subscribers.bucket(bucket)).filter(
       (s) => s.state === 'confirmed' && concerns(s, notice),
     );
@@ -157,13 +180,14 @@ export class NoticeDispatcher {
       const r = states[i] ?? null;
       return r === null || r.state === 'sending' ? [{ sub: s, prev: r }] : [];
     });
-    return this.sendAll(notice, todo, ctx, counts);
+    return this.sendAll(notice, todo, held, ctx, counts);
   }
 
   /** One subscriber's retry (or a send its bucket could not fit before its deadline). */
   private async runRetry(
     notice: SubscriberNotice,
     w: { subscriberId: string },
+    held: Held,
     ctx: RunContext,
     counts: Counts,
   ): Promise<boolean> {
@@ -182,13 +206,14 @@ export class NoticeDispatcher {
         });
       return true;
     }
-    return this.sendAll(notice, [{ sub, prev: r }], ctx, counts);
+    return this.sendAll(notice, [{ sub, prev: r }], held, ctx, counts);
   }
 
-  /** Sends to each, `inFlight` at a time, until the deadline; true when every one was attempted. */
+  /** Sends to each, `inFlight` at a time, while the lease is held; true when every one was attempted. */
   private async sendAll(
     notice: SubscriberNotice,
     todo: { sub: Subscriber; prev: Recipient | null }[],
+    held: Held,
     ctx: RunContext,
     counts: Counts,
   ): Promise<boolean> {
@@ -196,7 +221,7 @@ export class NoticeDispatcher {
     let complete = true;
     for (const t of todo) {
       await ctx.limiter.acquire();
-      if (this.now() >= ctx.deadline) {
+      if (!(await this.keep(held))) {
         ctx.limiter.release();
         complete = false;
         break;
@@ -344,10 +369,14 @@ export class NoticeDispatcher {
 interface RunContext {
   limiter: Limiter;
   overrides: SubscriberTemplateOverrides | null;
-  /** No send starts after this (ms). */
-  deadline: number;
   /** Sends started by this step. */
   sends: number;
+}
+
+/** A claimed work item as last leased, and when to extend that lease. */
+interface Held {
+  work: NoticeWork;
+  renewAt: number;
 }
 
 /** At most `n` holders at once; the rest wait in order. */

@@ -378,45 +378,114 @@ describe('the notice dispatcher', () => {
     );
   });
 
-  it('leaves a bucket its deadline cut short leased, and goes on where it stopped when the lease ends', async () => {
-    const w = await world();
+  /** A notice to six subscribers of one bucket (one work item). */
+  async function sixInOneBucket(w: Awaited<ReturnType<typeof world>>, name: string) {
     const tag = randomBytes(4).toString('hex');
-    // Six subscribers in one bucket: one work item.
-    const first = await w.add({ address: `slow-0-${tag}@example.com` });
+    const first = await w.add({ address: `${name}-0-${tag}@example.com` });
     const bucket = w.subscribers.bucketOf(first.id);
     for (let i = 1, found = 1; found < 6; i++) {
-      const address = `slow-${i}-${tag}@example.com`;
+      const address = `${name}-${i}-${tag}@example.com`;
       if (w.subscribers.bucketOf(w.ids.idOf('email', address)) !== bucket) continue;
       await w.add({ address });
       found++;
     }
-    const notice = await w.open();
-    const sent: string[] = [];
-    // A relay that takes 40 ms a mail, against a lease of 200 ms (sends stop starting after 90 ms).
-    const slow: Relay = {
+    return w.open();
+  }
+
+  /** A relay that records who sent what, its n-th send taking `ms(n)`, or until `wait(n)` settles. */
+  function timedRelay(
+    who: string,
+    log: string[],
+    ms: (n: number) => number,
+    wait: (n: number) => Promise<void> | null = () => null,
+  ): Relay {
+    let n = 0;
+    return {
       send: async (m) => {
-        sent.push(m.to);
-        await new Promise((r) => setTimeout(r, 40));
+        log.push(`${who} ${m.to}`);
+        const i = n++;
+        await (wait(i) ?? new Promise((r) => setTimeout(r, ms(i))));
         return { outcome: 'delivered' };
       },
       close: () => undefined,
     };
-    const d = w.dispatcher({ relay: slow, inFlight: 1, leaseMs: 200 });
-    await drain(d);
-    expect(sent.length).toBeGreaterThan(0);
-    expect(sent.length).toBeLessThan(6);
-    expect((await w.notices.tally(notice.id)).complete).toBe(false);
+  }
+  const recipientsOf = (log: string[]) => log.map((l) => l.split(' ')[1]);
 
+  it('keeps the lease of a bucket that outlasts it: no other worker takes it meanwhile', async () => {
+    const w = await world();
+    const notice = await sixInOneBucket(w, 'long');
+    const log: string[] = [];
+    // 450 ms a mail, one at a time, against a lease of 2 s: the bucket takes longer than its
+    // lease (with room for a busy machine's late timers between extensions). The first worker
+    // claims every item of the notice at once.
+    const d = w.dispatcher({ relay: timedRelay('a', log, () => 450), inFlight: 1, leaseMs: 2_000, claimLimit: 256 });
+    const other = w.dispatcher({ relay: timedRelay('b', log, () => 5), inFlight: 1, leaseMs: 2_000 });
+    let running = true;
+    const watcher = (async () => {
+      while (running) {
+        await other.step();
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    })();
+    await d.step();
+    running = false;
+    await watcher;
+    expect(log.filter((l) => l.startsWith('a '))).toHaveLength(6);
+    expect(log.filter((l) => l.startsWith('b '))).toEqual([]);
+    expect(await w.notices.tally(notice.id)).toMatchObject({ total: 6, delivered: 6, complete: true });
+  });
+
+  it('a worker that lost its lease (stalled past it) starts no more sends; the one that took the item finishes', async () => {
+    const w = await world();
+    const notice = await sixInOneBucket(w, 'stall');
+    const log: string[] = [];
+    // The stalled worker's first send lasts until the other worker has taken the item over and
+    // sent (a paused process, past its lease).
+    let tookOver: () => void = () => undefined;
+    const over = new Promise<void>((r) => (tookOver = r));
+    const stalled = w.dispatcher({
+      relay: timedRelay(
+        'a',
+        log,
+        () => 5,
+        (n) => (n === 0 ? over : null),
+      ),
+      inFlight: 1,
+      leaseMs: 200,
+      claimLimit: 256,
+    });
+    const other = w.dispatcher({
+      relay: timedRelay(
+        'b',
+        log,
+        () => 5,
+        () => (tookOver(), null),
+      ),
+      inFlight: 1,
+      leaseMs: 200,
+    });
+    const first = stalled.step();
     await waitFor(
       async () => {
-        await drain(d);
-        return (await w.notices.tally(notice.id)).complete;
+        await drain(other);
+        return (await w.notices.tally(notice.id)).delivered >= 5;
       },
-      { what: 'the bucket finished after its lease ran out' },
+      { what: 'the other worker took the item once its lease ran out' },
     );
-    expect(sent).toHaveLength(6);
-    expect(new Set(sent).size).toBe(6);
-    expect(await w.notices.tally(notice.id)).toMatchObject({ total: 6, delivered: 6, possible_duplicates: 0 });
+    await first;
+    await drain(other);
+    // The stalled worker sent one mail and no more; the other sent the rest and, since that one
+    // was in flight when the item moved, it again, flagged.
+    expect(log.filter((l) => l.startsWith('a '))).toHaveLength(1);
+    expect(new Set(recipientsOf(log)).size).toBe(6);
+    expect(log).toHaveLength(7);
+    expect(await w.notices.tally(notice.id)).toMatchObject({
+      total: 6,
+      delivered: 6,
+      possible_duplicates: 1,
+      complete: true,
+    });
   });
 
   it('signs a webhook subscriber’s payload, and a 410 bounces it', async () => {
