@@ -1,3 +1,4 @@
+import { firstTokenVersion } from '../domain/subscriber/token-version.js';
 import { z } from 'zod';
 import { iso, type Clock } from '../domain/common/clock.js';
 import { DomainError, fieldError, notFound } from '../domain/common/errors.js';
@@ -324,7 +325,7 @@ export class SubscriberAdminService {
           unsubscribed_at: null,
           bounced_at: null,
           bounce_reason: null,
-          token_version: 1,
+          token_version: firstTokenVersion(Date.parse(now)),
           confirm: null,
           webhook_secret: null,
           rev: 1,

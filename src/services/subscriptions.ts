@@ -4,6 +4,7 @@ import { DomainError, keptChanging, type FieldError } from '../domain/common/err
 import { parseInput } from '../domain/common/validation.js';
 import { refuseLiteralHost, type OutboundAllow } from '../domain/connection/address-policy.js';
 import { maskAddress, SubscriberEmailSchema } from '../domain/subscriber/address.js';
+import { firstTokenVersion } from '../domain/subscriber/token-version.js';
 import type {
   LinkToken,
   Subscriber,
@@ -201,7 +202,7 @@ export class SubscriptionService {
       bounced_at: null,
       bounce_reason: null,
       // Kept (never reset): links of an earlier subscription must stay dead.
-      token_version: cur?.token_version ?? 1,
+      token_version: cur?.token_version ?? firstTokenVersion(nowMs),
       confirm: {
         nonce: this.d.randomBytes(16).toString('base64url'),
         expires_at: iso(new Date(nowMs + CONFIRM_TTL_MS)),

@@ -71,8 +71,11 @@ describe('deployment files', () => {
     const examples = envExample().filter((e) => e.value !== '');
     expect(examples.length).toBeGreaterThan(20);
     for (const { name, value } of examples) {
-      // REDIS_SENTINELS needs its master name; alone, each Redis way is valid.
-      expect(() => loadConfig({ REDIS_SENTINEL_NAME: 'herald', [name]: value }), `${name}=${value}`).not.toThrow();
+      // REDIS_SENTINELS needs its master name and HERALD_SMTP_URL a From; alone, each Redis way is valid.
+      expect(
+        () => loadConfig({ REDIS_SENTINEL_NAME: 'herald', HERALD_SMTP_FROM: 'status@example.com', [name]: value }),
+        `${name}=${value}`,
+      ).not.toThrow();
     }
   });
 

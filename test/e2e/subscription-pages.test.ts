@@ -445,6 +445,36 @@ describe('unsubscribing', () => {
   });
 });
 
+describe('links of an erased subscription', () => {
+  it('stay dead when the address subscribes and confirms again', async () => {
+    const email = freshEmail();
+    await subscribe({ email });
+    const first = (await record(email))!;
+    await send(`/status/subscriptions/confirm`, { form: { token: confirmToken(first) } });
+    const confirmed = (await record(email))!;
+    expect(confirmed.state).toBe('confirmed');
+    const oldManage = linkToken(confirmed, 'manage');
+    const oldUnsubscribe = linkToken(confirmed, 'unsubscribe');
+    // Erased (GDPR art. 17, or the retention after leaving): nothing of it is left.
+    expect(await repo.erase(confirmed.id)).toBe(true);
+    // Days later (the retention), past the address's mail window too.
+    nowMs += 8 * DAY;
+    await t.redis.del(`${t.keys.rateLimitPrefix('subscribe-address')}:${confirmed.id}`);
+    await subscribe({ email }, freshIp());
+    const again = (await record(email))!;
+    expect(again.state).toBe('pending');
+    expect(again.token_version).not.toBe(confirmed.token_version);
+    await send(`/status/subscriptions/confirm`, { form: { token: confirmToken(again) } });
+    expect((await record(email))!.state).toBe('confirmed');
+    // The old links open nothing and change nothing of the new subscription.
+    expect((await send(`/status/subscriptions/manage?token=${encodeURIComponent(oldManage)}`)).status).toBe(404);
+    await send(`/status/subscriptions/unsubscribe?token=${encodeURIComponent(oldUnsubscribe)}`, {
+      form: { 'List-Unsubscribe': 'One-Click' },
+    });
+    expect((await record(email))!.state).toBe('confirmed');
+  });
+});
+
 describe('managing', () => {
   it('shows the components grouped as on the page, and saves components and language', async () => {
     const email = freshEmail();
