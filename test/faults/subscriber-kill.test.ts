@@ -77,8 +77,10 @@ describe('subscriber mail across two worker SIGKILLs', () => {
     const sendStart = Date.now();
 
     const atFirstKill = await killAt(first, N * 0.25, 'a quarter of the mails');
+    const firstKilled = Date.now();
     const second = await worker();
     const atSecondKill = await killAt(second, N * 0.6, 'three fifths of the mails');
+    const secondKilled = Date.now();
     // Both kills landed while mails were still to come.
     expect(atFirstKill).toBeLessThan(N);
     expect(atSecondKill).toBeLessThan(N);
@@ -120,6 +122,21 @@ describe('subscriber mail across two worker SIGKILLs', () => {
       tally.possible_duplicates,
     );
     expect(smtp.authFailures).toBe(0);
+    // Where the time went: the mails taken between the phases, and the longest pause between two mails.
+    const at = smtp.mails.map((m) => m.at).sort((a, b) => a - b);
+    let gap = 0;
+    let gapAt = 0;
+    for (let i = 1; i < at.length; i++)
+      if (at[i]! - at[i - 1]! > gap) {
+        gap = at[i]! - at[i - 1]!;
+        gapAt = i;
+      }
+    const secs = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+    console.info(
+      `subscriber-kill timeline: first mail ${secs(at[0]! - sendStart)} after the publish; first kill at ${secs(firstKilled - sendStart)}, ` +
+        `second at ${secs(secondKilled - sendStart)}; last mail at ${secs(at[at.length - 1]! - sendStart)}; ` +
+        `longest pause between two mails ${secs(gap)} (after mail ${gapAt})`,
+    );
     console.info(
       `subscriber-kill: ${N} imported in ${(importedMs / 1000).toFixed(1)} s` +
         (imported.refusedAsTooLarge > 0 ? ` (${imported.refusedAsTooLarge} chunks refused with 413)` : '') +

@@ -314,6 +314,8 @@ export interface CountedMail {
   /** With its angle brackets. */
   messageId: string | null;
   notice: string | null;
+  /** When the server took it (epoch ms). */
+  at: number;
 }
 
 export interface CountingSmtp {
@@ -365,6 +367,7 @@ export async function startCountingSmtp(): Promise<CountingSmtp> {
           to: session.envelope.rcptTo.map((r) => r.address),
           messageId: rawHeader(head, 'Message-ID'),
           notice: rawHeader(head, 'X-Herald-Notice'),
+          at: Date.now(),
         });
         cb();
       });
