@@ -419,10 +419,24 @@ describe('the notice dispatcher', () => {
     // 450 ms a mail, one at a time, against a lease of 2 s: the bucket takes longer than its
     // lease (with room for a busy machine's late timers between extensions). The first worker
     // claims every item of the notice at once.
-    const d = w.dispatcher({ relay: timedRelay('a', log, () => 450), inFlight: 1, leaseMs: 2_000, claimLimit: 256 });
+    // The other worker starts looking once the first is sending (it has claimed every item then).
+    let sending: () => void = () => undefined;
+    const firstSend = new Promise<void>((r) => (sending = r));
+    const d = w.dispatcher({
+      relay: timedRelay(
+        'a',
+        log,
+        () => 450,
+        () => (sending(), null),
+      ),
+      inFlight: 1,
+      leaseMs: 2_000,
+      claimLimit: 256,
+    });
     const other = w.dispatcher({ relay: timedRelay('b', log, () => 5), inFlight: 1, leaseMs: 2_000 });
     let running = true;
     const watcher = (async () => {
+      await firstSend;
       while (running) {
         await other.step();
         await new Promise((r) => setTimeout(r, 20));
