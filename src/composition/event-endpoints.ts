@@ -30,6 +30,17 @@ export interface EventParts {
   close(): Promise<void>;
 }
 
+/**
+ * The guarded HTTP client of Herald's own signed webhooks (event endpoints, webhook subscribers):
+ * user-supplied destinations, resolved through HERALD_DNS_SERVERS, answers read up to 64 KiB.
+ */
+export function webhookHttp(config: Config, allow: OutboundAllow) {
+  return createOutboundHttp(allow, {
+    resolver: createBoundedResolver({ servers: config.HERALD_DNS_SERVERS }),
+    maxResponseBytes: 64 * 1024,
+  });
+}
+
 export function composeEvents(o: {
   config: Config;
   redis: Redis;
@@ -39,10 +50,7 @@ export function composeEvents(o: {
   box: SecretBox;
   allow: OutboundAllow;
 }): EventParts {
-  const http = createOutboundHttp(o.allow, {
-    resolver: createBoundedResolver({ servers: o.config.HERALD_DNS_SERVERS }),
-    maxResponseBytes: 64 * 1024,
-  });
+  const http = webhookHttp(o.config, o.allow);
   // A disabled endpoint is always logged (warn) and shows `disabled_reason` in the API; the Slack
   // admins are told too once the Slack edge is attached (it is built after these parts).
   let admins: EndpointNotifier | null = null;

@@ -10,8 +10,7 @@ import type { Config } from '../config.js';
 import type { StatusPagePort } from '../contracts/channel.js';
 import type { OutboundAllow } from '../domain/connection/address-policy.js';
 import type { Clock } from '../domain/common/clock.js';
-import { createBoundedResolver } from '../delivery/outbound/guard.js';
-import { createOutboundHttp } from '../delivery/outbound/http.js';
+import { webhookHttp } from './event-endpoints.js';
 import type { SecretBox } from '../ports/index.js';
 import type { SubscriberNotices, SubscriberTokens } from '../ports/subscribers.js';
 import type { PublicPageConfig } from '../domain/status/public.js';
@@ -135,10 +134,7 @@ function startSending(
   },
 ): { close(): Promise<void> } {
   const { config, redis, keys, log, clock } = o;
-  const http = createOutboundHttp(o.allow, {
-    resolver: createBoundedResolver({ servers: config.HERALD_DNS_SERVERS }),
-    maxResponseBytes: 64 * 1024,
-  });
+  const http = webhookHttp(config, o.allow);
   const webhook = createSubscriberWebhook({ http, now: () => clock.now().getTime() });
   const relay =
     config.HERALD_SMTP_URL === undefined
