@@ -91,7 +91,7 @@ const isThenable = (v: unknown): v is Promise<unknown> =>
 
 /**
  * Binds every command of `client` to the request deadline: its built-in commands, `call`, the
- * scripts defined on it so far (defineCommand adds them to the instance) and what its pipelines
+ * commands a library defined on it so far (rate-limiter-flexible's scripts) and what its pipelines
  * and transactions `exec`. Outside a request, with `silenceBound`, a command fails once Redis has
  * sent nothing for REQUEST_COMMAND_STALL_MS (the connection's fixed time-out is only a backstop);
  * without it (a connection of long commands, ConnectOptions.longCommands), its own time-out bounds it.
@@ -102,7 +102,7 @@ export function bindToRequestDeadline(client: RedisClient, opts: { silenceBound:
   pinger ??= client.ping.bind(client);
   countBytesAsProgress(client);
   const names = new Set<string>([...client.getBuiltinCommands(), 'call', 'sendCommand']);
-  // Scripts and their Buffer variants are own properties added by defineCommand.
+  // A library's scripts and their Buffer variants are own properties added by defineCommand.
   for (const key of Object.keys(target)) if (typeof target[key] === 'function') names.add(key);
   for (const name of names) {
     if (name === 'pipeline' || name === 'multi' || name === 'sendCommand') continue;

@@ -4,7 +4,6 @@ import { releaseSettledPipelines } from './pipeline-release.js';
 import { bindToRequestDeadline } from './deadline.js';
 import { acquireFailoverWatch, type FailoverWatchLease } from './failover-watch.js';
 import { redisLocation } from './redis-location.js';
-import { defineScripts } from './scripts.js';
 
 /**
  * Where Herald's Redis is: one server (REDIS_URL or the embedded socket), a Redis Cluster
@@ -139,7 +138,6 @@ export function connectRedis(target: RedisTarget, o: ConnectOptions): RedisClien
       failover?.release();
     });
   }
-  defineScripts(client);
   releaseSettledPipelines(client);
   // Commands sent while serving a request race the request's one deadline (deadline.ts).
   if (o.use === 'request') bindToRequestDeadline(client, { silenceBound: o.longCommands !== true });

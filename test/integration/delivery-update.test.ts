@@ -57,7 +57,7 @@ describe('RedisExecutionRepo.updateDelivery', () => {
         if (typeof value !== 'function') return value;
         const fn = value as (...a: unknown[]) => unknown;
         return (...args: unknown[]) => {
-          if (prop === 'call' || prop === 'delivery_update') sent.push(args);
+          if (prop === 'evalsha' || prop === 'eval') sent.push(args);
           return fn.apply(target, args);
         };
       },
