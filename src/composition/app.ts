@@ -255,7 +255,16 @@ async function composeServices(opts: HeraldOptions, parts: RedisParts, opened: C
   };
   const allow = outboundAllow(config.HERALD_OUTBOUND_ALLOW);
   // Before the channels: the status page's writes open the notices its subscribers are sent.
-  const subscribers = await composeSubscribers({ config, redis, keys, log, clock, box, allow });
+  const subscribers = await composeSubscribers({
+    config,
+    redis,
+    redisUrl: parts.redisUrl,
+    keys,
+    log,
+    clock,
+    box,
+    allow,
+  });
   opened.push(() => subscribers.close());
   const channels = await composeChannels(config, allow, clock, subscribers.wrapStatusPage(statusPageStore(parts)));
   const registry = new Registry();

@@ -22,14 +22,15 @@ import { loadPublicComponents } from '../store/components.js';
 import { RedisConnectionRepo } from '../store/connections.js';
 import type { Keys } from '../store/keys.js';
 import { RedisPacer } from '../store/pacing.js';
-import type { RedisClient as Redis } from '../store/redis-connect.js';
-import { openSubscriberKey } from '../store/subscriber-key.js';
+import type { RedisClient as Redis, RedisTarget } from '../store/redis-connect.js';
+import { createRedis } from '../store/redis.js';
+import { openSubscriberKey, type SubscriberIds } from '../store/subscriber-key.js';
 import { RedisNoticeRepo, RedisSubscriberRepo, RedisSubscriptionMailQueue } from '../store/subscribers.js';
 import { NoticeDispatcher, startSubscriberWorker } from '../subscribers/dispatcher.js';
 import {
   renderAlreadySubscribedMail,
   renderConfirmMail,
-  renderNoticeMail,
+  noticeMailRenderer,
   subscriberLinks,
 } from '../subscribers/mail.js';
 import { SubscriberNoticeOpener } from '../subscribers/opener.js';
@@ -63,6 +64,8 @@ export interface SubscriberOptions {
   allow: OutboundAllow;
   /** Extra CA certificates for the relay's TLS (tests: the SMTP peer's). */
   smtpCa?: string | string[];
+  /** Where Redis is: the worker's sending loops get a connection of their own there. */
+  redisUrl: string | RedisTarget;
 }
 
 export async function composeSubscribers(o: SubscriberOptions): Promise<SubscriberParts> {
@@ -114,7 +117,7 @@ export async function composeSubscribers(o: SubscriberOptions): Promise<Subscrib
     router,
     admin,
     start() {
-      worker ??= startSending(o, { subscribers, notices, mail, tokens, page });
+      worker ??= startSending(o, { ids, mail, tokens, page });
     },
     async close() {
       await worker?.close();
@@ -126,14 +129,21 @@ export async function composeSubscribers(o: SubscriberOptions): Promise<Subscrib
 function startSending(
   o: SubscriberOptions,
   s: {
-    subscribers: RedisSubscriberRepo;
-    notices: RedisNoticeRepo;
+    ids: SubscriberIds;
     mail: RedisSubscriptionMailQueue;
     tokens: SubscriberTokens;
     page: () => Promise<PublicPageConfig | null>;
   },
 ): { close(): Promise<void> } {
-  const { config, redis, keys, log, clock } = o;
+  const { config, keys, log, clock } = o;
+  // A connection of the worker's own for the sends: a notice to 100,000 subscribers is a few
+  // hundred thousand commands, and the request connection's batching (auto-pipelining) and
+  // per-command deadline cost more CPU than the commands themselves there. Like the queue
+  // workers' connections, it waits out a Redis outage instead of failing: nobody is waiting for
+  // an answer, and a lease that runs out meanwhile hands the work to another worker.
+  const redis = createRedis(o.redisUrl, { worker: true, name: 'herald-subscribers', log });
+  const subscribers = new RedisSubscriberRepo(redis, keys, o.box, s.ids, config.HERALD_SUBSCRIBER_RETENTION);
+  const notices = new RedisNoticeRepo(redis, keys, config.HERALD_EVENT_RETENTION);
   const http = webhookHttp(config, o.allow);
   const webhook = createSubscriberWebhook({ http, now: () => clock.now().getTime() });
   const relay =
@@ -147,11 +157,11 @@ function startSending(
           ...(o.smtpCa !== undefined ? { ca: o.smtpCa } : {}),
         });
   const from = config.HERALD_SMTP_FROM ?? null;
-  const common = { subscribers: s.subscribers, tokens: s.tokens, relay, from, webhook, clock, log };
+  const common = { subscribers, tokens: s.tokens, relay, from, webhook, clock, log };
   const dispatcher = new NoticeDispatcher({
     ...common,
-    notices: s.notices,
-    content: { links: subscriberLinks, noticeMail: renderNoticeMail, webhookPayload },
+    notices,
+    content: { links: subscriberLinks, noticeMail: noticeMailRenderer, webhookPayload },
     templates: () => templateOverrides(redis, keys),
     random: Math.random,
     inFlight: config.HERALD_SMTP_POOL * 2,
@@ -168,11 +178,12 @@ function startSending(
     page: s.page,
     randomBytes,
   });
-  const loops = startSubscriberWorker({ dispatcher, txMail, subscribers: s.subscribers, clock, log });
+  const loops = startSubscriberWorker({ dispatcher, txMail, subscribers, clock, log });
   return {
     async close() {
       await loops.close();
       relay?.close();
+      await redis.quit().catch(() => redis.disconnect());
     },
   };
 }

@@ -203,8 +203,11 @@ export interface NoticeRepo {
   retryAt(noticeId: string, subscriberId: string, atMs: number): Promise<void>;
   /** The recipients' states, in the order asked (null: not tried yet). */
   recipients(noticeId: string, subscriberIds: string[]): Promise<(Recipient | null)[]>;
-  /** Records a recipient's new state and moves the tally with it, in one atomic step. */
-  record(noticeId: string, r: Recipient): Promise<void>;
+  /**
+   * Records recipients' new states and moves the tally with them, in one atomic step (several at
+   * once: a worker's sends settle many at a time, and each is one round trip less).
+   */
+  record(noticeId: string, r: Recipient | readonly Recipient[]): Promise<void>;
   tally(noticeId: string): Promise<NoticeTally>;
   /** A page of a notice's recipients (optionally one state), by subscriber id; cursor = last id. */
   listRecipients(

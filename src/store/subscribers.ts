@@ -455,34 +455,43 @@ return 1
 );
 
 /**
- * ntc_record — KEYS[1] recipients, [2] tally, [3] notice, [4] index; ARGV[1] subscriber id, [2]
- * state code, [3] attempts, [4] at (ms), [5] possible duplicate '1'/'0', [6] error, [7] notice id,
- * [8] retention. The recipient's value: `<state>|<attempts>|<at>|<dup>|<error>`. The duplicate mark
- * sticks once set (the receiving server may hold two copies whatever happens after). Tally: total
- * +1 for a recipient new to the notice; the settled counters follow the state.
+ * ntc_record — KEYS[1] recipients, [2] tally, [3] notice, [4] index; ARGV[1] notice id, [2]
+ * retention, then per recipient six: subscriber id, state code, attempts, at (ms), possible
+ * duplicate '1'/'0', error. The recipient's value: `<state>|<attempts>|<at>|<dup>|<error>`. The
+ * duplicate mark sticks once set (the receiving server may hold two copies whatever happens
+ * after). Tally: total +1 for a recipient new to the notice; the settled counters follow the
+ * state. Several recipients in one call (a worker's sends settle many at a time) move the tally
+ * and settle the notice once.
  */
 const RECORD_LUA = luaScript(
   'ntc_record',
   `
 ${SETTLE_LUA}
 if redis.call('EXISTS', KEYS[3]) == 0 then return 0 end
-local old = redis.call('HGET', KEYS[1], ARGV[1])
-local oldState, oldDup = nil, '0'
-if old then
-  oldState = string.sub(old, 1, 1)
-  oldDup = string.match(old, '^[^|]*|[^|]*|[^|]*|([01])') or '0'
-end
-local dup = ARGV[5]
-if oldDup == '1' then dup = '1' end
-redis.call('HSET', KEYS[1], ARGV[1], ARGV[2] .. '|' .. ARGV[3] .. '|' .. ARGV[4] .. '|' .. dup .. '|' .. ARGV[6])
-if not old then redis.call('HINCRBY', KEYS[2], 'total', 1) end
 local SETTLED = {d = 'delivered', f = 'failed', b = 'bounced'}
-if oldState ~= ARGV[2] then
-  if oldState and SETTLED[oldState] then redis.call('HINCRBY', KEYS[2], SETTLED[oldState], -1) end
-  if SETTLED[ARGV[2]] then redis.call('HINCRBY', KEYS[2], SETTLED[ARGV[2]], 1) end
+local delta = {total = 0, delivered = 0, failed = 0, bounced = 0, possible_duplicates = 0}
+for i = 3, #ARGV, 6 do
+  local id, state = ARGV[i], ARGV[i + 1]
+  local old = redis.call('HGET', KEYS[1], id)
+  local oldState, oldDup = nil, '0'
+  if old then
+    oldState = string.sub(old, 1, 1)
+    oldDup = string.match(old, '^[^|]*|[^|]*|[^|]*|([01])') or '0'
+  end
+  local dup = ARGV[i + 4]
+  if oldDup == '1' then dup = '1' end
+  redis.call('HSET', KEYS[1], id, state .. '|' .. ARGV[i + 2] .. '|' .. ARGV[i + 3] .. '|' .. dup .. '|' .. ARGV[i + 5])
+  if not old then delta.total = delta.total + 1 end
+  if oldState ~= state then
+    if oldState and SETTLED[oldState] then delta[SETTLED[oldState]] = delta[SETTLED[oldState]] - 1 end
+    if SETTLED[state] then delta[SETTLED[state]] = delta[SETTLED[state]] + 1 end
+  end
+  if dup == '1' and oldDup ~= '1' then delta.possible_duplicates = delta.possible_duplicates + 1 end
 end
-if dup == '1' and oldDup ~= '1' then redis.call('HINCRBY', KEYS[2], 'possible_duplicates', 1) end
-settle(KEYS[2], KEYS[3], KEYS[1], KEYS[4], ARGV[7], ARGV[8])
+for field, d in pairs(delta) do
+  if d ~= 0 then redis.call('HINCRBY', KEYS[2], field, d) end
+end
+settle(KEYS[2], KEYS[3], KEYS[1], KEYS[4], ARGV[1], ARGV[2])
 return 1
 `,
 );
@@ -643,8 +652,20 @@ export class RedisNoticeRepo implements NoticeRepo {
     });
   }
 
-  async record(noticeId: string, r: Recipient): Promise<void> {
+  async record(noticeId: string, r: Recipient | readonly Recipient[]): Promise<void> {
+    const rs: readonly Recipient[] = Array.isArray(r) ? r : [r as Recipient];
+    if (rs.length === 0) return;
     const k = this.keys;
+    const args: (string | number)[] = [noticeId, this.retentionMs];
+    for (const x of rs)
+      args.push(
+        x.subscriber_id,
+        RECIPIENT_CODE[x.state],
+        Math.max(0, Math.trunc(x.attempts)),
+        ms(x.at),
+        x.possible_duplicate ? '1' : '0',
+        x.error ?? '',
+      );
     await runScript(
       this.redis,
       RECORD_LUA,
@@ -654,16 +675,7 @@ export class RedisNoticeRepo implements NoticeRepo {
         k.subscriberNotice(noticeId),
         k.subscriberNotices(),
       ],
-      [
-        r.subscriber_id,
-        RECIPIENT_CODE[r.state],
-        Math.max(0, Math.trunc(r.attempts)),
-        ms(r.at),
-        r.possible_duplicate ? '1' : '0',
-        r.error ?? '',
-        noticeId,
-        this.retentionMs,
-      ],
+      args,
     );
   }
 

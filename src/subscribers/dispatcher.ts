@@ -46,12 +46,12 @@ export const NOTICE_LEASE_MS = 60_000;
 /** The rendering the dispatcher needs (src/subscribers/mail.ts and payload.ts). */
 export interface NoticeContent {
   links(publicUrl: string, tokens: { manage: string; unsubscribe: string }): SubscriberLinks;
+  /** The notice's mail in a locale, rendered once: each subscriber's is then only its links put in. */
   noticeMail(
     n: SubscriberNotice,
     locale: SubscriberLocale,
-    links: SubscriberLinks,
     overrides?: SubscriberTemplateOverrides | null,
-  ): RenderedMail;
+  ): (links: SubscriberLinks) => RenderedMail;
   webhookPayload(n: SubscriberNotice, links: SubscriberLinks, nowMs: number): Record<string, unknown>;
 }
 
@@ -97,11 +97,14 @@ export class NoticeDispatcher {
   private claimNext: number;
   /** Notices are immutable once opened: the last few read are kept. */
   private readonly cache = new Map<string, SubscriberNotice>();
+  /** The sends' records, written several to a round trip. */
+  private readonly records: RecordQueue;
 
   constructor(private readonly d: NoticeDispatcherDeps) {
     this.leaseMs = d.leaseMs ?? NOTICE_LEASE_MS;
     this.claimLimit = d.claimLimit ?? 16;
     this.claimNext = this.claimLimit;
+    this.records = new RecordQueue(d.notices);
   }
 
   /** Claims due work and runs it; answers how many items were claimed (0: idle). */
@@ -114,7 +117,7 @@ export class NoticeDispatcher {
     }
     const overrides = await this.d.templates();
     const limiter = new Limiter(this.d.inFlight);
-    const ctx: RunContext = { limiter, overrides, sends: 0 };
+    const ctx: RunContext = { limiter, overrides, mails: new Map(), sends: 0 };
     await Promise.all(work.map((w) => this.run({ work: w, renewAt: this.renewAt(started) }, ctx)));
     // Large batches one at a time: each then has the whole lease to itself.
     this.claimNext = ctx.sends > this.d.inFlight * 8 ? 1 : this.claimLimit;
@@ -209,7 +212,12 @@ export class NoticeDispatcher {
     return this.sendAll(notice, [{ sub, prev: r }], held, ctx, counts);
   }
 
-  /** Sends to each, `inFlight` at a time, while the lease is held; true when every one was attempted. */
+  /**
+   * Sends to each, `inFlight` at a time, while the lease is held; true when every one was
+   * attempted. The recipients are marked `sending` a chunk of `inFlight` at a time (one write),
+   * before any of the chunk's sends starts; each result is written with the next chunk's marks, or within
+   * RESULT_FLUSH_MS, and all of them before this returns.
+   */
   private async sendAll(
     notice: SubscriberNotice,
     todo: { sub: Subscriber; prev: Recipient | null }[],
@@ -217,94 +225,138 @@ export class NoticeDispatcher {
     ctx: RunContext,
     counts: Counts,
   ): Promise<boolean> {
-    const running: Promise<boolean>[] = [];
+    // Sends in flight are counted, not kept: a list of their promises, held for as long as the
+    // bucket runs, would keep each send's objects reachable from the old generation and make
+    // the young-generation collector promote all of them (the worker's memory grew by ~100 MB
+    // over a large notice that way).
+    const flight = new Flight();
     let complete = true;
-    for (const t of todo) {
-      await ctx.limiter.acquire();
-      if (!(await this.keep(held))) {
-        ctx.limiter.release();
+    // As many as can be in flight: a chunk's last send starts as its first ends.
+    const chunk = Math.max(1, this.d.inFlight);
+    for (let from = 0; from < todo.length && complete; from += chunk) {
+      // A slot first: nothing is marked while the sends before it still hold every one.
+      if (!(await this.slot(ctx, held))) {
         complete = false;
         break;
       }
-      ctx.sends++;
-      running.push(
-        this.attempt(notice, t.sub, t.prev, ctx.overrides, counts)
-          .then(
-            () => true,
-            (err: unknown) => {
-              // The store failed: the item stays unfinished and is taken again when its lease ends.
-              this.d.log.warn(
-                { notice: notice.id, subscriber: t.sub.id, err: err instanceof Error ? err.message : String(err) },
-                'subscriber notice send could not be recorded',
-              );
-              return false;
-            },
-          )
-          .finally(() => ctx.limiter.release()),
-      );
+      const marked = todo.slice(from, from + chunk).map((t) => this.marked(t.sub, t.prev));
+      try {
+        // A chunk marked is a chunk whose every recipient is sent (or left `sending` for the next taker).
+        await this.records.add(
+          notice.id,
+          marked.map((m) => m.sending),
+          'now',
+        );
+      } catch (err) {
+        // The store failed: the item stays unfinished and is taken again when its lease ends.
+        ctx.limiter.release();
+        this.d.log.warn(
+          { notice: notice.id, err: err instanceof Error ? err.message : String(err) },
+          'subscriber notice sends could not be recorded',
+        );
+        complete = false;
+        break;
+      }
+      for (const [i, m] of marked.entries()) {
+        // The rest of the chunk stays `sending` for whoever holds the item now (sent, flagged).
+        if (i > 0 && !(await this.slot(ctx, held))) {
+          complete = false;
+          break;
+        }
+        ctx.sends++;
+        counts.sent++;
+        let holding = true;
+        const release = () => {
+          if (holding) ctx.limiter.release();
+          holding = false;
+        };
+        flight.start();
+        void this.attempt(notice, m, ctx, counts, release).then(
+          () => {
+            release();
+            flight.end(true);
+          },
+          (err: unknown) => {
+            release();
+            // The store failed: the item stays unfinished and is taken again when its lease ends.
+            this.d.log.warn(
+              { notice: notice.id, subscriber: m.sub.id, err: err instanceof Error ? err.message : String(err) },
+              'subscriber notice send could not be recorded',
+            );
+            flight.end(false);
+          },
+        );
+      }
     }
-    const results = await Promise.all(running);
-    return complete && results.every(Boolean);
+    return (await flight.landed()) && complete;
   }
 
-  /** One attempt: `sending` recorded, the send, its result recorded (and a bounce stops the subscriber). */
-  private async attempt(
-    notice: SubscriberNotice,
-    sub: Subscriber,
-    prev: Recipient | null,
-    overrides: SubscriberTemplateOverrides | null,
-    counts: Counts,
-  ): Promise<void> {
+  /** A send's slot, while the lease is still this worker's (false: none taken, stop). */
+  private async slot(ctx: RunContext, held: Held): Promise<boolean> {
+    await ctx.limiter.acquire();
+    if (await this.keep(held)) return true;
+    ctx.limiter.release();
+    return false;
+  }
+
+  /** A recipient about to be sent to: its `sending` record and what its result record starts from. */
+  private marked(sub: Subscriber, prev: Recipient | null): Marked {
     const attempts = (prev?.attempts ?? 0) + 1;
     // Found `sending`: a crash cut the last attempt off, so the receiver may already have it.
     const possibleDuplicate = prev?.state === 'sending' || prev?.possible_duplicate === true;
     const base = { subscriber_id: sub.id, attempts, possible_duplicate: possibleDuplicate };
-    await this.d.notices.record(notice.id, { ...base, state: 'sending', at: this.iso(), error: prev?.error ?? null });
-    counts.sent++;
-    const out = await this.send(notice, sub, overrides);
+    return { sub, base, sending: { ...base, state: 'sending', at: this.iso(), error: prev?.error ?? null } };
+  }
+
+  /** One send and its result recorded (a bounce also stops the subscriber); `sent` once the send is over. */
+  private async attempt(
+    notice: SubscriberNotice,
+    m: Marked,
+    ctx: RunContext,
+    counts: Counts,
+    sent: () => void,
+  ): Promise<void> {
+    const { sub, base } = m;
+    const out = await this.send(notice, sub, ctx);
+    sent();
     const at = this.iso();
     switch (out.outcome) {
       case 'delivered':
         counts.delivered++;
-        return this.d.notices.record(notice.id, { ...base, state: 'delivered', at, error: null });
+        return this.records.add(notice.id, [{ ...base, state: 'delivered', at, error: null }], 'soon');
       case 'failed':
         counts.failed++;
-        return this.d.notices.record(notice.id, { ...base, state: 'failed', at, error: out.error });
+        return this.records.add(notice.id, [{ ...base, state: 'failed', at, error: out.error }], 'soon');
       case 'bounced':
         counts.bounced++;
-        await this.d.notices.record(notice.id, { ...base, state: 'bounced', at, error: out.error });
+        await this.records.add(notice.id, [{ ...base, state: 'bounced', at, error: out.error }], 'now');
         return this.bounce(sub.id, out.error);
       case 'retryable': {
         // The delivery policy's budget, counted from the notice's opening: told within about an hour, or failed.
         const decision = decideRetry({
-          attemptsMade: attempts,
+          attemptsMade: base.attempts,
           retryAfterMs: out.retryAfterMs ?? null,
           elapsedMs: this.now() - Date.parse(notice.created_at),
           random: this.d.random,
         });
         if (!decision.retry) {
           counts.failed++;
-          return this.d.notices.record(notice.id, {
-            ...base,
-            state: 'failed',
-            at,
-            error: `${out.error}; ${decision.reason}`,
-          });
+          return this.records.add(
+            notice.id,
+            [{ ...base, state: 'failed', at, error: `${out.error}; ${decision.reason}` }],
+            'soon',
+          );
         }
         counts.retrying++;
         // The retry item first: a crash between the two leaves a `sending` recipient with its
         // retry due (sent again, flagged), never a `retrying` one that nothing will pick up.
         await this.d.notices.retryAt(notice.id, sub.id, this.now() + decision.delayMs);
-        return this.d.notices.record(notice.id, { ...base, state: 'retrying', at, error: out.error });
+        return this.records.add(notice.id, [{ ...base, state: 'retrying', at, error: out.error }], 'now');
       }
     }
   }
 
-  private async send(
-    notice: SubscriberNotice,
-    sub: Subscriber,
-    overrides: SubscriberTemplateOverrides | null,
-  ): Promise<SendOutcome> {
+  private async send(notice: SubscriberNotice, sub: Subscriber, ctx: RunContext): Promise<SendOutcome> {
     const version = sub.token_version;
     const links = this.d.content.links(notice.page.public_url, {
       manage: this.d.tokens.sign({ purpose: 'manage', subscriberId: sub.id, version }),
@@ -314,7 +366,13 @@ export class NoticeDispatcher {
       return this.d.webhook.notice(sub, notice.id, this.d.content.webhookPayload(notice, links, this.now()));
     if (this.d.relay === null || this.d.from === null)
       return { outcome: 'failed', error: 'e-mail is off here (HERALD_SMTP_URL is not set)' };
-    const mail = this.d.content.noticeMail(notice, sub.locale, links, overrides);
+    const key = `${notice.id}|${sub.locale}`;
+    let mailFor = ctx.mails.get(key);
+    if (mailFor === undefined) {
+      mailFor = this.d.content.noticeMail(notice, sub.locale, ctx.overrides);
+      ctx.mails.set(key, mailFor);
+    }
+    const mail = mailFor(links);
     return this.d.relay.send({
       from: this.d.from,
       to: sub.address,
@@ -369,14 +427,112 @@ export class NoticeDispatcher {
 interface RunContext {
   limiter: Limiter;
   overrides: SubscriberTemplateOverrides | null;
+  /** The step's notice mails, by notice and locale (the overrides are the step's). */
+  mails: Map<string, (links: SubscriberLinks) => RenderedMail>;
   /** Sends started by this step. */
   sends: number;
+}
+
+/** A recipient marked for a send. */
+interface Marked {
+  sub: Subscriber;
+  base: { subscriber_id: string; attempts: number; possible_duplicate: boolean };
+  sending: Recipient;
 }
 
 /** A claimed work item as last leased, and when to extend that lease. */
 interface Held {
   work: NoticeWork;
   renewAt: number;
+}
+
+/** How long a result may wait for the next write before it is written on its own. */
+export const RESULT_FLUSH_MS = 5;
+
+/**
+ * Recipient records coalesced, one write per notice for all that are waiting. `now`: written at
+ * the next turn of the event loop, with whatever else is waiting (a `sending` mark must be stored
+ * before its send starts). `soon`: a result, written with the next `now` write or after
+ * RESULT_FLUSH_MS, whichever comes first; a result not yet written when the process dies leaves
+ * its recipient `sending`, sent again by the next taker and flagged possible_duplicate. Each add
+ * settles when the write holding it has. One write at a time: what comes meanwhile waits for the
+ * next.
+ */
+export class RecordQueue {
+  private pending = new Map<string, { rs: Recipient[]; done: { resolve(): void; reject(e: unknown): void }[] }>();
+  private busy = false;
+  private urgent = false;
+  private timer: NodeJS.Timeout | null = null;
+
+  constructor(
+    private readonly notices: Pick<NoticeRepo, 'record'>,
+    private readonly flushMs = RESULT_FLUSH_MS,
+  ) {}
+
+  add(noticeId: string, rs: readonly Recipient[], when: 'now' | 'soon'): Promise<void> {
+    let batch = this.pending.get(noticeId);
+    if (batch === undefined) {
+      batch = { rs: [], done: [] };
+      this.pending.set(noticeId, batch);
+    }
+    batch.rs.push(...rs);
+    const settled = new Promise<void>((resolve, reject) => batch.done.push({ resolve, reject }));
+    if (when === 'now') this.urgent = true;
+    this.schedule();
+    return settled;
+  }
+
+  private schedule(): void {
+    if (this.busy) return;
+    if (this.urgent) {
+      if (this.timer !== null) clearTimeout(this.timer);
+      this.timer = null;
+      this.busy = true;
+      setImmediate(() => void this.flush());
+    } else
+      this.timer ??= setTimeout(() => {
+        this.timer = null;
+        this.busy = true;
+        void this.flush();
+      }, this.flushMs);
+  }
+
+  private async flush(): Promise<void> {
+    const batches = this.pending;
+    this.pending = new Map();
+    this.urgent = false;
+    await Promise.all(
+      [...batches].map(([noticeId, b]) =>
+        this.notices.record(noticeId, b.rs).then(
+          () => b.done.forEach((d) => d.resolve()),
+          (e: unknown) => b.done.forEach((d) => d.reject(e)),
+        ),
+      ),
+    );
+    this.busy = false;
+    if (this.pending.size > 0) this.schedule();
+  }
+}
+
+/** Sends in flight, counted: `landed` settles once none is (true when every one ended well). */
+class Flight {
+  private n = 0;
+  private ok = true;
+  private wake: (() => void) | null = null;
+
+  start(): void {
+    this.n++;
+  }
+
+  end(ok: boolean): void {
+    if (!ok) this.ok = false;
+    if (--this.n === 0 && this.wake !== null) this.wake();
+  }
+
+  async landed(): Promise<boolean> {
+    if (this.n > 0) await new Promise<void>((resolve) => (this.wake = resolve));
+    return this.ok;
+  }
 }
 
 /** At most `n` holders at once; the rest wait in order. */

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import Mustache from 'mustache';
 import { escapeHtml } from '../channels/common/escape.js';
 import { parseMustache, type MustacheToken } from '../domain/template/template-placeholders.js';
@@ -63,6 +64,43 @@ export function renderNoticeMail(
     },
   };
 }
+
+/**
+ * The notice mail for each subscriber of a locale, rendered once: everything but the subscriber's
+ * own links is the same for all of them, so the templates run once with stand-ins for the links
+ * and each mail only puts its links in (escaped as the template would have). A page template that
+ * puts a link into the subject (cut to a length, folded into one line) renders per subscriber.
+ */
+export function noticeMailRenderer(
+  n: SubscriberNotice,
+  locale: SubscriberLocale,
+  overrides?: SubscriberTemplateOverrides | null,
+): (links: SubscriberLinks) => RenderedMail {
+  const once = render(noticeTemplates(locale, overrides), noticeView(n, locale, STAND_INS), locale);
+  if (STAND_IN.test(once.subject)) {
+    STAND_IN.lastIndex = 0;
+    return (links) => renderNoticeMail(n, locale, links, overrides);
+  }
+  const notice = oneLine(n.id);
+  return (links) => {
+    const put = (escape: Escape) => (_: string, which: keyof SubscriberLinks) => escape(links[which]);
+    return {
+      subject: once.subject,
+      text: once.text.replace(STAND_IN, put(plain)),
+      html: once.html.replace(STAND_IN, put(html)),
+      headers: { ...unsubscribeHeaders(links), 'X-Herald-Notice': notice },
+    };
+  };
+}
+
+/** Per process, letters and digits only (escaping leaves them alone): no template holds it by chance. */
+const STAND_IN_BASE = `hrld${randomBytes(10).toString('hex')}`;
+const STAND_INS: SubscriberLinks = {
+  manage: `${STAND_IN_BASE}manage`,
+  unsubscribe: `${STAND_IN_BASE}unsubscribe`,
+  page: `${STAND_IN_BASE}page`,
+};
+const STAND_IN = new RegExp(`${STAND_IN_BASE}(manage|unsubscribe|page)`, 'g');
 
 /** The mail with the confirmation link (nothing to leave yet: no unsubscribe link or header). */
 export function renderConfirmMail(

@@ -1,13 +1,15 @@
-import nodemailer, { type NodemailerError, type SendMailOptions } from 'nodemailer';
-import type SMTPPool from 'nodemailer/lib/smtp-pool/index.js';
+import type { NodemailerError } from 'nodemailer';
+import type { SMTPConnectionOptions } from 'nodemailer/lib/smtp-connection/index.js';
 import { classifySmtpCode } from '../domain/execution/delivery-policy.js';
 import type { Pacer } from '../ports/index.js';
+import { composeMail } from './mime.js';
+import { SmtpPool } from './smtp-pool.js';
 
 /**
- * The SMTP relay subscriber mail goes through (HERALD_SMTP_URL, docs/subscribers.md): one pooled
- * nodemailer transport per worker (HERALD_SMTP_POOL connections, kept open between mails: a
- * fan-out of thousands must not pay a TCP and TLS handshake per mail), paced at HERALD_SMTP_RATE
- * mails a second across every worker by the shared RedisPacer.
+ * The SMTP relay subscriber mail goes through (HERALD_SMTP_URL, docs/subscribers.md): a pool of
+ * HERALD_SMTP_POOL connections per worker (smtp-pool.ts; kept open between mails: a fan-out of
+ * thousands must not pay a TCP and TLS handshake per mail), each mail composed in one pass
+ * (mime.ts), paced at HERALD_SMTP_RATE mails a second across every worker by the shared RedisPacer.
  *
  * The relay is the operator's own server, so it is not the outbound guard's business (like the
  * operator's Slack API base): the URL is used as configured.
@@ -40,12 +42,6 @@ export interface Relay {
   close(): void;
 }
 
-/** The part of a pooled nodemailer transport the relay uses. */
-export interface PooledTransport {
-  sendMail(mail: SendMailOptions): Promise<unknown>;
-  close(): void;
-}
-
 export interface RelayOptions {
   /** HERALD_SMTP_URL: `smtp://user:pass@host:587` (STARTTLS when offered) or `smtps://…:465`. */
   url: string;
@@ -60,8 +56,6 @@ export interface RelayOptions {
   connectionTimeoutMs?: number;
   /** Inactivity allowed on a connection, e.g. waiting for the answer to a message. */
   socketTimeoutMs?: number;
-  /** nodemailer.createTransport by default (injectable for tests). */
-  createTransport?: (options: SMTPPool.Options) => PooledTransport;
   /** Local clock (ms) and sleep, for the pacing of slots within a chunk. */
   now?: () => number;
   sleep?: (ms: number) => Promise<void>;
@@ -70,75 +64,75 @@ export interface RelayOptions {
 /** The pacer's key: one schedule for the relay, whatever the worker. */
 export const RELAY_PACING_KEY = 'smtp-relay';
 
-/** The transport's options from HERALD_SMTP_URL (user and password percent-decoded). */
-export function poolOptions(o: Pick<RelayOptions, 'url' | 'pool' | 'ca' | 'connectionTimeoutMs' | 'socketTimeoutMs'>) {
+/** The connections' settings and the login, from HERALD_SMTP_URL (user and password percent-decoded). */
+export function connectionOptions(o: Pick<RelayOptions, 'url' | 'ca' | 'connectionTimeoutMs' | 'socketTimeoutMs'>): {
+  connection: SMTPConnectionOptions;
+  auth: { user: string; pass: string } | null;
+} {
   const u = new URL(o.url);
   const secure = u.protocol === 'smtps:';
-  const options: SMTPPool.Options = {
-    pool: true,
-    maxConnections: o.pool,
-    // A pooled connection stays until the pool closes: the relay takes thousands per connection.
-    maxMessages: Infinity,
-    host: u.hostname.replace(/^\[|\]$/g, ''),
-    port: u.port === '' ? (secure ? 465 : 587) : Number(u.port),
-    secure,
-    ...(u.username !== ''
-      ? { auth: { user: decodeURIComponent(u.username), pass: decodeURIComponent(u.password) } }
-      : {}),
-    ...(o.ca !== undefined ? { tls: { ca: o.ca } } : {}),
-    connectionTimeout: o.connectionTimeoutMs ?? 10_000,
-    greetingTimeout: o.connectionTimeoutMs ?? 10_000,
-    // Well under the dispatcher's lease: a mail in flight settles before another worker may take its work.
-    socketTimeout: o.socketTimeoutMs ?? 20_000,
+  return {
+    connection: {
+      host: u.hostname.replace(/^\[|\]$/g, ''),
+      port: u.port === '' ? (secure ? 465 : 587) : Number(u.port),
+      secure,
+      ...(o.ca !== undefined ? { tls: { ca: o.ca } } : {}),
+      connectionTimeout: o.connectionTimeoutMs ?? 10_000,
+      greetingTimeout: o.connectionTimeoutMs ?? 10_000,
+      // Well under the dispatcher's lease: a mail in flight settles before another worker may take its work.
+      socketTimeout: o.socketTimeoutMs ?? 20_000,
+    },
+    auth: u.username !== '' ? { user: decodeURIComponent(u.username), pass: decodeURIComponent(u.password) } : null,
   };
-  return options;
 }
 
 export function createRelay(o: RelayOptions): Relay {
-  const make = o.createTransport ?? ((options: SMTPPool.Options) => nodemailer.createTransport(options));
-  const transport = make(poolOptions(o));
+  const pool = new SmtpPool({ ...connectionOptions(o), size: o.pool });
   const slots = new SlotChunks(o.pacer, o.rate, o.now ?? Date.now, o.sleep ?? sleep);
   return {
     async send(mail) {
       await slots.take();
       try {
-        await transport.sendMail({
-          from: mail.from,
-          to: mail.to,
-          subject: mail.subject,
-          text: mail.text,
-          html: mail.html,
-          messageId: mail.messageId,
-          headers: mail.headers,
-        });
+        const composed = await composeMail(mail);
+        await pool.send(composed.envelope, composed.raw);
         return { outcome: 'delivered' };
       } catch (e) {
         return relayFailure(e, mail.to);
       }
     },
     close() {
-      transport.close();
+      pool.close();
     },
   };
 }
 
 /**
+ * How late a window's slots may still be used: a worker slower than the rate uses its slots as it
+ * gets to them, up to this long after the window began, instead of dropping them and paying
+ * another reservation. The rate then holds over any second give or take this much of it.
+ */
+export const SLOT_LATE_MS = 50;
+
+/**
  * Pacing slots reserved a chunk at a time: one `reserve` on the shared schedule takes a window of
  * `k` slots (a rule `k` times slower: the schedule moves on by k intervals) and this worker uses
- * them within it. `k` is how many sends are waiting for a slot then (at most a tenth of a second of
- * the rate), so a busy worker pays one Redis round trip per chunk, not per mail, and an idle one
- * does not hold a window it will not use. All workers together keep to the rate: each window is a
- * span of the one schedule no other worker holds. A slot is used no later than its window's end;
- * what is left then is dropped, never sent late in a burst.
+ * them within it, or, when it is slower than the rate, as it gets to them within SLOT_LATE_MS.
+ * All workers together keep to the rate: each window is a span of the one schedule no other
+ * worker holds. `k` follows this worker's demand: the sends waiting, and while it keeps sending,
+ * twice what it used of the last window when it used all of it, what it used when it did not;
+ * never more than a tenth of a second of the rate. So a busy worker pays one Redis round trip per
+ * chunk, not per mail, and an idle one does not hold a window it will not use. What is left of a
+ * window at its end is dropped, never sent late in a burst.
  */
 export class SlotChunks {
   private readonly interval: number;
   private readonly maxChunk: number;
-  /** The current window: the next slot's time, its end, and the slots left in it (local ms). */
+  /** The current window: the next slot's time, its end, the slots left and the slots it had (local ms). */
   private next = 0;
   private end = 0;
   private left = 0;
-  /** Sends waiting for a slot (what the next reservation is sized by). */
+  private size = 0;
+  /** Sends waiting for a slot. */
   private waiting = 0;
   private reserving: Promise<void> | null = null;
 
@@ -160,7 +154,7 @@ export class SlotChunks {
       for (;;) {
         at = this.claim();
         if (at !== null) break;
-        this.reserving ??= this.reserve(Math.min(this.maxChunk, this.waiting)).finally(() => {
+        this.reserving ??= this.reserveForWaiting().finally(() => {
           this.reserving = null;
         });
         await this.reserving;
@@ -182,11 +176,27 @@ export class SlotChunks {
     return at;
   }
 
+  /** A window for the sends waiting once this turn of the event loop is over (they start together). */
+  private async reserveForWaiting(): Promise<void> {
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    await this.reserve(this.demand());
+  }
+
+  /** How many slots the next window holds. */
+  private demand(): number {
+    const used = this.size - this.left;
+    // Still sending (the last window is not long over): as much as the last one, or twice that.
+    const busy = this.size > 0 && this.now() < this.end + SLOT_LATE_MS;
+    const trend = busy ? (this.left <= 0 ? used * 2 : used) : 0;
+    return Math.min(this.maxChunk, Math.max(1, this.waiting, trend));
+  }
+
   private async reserve(k: number): Promise<void> {
     const wait = await this.pacer.reserve(RELAY_PACING_KEY, { perSecond: this.rate / k, burst: 1 });
     this.next = this.now() + wait;
-    this.end = this.next + k * this.interval;
+    this.end = this.next + Math.max(k * this.interval, SLOT_LATE_MS);
     this.left = k;
+    this.size = k;
   }
 }
 

@@ -28,13 +28,13 @@ import { RedisPacer } from '../../src/store/pacing.js';
 import { openSubscriberKey } from '../../src/store/subscriber-key.js';
 import { RedisNoticeRepo, RedisSubscriberRepo } from '../../src/store/subscribers.js';
 import { NoticeDispatcher, noticeMessageId, type NoticeDispatcherDeps } from '../../src/subscribers/dispatcher.js';
-import { renderNoticeMail, subscriberLinks } from '../../src/subscribers/mail.js';
+import { noticeMailRenderer, subscriberLinks } from '../../src/subscribers/mail.js';
 import { webhookPayload } from '../../src/subscribers/payload.js';
 import { createRelay, type Relay } from '../../src/subscribers/relay.js';
 import { createSubscriberWebhook } from '../../src/subscribers/webhook.js';
 import { startSmtp, type SmtpPeer } from '../support/peers/smtp.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/peers/webhook-receiver.js';
-import { dropPrefix, uniquePrefix, useTestRedis } from '../support/redis.js';
+import { dropPrefix, testRedisUrl, uniquePrefix, useTestRedis } from '../support/redis.js';
 
 /**
  * The notifier against a real Redis (H1's store), a real SMTP server and a real webhook receiver:
@@ -98,7 +98,7 @@ async function world() {
       relay,
       from: FROM,
       webhook: createSubscriberWebhook({ http }),
-      content: { links: subscriberLinks, noticeMail: renderNoticeMail, webhookPayload },
+      content: { links: subscriberLinks, noticeMail: noticeMailRenderer, webhookPayload },
       templates: () => Promise.resolve(null),
       clock,
       // The longest first backoff (2 s): the first drain ends well before the retry is due.
@@ -739,6 +739,7 @@ describe('composeSubscribers', () => {
     const parts = await composeSubscribers({
       config,
       redis: t.redis,
+      redisUrl: testRedisUrl(),
       keys: w.keys,
       log,
       clock: systemClock,

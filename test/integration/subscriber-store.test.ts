@@ -376,6 +376,38 @@ describe('notices', () => {
     }
   });
 
+  it('record() of many at once counts each as recorded one by one, a recipient twice in one call included', async () => {
+    const { repo } = noticeSpace();
+    const n = notice('ntc_dlv_01BATCH');
+    await repo.open(n);
+    await repo.record(
+      n.id,
+      ['sub_A', 'sub_B', 'sub_C', 'sub_D'].map((id) => recipient(id, 'sending')),
+    );
+    await repo.record(n.id, [
+      recipient('sub_A', 'delivered'),
+      recipient('sub_B', 'bounced', { error: '550 5.1.1 no such user' }),
+      recipient('sub_C', 'failed', { error: '554 rejected' }),
+      // A later state of the same recipient in the same call wins, and is counted once.
+      recipient('sub_C', 'delivered'),
+      recipient('sub_D', 'sending', { attempts: 2, possible_duplicate: true }),
+    ]);
+    expect(await repo.tally(n.id)).toMatchObject({
+      total: 4,
+      delivered: 2,
+      bounced: 1,
+      failed: 0,
+      pending: 1,
+      possible_duplicates: 1,
+    });
+    expect(await repo.recipients(n.id, ['sub_C', 'sub_D'])).toEqual([
+      recipient('sub_C', 'delivered'),
+      recipient('sub_D', 'sending', { attempts: 2, possible_duplicate: true }),
+    ]);
+    await repo.record(n.id, []);
+    expect((await repo.tally(n.id)).total).toBe(4);
+  });
+
   it('record() from two connections at once keeps the tally exact', async () => {
     const { keys, repo } = noticeSpace();
     const other = connectTestRedis();

@@ -9,6 +9,7 @@ import {
   MAX_SUBJECT,
   renderAlreadySubscribedMail,
   renderConfirmMail,
+  noticeMailRenderer,
   renderNoticeMail,
   subscriberLinks,
   type RenderedMail,
@@ -276,6 +277,33 @@ describe('confirmation and already-subscribed mails', () => {
     const m = renderConfirmMail({ ...PAGE, title: '<b>Acme</b>' }, 'en', confirmUrl);
     expect(m.html).not.toContain('<b>');
     expect(m.subject).toBe('[<b>Acme</b>] Confirm your subscription');
+  });
+});
+
+describe('a notice mail rendered once per locale', () => {
+  it('is, for every subscriber, exactly the mail rendered for that subscriber alone', () => {
+    // Links whose characters the HTML part escapes, and a template that shows each link twice.
+    const odd = subscriberLinks('https://status.acme.test/a&b<c>', { manage: 'm.1"x', unsubscribe: "u.2'y" });
+    const own: SubscriberTemplateOverrides = {
+      en: {
+        text: '{{links.manage}} {{links.unsubscribe}} {{links.page}} {{links.manage}}',
+        html: '<a href="{{links.page}}">{{links.unsubscribe}}</a>',
+      },
+    };
+    for (const kind of KINDS)
+      for (const locale of ['en', 'de'] as const)
+        for (const overrides of [null, own]) {
+          const once = noticeMailRenderer(notice(kind), locale, overrides);
+          for (const links of [LINKS, odd])
+            expect(once(links)).toEqual(renderNoticeMail(notice(kind), locale, links, overrides));
+        }
+  });
+
+  it('renders per subscriber where a page puts a link into the subject', () => {
+    const own: SubscriberTemplateOverrides = { en: { subject: '{{incident.name}} {{links.manage}}' } };
+    const once = noticeMailRenderer(notice('incident_update'), 'en', own);
+    expect(once(LINKS).subject).toBe(`Checkout errors ${MANAGE}`);
+    expect(once(LINKS)).toEqual(renderNoticeMail(notice('incident_update'), 'en', LINKS, own));
   });
 });
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { OutboundError } from '../../src/delivery/outbound/error.js';
-import { poolOptions, relayFailure, scrub, SlotChunks } from '../../src/subscribers/relay.js';
+import { connectionOptions, relayFailure, scrub, SlotChunks } from '../../src/subscribers/relay.js';
 import { failureOf, outcomeOf } from '../../src/subscribers/webhook.js';
 
 /**
@@ -12,19 +12,14 @@ import { failureOf, outcomeOf } from '../../src/subscribers/webhook.js';
 const ADDRESS = 'Jane.Doe@Example.com';
 
 describe('the relay', () => {
-  it('takes its settings from HERALD_SMTP_URL: a pool kept open, TLS for smtps, the login decoded', () => {
-    expect(poolOptions({ url: 'smtps://us%40er:p%3Ass@relay.example.com', pool: 3 })).toMatchObject({
-      pool: true,
-      maxConnections: 3,
-      maxMessages: Infinity,
-      host: 'relay.example.com',
-      port: 465,
-      secure: true,
+  it('takes its settings from HERALD_SMTP_URL: TLS for smtps, the login decoded', () => {
+    expect(connectionOptions({ url: 'smtps://us%40er:p%3Ass@relay.example.com' })).toMatchObject({
+      connection: { host: 'relay.example.com', port: 465, secure: true },
       auth: { user: 'us@er', pass: 'p:ss' },
     });
-    const plain = poolOptions({ url: 'smtp://127.0.0.1:2525', pool: 1, ca: 'PEM' });
-    expect(plain).toMatchObject({ port: 2525, secure: false, tls: { ca: 'PEM' } });
-    expect(plain).not.toHaveProperty('auth');
+    const plain = connectionOptions({ url: 'smtp://127.0.0.1:2525', ca: 'PEM' });
+    expect(plain).toMatchObject({ connection: { port: 2525, secure: false, tls: { ca: 'PEM' } }, auth: null });
+    expect(connectionOptions({ url: 'smtp://[::1]' }).connection).toMatchObject({ host: '::1', port: 587 });
   });
 
   it('bounces on a 5xx to RCPT TO, fails on another 5xx, retries a 4xx, a login or a connection', () => {
@@ -105,6 +100,28 @@ describe('pacing windows', () => {
     expect(h.reserves.every((k) => k <= 10)).toBe(true);
     expect(h.reserves.reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(25);
     expect(h.reserves.length).toBeLessThanOrEqual(4);
+  });
+
+  it('grows the window of a worker that keeps sending below the rate: a reservation per many mails, not per mail', async () => {
+    const h = harness(100_000);
+    // One send a millisecond, far below the rate: each takes its slot as it gets to it.
+    for (let i = 0; i < 300; i++) {
+      await h.take();
+      h.idle(1);
+    }
+    expect(h.sent).toHaveLength(300);
+    expect(h.reserves.reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(300);
+    expect(h.reserves.length).toBeLessThanOrEqual(20);
+    // A slot is used within SLOT_LATE_MS of its window: the schedule is never far behind.
+    expect(Math.max(...h.reserves)).toBeLessThanOrEqual(128);
+  });
+
+  it('keeps to the rate however large the windows grow: a worker faster than the rate is paced slot by slot', async () => {
+    const h = harness(100);
+    for (let i = 0; i < 150; i++) await h.take();
+    // 150 sends at 100/s from the first: 1.49 s at the least.
+    expect(h.sent.at(-1)! - h.sent[0]!).toBeGreaterThanOrEqual(1490);
+    expect(Math.max(...h.reserves)).toBeLessThanOrEqual(10);
   });
 
   it('reserves only what a lone send needs, and drops a window whose time is over', async () => {
