@@ -339,11 +339,21 @@ export function retryAfterMs(value: string | undefined, nowMs: number): number |
 
 /** Event requests one worker has in flight at once. */
 const SEND_CONCURRENCY = 64;
+/** Windows of SEND_CONCURRENCY one step sends at most before it takes in new events again (about a second's worth). */
+const SEND_PER_STEP = 16;
 /**
  * How long a claimed delivery is this worker's: two rounds of sends at their 10 s time-out, with
  * room to spare. A worker that dies leaves its claims to others after this.
  */
 const CLAIM_LEASE_MS = 30_000;
+
+/** A claimed delivery with what its send needs (null: gone meanwhile). */
+interface Claimed {
+  id: string;
+  record: EventDeliveryRecord | null;
+  endpoint: EndpointRecord | null;
+  event: StoredEvent | null;
+}
 
 /** How one dispatcher step went (for the loop's pacing and the tests). */
 export interface DispatchStep {
@@ -372,8 +382,8 @@ export class EventDispatcher {
     const batch = this.opts.batch ?? 500;
     const ingested = await this.d.store.ingest(batch);
     const fannedOut = await this.fanout(batch);
-    // Only what this worker sends soon is claimed: a claim's lease must outlast its sends.
-    const attempted = await this.sendDue(2 * (this.opts.concurrency ?? SEND_CONCURRENCY));
+    // A backlog is sent SEND_PER_STEP windows at a time: new events are taken in between.
+    const attempted = await this.sendDue(SEND_PER_STEP * (this.opts.concurrency ?? SEND_CONCURRENCY));
     await this.trim();
     return { ingested, fannedOut, attempted };
   }
@@ -427,33 +437,69 @@ export class EventDispatcher {
     return events.map((e, i) => factsOf(e, data[i]!, lookups));
   }
 
-  /** Sends the due deliveries (a few at a time); how many were attempted. */
+  /**
+   * Sends due deliveries, at most `max` of them, `concurrency` at a time; how many were attempted.
+   * They are claimed a window at a time, the next window as soon as the sends waiting to start
+   * fall under half a window: a backlog keeps every lane busy instead of draining to the last
+   * send of a claim before the next claim (and the step's other work) begins. A claim's lease
+   * outlasts its sends: only what is about to be sent is claimed.
+   */
   async sendDue(max: number): Promise<number> {
-    const now = this.d.clock.now().getTime();
-    const ids = await this.d.store.claimDue(now, this.opts.leaseMs ?? CLAIM_LEASE_MS, max);
-    if (ids.length === 0) return 0;
-    // What the sends need, read once for the whole claim (a round trip per send each was the cost).
-    const records = await this.d.store.getDeliveries(ids);
-    const endpoints = new Map((await this.d.store.allEndpoints()).map((e) => [e.id, e]));
-    const eventIds = [...new Set(records.flatMap((r) => (r ? [r.event_id] : [])))];
-    const events = new Map((await this.d.store.getEvents(eventIds)).map((e) => [e.id, e]));
     const width = this.opts.concurrency ?? SEND_CONCURRENCY;
-    let next = 0;
-    const run = async (): Promise<void> => {
-      while (next < ids.length) {
-        const i = next++;
+    const queue: Claimed[] = [];
+    let claimed = 0;
+    let more = true;
+    let refill: Promise<void> | null = null;
+    const claim = async (): Promise<void> => {
+      const want = Math.min(width, max - claimed);
+      const got = want > 0 ? await this.claimWindow(want) : [];
+      claimed += got.length;
+      more = got.length === want && claimed < max;
+      queue.push(...got);
+    };
+    const next = async (): Promise<Claimed | undefined> => {
+      for (;;) {
+        if (queue.length <= width / 2 && more) refill ??= claim().finally(() => (refill = null));
+        const item = queue.shift();
+        if (item !== undefined || refill === null) return item;
+        await refill;
+      }
+    };
+    const lane = async (): Promise<void> => {
+      for (let c = await next(); c !== undefined; c = await next()) {
         try {
-          const d = records[i];
-          if (!d || d.status !== 'pending') await this.d.store.forgetDue(ids[i]!);
-          else await this.attempt(d, endpoints.get(d.endpoint_id) ?? null, events.get(d.event_id) ?? null);
+          if (!c.record || c.record.status !== 'pending') await this.d.store.forgetDue(c.id);
+          else await this.attempt(c.record, c.endpoint, c.event);
         } catch (err) {
           // Left due under its lease: the next claim after the lease tries it again.
           this.d.onError?.('event delivery attempt', err);
         }
       }
     };
-    await Promise.all(Array.from({ length: Math.min(width, ids.length) }, run));
-    return ids.length;
+    await claim();
+    if (queue.length === 0) return 0;
+    await Promise.all(Array.from({ length: width }, lane));
+    return claimed;
+  }
+
+  /** Claims up to `limit` due deliveries with what their sends need, read once for all of them. */
+  private async claimWindow(limit: number): Promise<Claimed[]> {
+    const now = this.d.clock.now().getTime();
+    const ids = await this.d.store.claimDue(now, this.opts.leaseMs ?? CLAIM_LEASE_MS, limit);
+    if (ids.length === 0) return [];
+    const records = await this.d.store.getDeliveries(ids);
+    const endpoints = new Map((await this.d.store.allEndpoints()).map((e) => [e.id, e]));
+    const eventIds = [...new Set(records.flatMap((r) => (r ? [r.event_id] : [])))];
+    const events = new Map((await this.d.store.getEvents(eventIds)).map((e) => [e.id, e]));
+    return ids.map((id, i) => {
+      const record = records[i] ?? null;
+      return {
+        id,
+        record,
+        endpoint: record ? (endpoints.get(record.endpoint_id) ?? null) : null,
+        event: record ? (events.get(record.event_id) ?? null) : null,
+      };
+    });
   }
 
   /** One attempt of a pending delivery, its endpoint and event as read for this claim. */

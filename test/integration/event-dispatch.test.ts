@@ -1,12 +1,16 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { Webhook } from 'standardwebhooks';
 import { SYSTEM_ACTOR } from '../../src/domain/common/actor.js';
 import { createIdGenerator } from '../../src/domain/common/ids.js';
 import { EVENT_SCHEMAS } from '../../src/domain/event/catalog.js';
+import { EventDispatcher } from '../../src/services/events.js';
 import { RETRY_DELAYS_MS } from '../../src/domain/event/endpoint.js';
 import { applyPatch, closeIncident, newIncident, type Incident } from '../../src/domain/incident/incident.js';
 import { createdEventId, newEvent } from '../../src/domain/incident/incident-event.js';
 import { useEventWorlds } from '../support/event-world.js';
+import { waitFor } from '../support/wait.js';
 
 /**
  * Events for integrators end to end below the API: changes committed through the incident store,
@@ -193,6 +197,44 @@ describe('event delivery', () => {
     expect(String(after.headers['webhook-signature']).split(' ')).toHaveLength(1);
     expect(EVENT_SCHEMAS.ping!.safeParse(after.json).success).toBe(true);
     await w.service.delete(endpoint.id);
+  });
+
+  it('keeps sending to the others while one receiver is slow: a held answer holds one lane, not the rest', async () => {
+    const w = world();
+    // A receiver that answers nothing until the test lets it.
+    const held: (() => void)[] = [];
+    const slow = createServer((req, res) => {
+      req.resume();
+      held.push(() => res.end('ok'));
+    });
+    await new Promise<void>((resolve) => slow.listen(0, '127.0.0.1', resolve));
+    const dispatcher = new EventDispatcher(w.deps, { concurrency: 2 });
+    try {
+      const port = (slow.address() as AddressInfo).port;
+      await w.service.create({
+        url: `http://127.0.0.1:${port}/slow`,
+        event_types: ['incident.created'],
+        filter: { severities: ['critical'] },
+      });
+      await w.service.create({ url: ev.sink.url, event_types: ['incident.created'] });
+      // The slow receiver's event first: it is among the first claimed.
+      await declare(w, 'critical');
+      for (let i = 0; i < 12; i++) {
+        w.advance(1);
+        await declare(w, 'minor');
+      }
+      const before = ev.sink.received.length;
+      const step = dispatcher.step();
+      // All 13 reach the fast receiver while the slow one still holds its request.
+      await waitFor(() => ev.sink.received.length - before >= 13, { what: 'the fast receiver’s 13 events' });
+      expect(held).toHaveLength(1);
+      for (const release of held.splice(0)) release();
+      expect((await step).attempted).toBe(14);
+    } finally {
+      for (const release of held.splice(0)) release();
+      slow.closeAllConnections();
+      await new Promise((resolve) => slow.close(resolve));
+    }
   });
 
   it('replays a time range with the original webhook-ids', async () => {

@@ -51,6 +51,7 @@ export function useEventWorlds(name: string) {
     return {
       service: new EventEndpointService(deps),
       dispatcher: new EventDispatcher(deps),
+      deps,
       incidents: new RedisIncidentRepo(t.redis, keys),
       keys,
       disabled,
