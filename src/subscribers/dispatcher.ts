@@ -104,7 +104,7 @@ export class NoticeDispatcher {
     this.leaseMs = d.leaseMs ?? NOTICE_LEASE_MS;
     this.claimLimit = d.claimLimit ?? 16;
     this.claimNext = this.claimLimit;
-    this.records = new RecordQueue(d.notices);
+    this.records = new RecordQueue(d.notices, Math.max(1, d.inFlight));
   }
 
   /** Claims due work and runs it; answers how many items were claimed (0: idle). */
@@ -117,7 +117,7 @@ export class NoticeDispatcher {
     }
     const overrides = await this.d.templates();
     const limiter = new Limiter(this.d.inFlight);
-    const ctx: RunContext = { limiter, overrides, mails: new Map(), sends: 0 };
+    const ctx: RunContext = { limiter, marks: new Limiter(this.d.inFlight), overrides, mails: new Map(), sends: 0 };
     await Promise.all(work.map((w) => this.run({ work: w, renewAt: this.renewAt(started) }, ctx)));
     // Large batches one at a time: each then has the whole lease to itself.
     this.claimNext = ctx.sends > this.d.inFlight * 8 ? 1 : this.claimLimit;
@@ -234,12 +234,15 @@ export class NoticeDispatcher {
     // As many as can be in flight: a chunk's last send starts as its first ends.
     const chunk = Math.max(1, this.d.inFlight);
     for (let from = 0; from < todo.length && complete; from += chunk) {
-      // A slot first: nothing is marked while the sends before it still hold every one.
+      const marked = todo.slice(from, from + chunk).map((t) => this.marked(t.sub, t.prev));
+      // Room to mark them, then a slot: nothing is marked while the sends before it still hold
+      // every slot. (In this order: a chunk waiting for room holds no slot another one needs.)
+      await ctx.marks.acquire(marked.length);
       if (!(await this.slot(ctx, held))) {
+        ctx.marks.release(marked.length);
         complete = false;
         break;
       }
-      const marked = todo.slice(from, from + chunk).map((t) => this.marked(t.sub, t.prev));
       try {
         // A chunk marked is a chunk whose every recipient is sent (or left `sending` for the next taker).
         await this.records.add(
@@ -250,6 +253,7 @@ export class NoticeDispatcher {
       } catch (err) {
         // The store failed: the item stays unfinished and is taken again when its lease ends.
         ctx.limiter.release();
+        ctx.marks.release(marked.length);
         this.d.log.warn(
           { notice: notice.id, err: err instanceof Error ? err.message : String(err) },
           'subscriber notice sends could not be recorded',
@@ -260,9 +264,11 @@ export class NoticeDispatcher {
       for (const [i, m] of marked.entries()) {
         // The rest of the chunk stays `sending` for whoever holds the item now (sent, flagged).
         if (i > 0 && !(await this.slot(ctx, held))) {
+          ctx.marks.release(marked.length - i);
           complete = false;
           break;
         }
+        ctx.marks.release();
         ctx.sends++;
         counts.sent++;
         let holding = true;
@@ -426,6 +432,12 @@ export class NoticeDispatcher {
 
 interface RunContext {
   limiter: Limiter;
+  /**
+   * Recipients marked `sending` whose send has not started, across the step's items: at most
+   * `inFlight`, so a crash leaves few marked that were never sent (they are sent by the next
+   * taker, flagged possible_duplicate although only one mail reaches them).
+   */
+  marks: Limiter;
   overrides: SubscriberTemplateOverrides | null;
   /** The step's notice mails, by notice and locale (the overrides are the step's). */
   mails: Map<string, (links: SubscriberLinks) => RenderedMail>;
@@ -453,7 +465,9 @@ export const RESULT_FLUSH_MS = 5;
  * Recipient records coalesced, one write per notice for all that are waiting. `now`: written at
  * the next turn of the event loop, with whatever else is waiting (a `sending` mark must be stored
  * before its send starts). `soon`: a result, written with the next `now` write or after
- * RESULT_FLUSH_MS, whichever comes first; a result not yet written when the process dies leaves
+ * RESULT_FLUSH_MS, or at once when `maxWaiting` are waiting, whichever comes first (so at most
+ * about `maxWaiting` answered sends are unrecorded at any moment, besides those in the write under
+ * way); a result not yet written when the process dies leaves
  * its recipient `sending`, sent again by the next taker and flagged possible_duplicate. Each add
  * settles when the write holding it has. One write at a time: what comes meanwhile waits for the
  * next.
@@ -464,8 +478,13 @@ export class RecordQueue {
   private urgent = false;
   private timer: NodeJS.Timeout | null = null;
 
+  /** Records waiting for the next write. */
+  private waiting = 0;
+
   constructor(
     private readonly notices: Pick<NoticeRepo, 'record'>,
+    /** Results waiting at most: this many make the next write start at once. */
+    private readonly maxWaiting: number,
     private readonly flushMs = RESULT_FLUSH_MS,
   ) {}
 
@@ -476,8 +495,9 @@ export class RecordQueue {
       this.pending.set(noticeId, batch);
     }
     batch.rs.push(...rs);
+    this.waiting += rs.length;
     const settled = new Promise<void>((resolve, reject) => batch.done.push({ resolve, reject }));
-    if (when === 'now') this.urgent = true;
+    if (when === 'now' || this.waiting >= this.maxWaiting) this.urgent = true;
     this.schedule();
     return settled;
   }
@@ -501,6 +521,7 @@ export class RecordQueue {
     const batches = this.pending;
     this.pending = new Map();
     this.urgent = false;
+    this.waiting = 0;
     await Promise.all(
       [...batches].map(([noticeId, b]) =>
         this.notices.record(noticeId, b.rs).then(
@@ -535,25 +556,29 @@ class Flight {
   }
 }
 
-/** At most `n` holders at once; the rest wait in order. */
+/** At most `n` units held at once; who asks for more than are free waits, in order. */
 export class Limiter {
   private held = 0;
-  private readonly waiting: (() => void)[] = [];
+  private readonly waiting: { k: number; resolve: () => void }[] = [];
 
   constructor(private readonly n: number) {}
 
-  acquire(): Promise<void> {
-    if (this.held < this.n) {
-      this.held++;
+  /** `k` units (at most `n`) at once, never some of them. */
+  acquire(k = 1): Promise<void> {
+    if (this.waiting.length === 0 && this.held + k <= this.n) {
+      this.held += k;
       return Promise.resolve();
     }
-    return new Promise((resolve) => this.waiting.push(resolve));
+    return new Promise((resolve) => this.waiting.push({ k, resolve }));
   }
 
-  release(): void {
-    const next = this.waiting.shift();
-    if (next) next();
-    else this.held--;
+  release(k = 1): void {
+    this.held -= k;
+    for (let w = this.waiting[0]; w !== undefined && this.held + w.k <= this.n; w = this.waiting[0]) {
+      this.waiting.shift();
+      this.held += w.k;
+      w.resolve();
+    }
   }
 }
 
