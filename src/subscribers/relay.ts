@@ -2,7 +2,7 @@ import type { NodemailerError } from 'nodemailer';
 import type { SMTPConnectionOptions } from 'nodemailer/lib/smtp-connection/index.js';
 import { classifySmtpCode } from '../domain/execution/delivery-policy.js';
 import type { Pacer } from '../ports/index.js';
-import { composeMail } from './mime.js';
+import { composeMail, type MimeMail } from './mime.js';
 import { SmtpPool } from './smtp-pool.js';
 
 /**
@@ -20,17 +20,11 @@ import { SmtpPool } from './smtp-pool.js';
  * scrubbed from whatever the relay said.
  */
 
-/** One mail as the relay takes it: rendered, with its stable Message-ID. */
-export interface RelayMail {
-  from: string;
-  to: string;
-  subject: string;
-  text: string;
-  html: string;
-  headers: Record<string, string>;
-  /** `<…@…>`: the same on every attempt, so a receiver drops a repeat. */
-  messageId: string;
-}
+/**
+ * One mail as the relay takes it: rendered, with its stable Message-ID (the same on every
+ * attempt, so a receiver drops a repeat); the Date is the moment it is sent.
+ */
+export type RelayMail = Omit<MimeMail, 'date'>;
 
 export type SendOutcome =
   | { outcome: 'delivered' }
