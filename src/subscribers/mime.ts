@@ -76,7 +76,10 @@ function displayName(name: string): string {
   return `"${name.replace(/["\\]/g, '\\$&')}"`;
 }
 
-const oneLine = (s: string): string => s.replace(/[\r\n\t]+/g, ' ').trim();
+/** Line breaks and other control characters never reach a header: they would end it (header injection). */
+// eslint-disable-next-line no-control-regex -- control characters are exactly what is removed
+const CONTROL = /[\u0000-\u001f\u007f\u2028\u2029]+/g;
+export const oneLine = (s: string): string => s.replace(CONTROL, ' ').replace(/\s+/g, ' ').trim();
 
 /** A header line: the value encoded where it is not ASCII, folded at 76 (never inside a word). */
 function header(name: string, value: string): string {

@@ -39,8 +39,6 @@ interface SmtpError {
   responseCode?: number;
 }
 
-/** Codes of a failure that ended the connection rather than a refusal on it (nodemailer's own list). */
-const CONNECTION_CODES = new Set(['ECONNECTION', 'ESOCKET', 'ETIMEDOUT']);
 /** Codes of a refusal within a transaction: the connection itself is fine. */
 const REFUSAL_CODES = new Set(['EENVELOPE', 'EMESSAGE']);
 
@@ -99,9 +97,8 @@ export class SmtpPool {
   }
 
   private afterFailure(c: Conn, err: SmtpError): void {
-    const refusal =
-      c.open && REFUSAL_CODES.has(err.code ?? '') && err.responseCode !== 421 && !CONNECTION_CODES.has(err.code ?? '');
-    if (!refusal) return this.drop(c);
+    // A 421 is the relay closing the connection, whatever the step.
+    if (!c.open || !REFUSAL_CODES.has(err.code ?? '') || err.responseCode === 421) return this.drop(c);
     c.smtp.reset((resetErr) => (resetErr ? this.drop(c) : this.release(c)));
   }
 
