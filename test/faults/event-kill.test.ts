@@ -107,7 +107,12 @@ describe('events with the API and the worker SIGKILLed', () => {
       const t = await h.api('GET', `/v1/incidents/${id}/events?limit=100`);
       for (const e of t.body.data as { id: string }[]) expected.add(e.id);
     }
-    expect(expected.size).toBeGreaterThan(INCIDENTS + 60);
+    // At least the base incidents' creations and every write answered with success; writes
+    // committed but cut off before their answer may add more, but need not (the kill can land
+    // between two commits).
+    const succeeded = statuses.filter((s) => s !== null && s < 300).length;
+    expect(succeeded).toBeGreaterThanOrEqual(60);
+    expect(expected.size).toBeGreaterThanOrEqual(INCIDENTS + succeeded);
 
     // A worker sends them; it is killed mid-delivery and another one finishes.
     const first = spawnHerald('worker');
