@@ -48,6 +48,7 @@ import {
   type Child,
 } from './lib.js';
 import type { LoadResult, LoadSpec } from './load.js';
+import { createMemoryCgroup, type MemoryCgroup } from './cgroup.js';
 import { subscriberRows, type SubscriberFigure } from './subscribers.js';
 
 const QUICK = process.argv.includes('--quick');
@@ -58,6 +59,13 @@ const QUICK = process.argv.includes('--quick');
  * looking for where the time goes; a run with either is not a benchmark result.
  */
 const ONLY = argValue('--only')?.split(',') ?? null;
+/**
+ * `--cgroup-mb=256`: every Herald of the rounds runs inside a memory cgroup with that limit
+ * (bench/cgroup.ts), as in a container with a memory limit; the report adds the cgroup's peak
+ * charge, its OOM kills and how often it hit the limit. Compare its rows with a run without.
+ */
+const CGROUP_MB = argValue('--cgroup-mb') === undefined ? null : Number(argValue('--cgroup-mb'));
+let cgroup: MemoryCgroup | null = null;
 const PROFILE_DIR = argValue('--profile');
 if (PROFILE_DIR !== undefined) mkdirSync(PROFILE_DIR, { recursive: true });
 function argValue(flag: string): string | undefined {
@@ -134,6 +142,10 @@ interface Samples {
   rssUnderLoadMB: number[];
   /** VmHWM: the peak RSS of the process over the round. */
   peakRssMB: number[];
+  /** With --cgroup-mb: the cgroup's peak charge over each round (MB), OOM kills and limit hits so far. */
+  cgroupPeakMB: number[];
+  cgroupOomKills: number[];
+  cgroupLimitHits: number[];
   /** What the RSS was made of, under load and at rest (MB): V8's heap spaces, anonymous memory. */
   memoryShape: Array<Record<string, number | string>>;
   slackApiCalls: number[];
@@ -167,6 +179,9 @@ const samples: Samples = {
   rssMB: [],
   rssUnderLoadMB: [],
   peakRssMB: [],
+  cgroupPeakMB: [],
+  cgroupOomKills: [],
+  cgroupLimitHits: [],
   memoryShape: [],
   slackApiCalls: [],
   slackRssMB: [],
@@ -221,12 +236,14 @@ async function startHerald(name: string, extra: NodeJS.ProcessEnv = {}): Promise
   const nodeArgs = PROFILE_DIR === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`];
   // `--node-arg=--max-semi-space-size=16` (repeatable): flags for Herald's node, to compare settings.
   nodeArgs.push(...process.argv.filter((a) => a.startsWith('--node-arg=')).map((a) => a.slice('--node-arg='.length)));
-  const child = startChild(
-    name,
-    process.execPath,
-    [...nodeArgs, join(ROOT, 'dist', 'main.js')],
-    heraldEnv({ PORT: String(port), ...extra }),
+  // `--herald-env=MALLOC_ARENA_MAX=2` (repeatable): environment for Herald, to compare settings.
+  const envArgs = process.argv.filter((a) => a.startsWith('--herald-env=')).map((a) => a.slice('--herald-env='.length));
+  const settings = Object.fromEntries(
+    envArgs.map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
   );
+  const argv = [...nodeArgs, join(ROOT, 'dist', 'main.js')];
+  const run = cgroup === null ? { command: process.execPath, args: argv } : cgroup.wrap(process.execPath, argv);
+  const child = startChild(name, run.command, run.args, heraldEnv({ PORT: String(port), ...settings, ...extra }));
   await waitFor(
     `${name} /readyz 200`,
     async () => {
@@ -861,10 +878,17 @@ async function main(): Promise<void> {
       `private Redis ${redisVersion} on ${redisPort}; sink ${sinkUrl}; baseline ${baselineUrl}; API key from the CLI`,
     );
 
+    if (CGROUP_MB !== null) {
+      cgroup = createMemoryCgroup(CGROUP_MB * 2 ** 20, `herald-bench-${process.pid}`);
+      const c = cgroup;
+      onExit(() => c.remove());
+      log(`Herald runs in a memory cgroup (v${c.version}) limited to ${CGROUP_MB} MiB: ${c.path}`);
+    }
     let setup: Setup | null = null;
     let fanoutBodyBytes = 600;
     for (let round = 0; round < ROUNDS; round++) {
       log(`round ${round + 1} of ${ROUNDS}`);
+      cgroup?.resetPeak();
       const h = await startHerald(`herald ${round + 1}`);
       samples.readyMs.push(h.readyMs);
       log(`herald ready in ${h.readyMs.toFixed(0)} ms (pid ${h.child.pid})`);
@@ -968,6 +992,11 @@ async function main(): Promise<void> {
         samples.rssMB.push(rssMB(h.child.pid));
         samples.memoryShape.push({ when: 'at rest', ...(await memoryShape(h, token, 'at-rest')) });
         samples.peakRssMB.push(rssMB(h.child.pid, 'VmHWM'));
+        if (cgroup !== null) {
+          samples.cgroupPeakMB.push(cgroup.peakBytes() / 1e6);
+          samples.cgroupOomKills.push(cgroup.oomKills());
+          samples.cgroupLimitHits.push(cgroup.limitHits());
+        }
       } finally {
         const stop = await h.child.stop('SIGTERM', 20_000);
         samples.stopMs.push(stop.ms);
@@ -1027,6 +1056,7 @@ async function main(): Promise<void> {
     process.stdout.write(`\nEvery figure: bench/results.json (${results.duration_sec} s)\n`);
   } finally {
     await stopAll(10_000);
+    cgroup?.remove();
     admin?.disconnect();
     rmSync(dir, { recursive: true, force: true });
   }
@@ -1240,6 +1270,19 @@ function buildReport(): { figures: Figure[]; table: string } {
     target: '—',
     met: null,
   });
+  if (CGROUP_MB !== null) {
+    const peak = samples.cgroupPeakMB.length === 0 ? null : Math.max(...samples.cgroupPeakMB);
+    const kills = last(samples.cgroupOomKills);
+    add({
+      figure: `8c. memory cgroup of ${CGROUP_MB} MiB: peak charge over the rounds (OOM kills ${kills ?? '?'}, limit reached ${last(samples.cgroupLimitHits) ?? '?'} times)`,
+      herald: peak,
+      baseline: null,
+      ratio: null,
+      unit: 'MB',
+      target: 'no OOM kill',
+      met: kills === null ? null : kills === 0,
+    });
+  }
   const ready = m(samples.readyMs);
   add({
     figure: '9. spawn → first 200 from /readyz (external Redis)',
