@@ -225,7 +225,8 @@ export class RedisExecutionRepo implements ExecutionRepo {
 
   async getDeliveries(ids: string[]): Promise<(Delivery | null)[]> {
     if (ids.length === 0) return [];
-    const raw = await this.redis.mget(...ids.map((id) => this.keys.delivery(id)));
+    // Arrays, not spread arguments, wherever the count follows an execute's size (scripts.ts).
+    const raw = await this.redis.mget(ids.map((id) => this.keys.delivery(id)));
     return raw.map((r) => (r === null ? null : rememberText(JSON.parse(r) as Delivery, r)));
   }
 
@@ -301,7 +302,7 @@ export class RedisExecutionRepo implements ExecutionRepo {
   }
 
   async markEnqueued(ids: string[]): Promise<void> {
-    if (ids.length > 0) await this.redis.zrem(this.keys.deliveryOutbox(), ...ids);
+    if (ids.length > 0) await this.redis.zrem(this.keys.deliveryOutbox(), ids);
   }
 }
 

@@ -33,11 +33,16 @@ export async function runScript(
   keys: readonly string[],
   args: readonly (string | number)[],
 ): Promise<unknown> {
+  // One array, not spread arguments: an execute to thousands of connections commits in one
+  // script with tens of thousands of arguments, and each function that passes them on spread
+  // (the request deadline's wrapper, auto-pipelining) puts them all on the stack again, which
+  // overflowed it past ~5,000 deliveries. ioredis flattens the array into the command.
+  const argv = [...keys, ...args.map(String)];
   try {
-    return await redis.evalsha(script.sha, keys.length, ...keys, ...args);
+    return await redis.evalsha(script.sha, keys.length, argv);
   } catch (e) {
     if (!isNoScript(e)) throw e;
     // EVAL runs it and loads it: the next EVALSHA finds it.
-    return redis.eval(script.lua, keys.length, ...keys, ...args);
+    return redis.eval(script.lua, keys.length, argv);
   }
 }

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { openDeadline, withDeadline } from '../../src/domain/common/unavailable.js';
 import { connectRedis } from '../../src/store/redis-connect.js';
 import { luaScript, runScript } from '../../src/store/scripts.js';
 import { testRedisUrl, useTestRedis } from '../support/redis.js';
@@ -32,5 +33,17 @@ describe('Lua scripts on an auto-pipelining connection', () => {
     const [before, first, between, second] = await Promise.all(batch);
     expect([before, Number(first), between, Number(second)]).toEqual([null, 5, '5', 10]);
     expect(Number(await runScript(t.redis, late, [k('b')], [1]))).toBe(11);
+  });
+
+  it('passes hundreds of thousands of arguments, as an execute to 10,000 connections does', async () => {
+    const count = luaScript('test_count', 'return #ARGV');
+    const args = Array.from({ length: 300_000 }, (_, i) => (i % 2 === 0 ? `delivery-${i}` : i));
+    // Under a request's deadline too: its wrapper is one more function the arguments pass through.
+    const d = openDeadline(10_000);
+    try {
+      expect(await withDeadline(d, () => runScript(t.redis, count, [k('c')], args))).toBe(300_000);
+    } finally {
+      d.end();
+    }
   });
 });
