@@ -1,5 +1,6 @@
 /**
- * `npm run bench` (full: 3 rounds) and `npm run bench -- --quick` (1 round, short loads, < 90 s).
+ * `npm run bench` (full: 3 rounds) and `npm run bench -- --quick` (1 round, short loads, < 90 s);
+ * `npm run bench -- --scale` runs the scale curves instead (bench/scale.ts, docs/scaling.md).
  *
  * A black-box, comparative benchmark. Herald is built (`npm run build`) and run as it ships,
  * `node dist/main.js`, in its own process, against a PRIVATE redis-server on a random port (no
@@ -1381,7 +1382,9 @@ function buildReport(): { figures: Figure[]; table: string } {
   return { figures, table: lines.join('\n') };
 }
 
-main().then(
+// `--scale`: the scale curves (bench/scale.ts) instead of the rows above.
+const SCALE = process.argv.some((a) => a === '--scale' || a.startsWith('--scale='));
+(SCALE ? (async () => (await import('./scale.js')).runScale(log))() : main()).then(
   () => process.exit(0),
   (err: unknown) => {
     log(`failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);

@@ -149,6 +149,8 @@ export interface SubscriberRowOptions {
   log(msg: string): void;
   /** HERALD_SMTP_POOL of the worker (Herald's default: 4). */
   pool?: number;
+  /** Subscribers to notify, when not the row's own (100,000; 20,000 quick): the scale curve's sizes. */
+  count?: number;
 }
 
 interface Api {
@@ -224,7 +226,7 @@ function resetPeak(pid: number): boolean {
 }
 
 export async function subscriberRows(o: SubscriberRowOptions): Promise<SubscriberFigure[]> {
-  const n = o.quick ? 20_000 : 100_000;
+  const n = o.count ?? (o.quick ? 20_000 : 100_000);
   const pool = o.pool ?? 4;
   const problems: string[] = [];
   const sink = startTsChild('smtp sink', 'subscribers.ts', ['--smtp-sink'], {
