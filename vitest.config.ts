@@ -3,7 +3,7 @@ import { defineConfig } from 'vitest/config';
 /**
  * The test tiers, one vitest project each, so one `vitest run` runs several in parallel (as
  * `npm test` does) and `vitest run --project <name>` runs one (the `test:<tier>` scripts):
- * - unit (and unit-isolated): pure tests, no Redis and no global setup (they pass with Redis
+ * - unit: pure tests, no Redis and no global setup (they pass with Redis
  *   down, in seconds);
  * - integration: the stores, scripts and services against the shared test Redis, and the port
  *   contracts run against both the in-memory fakes and the Redis adapters;
@@ -13,9 +13,6 @@ import { defineConfig } from 'vitest/config';
  * - failover: Redis Cluster and Sentinel of their own, run alone after everything else.
  * Every project inherits the settings below (`extends: true`).
  */
-/** Unit tests that read the process's own memory (RSS, V8 heap): what files before them left would skew it. */
-const unitOwnProcess = ['test/unit/c-heap.test.ts', 'test/unit/memory-trim.test.ts'];
-
 /** The shared test Redis (global setup) and each file's key sweep (file-keys.ts). */
 const redis = { globalSetup: ['test/support/global-setup.ts'], setupFiles: ['test/support/file-keys.ts'] };
 
@@ -33,14 +30,11 @@ export default defineConfig({
         test: {
           name: 'unit',
           include: ['test/unit/**/*.test.ts', 'test/docs/**/*.test.ts'],
-          exclude: unitOwnProcess,
           // Pure tests with no module mocks: a worker keeps its imported modules from one file to
           // the next instead of loading src/ again for each, which was most of this tier's time.
           isolate: false,
         },
       },
-      // Unit tests that measure their own process's memory: each file in a fresh process.
-      { extends: true, test: { name: 'unit-isolated', include: unitOwnProcess } },
       {
         extends: true,
         test: {

@@ -25,8 +25,6 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 
 /**
  * Packages that stay `require`d from node_modules at run time instead of being bundled.
- * - koffi (the foreign-function interface the memory trimmer calls glibc's malloc_trim through,
- *   src/runtime/c-heap.ts): it finds its prebuilt .node file relative to its own package.
  * - msgpackr-extract (optional native addon of msgpackr, used by BullMQ): node-gyp-build looks
  *   for its prebuilt .node file relative to the package's own __dirname.
  * - pg, @valkey/valkey-glide: BullMQ's optional back ends, required only when configured (never
@@ -38,7 +36,7 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
  *   redefinition each, on every request. Loaded as they ship they run unwrapped; they are two
  *   packages of a few files each, so start-up barely notices (docs/performance.md).
  */
-const EXTERNAL = ['koffi', 'msgpackr-extract', 'pg', '@valkey/valkey-glide', 'express', 'router'];
+const EXTERNAL = ['msgpackr-extract', 'pg', '@valkey/valkey-glide', 'express', 'router'];
 
 /**
  * CommonJS code bundled into an ES module has no `__dirname`/`__filename`: a dependency that

@@ -108,11 +108,6 @@ const EnvSchema = z
     /** How long a worker's claim on a job lasts without a heartbeat: a killed worker's jobs return after it. */
     HERALD_JOB_LOCK_MS: z.coerce.number().int().min(1000).default(30_000),
     /**
-     * After this long with the event loop idle, Herald gives back the memory a burst made V8 grow
-     * (runtime/memory-trim.ts); 0 turns that off.
-     */
-    HERALD_MEMORY_TRIM_IDLE_MS: z.coerce.number().int().min(0).max(3_600_000).default(1_000),
-    /**
      * How long an update waits for its conversation's first message while that one is still being
      * sent (docs/explanation/living-updates.md), so that it replies under it however slowly the platform
      * answers; past it, the update posts on its own. 0: it does not wait.

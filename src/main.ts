@@ -11,7 +11,6 @@ import { ConfigError, loadConfig, type Config } from './config.js';
 import { answerClientErrors } from './http/server.js';
 import { createLogger } from './log.js';
 import { EmbeddedRedisError, openEmbeddedRedis, type EmbeddedRedis } from './runtime/embedded-redis/index.js';
-import { startMemoryTrim, type MemoryTrim } from './runtime/memory-trim.js';
 import { describeRedisTarget, redisTargetFromConfig, type RedisTarget } from './store/redis-connect.js';
 
 async function main(): Promise<void> {
@@ -24,11 +23,7 @@ async function main(): Promise<void> {
   const plan = rolePlan(config.HERALD_ROLE);
   const server = plan.serveHttp ? await serve(herald, config, log, embedded, refuse) : null;
   logStarted({ config, log, herald, server, embedded, redisUrl });
-  const trim =
-    config.HERALD_MEMORY_TRIM_IDLE_MS > 0
-      ? await startMemoryTrim({ idleMs: config.HERALD_MEMORY_TRIM_IDLE_MS, log })
-      : null;
-  stopOnSignals({ server, herald, embedded, log, budgetMs: config.HERALD_SHUTDOWN_MS, trim });
+  stopOnSignals({ server, herald, embedded, log, budgetMs: config.HERALD_SHUTDOWN_MS });
 }
 
 /** Says why Herald will not start, in the log and on stderr, and exits with status 1. */
@@ -179,7 +174,6 @@ function listen(herald: Herald, config: Config, log: Logger): Promise<Server> {
 
 interface ShutdownParts {
   signal: string;
-  trim: MemoryTrim | null;
   server: Server | null;
   herald: Herald;
   embedded: EmbeddedRedis | null;
@@ -202,7 +196,6 @@ async function shutdown(p: ShutdownParts): Promise<void> {
   }, p.budgetMs);
   backstop.unref();
   p.log.info({ signal: p.signal }, 'shutting down: no new connections; draining in-flight requests');
-  p.trim?.stop();
 
   if (p.server) {
     const server = p.server;

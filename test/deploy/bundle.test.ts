@@ -15,13 +15,12 @@ const ENTRIES = { 'dist/main.js': 'src/main.ts', 'dist/cli/herald.js': 'src/cli/
 /**
  * What scripts/bundle.mjs leaves to node_modules at run time: a native addon and optional back
  * ends for both, and for the server Express and its router (bundled, esbuild's keepNames made
- * every request redefine the names of closures the router creates per request) and koffi (the
- * memory trimmer's foreign-function interface, with its prebuilt binary beside it). The CLI
- * serves no HTTP and trims nothing: it must not load them.
+ * every request redefine the names of closures the router creates per request). The CLI serves
+ * no HTTP: it must not load them.
  */
 const EXTERNAL = ['msgpackr-extract', 'pg', '@valkey/valkey-glide'];
 const EXTERNAL_OF: Record<keyof typeof ENTRIES, string[]> = {
-  'dist/main.js': [...EXTERNAL, 'express', 'router', 'koffi'],
+  'dist/main.js': [...EXTERNAL, 'express', 'router'],
   'dist/cli/herald.js': EXTERNAL,
 };
 
