@@ -9,7 +9,6 @@ import { requestIdOf } from './context.js';
 import { deadlineAftermath, requestDeadline } from './middleware/deadline.js';
 import { edge, fullPath } from './middleware/edge.js';
 import { problemHandler, toProblem, type Problem } from './middleware/problem.js';
-import { sendLongStringsAsStrings } from './string-send.js';
 
 export interface Readiness {
   redis: 'ok' | 'unreachable';
@@ -55,8 +54,6 @@ export function createHttpApp(deps: ServerDeps): { app: Express; finish: () => v
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
-  // Long answers (a list page, most records) are written as the strings they are (string-send.ts).
-  sendLongStringsAsStrings(app);
   app.set('trust proxy', deps.trustProxy);
   // Request id, access log, metrics and the malformed-path 400, in one layer (middleware/edge.ts).
   app.use(edge(deps.log, deps.registry));
