@@ -39,6 +39,28 @@ async function pipelinesDuring<T>(run: () => Promise<T>): Promise<{ value: T; ma
   }
 }
 
+describe('the ioredis internals the release relies on (src/store/pipeline-release.ts)', () => {
+  // If an ioredis upgrade renames or reshapes these, the release would quietly set fields nothing
+  // reads (and keep nothing from being retained): this fails first, so the release is revisited.
+  it('a pipeline keeps its commands in _queue, its replies in _result, and settles through promise/resolve/reject', () => {
+    const p = t.redis.pipeline().get(k('shape')).get(k('shape'));
+    const internals = p as unknown as Internals & Record<string, unknown>;
+    expect(Array.isArray(internals._queue)).toBe(true);
+    expect(internals._queue).toHaveLength(2);
+    expect(Array.isArray(internals._result)).toBe(true);
+    expect(internals.promise).toBeInstanceOf(Promise);
+    expect(typeof internals.resolve).toBe('function');
+    expect(typeof internals.reject).toBe('function');
+    expect(internals.isCluster).toBe(false);
+    // fillResult (every reply) and exec read and write these very fields.
+    const proto = Object.getPrototypeOf(p) as { fillResult: () => void; exec: () => void };
+    expect(String(proto.fillResult)).toMatch(/this\._queue\[position\]/);
+    expect(String(proto.fillResult)).toMatch(/this\._result\[position\] = value/);
+    expect(String(proto.fillResult)).toMatch(/this\.resolve\(/);
+    void p.exec();
+  });
+});
+
 describe('settled pipelines', () => {
   it('an auto-pipelined batch answers every command, then its pipeline holds none of them', async () => {
     await t.redis.mset(k('a'), 'A', k('b'), 'B');
