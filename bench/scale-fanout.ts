@@ -47,7 +47,7 @@ import os from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import {
   epochMs,
   exitWithParent,
@@ -60,6 +60,7 @@ import {
   waitFor,
   type Child,
 } from './lib.js';
+import { startPrivateRedis } from './private-redis.js';
 
 const DEFAULT_SIZES = [200, 2_000, 10_000];
 /** Row 5's and row 6's fan-out, and row 6's executes. */
@@ -348,33 +349,9 @@ interface PrivateRedis {
 }
 
 async function startRedis(dir: string, env: NodeJS.ProcessEnv): Promise<PrivateRedis> {
-  const port = await freePort();
   // SLOWLOG keeps every command of 2 ms or more: where a stall of other clients comes from.
-  const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'];
-  args.push('--slowlog-log-slower-than', '2000', '--slowlog-max-len', '1024');
-  const child = startChild(
-    'redis-server',
-    'redis-server',
-    [...args, '--maxmemory-policy', 'noeviction', '--dir', dir],
-    env,
-  );
-  const admin = new Redis({
-    host: '127.0.0.1',
-    port,
-    lazyConnect: true,
-    maxRetriesPerRequest: 1,
-    retryStrategy: () => 50,
-  });
-  admin.on('error', () => undefined);
-  await waitFor(
-    'the private redis-server',
-    async () => {
-      if (child.exit) throw new Error(`redis-server exited: ${child.stderrTail()}`);
-      return (await admin.ping()) === 'PONG';
-    },
-    { timeoutMs: 15_000, intervalMs: 20 },
-  );
-  return { child, url: `redis://127.0.0.1:${port}`, admin, mine: new Map() };
+  const r = await startPrivateRedis(dir, env, ['--slowlog-log-slower-than', '2000', '--slowlog-max-len', '1024']);
+  return { child: r.child, url: r.url, admin: r.admin, mine: new Map() };
 }
 
 /** Redis' calls so far by command, less this harness's own (INFO, the only one it sends often, left out). */

@@ -72,6 +72,7 @@ import {
   type Child,
 } from './lib.js';
 import type { LoadResult, LoadSpec } from './load.js';
+import { startPrivateRedis } from './private-redis.js';
 
 // ---------------------------------------------------------------------------------------------
 // Settings.
@@ -339,45 +340,9 @@ function cpuSeconds(pid: number): number {
 
 /** A private redis-server as bench/run.ts starts it (no persistence, noeviction), answering PING. */
 async function startRedis(dir: string, env: NodeJS.ProcessEnv): Promise<{ url: string; child: Child }> {
-  const port = await freePort();
-  const child = startChild(
-    'redis-server',
-    'redis-server',
-    [
-      '--port',
-      String(port),
-      '--bind',
-      '127.0.0.1',
-      '--save',
-      '',
-      '--appendonly',
-      'no',
-      '--maxmemory-policy',
-      'noeviction',
-      '--dir',
-      dir,
-    ],
-    env,
-  );
-  const url = `redis://127.0.0.1:${port}`;
-  const probe = new Redis(url, { maxRetriesPerRequest: 1, lazyConnect: true, retryStrategy: () => 50 });
-  probe.on('error', () => undefined);
-  try {
-    await waitFor(
-      'the private redis-server',
-      async () => {
-        if (child.exit) throw new Error(`redis-server exited: ${child.stderrTail()}`);
-        return (await probe.ping()) === 'PONG';
-      },
-      { timeoutMs: 15_000, intervalMs: 20 },
-    );
-  } catch (e) {
-    await child.stop('SIGKILL', 2000);
-    throw e;
-  } finally {
-    probe.disconnect();
-  }
-  return { url, child };
+  const r = await startPrivateRedis(dir, env);
+  r.admin.disconnect();
+  return { url: r.url, child: r.child };
 }
 
 /** Deletes every key under the curve's prefix (a shared Redis: a previous run's, or to give memory back). */

@@ -18,8 +18,8 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
-import { Redis } from 'ioredis';
-import { freePort, ROOT, startChild, waitFor } from './lib.js';
+import { ROOT } from './lib.js';
+import { startPrivateRedis } from './private-redis.js';
 import { commandCosts, commandsTable, fanoutCurve, fanoutTable, workerScaling, workersTable } from './scale-fanout.js';
 import { DEFAULT_SIZES as INCIDENT_SIZES, incidentCurve, incidentCurveTable } from './scale-incidents.js';
 import { subscriberRows, type SubscriberFigure } from './subscribers.js';
@@ -40,30 +40,9 @@ function sizesArg(flag: string, fallback: number[]): number[] {
 
 /** A private redis-server for one subscriber size: each size imports into an empty Redis. */
 async function privateRedis(dir: string, env: NodeJS.ProcessEnv): Promise<{ url: string; stop(): Promise<void> }> {
-  const port = await freePort();
-  const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'];
-  const child = startChild(
-    'redis-server',
-    'redis-server',
-    [...args, '--maxmemory-policy', 'noeviction', '--dir', dir],
-    env,
-  );
-  const url = `redis://127.0.0.1:${port}`;
-  const probe = new Redis(url, { maxRetriesPerRequest: 1, lazyConnect: true, retryStrategy: () => 50 });
-  probe.on('error', () => undefined);
-  try {
-    await waitFor(
-      'the private redis-server',
-      async () => {
-        if (child.exit) throw new Error(`redis-server exited: ${child.stderrTail()}`);
-        return (await probe.ping()) === 'PONG';
-      },
-      { timeoutMs: 15_000, intervalMs: 20 },
-    );
-  } finally {
-    probe.disconnect();
-  }
-  return { url, stop: async () => void (await child.stop('SIGTERM', 10_000)) };
+  const r = await startPrivateRedis(dir, env);
+  r.admin.disconnect();
+  return { url: r.url, stop: async () => void (await r.child.stop('SIGTERM', 10_000)) };
 }
 
 async function subscriberCurve(sizes: number[], log: (msg: string) => void): Promise<SubscriberFigure[][]> {
@@ -103,7 +82,9 @@ function subscriberTable(sizes: number[], runs: SubscriberFigure[][]): string {
     `| figure | ${sizes.map((n) => n.toLocaleString('en-US')).join(' | ')} | growth | target |`,
     `|---|${sizes.map(() => '---:').join('|')}|---:|---|`,
   ];
-  const names = (runs[0] ?? []).map((f) => f.figure.replace(/\d[\d,]* e-mail subscribers/, 'N e-mail subscribers'));
+  const names = (runs[0] ?? []).map((f) =>
+    f.figure.replace(/\d[\d,.]*[kM]? e-mail subscribers/, 'N e-mail subscribers'),
+  );
   names.forEach((name, i) => {
     const values = runs.map((r) => r[i]?.herald ?? null);
     const first = values[0];

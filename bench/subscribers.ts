@@ -37,6 +37,7 @@ import {
   waitFor,
   type Child,
 } from './lib.js';
+import { startPrivateRedis } from './private-redis.js';
 
 /** A row as bench/run.ts's table prints it (its `Figure`). */
 export interface SubscriberFigure {
@@ -490,36 +491,9 @@ async function main(): Promise<void> {
   onExit(() => rmSync(dir, { recursive: true, force: true }));
   const baseEnv: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, NODE_ENV: 'production' };
   try {
-    const redisPort = await freePort();
-    const redis = startChild(
-      'redis-server',
-      'redis-server',
-      [
-        '--port',
-        String(redisPort),
-        '--bind',
-        '127.0.0.1',
-        '--save',
-        '',
-        '--appendonly',
-        'no',
-        '--maxmemory-policy',
-        'noeviction',
-      ],
-      baseEnv,
-    );
-    const redisUrl = `redis://127.0.0.1:${redisPort}`;
-    const probe = new Redis(redisUrl, { maxRetriesPerRequest: 1, lazyConnect: true, retryStrategy: () => 50 });
-    probe.on('error', () => undefined);
-    await waitFor(
-      'the private redis-server',
-      async () => {
-        if (redis.exit) throw new Error(`redis-server exited: ${redis.stderrTail()}`);
-        return (await probe.ping()) === 'PONG';
-      },
-      { timeoutMs: 15_000 },
-    );
-    probe.disconnect();
+    const redis = await startPrivateRedis(dir, baseEnv);
+    redis.admin.disconnect();
+    const redisUrl = redis.url;
     const figures = await subscriberRows({
       redisUrl,
       quick,
