@@ -14,7 +14,10 @@ RUN npm ci --no-audit --no-fund --ignore-scripts
 RUN npm run build
 
 FROM node:24-slim AS runtime
-ENV NODE_ENV=production PORT=3000 HERALD_DATA_DIR=/data
+# Inside a memory limit Node sizes V8's young generation from the limit, about 2 MB in 256 MiB,
+# and every request pays for collections (3-4x the CPU). 16 MB semi-spaces keep reads and writes
+# at their unlimited cost with a peak of ~150 MB (docs/operations.md, "Memory").
+ENV NODE_ENV=production PORT=3000 HERALD_DATA_DIR=/data NODE_OPTIONS=--max-semi-space-size=16
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund --ignore-scripts && npm cache clean --force
