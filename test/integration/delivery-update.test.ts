@@ -57,7 +57,8 @@ describe('RedisExecutionRepo.updateDelivery', () => {
         if (typeof value !== 'function') return value;
         const fn = value as (...a: unknown[]) => unknown;
         return (...args: unknown[]) => {
-          if (prop === 'evalsha' || prop === 'eval') sent.push(args);
+          // Flattened: the store passes a script's keys and arguments as one array (scripts.ts).
+          if (prop === 'evalsha' || prop === 'eval') sent.push(args.flat());
           return fn.apply(target, args);
         };
       },
