@@ -2,7 +2,8 @@
  * Helpers shared by the benchmark's processes: bounded polling, free ports, and child processes
  * that are always killed when this process ends (normally, on an error, or on Ctrl-C).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { request, type Agent } from 'node:http';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
@@ -265,4 +266,31 @@ export function postWebhook(base: string, i: number, body: Buffer, agent?: Agent
     req.on('error', () => resolve(false));
     req.end(body);
   });
+}
+
+/** user + system CPU seconds of a process so far (/proc/<pid>/stat, in clock ticks of 1/100 s). */
+export function cpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+/** Runs `fn` over 0..n-1 with `concurrency` at once. */
+export async function pool(n: number, concurrency: number, fn: (i: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(n, concurrency) }, async () => {
+      while (next < n) await fn(next++);
+    }),
+  );
+}
+
+/** An API key with every scope from Herald's CLI (`keys create`), as an operator makes one; `root` holds the dist/. */
+export function createBenchKey(env: NodeJS.ProcessEnv, name: string, root = ROOT): string {
+  const created = spawnSync(
+    process.execPath,
+    [join(root, 'dist', 'cli', 'main.js'), 'keys', 'create', '--name', name, '--scopes', '*', '--json'],
+    { cwd: ROOT, env, timeout: 30_000 },
+  );
+  if (created.status !== 0) throw new Error(`keys create → ${created.status}: ${created.stderr.toString()}`);
+  return String((JSON.parse(created.stdout.toString()) as { token: string }).token);
 }

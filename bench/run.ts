@@ -47,6 +47,9 @@ import {
   stopAll,
   waitFor,
   type Child,
+  cpuSeconds,
+  pool,
+  createBenchKey,
 } from './lib.js';
 import type { LoadResult, LoadSpec } from './load.js';
 import { createMemoryCgroup, type MemoryCgroup } from './cgroup.js';
@@ -291,12 +294,6 @@ async function memoryShape(h: Herald, token: string, when: string): Promise<Reco
   return shape;
 }
 
-/** user + system CPU seconds of a process so far (/proc/<pid>/stat, in clock ticks of 1/100 s). */
-function cpuSeconds(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
-  return (Number(fields[11]) + Number(fields[12])) / 100;
-}
-
 async function redisCpuSeconds(admin: Redis): Promise<number> {
   const info = await admin.info('cpu');
   return (
@@ -374,16 +371,6 @@ async function must(
   const r = await call(base, token, method, path, body);
   if (r.status >= 300) throw new Error(`${method} ${path} → ${r.status} ${r.text.slice(0, 300)}`);
   return r;
-}
-
-/** Runs `fn` over 0..n-1 with `concurrency` at once. */
-async function pool(n: number, concurrency: number, fn: (i: number) => Promise<void>): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(n, concurrency) }, async () => {
-      while (next < n) await fn(next++);
-    }),
-  );
 }
 
 interface SinkStats {
@@ -837,13 +824,7 @@ async function main(): Promise<void> {
     });
     const baselineUrl = `http://127.0.0.1:${(await baseline.json<{ listening: number }>('listening', 20_000)).listening}`;
 
-    const created = spawnSync(
-      process.execPath,
-      [join(ROOT, 'dist', 'cli', 'main.js'), 'keys', 'create', '--name', 'bench', '--scopes', '*', '--json'],
-      { cwd: ROOT, env: heraldEnv(), timeout: 30_000 },
-    );
-    if (created.status !== 0) throw new Error(`keys create → ${created.status}: ${created.stderr.toString()}`);
-    const token = String((JSON.parse(created.stdout.toString()) as { token: string }).token);
+    const token = createBenchKey(heraldEnv(), 'bench');
     log(
       `private Redis ${redisVersion} on ${redisPort}; sink ${sinkUrl}; baseline ${baselineUrl}; API key from the CLI`,
     );

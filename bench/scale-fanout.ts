@@ -59,6 +59,9 @@ import {
   stopAll,
   waitFor,
   type Child,
+  cpuSeconds,
+  pool,
+  createBenchKey,
 } from './lib.js';
 import { startPrivateRedis } from './private-redis.js';
 
@@ -234,12 +237,6 @@ export interface WorkerRow {
 
 // ---------------------------------------------------------------------------------------------
 // /proc.
-
-/** user + system CPU seconds of a process so far (/proc/<pid>/stat, clock ticks of 1/100 s). */
-function cpuSeconds(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
-  return (Number(fields[11]) + Number(fields[12])) / 100;
-}
 
 function statusMB(pid: number, field: 'VmRSS' | 'VmHWM'): number {
   const m = new RegExp(`${field}:\\s+(\\d+)\\s+kB`).exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
@@ -506,13 +503,7 @@ function heraldEnv(s: Stack, extra: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
 }
 
 function createToken(s: Stack): string {
-  const created = spawnSync(
-    process.execPath,
-    [join(HERALD_ROOT, 'dist', 'cli', 'main.js'), 'keys', 'create', '--name', 'bench-scale', '--scopes', '*', '--json'],
-    { cwd: ROOT, env: heraldEnv(s, {}), timeout: 30_000 },
-  );
-  if (created.status !== 0) throw new Error(`keys create → ${created.status}: ${created.stderr.toString()}`);
-  return String((JSON.parse(created.stdout.toString()) as { token: string }).token);
+  return createBenchKey(heraldEnv(s, {}), 'bench-scale', HERALD_ROOT);
 }
 
 /** `node dist/main.js` serving HTTP (role all or api), ready once /readyz answers 200. */
@@ -584,16 +575,6 @@ async function must(h: Herald, token: string, method: string, path: string, body
   const r = await call(h, token, method, path, body);
   if (r.status >= 300) throw new Error(`${method} ${path} → ${r.status} ${r.text.slice(0, 300)}`);
   return r;
-}
-
-/** Runs `fn` over 0..n-1 with `concurrency` at once. */
-async function pool(n: number, concurrency: number, fn: (i: number) => Promise<void>): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(n, concurrency) }, async () => {
-      while (next < n) await fn(next++);
-    }),
-  );
 }
 
 interface SinkStats {

@@ -37,7 +37,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -70,6 +70,8 @@ import {
   stopAll,
   waitFor,
   type Child,
+  cpuSeconds,
+  createBenchKey,
 } from './lib.js';
 import type { LoadResult, LoadSpec } from './load.js';
 import { startPrivateRedis } from './private-redis.js';
@@ -332,12 +334,6 @@ async function redisCpuSeconds(admin: Redis): Promise<number> {
   );
 }
 
-/** user + system CPU seconds of a process so far (/proc/<pid>/stat, in clock ticks of 1/100 s). */
-function cpuSeconds(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
-  return (Number(fields[11]) + Number(fields[12])) / 100;
-}
-
 /** A private redis-server as bench/run.ts starts it (no persistence, noeviction), answering PING. */
 async function startRedis(dir: string, env: NodeJS.ProcessEnv): Promise<{ url: string; child: Child }> {
   const r = await startPrivateRedis(dir, env);
@@ -388,13 +384,7 @@ function heraldEnv(e: Env, extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
 
 /** An API key from the CLI, as bench/run.ts gets its own. */
 function createApiKey(e: Env): string {
-  const created = spawnSync(
-    process.execPath,
-    [join(ROOT, 'dist', 'cli', 'main.js'), 'keys', 'create', '--name', 'bench-scale', '--scopes', '*', '--json'],
-    { cwd: ROOT, env: heraldEnv(e), timeout: 30_000 },
-  );
-  if (created.status !== 0) throw new Error(`keys create → ${created.status}: ${created.stderr.toString()}`);
-  return String((JSON.parse(created.stdout.toString()) as { token: string }).token);
+  return createBenchKey(heraldEnv(e), 'bench-scale');
 }
 
 interface Herald {

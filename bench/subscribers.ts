@@ -36,6 +36,8 @@ import {
   stopAll,
   waitFor,
   type Child,
+  cpuSeconds,
+  createBenchKey,
 } from './lib.js';
 import { startPrivateRedis } from './private-redis.js';
 
@@ -195,12 +197,6 @@ function procStatusKB(pid: number, field: 'VmRSS' | 'VmHWM'): number {
   return m ? Number(m[1]) : NaN;
 }
 
-/** user + system CPU seconds of a process so far (/proc/<pid>/stat, clock ticks of 1/100 s). */
-function cpuSeconds(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
-  return (Number(fields[11]) + Number(fields[12])) / 100;
-}
-
 async function redisCpuSeconds(admin: Redis): Promise<number> {
   const info = await admin.info('cpu');
   return (
@@ -260,13 +256,7 @@ export async function subscriberRows(o: SubscriberRowOptions): Promise<Subscribe
       LOG_LEVEL: 'warn',
     };
 
-    const created = spawnSync(
-      process.execPath,
-      [join(ROOT, 'dist', 'cli', 'main.js'), 'keys', 'create', '--name', 'bench-subs', '--scopes', '*', '--json'],
-      { cwd: ROOT, env, timeout: 30_000 },
-    );
-    if (created.status !== 0) throw new Error(`keys create → ${created.status}: ${created.stderr.toString()}`);
-    const token = String((JSON.parse(created.stdout.toString()) as { token: string }).token);
+    const token = createBenchKey(env, 'bench-subs');
 
     const port = await freePort();
     const apiChild = startChild('herald api (subscribers)', process.execPath, [join(ROOT, 'dist', 'main.js')], {
