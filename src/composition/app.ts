@@ -60,6 +60,7 @@ import {
 } from './delivery.js';
 import { Topic, type IncidentChangeKind } from './events.js';
 import { rolePlan } from './role.js';
+import { startIndexMove } from '../store/incident-indexes.js';
 import { buildServices, LateReminderNotifier, type ServicePorts, type Services } from './services.js';
 import { slackEdge } from './slack.js';
 import { RedisApprovalMessageLog } from '../store/approval-messages.js';
@@ -151,6 +152,9 @@ export async function createHerald(opts: HeraldOptions): Promise<Herald> {
       worker.start({ reminders: plan.runReminders });
       integratorEvents.start();
       subscribers.start();
+      // Incidents from before the status-and-severity indexes move into them (store/incident-indexes.ts).
+      const move = startIndexMove(redis, keys, log);
+      opened.push(() => move.stop());
     }
     if (slack?.mode === 'socket' && plan.receiveSlack) {
       slack.start().catch((err: unknown) => log.error({ err }, 'Slack Socket Mode could not connect'));

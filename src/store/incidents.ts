@@ -1,12 +1,13 @@
 import type { RedisClient as Redis } from './redis-connect.js';
 import { mirrorReminder } from './reminders.js';
-import { STATUSES, type Incident } from '../domain/incident/incident.js';
+import { SEVERITIES, STATUSES, type Incident } from '../domain/incident/incident.js';
 import { createdEventId, type IncidentEvent } from '../domain/incident/incident-event.js';
 import type { Page, PageRequest } from '../domain/common/pagination.js';
 import type { ComponentImpactWrite, IncidentFilter, IncidentRepo } from '../ports/index.js';
 import { Change } from './commit.js';
 import { decodeIncident, encodeIncident, storedString } from './incident-record.js';
 import { pageFiltered } from './index-page.js';
+import { incidentIndexKeys } from './incident-indexes.js';
 import type { Keys } from './keys.js';
 import { DecodedCache } from './decoded-cache.js';
 import { rememberText } from './stored-text.js';
@@ -16,10 +17,11 @@ import { bumpStatusVersion } from './status-version.js';
 
 /**
  * Incidents as compact JSON strings (src/store/incident-record.ts), with:
- * - `incs:status:<s>` (one per status), score-0 sorted sets paged BYLEX, newest first; "every
- *   incident" is all five merged in one script. The former all-incidents index `incs` is neither
- *   read nor written any more: a deployment from before keeps its old one untouched (147 B per
- *   incident of then; `DEL {prefix}:incs` reclaims it), and nothing depends on it being there.
+ * - `incs:by:<status>:<severity>`, one score-0 sorted set per status and severity, paged BYLEX,
+ *   newest first, and merged by one script for a list of several (src/store/incident-indexes.ts,
+ *   which also moves incidents out of the former `incs:status:<s>` sets). The all-incidents index
+ *   before those, `incs`, is neither read nor written any more: a deployment from before keeps
+ *   its old one untouched (147 B per incident of then; `DEL {prefix}:incs` reclaims it).
  * - `inc:<id>:events`, the append-only timeline (a list, so offset cursors are exact). An
  *   incident's `incident.created` event is implied rather than stored when it says only what the
  *   record says (its id is derived from the incident's, its time and actor are created_at and
@@ -58,7 +60,7 @@ export class RedisIncidentRepo implements IncidentRepo {
     const raw = encodeIncident(incident);
     change
       .write('SET', k.incident(incident.id), raw)
-      .write('ZADD', k.incidentsByStatus(incident.status), '0', incident.id);
+      .write('ZADD', k.incidentsBy(incident.status, incident.severity), '0', incident.id);
     if (impacts) stageImpacts(change, k, impacts.current, incident.id, impacts.status, impacts.at);
     const first = events[0];
     // The implied created event is not stored, but integrators are still told (store/timeline.ts).
@@ -87,10 +89,12 @@ export class RedisIncidentRepo implements IncidentRepo {
     const change = new Change(this.redis).expect(k.incident(prev.id), storedString(prev));
     const raw = encodeIncident(next);
     change.write('SET', k.incident(next.id), raw);
-    if (prev.status !== next.status) {
+    if (prev.status !== next.status || prev.severity !== next.severity) {
+      // Also out of the former status set, should the move not have reached it yet.
       change
+        .write('ZREM', k.incidentsBy(prev.status, prev.severity), prev.id)
         .write('ZREM', k.incidentsByStatus(prev.status), prev.id)
-        .write('ZADD', k.incidentsByStatus(next.status), '0', next.id);
+        .write('ZADD', k.incidentsBy(next.status, next.severity), '0', next.id);
     }
     if (prev.title !== next.title || prev.severity !== next.severity) {
       // Only updates change these, and the first one that does keeps them (NX) for an implied
@@ -116,18 +120,18 @@ export class RedisIncidentRepo implements IncidentRepo {
   }
 
   list(filter: IncidentFilter, page: PageRequest): Promise<Page<Incident>> {
-    const k = this.keys;
     const statuses = filter.status && filter.status.length > 0 ? new Set(filter.status) : null;
     const severities = filter.severity && filter.severity.length > 0 ? new Set(filter.severity) : null;
     return pageFiltered(
       this.redis,
-      [...(statuses ?? STATUSES)].map((s) => k.incidentsByStatus(s)),
+      incidentIndexKeys(this.keys, [...(statuses ?? STATUSES)], [...(severities ?? SEVERITIES)]),
       page,
       (ids) => this.getMany(ids),
-      // The status re-check covers an incident that moved between reading the index and the record.
+      // The re-check covers an incident that moved between reading the index and the record, and
+      // ids still in a former status set, which holds every severity: a page reads its own size
+      // (plus one id), and again only when the re-check dropped one.
       (i) => (severities === null || severities.has(i.severity)) && (statuses === null || statuses.has(i.status)),
-      // Severity has no index: read in batches. Otherwise a page reads its own size (plus one id).
-      severities === null ? page.limit : undefined,
+      page.limit,
     );
   }
 

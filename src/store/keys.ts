@@ -15,7 +15,10 @@ export function createKeys(prefix: string) {
     incident: (id: string) => `${t}:inc:${id}`,
     /** The former all-incidents index: no longer read or written (see src/store/incidents.ts). */
     incidents: () => `${t}:incs`,
+    /** The former per-status index: read until the worker has moved its ids (src/store/incident-indexes.ts). */
     incidentsByStatus: (status: string) => `${t}:incs:status:${status}`,
+    /** The incidents of one status and one severity: every incident is in exactly one. */
+    incidentsBy: (status: string, severity: string) => `${t}:incs:by:${status}:${severity}`,
     incidentEvents: (id: string) => `${t}:inc:${id}:events`,
     /** The data of an incident's implied `incident.created` event, once its title or severity changed. */
     incidentCreated: (id: string) => `${t}:inc:${id}:created`,
