@@ -133,6 +133,8 @@ interface Samples {
   /** A queue job per delivery (bench/queue-floor.ts): jobs added → the last arrival, s. */
   fanoutFloor: number[];
   deliveriesPerSec: number[];
+  /** The bare loop posting row 6's number of webhooks right after it, per second. */
+  loopPostsPerSec: number[];
   /** Incident events delivered to one event endpoint by one worker, per second (row 6c). */
   eventsPerSec: number[];
   /** The same work run first, as the warm-up of the figure above (the delivery path still cold). */
@@ -176,6 +178,7 @@ const samples: Samples = {
   fanoutFirst: { herald: [], baseline: [] },
   fanoutFloor: [],
   deliveriesPerSec: [],
+  loopPostsPerSec: [],
   eventsPerSec: [],
   coldDeliveriesPerSec: [],
   deliveryCpuMs: [],
@@ -449,13 +452,17 @@ async function heraldFanout(
  * body size on stdin — and times it from the moment it reports (`t0`) to the sink's first and
  * last arrivals. The helper is stopped afterwards: each is good for one fan-out.
  */
-async function timedFanout(child: Child, bodyBytes: number): Promise<{ seconds: number; firstSeconds: number }> {
+async function timedFanout(
+  child: Child,
+  bodyBytes: number,
+  count = FANOUT,
+): Promise<{ seconds: number; firstSeconds: number }> {
   await sinkReset();
   try {
     child.proc.stdin?.write(`${bodyBytes}\n`);
-    const out = await child.json<{ t0: number; ok: number }>('t0', 60_000);
-    if (out.ok !== FANOUT) problems.push(`${child.name}: ${out.ok} of ${FANOUT} answered 2xx`);
-    const s = await sinkReached(FANOUT, 10_000);
+    const out = await child.json<{ t0: number; ok: number }>('t0', 180_000);
+    if (out.ok !== count) problems.push(`${child.name}: ${out.ok} of ${count} answered 2xx`);
+    const s = await sinkReached(count, 10_000);
     return { seconds: (s.last - out.t0) / 1000, firstSeconds: (s.first - out.t0) / 1000 };
   } finally {
     await child.stop('SIGKILL', 2000);
@@ -463,8 +470,8 @@ async function timedFanout(child: Child, bodyBytes: number): Promise<{ seconds: 
 }
 
 /** A fan-out helper, started and waiting on stdin (its start-up is not timed). */
-async function startFanoutHelper(name: string, file: string, args: string[]): Promise<Child> {
-  const child = startTsChild(name, file, [...args, String(FANOUT), String(WORKER_CONCURRENCY)], baseEnv, {
+async function startFanoutHelper(name: string, file: string, args: string[], count = FANOUT): Promise<Child> {
+  const child = startTsChild(name, file, [...args, String(count), String(WORKER_CONCURRENCY)], baseEnv, {
     stdin: true,
   });
   await child.json('ready', 30_000);
@@ -472,8 +479,18 @@ async function startFanoutHelper(name: string, file: string, args: string[]): Pr
 }
 
 /** Started before either side runs; it waits on stdin meanwhile. */
-const startFanoutBaseline = (): Promise<Child> =>
-  startFanoutHelper('fan-out baseline', 'fanout-baseline.ts', [sinkUrl]);
+const startFanoutBaseline = (count = FANOUT): Promise<Child> =>
+  startFanoutHelper('fan-out baseline', 'fanout-baseline.ts', [sinkUrl], count);
+
+/**
+ * Row 6's yardstick: the bare loop posting as many webhooks as row 6 delivers, at the worker's
+ * concurrency, to the same sink, right after Herald's run: what this machine allows for the work.
+ */
+async function loopPostsPerSec(bodyBytes: number): Promise<number> {
+  const n = EXECUTES * FANOUT;
+  const loop = await startFanoutBaseline(n);
+  return n / (await timedFanout(loop, bodyBytes, n)).seconds;
+}
 
 /**
  * A queue job per delivery (bench/queue-floor.ts), in a fresh process as the bare loop is: BullMQ
@@ -932,6 +949,7 @@ async function main(): Promise<void> {
             // machine, so it is what to compare when changing the delivery path.
             samples.deliveryCpuMs.push(((cpuSeconds(h.child.pid) - cpu0) * 1000) / (EXECUTES * FANOUT));
             samples.deliveryRedisCpuMs.push((((await redisCpuSeconds(a)) - redisCpu0) * 1000) / (EXECUTES * FANOUT));
+            samples.loopPostsPerSec.push(await loopPostsPerSec(fanoutBodyBytes));
           });
         if (wanted('events'))
           await row(`${EVENTS} incident events to one event endpoint`, async () => {
@@ -1026,6 +1044,13 @@ interface Figure {
   met: boolean | null;
 }
 
+/** The lowest of the rounds' ratios a[i] / b[i] (rounds where both were measured), or null. */
+function lowestRatio(a: readonly number[], b: readonly number[]): number | null {
+  const ratios: number[] = [];
+  for (let i = 0; i < Math.min(a.length, b.length); i++) if (b[i]! > 0) ratios.push(a[i]! / b[i]!);
+  return ratios.length === 0 ? null : Math.min(...ratios);
+}
+
 function buildReport(): { figures: Figure[]; table: string } {
   const figures: Figure[] = [];
   const m = (xs: number[]) => (xs.length === 0 ? null : median(xs));
@@ -1100,14 +1125,25 @@ function buildReport(): { figures: Figure[]; table: string } {
   const fh = m(samples.fanout.herald);
   const fb = m(samples.fanout.baseline);
   const fr = div(fb, fh);
+  // The ratio must hold in every round, not only in the median one.
+  const fanoutWorst = lowestRatio(samples.fanout.baseline, samples.fanout.herald);
   add({
     figure: `5. execute → ${FANOUT} webhooks, 202 → last arrival (ratio = baseline/Herald)`,
     herald: fh,
     baseline: fb,
     ratio: fr,
     unit: 's',
-    target: '≤ 0.25 s, ratio ≥ 0.4',
-    met: fh === null || fr === null ? null : fh <= 0.25 && fr >= 0.4,
+    target: '≤ 0.25 s, ratio ≥ 0.4 in every round',
+    met: fh === null || fanoutWorst === null ? null : fh <= 0.25 && fanoutWorst >= 0.4,
+  });
+  add({
+    figure: '5d. … the lowest round ratio',
+    herald: null,
+    baseline: null,
+    ratio: fanoutWorst,
+    unit: '',
+    target: '≥ 0.4',
+    met: fanoutWorst === null ? null : fanoutWorst >= 0.4,
   });
   // Not a target: how much of row 5 is the wait for the first send, and what the execute took.
   const ffh = m(samples.fanoutFirst.herald);
@@ -1143,14 +1179,16 @@ function buildReport(): { figures: Figure[]; table: string } {
     met: null,
   });
   const d = m(samples.deliveriesPerSec);
+  const dl = m(samples.loopPostsPerSec);
+  const dWorst = lowestRatio(samples.deliveriesPerSec, samples.loopPostsPerSec);
   add({
-    figure: `6. ${EXECUTES} executes × ${FANOUT} = ${EXECUTES * FANOUT} deliveries (after a warm-up run of the same)`,
+    figure: `6. ${EXECUTES} executes × ${FANOUT} = ${EXECUTES * FANOUT} deliveries (after a warm-up run of the same; baseline: the bare loop's posts/s, ratio = Herald/baseline, lowest round)`,
     herald: d,
-    baseline: null,
-    ratio: null,
+    baseline: dl,
+    ratio: dWorst,
     unit: 'deliveries/s',
-    target: '≥ 1,500/s',
-    met: d === null ? null : d >= 1500,
+    target: '≥ 1,500/s, ratio ≥ 0.5',
+    met: d === null ? null : d >= 1500 && (dWorst === null || dWorst >= 0.5),
   });
   // Not targets: where the deliveries' CPU went (compare these between versions on a busy machine).
   add({
