@@ -1,28 +1,17 @@
 import { randomBytes } from 'node:crypto';
-import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createIdGenerator } from '../../src/domain/common/ids.js';
 import { newIncident, type Severity } from '../../src/domain/incident/incident.js';
 import { encodeIncident } from '../../src/store/incident-record.js';
-import { createKeys } from '../../src/store/keys.js';
 import { startHerald } from '../support/herald.js';
-import { connectTestRedis, dropPrefix, uniquePrefix } from '../support/redis.js';
+import { useTestRedis } from '../support/redis.js';
 import { waitFor } from '../support/wait.js';
 
-const prefix = uniquePrefix('idx-move-e2e');
-const keys = createKeys(prefix);
+const t = useTestRedis('idx-move-e2e');
+const keys = t.keys;
 /** Both Heralds on one prefix: the second must open what the first sealed. */
-const env = { HERALD_KEY_PREFIX: prefix, HERALD_SECRET_KEY: randomBytes(32).toString('base64') };
+const env = { HERALD_KEY_PREFIX: t.prefix, HERALD_SECRET_KEY: randomBytes(32).toString('base64') };
 const ids = createIdGenerator();
-let redis: Redis;
-
-beforeAll(() => {
-  redis = connectTestRedis();
-});
-afterAll(async () => {
-  await dropPrefix(redis, prefix);
-  await redis.quit();
-});
 
 describe('incidents from before the status-and-severity indexes', () => {
   it('are listed by an API process, and moved by the first worker that starts', async () => {
@@ -32,7 +21,7 @@ describe('incidents from before the status-and-severity indexes', () => {
     for (let n = 0; n < 260; n++) {
       const input = { title: `Old ${n}`, severity: severities[n % 4]!, description: '', impact: '', template_ids: [] };
       const i = newIncident(ids.next('incident'), input, actor, new Date().toISOString());
-      await redis
+      await t.redis
         .multi()
         .set(keys.incident(i.id), encodeIncident(i))
         .zadd(keys.incidentsByStatus('investigating'), '0', i.id)
@@ -49,19 +38,19 @@ describe('incidents from before the status-and-severity indexes', () => {
     const api = await startHerald(env, { worker: false });
     try {
       expect(await criticalPage(api)).toEqual(critical);
-      expect(await redis.zcard(keys.incidentsByStatus('investigating'))).toBe(260);
+      expect(await t.redis.zcard(keys.incidentsByStatus('investigating'))).toBe(260);
     } finally {
       await api.close({ keepData: true });
     }
 
     const worker = await startHerald(env);
     try {
-      await waitFor(async () => (await redis.zcard(keys.incidentsByStatus('investigating'))) === 0, {
+      await waitFor(async () => (await t.redis.zcard(keys.incidentsByStatus('investigating'))) === 0, {
         timeoutMs: 30_000,
         what: 'the worker to move the former status set',
       });
-      expect(await redis.zcard(keys.incidentsBy('investigating', 'critical'))).toBe(65);
-      expect(await redis.zcard(keys.incidentsBy('investigating', 'low'))).toBe(130);
+      expect(await t.redis.zcard(keys.incidentsBy('investigating', 'critical'))).toBe(65);
+      expect(await t.redis.zcard(keys.incidentsBy('investigating', 'low'))).toBe(130);
       expect(await criticalPage(worker)).toEqual(critical);
     } finally {
       await worker.close({ keepData: true });

@@ -1,5 +1,4 @@
-import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import type { Actor } from '../../src/domain/common/actor.js';
 import { createIdGenerator } from '../../src/domain/common/ids.js';
 import type { PageRequest } from '../../src/domain/common/pagination.js';
@@ -10,26 +9,22 @@ import { encodeIncident } from '../../src/store/incident-record.js';
 import { moveLegacyIndexes } from '../../src/store/incident-indexes.js';
 import { RedisIncidentRepo } from '../../src/store/incidents.js';
 import { createKeys, type Keys } from '../../src/store/keys.js';
-import { connectTestRedis, dropPrefix, uniquePrefix } from '../support/redis.js';
+import { dropPrefix, uniquePrefix, useTestRedis } from '../support/redis.js';
 
 const actor: Actor = { type: 'api_key', id: 'key_01JABCDEFGHJKMNPQRSTVWXYZ0', name: 'test' };
 const ids = createIdGenerator();
-let redis: Redis;
+const t = useTestRedis('idx');
+/** Each test's incidents under a prefix of its own (lists are checked whole), dropped at the end. */
 const prefixes: string[] = [];
-
-beforeAll(() => {
-  redis = connectTestRedis();
-});
 afterAll(async () => {
-  for (const p of prefixes) await dropPrefix(redis, p);
-  await redis.quit();
+  for (const p of prefixes) await dropPrefix(t.redis, p);
 });
 
 function setup(label: string): { keys: Keys; repo: RedisIncidentRepo; svc: IncidentService } {
   const prefix = uniquePrefix(label);
   prefixes.push(prefix);
   const keys = createKeys(prefix);
-  const repo = new RedisIncidentRepo(redis, keys);
+  const repo = new RedisIncidentRepo(t.redis, keys);
   const svc = new IncidentService({
     incidents: repo,
     templatesExist: (t) => Promise.resolve(t.map(() => true)),
@@ -62,7 +57,7 @@ async function writeLegacy(keys: Keys, severity: Severity, status: IncidentStatu
     new Date().toISOString(),
   );
   const incident = { ...base, status };
-  await redis
+  await t.redis
     .multi()
     .set(keys.incident(incident.id), encodeIncident(incident))
     .zadd(keys.incidentsByStatus(status), '0', incident.id)
@@ -74,14 +69,14 @@ describe('incident indexes by status and severity', () => {
   it('files an incident under its status and severity, and moves it when either changes', async () => {
     const { keys, svc } = setup('idx-pair');
     const i = await svc.create({ title: 'Pair', severity: 'minor' }, actor);
-    expect(await redis.zrange(keys.incidentsBy('investigating', 'minor'), '0', '-1')).toEqual([i.id]);
-    expect(await redis.exists(keys.incidentsByStatus('investigating'))).toBe(0);
+    expect(await t.redis.zrange(keys.incidentsBy('investigating', 'minor'), '0', '-1')).toEqual([i.id]);
+    expect(await t.redis.exists(keys.incidentsByStatus('investigating'))).toBe(0);
     await svc.update(i.id, { severity: 'critical' }, actor);
-    expect(await redis.zcard(keys.incidentsBy('investigating', 'minor'))).toBe(0);
-    expect(await redis.zrange(keys.incidentsBy('investigating', 'critical'), '0', '-1')).toEqual([i.id]);
+    expect(await t.redis.zcard(keys.incidentsBy('investigating', 'minor'))).toBe(0);
+    expect(await t.redis.zrange(keys.incidentsBy('investigating', 'critical'), '0', '-1')).toEqual([i.id]);
     await svc.update(i.id, { status: 'monitoring' }, actor);
-    expect(await redis.zcard(keys.incidentsBy('investigating', 'critical'))).toBe(0);
-    expect(await redis.zrange(keys.incidentsBy('monitoring', 'critical'), '0', '-1')).toEqual([i.id]);
+    expect(await t.redis.zcard(keys.incidentsBy('investigating', 'critical'))).toBe(0);
+    expect(await t.redis.zrange(keys.incidentsBy('monitoring', 'critical'), '0', '-1')).toEqual([i.id]);
   });
 
   it('reads a severity page from its own index: no record of another severity is loaded', async () => {
@@ -91,7 +86,7 @@ describe('incident indexes by status and severity', () => {
     // Newer than the critical ones: a list without a severity index would read all of these first.
     for (let n = 0; n < 120; n++) await svc.create({ title: `L${n}`, severity: 'low' }, actor);
     const loaded: string[] = [];
-    const counting = new RedisIncidentRepo(redis, keys);
+    const counting = new RedisIncidentRepo(t.redis, keys);
     const getMany = counting.getMany.bind(counting);
     counting.getMany = async (want: string[]) => {
       loaded.push(...want);
@@ -113,11 +108,11 @@ describe('incident indexes by status and severity', () => {
     // New incidents land in the pair sets meanwhile; one old incident is updated before the move.
     const fresh = [await svc.create({ title: 'New', severity: 'major' }, actor)];
     await svc.update(legacy[5]!.id, { severity: 'low' }, actor);
-    expect(await redis.zscore(keys.incidentsByStatus('investigating'), legacy[5]!.id)).toBeNull();
+    expect(await t.redis.zscore(keys.incidentsByStatus('investigating'), legacy[5]!.id)).toBeNull();
     // An id whose record is gone, and one whose record names no known severity.
-    await redis.zadd(keys.incidentsByStatus('closed'), '0', 'inc_01JZZZZZZZZZZZZZZZZZZZZZZZ');
+    await t.redis.zadd(keys.incidentsByStatus('closed'), '0', 'inc_01JZZZZZZZZZZZZZZZZZZZZZZZ');
     const odd = await writeLegacy(keys, 'minor', 'resolved');
-    await redis.set(keys.incident(odd.id), encodeIncident({ ...odd, severity: 'unknown' as Severity }));
+    await t.redis.set(keys.incident(odd.id), encodeIncident({ ...odd, severity: 'unknown' as Severity }));
 
     const filters: IncidentFilter[] = [
       {},
@@ -130,24 +125,24 @@ describe('incident indexes by status and severity', () => {
     expect(new Set(before[0]).size).toBe(before[0]!.length);
     expect(before[1]).toHaveLength(legacy.filter((i, n) => n !== 5 && i.severity === 'critical').length);
 
-    const report = await moveLegacyIndexes(redis, keys);
+    const report = await moveLegacyIndexes(t.redis, keys);
     expect(report).toEqual({ moved: legacy.length - 1, left: 1 });
     for (const s of statuses) {
-      expect(await redis.zrange(keys.incidentsByStatus(s), '0', '-1')).toEqual(s === 'resolved' ? [odd.id] : []);
+      expect(await t.redis.zrange(keys.incidentsByStatus(s), '0', '-1')).toEqual(s === 'resolved' ? [odd.id] : []);
     }
-    expect(await redis.zscore(keys.incidentsBy('investigating', 'low'), legacy[5]!.id)).toBe('0');
-    expect(await redis.zscore(keys.incidentsBy(legacy[6]!.status, legacy[6]!.severity), legacy[6]!.id)).toBe('0');
+    expect(await t.redis.zscore(keys.incidentsBy('investigating', 'low'), legacy[5]!.id)).toBe('0');
+    expect(await t.redis.zscore(keys.incidentsBy(legacy[6]!.status, legacy[6]!.severity), legacy[6]!.id)).toBe('0');
     const after = await Promise.all(filters.map((f) => listAll(repo, f, 7)));
     expect(after).toEqual(before);
-    expect(await moveLegacyIndexes(redis, keys)).toEqual({ moved: 0, left: 1 });
+    expect(await moveLegacyIndexes(t.redis, keys)).toEqual({ moved: 0, left: 1 });
   });
 
   it('stops between batches when asked', async () => {
     const { keys } = setup('idx-stop');
     for (let n = 0; n < 450; n++) await writeLegacy(keys, 'minor', 'investigating');
     let batches = 0;
-    const report = await moveLegacyIndexes(redis, keys, () => batches++ >= 1);
+    const report = await moveLegacyIndexes(t.redis, keys, () => batches++ >= 1);
     expect(report.moved).toBe(200);
-    expect(await redis.zcard(keys.incidentsByStatus('investigating'))).toBe(250);
+    expect(await t.redis.zcard(keys.incidentsByStatus('investigating'))).toBe(250);
   });
 });
