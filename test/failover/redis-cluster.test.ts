@@ -15,7 +15,12 @@ import { BullDeliveryQueue, startDeliveryWorker } from '../../src/delivery/queue
 import { createKeys } from '../../src/store/keys.js';
 import { connectRedis, redisTargetFromConfig, type RedisClient } from '../../src/store/redis-connect.js';
 import { readRedisFacts } from '../../src/store/redis.js';
-import { expectStorySurvivesFailover, nodeClient, startCluster, type TestCluster } from '../support/redis-cluster.js';
+import {
+  expectStorySurvivesFailover,
+  manualFailover,
+  startCluster,
+  type TestCluster,
+} from '../support/redis-cluster.js';
 import { uniquePrefix } from '../support/redis.js';
 import { waitFor } from '../support/wait.js';
 import { runFailoverCase, type SwitchKind, type Topology } from './support.js';
@@ -25,16 +30,10 @@ let cluster: TestCluster;
 
 /** CLUSTER FAILOVER on the replica of `master`; resolves once the two have swapped roles. */
 async function failOver(master: number, replica: number): Promise<void> {
-  const rc = nodeClient(replica);
-  try {
-    await rc.call('CLUSTER', 'FAILOVER');
-    await waitFor(
-      async () => (await cluster.roleOf(replica)) === 'master' && (await cluster.roleOf(master)) === 'slave',
-      { timeoutMs: 30_000, intervalMs: 200, what: 'failover' },
-    );
-  } finally {
-    rc.disconnect();
-  }
+  await manualFailover(
+    replica,
+    async () => (await cluster.roleOf(replica)) === 'master' && (await cluster.roleOf(master)) === 'slave',
+  );
 }
 /** Waits for `p` at most `ms`; cleanup that hangs must not hide a test's own failure. */
 async function settleWithin(p: Promise<unknown>, ms: number): Promise<void> {
