@@ -224,22 +224,43 @@ describe('the API SIGKILLed with approvals in flight', () => {
         what: 'the API child ready',
       });
 
-      // All at once; the process dies from the callback of the 8th answer, with the rest in flight.
+      // 16 at once; from the callback of the 8th answer the process is frozen (SIGSTOP), the last
+      // 4 are sent to it frozen, and it dies (SIGKILL). Those 8 of the 16 still in flight may
+      // have been answered before the kill, so the 4 sent to the frozen process are what makes
+      // sure some approvals are cut off: they can get no answer.
       const approvals: Approve[] = runs.map((r, i) => ({ inc: r.inc, exe: r.exe.id, key: `${tag}-${i}`, first: null }));
+      const LATE = 4;
       let answered = 0;
-      const inFlight = approvals.map((a) =>
+      let freeze = (): void => undefined;
+      const frozen = new Promise<void>((resolve) => (freeze = resolve));
+      const inFlight = approvals.slice(0, N - LATE).map((a) =>
         sendApprove(base, a).then(
           (r) => {
             a.first = r;
-            if (++answered === 8) api.proc.kill('SIGKILL');
+            if (++answered === 8) {
+              api.proc.kill('SIGSTOP');
+              freeze();
+            }
           },
           () => undefined,
         ),
       );
+      // Should fewer than 8 be answered at all, the freeze comes once the rest have settled.
+      await Promise.race([frozen, Promise.all(inFlight)]);
+      api.proc.kill('SIGSTOP');
+      inFlight.push(
+        ...approvals.slice(N - LATE).map((a) =>
+          sendApprove(base, a).then(
+            (r) => void (a.first = r),
+            () => undefined,
+          ),
+        ),
+      );
+      api.proc.kill('SIGKILL');
       await api.exited;
       await Promise.all(inFlight);
       const cutOff = approvals.filter((a) => a.first === null).length;
-      expect(cutOff, 'approvals cut off by the kill').toBeGreaterThan(0);
+      expect(cutOff, 'approvals cut off by the kill').toBeGreaterThanOrEqual(LATE);
 
       // Retried against the in-process Herald over the same Redis: each one a decision, once.
       const retried = await Promise.all(approvals.map((a) => retryApprove(h.url, a)));
