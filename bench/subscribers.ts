@@ -6,9 +6,14 @@
  *
  * Rows:
  *   - notify N confirmed e-mail subscribers (100,000; 20,000 with --quick) of one status page
- *     update: the execute's 202 → the sink's last mail, and mails/s of the one worker;
+ *     update: the execute's 202 → the sink's last mail, and mails/s of the one worker, run as it is
+ *     deployed (deployedWorker: the image's NODE_OPTIONS, in a memory cgroup of the worker
+ *     manifest's limit, bench/cgroup.ts);
  *   - the worker's peak RSS growth while it sends (VmHWM, reset before the run, against its RSS
  *     just before the execute; sampled VmRSS as a fallback where clear_refs is refused);
+ *   - the same again with a worker started bare (no limit, no flags), for comparison: on a machine
+ *     with memory to spare V8 lets the heap grow far before it collects the old generation, which
+ *     is no figure of what the worker needs (S1d, S1e);
  *   - Redis bytes per subscriber: INFO used_memory before and after importing the N subscribers
  *     (POST /v1/subscribers/import, ≤ 10,000 a request), divided by N.
  *
@@ -39,6 +44,7 @@ import {
   cpuSeconds,
   createBenchKey,
 } from './lib.js';
+import { createMemoryCgroup, type MemoryCgroup } from './cgroup.js';
 import { startPrivateRedis } from './private-redis.js';
 
 /** A row as bench/run.ts's table prints it (its `Figure`). */
@@ -154,6 +160,8 @@ export interface SubscriberRowOptions {
   pool?: number;
   /** Subscribers to notify, when not the row's own (100,000; 20,000 quick): the scale curve's sizes. */
   count?: number;
+  /** Only the worker as deployed (no second run without a limit or flags, S1d). */
+  asDeployedOnly?: boolean;
 }
 
 interface Api {
@@ -220,6 +228,162 @@ function resetPeak(pid: number): boolean {
   } catch {
     return false;
   }
+}
+
+/**
+ * How the worker runs in production: the image's NODE_OPTIONS (the Dockerfile's ENV) inside the
+ * memory limit of the worker's Kubernetes manifest. Read from those files, so the row follows them.
+ */
+export function deployedWorker(): { nodeOptions: string; limitMiB: number } {
+  const docker = readFileSync(join(ROOT, 'Dockerfile'), 'utf8');
+  const opts = /NODE_OPTIONS=(?:"([^"]*)"|(\S+))/.exec(docker);
+  const manifest = readFileSync(join(ROOT, 'deploy', 'kubernetes', 'worker.yaml'), 'utf8');
+  const limit = /limits:\s*\{\s*memory:\s*(\d+)Mi\s*\}/.exec(manifest);
+  if (!opts || !limit)
+    throw new Error('the Dockerfile NODE_OPTIONS or the worker manifest memory limit is not where the bench reads it');
+  return { nodeOptions: (opts[1] ?? opts[2])!, limitMiB: Number(limit[1]) };
+}
+
+/** What every notification of one subscriberRows call shares. */
+interface NotifySetup {
+  api: Api;
+  env: NodeJS.ProcessEnv;
+  admin: Redis;
+  n: number;
+  quick: boolean;
+  statsUrl: string;
+  sinkStats(): Promise<{ count: number; first: number; last: number; cpuUs: number }>;
+  pageId: string;
+  templateId: string;
+  componentId: string;
+  log(msg: string): void;
+  problems: string[];
+}
+
+interface NotifyRun {
+  wallSec: number;
+  cpuMsPerMail: number;
+  redisCpuMsPerMail: number;
+  growthMB: number;
+  peakReset: boolean;
+  /** The memory cgroup's limit it ran in; null: none (asked for none, or the machine gave none). */
+  limitMiB: number | null;
+}
+
+/**
+ * One worker process started `how` (NODE_OPTIONS, a memory cgroup of `limitMiB`), one new incident
+ * executed to the page, timed to the sink's N-th mail more than it had; the worker is stopped after.
+ */
+async function notifyOnce(s: NotifySetup, how: { nodeOptions: string; limitMiB: number | null }): Promise<NotifyRun> {
+  // BENCH_WORKER_NODE_ARGS: node flags for the worker alone, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`.
+  const nodeArgs = (process.env.BENCH_WORKER_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const argv = [...nodeArgs, join(ROOT, 'dist', 'main.js')];
+  let cgroup: MemoryCgroup | null = null;
+  if (how.limitMiB !== null) {
+    try {
+      cgroup = createMemoryCgroup(how.limitMiB * 2 ** 20, `herald-bench-subs-${process.pid}-${Date.now()}`);
+    } catch (err) {
+      s.log(
+        `subscribers: no memory cgroup (${err instanceof Error ? err.message : String(err)}); the worker runs unlimited`,
+      );
+    }
+  }
+  const cmd = cgroup === null ? { command: process.execPath, args: argv } : cgroup.wrap(process.execPath, argv);
+  const worker = startChild('herald worker (subscribers)', cmd.command, cmd.args, {
+    ...s.env,
+    HERALD_ROLE: 'worker',
+    LOG_LEVEL: 'info',
+    ...(how.nodeOptions === '' ? {} : { NODE_OPTIONS: how.nodeOptions }),
+  });
+  try {
+    await worker.line(
+      'the worker running',
+      (l) => (l.includes('Herald running (role worker') ? true : undefined),
+      30_000,
+    );
+    return { ...(await measureNotice(s, worker)), limitMiB: cgroup === null ? null : how.limitMiB };
+  } finally {
+    await worker.stop('SIGTERM', 15_000);
+    cgroup?.remove();
+  }
+}
+
+/** One update to every subscriber, sent by `worker`: the figures of one run. */
+async function measureNotice(s: NotifySetup, worker: Child): Promise<Omit<NotifyRun, 'limitMiB'>> {
+  const inc = await must(s.api, 'POST', '/v1/incidents', {
+    title: 'Bench subscribers',
+    severity: 'major',
+    template_ids: [s.templateId],
+    components: [{ id: s.componentId, status: 'partial_outage' }],
+  });
+  await (await fetchWithin(s.statsUrl, { method: 'POST', timeoutMs: 5000 })).body?.cancel();
+
+  // Idle before the run: the RSS it starts from, and its peak from here on.
+  const rssBeforeKB = procStatusKB(worker.pid, 'VmRSS');
+  const peakReset = resetPeak(worker.pid);
+  let sampledPeakKB = rssBeforeKB;
+  const sampler = setInterval(() => {
+    const v = procStatusKB(worker.pid, 'VmRSS');
+    if (v > sampledPeakKB) sampledPeakKB = v;
+  }, 20);
+  let wallSec = NaN;
+  let hwmKB = NaN;
+  // Where a mail's cost goes (steadier than the rate on a busy machine): the worker's CPU and Redis'.
+  const cpu0 = cpuSeconds(worker.pid);
+  const redisCpu0 = await redisCpuSeconds(s.admin);
+  const sinkCpu0 = (await s.sinkStats()).cpuUs;
+  const calls0 = await commandCalls(s.admin);
+  let cpuMsPerMail = NaN;
+  let redisCpuMsPerMail = NaN;
+  try {
+    const exe = await call(s.api, 'POST', `/v1/incidents/${String(inc.id)}/execute`, {
+      connection_ids: [s.pageId],
+      variables: { message: 'We are investigating errors on the API. Next update in 30 minutes.' },
+      public_status: 'investigating',
+    });
+    const t202 = epochMs();
+    if (exe.status !== 202) throw new Error(`execute → ${exe.status} ${exe.text.slice(0, 300)}`);
+    const done = await waitFor(
+      `the sink to take ${s.n} mails`,
+      async () => {
+        if (worker.exit) throw new Error(`the worker exited: ${worker.stderrTail()}`);
+        const st = await s.sinkStats();
+        return st.count >= s.n ? st : undefined;
+      },
+      { timeoutMs: s.quick ? 300_000 : 900_000, intervalMs: 50 },
+    );
+    wallSec = (done.last - t202) / 1000;
+    hwmKB = procStatusKB(worker.pid, 'VmHWM');
+    cpuMsPerMail = ((cpuSeconds(worker.pid) - cpu0) * 1000) / s.n;
+    redisCpuMsPerMail = (((await redisCpuSeconds(s.admin)) - redisCpu0) * 1000) / s.n;
+    const sinkCpuMsPerMail = ((await s.sinkStats()).cpuUs - sinkCpu0) / 1000 / s.n;
+    const calls1 = await commandCalls(s.admin);
+    const perMail = [...calls1]
+      .map(([c, v]) => [c, (v - (calls0.get(c) ?? 0)) / s.n] as const)
+      .filter(([, v]) => v >= 0.01)
+      .sort((a, b) => b[1] - a[1])
+      .map(([c, v]) => `${c} ${v.toFixed(2)}`);
+    s.log(`subscribers: Redis commands per mail (all clients): ${perMail.join(', ')}`);
+    s.log(
+      `subscribers: CPU per mail: worker ${cpuMsPerMail.toFixed(3)} ms, Redis ${redisCpuMsPerMail.toFixed(3)} ms, the SMTP sink ${sinkCpuMsPerMail.toFixed(3)} ms`,
+    );
+    const tally = await waitFor(
+      'the tally complete',
+      async () => {
+        const e = await must(s.api, 'GET', `/v1/incidents/${String(inc.id)}/executions/${String(exe.json.id)}`);
+        return e.subscribers?.complete === true ? e.subscribers : undefined;
+      },
+      { timeoutMs: 60_000, intervalMs: 100 },
+    );
+    if (tally.delivered !== s.n) s.problems.push(`tally: ${JSON.stringify(tally)}`);
+    const extra = (await s.sinkStats()).count - s.n;
+    if (extra > 0) s.problems.push(`the sink took ${extra} mails more than there are subscribers`);
+  } finally {
+    clearInterval(sampler);
+  }
+  const peakKB = peakReset && Number.isFinite(hwmKB) ? Math.max(hwmKB, sampledPeakKB) : sampledPeakKB;
+  const growthMB = ((peakKB - rssBeforeKB) * 1024) / 1e6;
+  return { wallSec, cpuMsPerMail, redisCpuMsPerMail, growthMB, peakReset };
 }
 
 export async function subscriberRows(o: SubscriberRowOptions): Promise<SubscriberFigure[]> {
@@ -307,111 +471,38 @@ export async function subscriberRows(o: SubscriberRowOptions): Promise<Subscribe
       `subscribers: imported ${n} in ${importSec.toFixed(1)} s (chunks of ${chunk}), ${bytesPerSubscriber.toFixed(0)} B each`,
     );
 
-    // --- The worker, the page, one update to everyone.
-    // BENCH_WORKER_NODE_ARGS: node flags for the worker alone, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`.
-    const nodeArgs = (process.env.BENCH_WORKER_NODE_ARGS ?? '').split(' ').filter(Boolean);
-    const worker = startChild(
-      'herald worker (subscribers)',
-      process.execPath,
-      [...nodeArgs, join(ROOT, 'dist', 'main.js')],
-      {
-        ...env,
-        HERALD_ROLE: 'worker',
-        LOG_LEVEL: 'info',
-      },
-    );
-    children.push(worker);
-    await worker.line(
-      'the worker running',
-      (l) => (l.includes('Herald running (role worker') ? true : undefined),
-      30_000,
-    );
+    // --- The page, then one update to everyone per way of running the worker.
     const page = await must(api, 'POST', '/v1/connections', {
       name: 'Status page',
       type: 'status_page',
       config: { title: 'Bench', public_url: 'https://status.bench.test', time_zone: 'Europe/Berlin' },
     });
     const template = await must(api, 'POST', '/v1/templates', { name: 'update', body: '{{message}}' });
-    const inc = await must(api, 'POST', '/v1/incidents', {
-      title: 'Bench subscribers',
-      severity: 'major',
-      template_ids: [template.id],
-      components: [{ id: component.id, status: 'partial_outage' }],
-    });
-    await (await fetchWithin(statsUrl, { method: 'POST', timeoutMs: 5000 })).body?.cancel();
-
-    // Idle before the run: the RSS it starts from, and its peak from here on.
-    const rssBeforeKB = procStatusKB(worker.pid, 'VmRSS');
-    const peakReset = resetPeak(worker.pid);
-    let sampledPeakKB = rssBeforeKB;
-    const sampler = setInterval(() => {
-      const v = procStatusKB(worker.pid, 'VmRSS');
-      if (v > sampledPeakKB) sampledPeakKB = v;
-    }, 20);
-    let wallSec = NaN;
-    let hwmKB = NaN;
-    // Where a mail's cost goes (steadier than the rate on a busy machine): the worker's CPU and Redis'.
-    const cpu0 = cpuSeconds(worker.pid);
-    const redisCpu0 = await redisCpuSeconds(admin);
-    const sinkCpu0 = (await sinkStats()).cpuUs;
-    const calls0 = await commandCalls(admin);
-    let cpuMsPerMail = NaN;
-    let redisCpuMsPerMail = NaN;
-    try {
-      const exe = await call(api, 'POST', `/v1/incidents/${String(inc.id)}/execute`, {
-        connection_ids: [page.id],
-        variables: { message: 'We are investigating errors on the API. Next update in 30 minutes.' },
-        public_status: 'investigating',
-      });
-      const t202 = epochMs();
-      if (exe.status !== 202) throw new Error(`execute → ${exe.status} ${exe.text.slice(0, 300)}`);
-      const s = await waitFor(
-        `the sink to take ${n} mails`,
-        async () => {
-          if (worker.exit) throw new Error(`the worker exited: ${worker.stderrTail()}`);
-          const st = await sinkStats();
-          return st.count >= n ? st : undefined;
-        },
-        { timeoutMs: o.quick ? 300_000 : 900_000, intervalMs: 50 },
-      );
-      wallSec = (s.last - t202) / 1000;
-      hwmKB = procStatusKB(worker.pid, 'VmHWM');
-      cpuMsPerMail = ((cpuSeconds(worker.pid) - cpu0) * 1000) / n;
-      redisCpuMsPerMail = (((await redisCpuSeconds(admin)) - redisCpu0) * 1000) / n;
-      const sinkCpuMsPerMail = ((await sinkStats()).cpuUs - sinkCpu0) / 1000 / n;
-      const calls1 = await commandCalls(admin);
-      const perMail = [...calls1]
-        .map(([c, v]) => [c, (v - (calls0.get(c) ?? 0)) / n] as const)
-        .filter(([, v]) => v >= 0.01)
-        .sort((a, b) => b[1] - a[1])
-        .map(([c, v]) => `${c} ${v.toFixed(2)}`);
-      o.log(`subscribers: Redis commands per mail (all clients): ${perMail.join(', ')}`);
-      o.log(
-        `subscribers: CPU per mail: worker ${cpuMsPerMail.toFixed(3)} ms, Redis ${redisCpuMsPerMail.toFixed(3)} ms, the SMTP sink ${sinkCpuMsPerMail.toFixed(3)} ms`,
-      );
-      const tally = await waitFor(
-        'the tally complete',
-        async () => {
-          const e = await must(api, 'GET', `/v1/incidents/${String(inc.id)}/executions/${String(exe.json.id)}`);
-          return e.subscribers?.complete === true ? e.subscribers : undefined;
-        },
-        { timeoutMs: 60_000, intervalMs: 100 },
-      );
-      if (tally.delivered !== n) problems.push(`tally: ${JSON.stringify(tally)}`);
-      const extra = (await sinkStats()).count - n;
-      if (extra > 0) problems.push(`the sink took ${extra} mails more than there are subscribers`);
-    } finally {
-      clearInterval(sampler);
-    }
-    const peakKB = peakReset && Number.isFinite(hwmKB) ? Math.max(hwmKB, sampledPeakKB) : sampledPeakKB;
-    const growthMB = ((peakKB - rssBeforeKB) * 1024) / 1e6;
+    const setup: NotifySetup = {
+      api,
+      env,
+      admin,
+      n,
+      quick: o.quick,
+      statsUrl,
+      sinkStats,
+      pageId: page.id,
+      templateId: template.id,
+      componentId: component.id,
+      log: (m) => o.log(m),
+      problems,
+    };
+    const deployed = deployedWorker();
+    const asDeployed = await notifyOnce(setup, { nodeOptions: deployed.nodeOptions, limitMiB: deployed.limitMiB });
+    const bare = o.asDeployedOnly ? null : await notifyOnce(setup, { nodeOptions: '', limitMiB: null });
+    const { wallSec, cpuMsPerMail, redisCpuMsPerMail, growthMB, peakReset } = asDeployed;
     const mailsPerSec = Math.round(n / wallSec);
     for (const p of problems) o.log(`subscribers: ${p}`);
-
+    const how = asDeployed.limitMiB === null ? 'no memory cgroup here' : `in ${asDeployed.limitMiB} MiB`;
     const k = `${(n / 1000).toFixed(0)}k`;
     return [
       {
-        figure: `S1. notify ${k} e-mail subscribers, one worker (pool ${pool}): execute's 202 → last mail at the sink`,
+        figure: `S1. notify ${k} e-mail subscribers, one worker as deployed (pool ${pool}, ${how}, NODE_OPTIONS=${deployed.nodeOptions}): execute's 202 → last mail at the sink`,
         herald: wallSec,
         baseline: null,
         ratio: null,
@@ -445,6 +536,24 @@ export async function subscriberRows(o: SubscriberRowOptions): Promise<Subscribe
         unit: 'MB',
         target: `≤ ${TARGET.rssGrowthMB} MB`,
         met: Number.isFinite(growthMB) ? growthMB <= TARGET.rssGrowthMB : null,
+      },
+      {
+        figure: 'S1d. … the same worker with no memory limit and no flags: peak RSS growth',
+        herald: bare?.growthMB ?? null,
+        baseline: null,
+        ratio: null,
+        unit: 'MB',
+        target: '—',
+        met: null,
+      },
+      {
+        figure: 'S1e. … and its mails/s',
+        herald: bare === null ? null : Math.round(n / bare.wallSec),
+        baseline: null,
+        ratio: null,
+        unit: 'mails/s',
+        target: '—',
+        met: null,
       },
       {
         figure: `S2. Redis bytes per subscriber (used_memory across the import of ${k})`,

@@ -73,6 +73,10 @@ export interface SubscriberRepo {
   erase(id: string): Promise<boolean>;
   /** Every subscriber of one bucket, in id order. */
   bucket(bucket: number): Promise<Subscriber[]>;
+  /** The ids of one bucket, in id order: a notice reads the records a page at a time (`many`). */
+  bucketIds(bucket: number): Promise<string[]>;
+  /** The subscribers with these ids, in their order; null where one is gone. */
+  many(ids: readonly string[]): Promise<(Subscriber | null)[]>;
   /** Subscribers per state. */
   counts(): Promise<Record<SubscriberState, number>>;
   /** Erases what the retention let go (unsubscribed, expired pending) up to `nowMs`; how many. */

@@ -281,6 +281,33 @@ export class RedisSubscriberRepo implements SubscriberRepo {
       .map((id) => unpackSubscriber(id, all[id]!, this.box));
   }
 
+  async bucketIds(bucket: number): Promise<string[]> {
+    if (!Number.isInteger(bucket) || bucket < 0 || bucket >= SUBSCRIBER_BUCKETS) return [];
+    return (await this.redis.hkeys(this.keys.subscriberBucket(bucket))).sort();
+  }
+
+  async many(ids: readonly string[]): Promise<(Subscriber | null)[]> {
+    if (ids.length === 0) return [];
+    // One HMGET per bucket the ids live in: a notice's page is one bucket's, so one round trip.
+    const byBucket = new Map<number, number[]>();
+    ids.forEach((id, i) => {
+      const b = this.bucketOf(id);
+      const at = byBucket.get(b);
+      if (at) at.push(i);
+      else byBucket.set(b, [i]);
+    });
+    const out: (Subscriber | null)[] = new Array<Subscriber | null>(ids.length).fill(null);
+    await Promise.all(
+      [...byBucket].map(async ([b, at]) => {
+        const raw = await this.redis.hmget(this.keys.subscriberBucket(b), ...at.map((i) => ids[i]!));
+        raw.forEach((r, j) => {
+          if (r !== null) out[at[j]!] = unpackSubscriber(ids[at[j]!]!, r, this.box);
+        });
+      }),
+    );
+    return out;
+  }
+
   async counts(): Promise<Record<SubscriberState, number>> {
     const raw = await this.redis.hgetall(this.keys.subscriberCounts());
     return Object.fromEntries(SUBSCRIBER_STATES.map((s) => [s, Math.max(0, Number(raw[s] ?? 0))])) as Record<

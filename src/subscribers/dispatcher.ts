@@ -43,6 +43,14 @@ import type { SubscriberWebhook } from './webhook.js';
 /** How long a claimed work item is this worker's before another may take it. */
 export const NOTICE_LEASE_MS = 60_000;
 
+/**
+ * Subscribers a bucket is read in, as its sends go: held only while they are sent, so they die
+ * young instead of surviving the young generation's collections for the whole bucket (hundreds
+ * of records at 100,000 subscribers) and being promoted, which is what made the worker's memory
+ * grow with the size of a notice.
+ */
+export const BUCKET_PAGE = 64;
+
 /** The rendering the dispatcher needs (src/subscribers/mail.ts and payload.ts). */
 export interface NoticeContent {
   links(publicUrl: string, tokens: { manage: string; unsubscribe: string }): SubscriberLinks;
@@ -163,27 +171,37 @@ export class NoticeDispatcher {
       );
   }
 
-  /** A bucket: its confirmed subscribers the notice concerns, less those settled or waiting for a retry. */
-  private async runBucket(
+  /**
+   * A bucket: its confirmed subscribers the notice concerns, less those settled or waiting for a
+   * retry, read BUCKET_PAGE at a time as the sends go (only the bucket's ids are held whole).
+   */
+  private runBucket(
     notice: SubscriberNotice,
     bucket: number,
     held: Held,
     ctx: RunContext,
     counts: Counts,
   ): Promise<boolean> {
-    const subs = (await this.d.subscribers.bucket(bucket)).filter(
-      (s) => s.state === 'confirmed' && concerns(s, notice),
-    );
-    if (subs.length === 0) return true;
-    const states = await this.d.notices.recipients(
-      notice.id,
-      subs.map((s) => s.id),
-    );
-    const todo = subs.flatMap((s, i) => {
-      const r = states[i] ?? null;
-      return r === null || r.state === 'sending' ? [{ sub: s, prev: r }] : [];
-    });
-    return this.sendAll(notice, todo, held, ctx, counts);
+    return this.sendAll(notice, this.bucketPages(notice, bucket), held, ctx, counts);
+  }
+
+  private async *bucketPages(notice: SubscriberNotice, bucket: number): AsyncGenerator<Todo[]> {
+    const ids = await this.d.subscribers.bucketIds(bucket);
+    for (let from = 0; from < ids.length; from += BUCKET_PAGE) {
+      const subs = (await this.d.subscribers.many(ids.slice(from, from + BUCKET_PAGE))).filter(
+        (s): s is Subscriber => s !== null && s.state === 'confirmed' && concerns(s, notice),
+      );
+      if (subs.length === 0) continue;
+      const states = await this.d.notices.recipients(
+        notice.id,
+        subs.map((s) => s.id),
+      );
+      const todo = subs.flatMap((s, i) => {
+        const r = states[i] ?? null;
+        return r === null || r.state === 'sending' ? [{ sub: s, prev: r }] : [];
+      });
+      if (todo.length > 0) yield todo;
+    }
   }
 
   /** One subscriber's retry (or a send its bucket could not fit before its deadline). */
@@ -209,18 +227,19 @@ export class NoticeDispatcher {
         });
       return true;
     }
-    return this.sendAll(notice, [{ sub, prev: r }], held, ctx, counts);
+    return this.sendAll(notice, [[{ sub, prev: r }]], held, ctx, counts);
   }
 
   /**
-   * Sends to each, `inFlight` at a time, while the lease is held; true when every one was
-   * attempted. The recipients are marked `sending` a chunk of `inFlight` at a time (one write),
-   * before any of the chunk's sends starts; each result is written with the next chunk's marks, or within
-   * RESULT_FLUSH_MS, and all of them before this returns.
+   * Sends to each recipient of `pages` (read as the sends go), `inFlight` at a time, while the
+   * lease is held; true when every one was attempted. The recipients are marked `sending` a chunk
+   * of `inFlight` at a time (one write), before any of the chunk's sends starts; each result is
+   * written with the next chunk's marks, or within RESULT_FLUSH_MS, and all of them before this
+   * returns (also when reading a page fails: the sends in flight are recorded, then it throws).
    */
   private async sendAll(
     notice: SubscriberNotice,
-    todo: { sub: Subscriber; prev: Recipient | null }[],
+    pages: AsyncIterable<Todo[]> | Iterable<Todo[]>,
     held: Held,
     ctx: RunContext,
     counts: Counts,
@@ -233,68 +252,91 @@ export class NoticeDispatcher {
     let complete = true;
     // As many as can be in flight: a chunk's last send starts as its first ends.
     const chunk = Math.max(1, this.d.inFlight);
-    for (let from = 0; from < todo.length && complete; from += chunk) {
-      const marked = todo.slice(from, from + chunk).map((t) => this.marked(t.sub, t.prev));
-      // Room to mark them, then a slot: nothing is marked while the sends before it still hold
-      // every slot. (In this order: a chunk waiting for room holds no slot another one needs.)
-      await ctx.marks.acquire(marked.length);
-      if (!(await this.slot(ctx, held))) {
-        ctx.marks.release(marked.length);
-        complete = false;
-        break;
-      }
-      try {
-        // A chunk marked is a chunk whose every recipient is sent (or left `sending` for the next taker).
-        await this.records.add(
-          notice.id,
-          marked.map((m) => m.sending),
-          'now',
-        );
-      } catch (err) {
-        // The store failed: the item stays unfinished and is taken again when its lease ends.
-        ctx.limiter.release();
-        ctx.marks.release(marked.length);
-        this.d.log.warn(
-          { notice: notice.id, err: err instanceof Error ? err.message : String(err) },
-          'subscriber notice sends could not be recorded',
-        );
-        complete = false;
-        break;
-      }
-      for (const [i, m] of marked.entries()) {
-        // The rest of the chunk stays `sending` for whoever holds the item now (sent, flagged).
-        if (i > 0 && !(await this.slot(ctx, held))) {
-          ctx.marks.release(marked.length - i);
-          complete = false;
-          break;
+    try {
+      pages: for await (const todo of pages) {
+        for (let from = 0; from < todo.length; from += chunk) {
+          const marked = todo.slice(from, from + chunk).map((t) => this.marked(t.sub, t.prev));
+          if (!(await this.sendChunk(notice, marked, { held, ctx, counts, flight }))) {
+            complete = false;
+            break pages;
+          }
         }
-        ctx.marks.release();
-        ctx.sends++;
-        counts.sent++;
-        let holding = true;
-        const release = () => {
-          if (holding) ctx.limiter.release();
-          holding = false;
-        };
-        flight.start();
-        void this.attempt(notice, m, ctx, counts, release).then(
-          () => {
-            release();
-            flight.end(true);
-          },
-          (err: unknown) => {
-            release();
-            // The store failed: the item stays unfinished and is taken again when its lease ends.
-            this.d.log.warn(
-              { notice: notice.id, subscriber: m.sub.id, err: err instanceof Error ? err.message : String(err) },
-              'subscriber notice send could not be recorded',
-            );
-            flight.end(false);
-          },
-        );
       }
+    } catch (err) {
+      await flight.landed();
+      throw err;
     }
     return (await flight.landed()) && complete;
+  }
+
+  /** One chunk: marked `sending` in one write, then each sent as a slot frees; false: stop (lease lost, store failed). */
+  private async sendChunk(
+    notice: SubscriberNotice,
+    marked: Marked[],
+    run: { held: Held; ctx: RunContext; counts: Counts; flight: Flight },
+  ): Promise<boolean> {
+    const { held, ctx, counts, flight } = run;
+    // Room to mark them, then a slot: nothing is marked while the sends before it still hold
+    // every slot. (In this order: a chunk waiting for room holds no slot another one needs.)
+    await ctx.marks.acquire(marked.length);
+    if (!(await this.slot(ctx, held))) {
+      ctx.marks.release(marked.length);
+      return false;
+    }
+    try {
+      // A chunk marked is a chunk whose every recipient is sent (or left `sending` for the next taker).
+      await this.records.add(
+        notice.id,
+        marked.map((m) => m.sending),
+        'now',
+      );
+    } catch (err) {
+      // The store failed: the item stays unfinished and is taken again when its lease ends.
+      ctx.limiter.release();
+      ctx.marks.release(marked.length);
+      this.d.log.warn(
+        { notice: notice.id, err: err instanceof Error ? err.message : String(err) },
+        'subscriber notice sends could not be recorded',
+      );
+      return false;
+    }
+    for (const [i, m] of marked.entries()) {
+      // The rest of the chunk stays `sending` for whoever holds the item now (sent, flagged).
+      if (i > 0 && !(await this.slot(ctx, held))) {
+        ctx.marks.release(marked.length - i);
+        return false;
+      }
+      ctx.marks.release();
+      ctx.sends++;
+      counts.sent++;
+      this.launch(notice, m, ctx, counts, flight);
+    }
+    return true;
+  }
+
+  /** Starts one send holding a slot (taken by the caller), released once the send is over. */
+  private launch(notice: SubscriberNotice, m: Marked, ctx: RunContext, counts: Counts, flight: Flight): void {
+    let holding = true;
+    const release = () => {
+      if (holding) ctx.limiter.release();
+      holding = false;
+    };
+    flight.start();
+    void this.attempt(notice, m, ctx, counts, release).then(
+      () => {
+        release();
+        flight.end(true);
+      },
+      (err: unknown) => {
+        release();
+        // The store failed: the item stays unfinished and is taken again when its lease ends.
+        this.d.log.warn(
+          { notice: notice.id, subscriber: m.sub.id, err: err instanceof Error ? err.message : String(err) },
+          'subscriber notice send could not be recorded',
+        );
+        flight.end(false);
+      },
+    );
   }
 
   /** A send's slot, while the lease is still this worker's (false: none taken, stop). */
@@ -443,6 +485,12 @@ interface RunContext {
   mails: Map<string, (links: SubscriberLinks) => RenderedMail>;
   /** Sends started by this step. */
   sends: number;
+}
+
+/** A recipient to send to, and its record for this notice (null: none yet). */
+interface Todo {
+  sub: Subscriber;
+  prev: Recipient | null;
 }
 
 /** A recipient marked for a send. */

@@ -265,6 +265,8 @@ describe('subscriber admin API', () => {
         reads++;
         return repo.bucket(b);
       },
+      bucketIds: (b) => repo.bucketIds(b),
+      many: (list) => repo.many(list),
       counts: () => repo.counts(),
       eraseExpired: (now, limit) => repo.eraseExpired(now, limit),
     };

@@ -17,7 +17,13 @@ import { SubscriptionMailSender } from '../../src/subscribers/tx-mail.js';
 import { challengePayload } from '../../src/subscribers/payload.js';
 import { renderAlreadySubscribedMail, renderConfirmMail } from '../../src/subscribers/mail.js';
 import { startHttpSink, type HttpSink } from '../support/peers/http-sink.js';
-import type { Recipient, Subscriber, SubscriberNotice, SubscriberState } from '../../src/ports/subscribers.js';
+import type {
+  Recipient,
+  Subscriber,
+  SubscriberNotice,
+  SubscriberRepo,
+  SubscriberState,
+} from '../../src/ports/subscribers.js';
 import { createSecretBox } from '../../src/store/crypto.js';
 import { createKeys, type Keys } from '../../src/store/keys.js';
 import { loadConfig } from '../../src/config.js';
@@ -27,7 +33,12 @@ import { waitFor } from '../support/wait.js';
 import { RedisPacer } from '../../src/store/pacing.js';
 import { openSubscriberKey } from '../../src/store/subscriber-key.js';
 import { RedisNoticeRepo, RedisSubscriberRepo } from '../../src/store/subscribers.js';
-import { NoticeDispatcher, noticeMessageId, type NoticeDispatcherDeps } from '../../src/subscribers/dispatcher.js';
+import {
+  BUCKET_PAGE,
+  NoticeDispatcher,
+  noticeMessageId,
+  type NoticeDispatcherDeps,
+} from '../../src/subscribers/dispatcher.js';
 import { noticeMailRenderer, subscriberLinks } from '../../src/subscribers/mail.js';
 import { webhookPayload } from '../../src/subscribers/payload.js';
 import { createRelay, type Relay } from '../../src/subscribers/relay.js';
@@ -498,6 +509,45 @@ describe('the notice dispatcher', () => {
       total: 6,
       delivered: 6,
       possible_duplicates: 1,
+      complete: true,
+    });
+  });
+
+  it('reads a large bucket a page at a time as its sends go, and tells each subscriber once', async () => {
+    const w = await world();
+    const tag = randomBytes(4).toString('hex');
+    const subs = await Promise.all(
+      Array.from({ length: 5 * BUCKET_PAGE + 7 }, (_, i) => w.add({ address: `paged-${i}-${tag}@example.com` })),
+    );
+    const all = subs.map((x) => x.id).sort();
+    // One bucket holding them all (a notice to a million subscribers has thousands a bucket).
+    const reads: { size: number; sentBefore: number }[] = [];
+    const log: string[] = [];
+    const oneBucket: SubscriberRepo = {
+      buckets: w.subscribers.buckets,
+      idOf: (kind, address) => w.subscribers.idOf(kind, address),
+      bucketOf: (id) => w.subscribers.bucketOf(id),
+      get: (id) => w.subscribers.get(id),
+      put: (next, rev) => w.subscribers.put(next, rev),
+      erase: (id) => w.subscribers.erase(id),
+      bucket: () => Promise.reject(new Error('a notice reads no bucket whole')),
+      bucketIds: (b) => Promise.resolve(b === 0 ? all : []),
+      many: (ids) => {
+        reads.push({ size: ids.length, sentBefore: log.length });
+        return w.subscribers.many(ids);
+      },
+      counts: () => w.subscribers.counts(),
+      eraseExpired: (now, limit) => w.subscribers.eraseExpired(now, limit),
+    };
+    const notice = await w.open();
+    await drain(w.dispatcher({ subscribers: oneBucket, relay: timedRelay('a', log, () => 1), inFlight: 4 }));
+    expect(recipientsOf(log).sort()).toEqual(subs.map((x) => x.address).sort());
+    expect(reads.map((r) => r.size)).toEqual([...Array<number>(5).fill(BUCKET_PAGE), 7]);
+    // The last page is read once the ones before it are being sent, not all of them up front.
+    expect(reads.at(-1)!.sentBefore).toBeGreaterThanOrEqual(4 * BUCKET_PAGE - 4);
+    expect(await w.notices.tally(notice.id)).toMatchObject({
+      total: all.length,
+      delivered: all.length,
       complete: true,
     });
   });
