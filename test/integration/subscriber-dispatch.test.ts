@@ -466,18 +466,22 @@ describe('the notice dispatcher', () => {
     const notice = await sixInOneBucket(w, 'stall');
     const log: string[] = [];
     // The stalled worker's first send lasts until the other worker has taken the item over and
-    // sent (a paused process, past its lease).
+    // sent (a paused process, past its lease). Its lease runs out only once it is stalled: the
+    // clock is moved past the lease then, so a slow machine's claim-to-first-send cannot.
+    const LEASE_MS = 60_000;
     let tookOver: () => void = () => undefined;
     const over = new Promise<void>((r) => (tookOver = r));
+    let stalling: () => void = () => undefined;
+    const stalledNow = new Promise<void>((r) => (stalling = r));
     const stalled = w.dispatcher({
       relay: timedRelay(
         'a',
         log,
         () => 5,
-        (n) => (n === 0 ? over : null),
+        (n) => (n === 0 ? (stalling(), over) : null),
       ),
       inFlight: 1,
-      leaseMs: 200,
+      leaseMs: LEASE_MS,
       claimLimit: 256,
     });
     const other = w.dispatcher({
@@ -488,9 +492,11 @@ describe('the notice dispatcher', () => {
         () => (tookOver(), null),
       ),
       inFlight: 1,
-      leaseMs: 200,
+      leaseMs: LEASE_MS,
     });
     const first = stalled.step();
+    await stalledNow;
+    w.clock.skip(LEASE_MS + 1_000);
     await waitFor(
       async () => {
         await drain(other);
