@@ -44,10 +44,10 @@ import type { SubscriberWebhook } from './webhook.js';
 export const NOTICE_LEASE_MS = 60_000;
 
 /**
- * Subscribers a bucket is read in, as its sends go: held only while they are sent, so they die
- * young instead of surviving the young generation's collections for the whole bucket (hundreds
- * of records at 100,000 subscribers) and being promoted, which is what made the worker's memory
- * grow with the size of a notice.
+ * Subscribers a bucket is read in, as its sends go: a worker holds one page of records, not the
+ * whole bucket (hundreds at 100,000 subscribers, thousands at a million), so what it holds does
+ * not grow with the bucket. (The memory a bare worker grows while sending is V8's heap sizing, not
+ * this: docs/scaling.md, "Subscribers notified".)
  */
 export const BUCKET_PAGE = 64;
 
