@@ -8,7 +8,7 @@
  * For each size, smallest first, the set GROWS to that size (incremental: 10k, then 90k more, then
  * 900k more, in one Redis): incidents are seeded straight through Herald's own store
  * (RedisIncidentRepo.create, src/store/incidents.ts, which commits with src/store/commit.ts: the
- * record under `inc:<id>` in its compact form and its id in the `incs:status:<status>` index),
+ * record under `inc:<id>` in its stored form and its id in its status-and-severity index),
  * many creates in flight on one connection (ioredis pipelines them), with Herald stopped. Then
  * Herald runs as it ships (`node dist/main.js`, role all) against that Redis under the same key
  * prefix and is loaded over HTTP by the load generator (bench/load.ts, its own process, 64
@@ -161,7 +161,7 @@ export interface IncidentCurveRow {
   seedSecPer10k: number;
   /** used_memory growth over every seeding so far / size (incremental; see the header). */
   bytesPerIncident: number;
-  /** The stored record's own length (its compact JSON, store/incident-record.ts), mean over the set. */
+  /** The stored record's own length (its stored form, store/incident-record.ts), mean over the set. */
   recordBytes: number;
   /** Herald's spawn → first 200 from /readyz with `size` incidents stored. */
   readyMs: number;
@@ -244,7 +244,7 @@ class IncidentMaker {
     return incident;
   }
 
-  /** The mean stored record (store/incident-record.ts's compact JSON) of the incidents made so far. */
+  /** The mean stored record (store/incident-record.ts's stored form) of the incidents made so far. */
   get meanRecordBytes(): number {
     return this.sampledBytes / this.samples;
   }
@@ -737,7 +737,7 @@ export function incidentCurveTable(rows: IncidentCurveRow[]): string {
       met: (r) => r.bytesPerIncident <= TARGET.bytesPerIncident,
     },
     {
-      figure: '… of which the record itself (its compact JSON, mean)',
+      figure: '… of which the record itself (its stored form, mean)',
       get: (r) => r.recordBytes,
       fmt: (v) => fmtInt(v, ' B'),
     },

@@ -16,14 +16,14 @@ export class DecodedCache<T extends object> {
 
   constructor(
     private readonly max: number,
-    private readonly decode: (text: string) => T,
+    private readonly decode: (text: string, id: string) => T,
   ) {}
 
   /** The record `text` decodes to, the same object as last time when `id`'s text is unchanged. */
   get(id: string, text: string): T {
     const hit = this.entries.get(id);
     if (hit !== undefined && hit.text === text) return hit.record;
-    const record = shareRecord(this.decode(text));
+    const record = shareRecord(this.decode(text, id));
     if (hit !== undefined) this.entries.delete(id);
     else if (this.entries.size >= this.max) this.entries.delete(this.entries.keys().next().value as string);
     this.entries.set(id, { text, record });

@@ -240,7 +240,7 @@ export class RedisEventStore {
     const raw = await this.redis.mget(...unique.map((id) => this.keys.incident(id)));
     raw.forEach((r, i) => {
       if (r === null) return;
-      const incident = decodeIncident(r, false);
+      const incident = decodeIncident(r, unique[i]!, false);
       const components = (incident as { components?: unknown }).components;
       out.set(unique[i]!, {
         severity: incident.severity,
@@ -380,7 +380,7 @@ function decodeEvent(raw: string): StoredEvent {
   if (r.resource !== undefined) {
     // An incident snapshot is the stored form (store/incident-record.ts): decode it to the full record.
     resource = r.type.startsWith('incident.')
-      ? decodeIncident(r.resource, false)
+      ? decodeIncident(r.resource, r.incident_id ?? '', false)
       : (JSON.parse(r.resource) as Record<string, unknown>);
   }
   return {

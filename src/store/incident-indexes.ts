@@ -59,8 +59,13 @@ for i = 4, #ARGV do
     else
       local ok, rec = pcall(cjson.decode, raw)
       if ok and type(rec) == 'table' then
-        local s = statuses[rec.status or 'investigating']
-        local v = severities[rec.severity]
+        -- The array form (store/incident-record.ts) holds severity and status at positions 1 and
+        -- 2 (Lua: 2 and 3); the object form, written before it, by name.
+        local status, severity = rec.status, rec.severity
+        if rec[1] ~= nil then status, severity = rec[3], rec[2] end
+        if status == nil or status == cjson.null then status = 'investigating' end
+        local s = statuses[status]
+        local v = severities[severity]
         if s and v then
           redis.call('ZADD', KEYS[1 + (s - 1) * nsev + v], 0, id)
           redis.call('ZREM', KEYS[1], id)

@@ -16,7 +16,7 @@ import { stageImpacts } from './components.js';
 import { bumpStatusVersion } from './status-version.js';
 
 /**
- * Incidents as compact JSON strings (src/store/incident-record.ts), with:
+ * Incidents as JSON arrays, their fields by position (src/store/incident-record.ts), with:
  * - `incs:by:<status>:<severity>`, one score-0 sorted set per status and severity, paged BYLEX,
  *   newest first, and merged by one script for a list of several (src/store/incident-indexes.ts,
  *   which also moves incidents out of the former `incs:status:<s>` sets). The all-incidents index
@@ -34,7 +34,7 @@ import { bumpStatusVersion } from './status-version.js';
  */
 export class RedisIncidentRepo implements IncidentRepo {
   /** The same stored text decodes to the same (frozen) record: see DecodedCache. */
-  private readonly decoded = new DecodedCache<Incident>(DECODED_INCIDENTS, (raw) => decodeIncident(raw));
+  private readonly decoded = new DecodedCache<Incident>(DECODED_INCIDENTS, (raw, id) => decodeIncident(raw, id));
 
   constructor(
     private readonly redis: Redis,
@@ -157,7 +157,7 @@ export class RedisIncidentRepo implements IncidentRepo {
     const stored = first !== null && (JSON.parse(first) as IncidentEvent).type === 'incident.created';
     let items = raw.map((r) => JSON.parse(r) as IncidentEvent);
     if (stored || record === null) items = items.slice(offset - start);
-    else if (offset === 0) items.unshift(impliedCreated(decodeIncident(record), created));
+    else if (offset === 0) items.unshift(impliedCreated(decodeIncident(record, incidentId), created));
     return {
       data: items.slice(0, page.limit),
       nextCursor: items.length > page.limit ? { offset: offset + page.limit } : null,

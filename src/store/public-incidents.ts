@@ -113,7 +113,9 @@ export class RedisPublicIncidentStore implements StatusPagePort {
       const at = new Date(nowMs).toISOString();
       const internalRaw = await this.redis.get(this.keys.incident(p.incident.id));
       const internal =
-        internalRaw === null ? null : (decodeIncident(internalRaw, false) as unknown as Record<string, unknown>);
+        internalRaw === null
+          ? null
+          : (decodeIncident(internalRaw, p.incident.id, false) as unknown as Record<string, unknown>);
       const affected = componentsOf(internal);
       const existing = current?.updates.find((u) => u.id === p.deliveryId);
       const update: StoredPublicUpdate = {
@@ -256,9 +258,9 @@ export function withInternalStatus(p: PublicIncident, internal: InternalIncident
 async function internalStates(redis: Redis, keys: Keys, ids: string[]): Promise<(InternalIncidentState | null)[]> {
   if (ids.length === 0) return [];
   const raws = await redis.mget(...ids.map((id) => keys.incident(id)));
-  return raws.map((raw) => {
+  return raws.map((raw, n) => {
     if (raw === null) return null;
-    const i = decodeIncident(raw, false);
+    const i = decodeIncident(raw, ids[n]!, false);
     return { status: i.status, resolved_at: i.resolved_at };
   });
 }

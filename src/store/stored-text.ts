@@ -5,7 +5,7 @@ import { hash } from 'node:crypto';
  * compare-and-set against the stored text (commit.ts and the delivery script), so sending back
  * the bytes that were read is both cheaper than serialising again (a delivery carries its whole
  * rendered content) and right when the stored form differs from a fresh encoding (an incident
- * stored before the compact form, store/incident-record.ts). Records are never changed in place
+ * stored in an earlier form, store/incident-record.ts). Records are never changed in place
  * (every change returns a new object), so an object's text stays what it was.
  */
 const texts = new WeakMap<object, string>();

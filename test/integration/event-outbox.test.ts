@@ -7,6 +7,7 @@ import { createdEventId, newEvent } from '../../src/domain/incident/incident-eve
 import { RedisExecutionRepo } from '../../src/store/executions.js';
 import { RedisIncidentRepo } from '../../src/store/incidents.js';
 import { useTestRedis } from '../support/redis.js';
+import { decodeIncident } from '../../src/store/incident-record.js';
 
 /**
  * The event outbox (store/timeline.ts): every change appends its integrator events to the stream
@@ -51,7 +52,8 @@ describe('the event outbox', () => {
     expect(await t.redis.llen(t.keys.incidentEvents(incident.id))).toBe(0);
     const [created] = await of(incident.id);
     expect(created).toMatchObject({ t: 'incident.created', id: createdEventId(incident.id) });
-    expect(JSON.parse(created!.r!)).toMatchObject({ id: incident.id, title: 'DB down' });
+    // The snapshot is the incident's stored form (store/incident-record.ts).
+    expect(decodeIncident(created!.r!, incident.id, false)).toMatchObject({ id: incident.id, title: 'DB down' });
 
     const { next, statusChange } = applyPatch(incident, { status: 'resolved' }, '2026-11-27T10:05:00.000Z');
     const ev = newEvent(ids.next('event'), 'incident.status_changed', now, SYSTEM_ACTOR, { ...statusChange });
@@ -59,7 +61,7 @@ describe('the event outbox', () => {
     const after = await of(incident.id);
     expect(after.map((e) => e.t)).toEqual(['incident.created', 'incident.status_changed', 'incident.resolved']);
     expect(after[2]!.id).toBe(`${ev.id}.resolved`);
-    expect(JSON.parse(after[2]!.r!)).toMatchObject({ status: 'resolved' });
+    expect(decodeIncident(after[2]!.r!, incident.id, false)).toMatchObject({ status: 'resolved' });
   });
 
   it('appends nothing when the change is not committed', async () => {

@@ -48,7 +48,13 @@ async function listAll(repo: RedisIncidentRepo, filter: IncidentFilter, limit: n
   throw new Error('the list did not end');
 }
 
-/** An incident as a store from before wrote it: its record, and its id in the former per-status set. */
+let legacyWritten = 0;
+
+/**
+ * An incident as a store from before wrote it: its record, and its id in the former per-status set.
+ * Every other record is in the object form of that time, the rest in today's array form (an
+ * execute rewrites the record without touching the index).
+ */
 async function writeLegacy(keys: Keys, severity: Severity, status: IncidentStatus): Promise<Incident> {
   const base = newIncident(
     ids.next('incident'),
@@ -59,7 +65,7 @@ async function writeLegacy(keys: Keys, severity: Severity, status: IncidentStatu
   const incident = { ...base, status };
   await t.redis
     .multi()
-    .set(keys.incident(incident.id), encodeIncident(incident))
+    .set(keys.incident(incident.id), legacyWritten++ % 2 === 0 ? JSON.stringify(incident) : encodeIncident(incident))
     .zadd(keys.incidentsByStatus(status), '0', incident.id)
     .exec();
   return incident;
