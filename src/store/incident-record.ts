@@ -86,18 +86,17 @@ export function encodeIncident(incident: Incident): string {
   const created = msOf(incident.created_at);
   const after = (at: string | null | undefined): unknown => {
     if (at === null || at === undefined) return null;
-    const ms = created === null ? null : msOf(at);
-    return ms === null || created === null ? at : ms - created;
+    if (created === null) return at;
+    const ms = msOf(at);
+    return ms === null ? at : ms - created;
   };
   const by = incident.created_by;
   const rest: Record<string, unknown> = {};
-  let hasRest = false;
   for (const [k, v] of Object.entries(incident)) {
     if (PLACED.has(k) || v === undefined) continue;
     // The cadence bookkeeping, unset: absent reads the same.
     if (k in CADENCE_UNSET && v === CADENCE_UNSET[k]) continue;
     rest[k] = v;
-    hasRest = true;
   }
   const a: unknown[] = [
     incident.title,
@@ -118,7 +117,7 @@ export function encodeIncident(incident: Incident): string {
     isPlainActor(by) ? [by.type, by.id, by.name] : by,
     incident.rev,
   ];
-  if (hasRest) a.push(rest);
+  if (Object.keys(rest).length > 0) a.push(rest);
   return JSON.stringify(a);
 }
 

@@ -42,6 +42,9 @@ import { SUBSCRIBER_BUCKET_COUNT, type SubscriberIds } from './subscriber-key.js
 
 export const SUBSCRIBER_BUCKETS = SUBSCRIBER_BUCKET_COUNT;
 
+/** Whether `b` names one of the buckets (a caller's number may not). */
+const isBucket = (b: number): boolean => Number.isInteger(b) && b >= 0 && b < SUBSCRIBER_BUCKETS;
+
 /** What a confirm link lasts when a pending record has no confirm block to say (docs: 48 h). */
 const CONFIRM_TTL_MS = 48 * 3_600_000;
 
@@ -274,7 +277,7 @@ export class RedisSubscriberRepo implements SubscriberRepo {
   }
 
   async bucket(bucket: number): Promise<Subscriber[]> {
-    if (!Number.isInteger(bucket) || bucket < 0 || bucket >= SUBSCRIBER_BUCKETS) return [];
+    if (!isBucket(bucket)) return [];
     const all = await this.redis.hgetall(this.keys.subscriberBucket(bucket));
     return Object.keys(all)
       .sort()
@@ -282,7 +285,7 @@ export class RedisSubscriberRepo implements SubscriberRepo {
   }
 
   async bucketIds(bucket: number): Promise<string[]> {
-    if (!Number.isInteger(bucket) || bucket < 0 || bucket >= SUBSCRIBER_BUCKETS) return [];
+    if (!isBucket(bucket)) return [];
     return (await this.redis.hkeys(this.keys.subscriberBucket(bucket))).sort();
   }
 
