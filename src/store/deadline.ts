@@ -32,11 +32,17 @@ export function raceDeadline<T>(p: Promise<T>): Promise<T> {
  */
 let outstanding = 0;
 let progressAt = Date.now();
+/** Of the time since progressAt, how much this process was not being run (see noticePause). */
+let pausedSinceProgress = 0;
 /** Whether the last command to settle was answered by Redis (a reply, or an error reply). */
 let lastWasReply = true;
+const progress = (): void => {
+  progressAt = Date.now();
+  pausedSinceProgress = 0;
+};
 const answered = (): void => {
   outstanding--;
-  progressAt = Date.now();
+  progress();
   lastWasReply = true;
 };
 // A time-out or a closed connection is not Redis answering: counting it as progress would keep a
@@ -46,20 +52,49 @@ const unanswered = (err: unknown): void => {
   outstanding--;
   lastWasReply = false;
 };
+
+/*
+ * Silence counts only while this process is being run. A paused machine (a VM the host stops for
+ * a moment, a container frozen or throttled) stops Redis and Herald alike: on waking, Herald's
+ * overdue timers would find Redis "silent" for the whole pause before Redis has had a moment to
+ * answer, and a healthy Redis would be taken for a stalled one (503). A heartbeat notices such
+ * pauses by how late it runs, and the time they took is not counted as silence. Lateness under
+ * PAUSE_MS is left alone: a busy machine's timers run that late all the time, and a stall must
+ * still be recognised there within its bound.
+ */
+const HEARTBEAT_MS = 50;
+const PAUSE_MS = 100;
+let beatAt = Date.now();
+let heartbeat: NodeJS.Timeout | undefined;
+
+/** Counts the time since the last beat as a pause when it is PAUSE_MS longer than a beat. */
+function noticePause(): void {
+  const now = Date.now();
+  const late = now - beatAt - HEARTBEAT_MS;
+  beatAt = now;
+  // Only the part after the last progress: the rest is not in the silence being measured.
+  if (late >= PAUSE_MS) pausedSinceProgress += Math.min(late, now - progressAt - pausedSinceProgress);
+}
+
+/** How long Redis has been silent while this process was running, on the request connections. */
+function silentFor(): number {
+  if (outstanding === 0) return 0;
+  // A timer of a deadline can run before the heartbeat that would see the pause it woke from.
+  noticePause();
+  return Math.max(0, Date.now() - progressAt - pausedSinceProgress);
+}
+
 /** The first request connection bound, with its own (unbound) ping, for the probe below. */
 let pinger: (() => Promise<unknown>) | undefined;
-setRedisStallProbe(
-  () => (outstanding > 0 ? Date.now() - progressAt : 0),
-  () => {
-    // One ping at a time, and only when nothing else would show whether Redis answers.
-    if (outstanding === 0 && pinger !== undefined) tracked(pinger()).catch(() => undefined);
-  },
-);
+setRedisStallProbe(silentFor, () => {
+  // One ping at a time, and only when nothing else would show whether Redis answers.
+  if (outstanding === 0 && pinger !== undefined) tracked(pinger()).catch(() => undefined);
+});
 
 /** Counts `p` as outstanding until it settles (whatever its outcome). */
 function tracked<T>(p: Promise<T>): Promise<T> {
   // From idle, the wait starts now, unless Redis was already not answering the last command.
-  if (outstanding === 0 && lastWasReply) progressAt = Date.now();
+  if (outstanding === 0 && lastWasReply) progress();
   outstanding++;
   p.then(answered, unanswered);
   return p;
@@ -72,9 +107,6 @@ function tracked<T>(p: Promise<T>): Promise<T> {
  * time for a stalled one. A paused or cut-off Redis sends nothing, so a stall is still seen.
  */
 function countBytesAsProgress(client: RedisClient): void {
-  const progress = (): void => {
-    progressAt = Date.now();
-  };
   const watch = (node: Redis): void => {
     // Each (re)connection has a socket of its own.
     node.on('connect', () => node.stream.on('data', progress));
@@ -100,6 +132,11 @@ const isThenable = (v: unknown): v is Promise<unknown> =>
 export function bindToRequestDeadline(client: RedisClient, opts: { silenceBound: boolean }): void {
   const target = client as unknown as Record<string, unknown>;
   pinger ??= client.ping.bind(client);
+  // Unref'd: it must not keep a process (the CLI, a test) alive.
+  if (heartbeat === undefined) {
+    beatAt = Date.now();
+    heartbeat = setInterval(noticePause, HEARTBEAT_MS).unref();
+  }
   countBytesAsProgress(client);
   const names = new Set<string>([...client.getBuiltinCommands(), 'call', 'sendCommand']);
   // A library's scripts and their Buffer variants are own properties added by defineCommand.
