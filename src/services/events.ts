@@ -1,5 +1,5 @@
-import { Webhook } from 'standardwebhooks';
 import { iso } from '../domain/common/clock.js';
+import { signWebhook } from '../domain/common/webhook-signature.js';
 import { checkRevision, DomainError, emptyPatch, fieldError, keptChanging, notFound } from '../domain/common/errors.js';
 import { expectCursorKind, type Page, type PageRequest } from '../domain/common/pagination.js';
 import { parseInput } from '../domain/common/validation.js';
@@ -277,7 +277,7 @@ export class EventSender {
 
   headers(endpoint: EndpointRecord, eventId: string, body: string, at: Date): Record<string, string> {
     const signatures = liveSecrets(endpoint, at.getTime()).map((s) =>
-      new Webhook(this.d.box.open(s.sealed)).sign(eventId, at, body),
+      signWebhook(this.d.box.open(s.sealed), eventId, Math.floor(at.getTime() / 1000), body),
     );
     return {
       'content-type': 'application/json',

@@ -1,4 +1,4 @@
-import { signWebhook } from '../channels/webhook/send.js';
+import { signWebhook } from '../domain/common/webhook-signature.js';
 import type { OutboundHttp, OutboundResponse } from '../contracts/channel.js';
 import { classifyHttpStatus } from '../domain/execution/delivery-policy.js';
 import { OutboundError } from '../delivery/outbound/error.js';

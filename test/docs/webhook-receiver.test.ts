@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { signWebhook } from '../../src/channels/webhook/send.js';
+import { signWebhook } from '../../src/domain/common/webhook-signature.js';
 import { useDocReceiver } from '../support/doc-receiver.js';
 
 /**

@@ -1,4 +1,4 @@
-import { Webhook } from 'standardwebhooks';
+import { signWebhook } from '../../domain/common/webhook-signature.js';
 import type { WebhookConfig } from './config.js';
 import type {
   ChannelAdapter,
@@ -78,14 +78,6 @@ export function webhookBody(message: OutboundMessage, nowMs: number): string {
     body: message.content.body,
     timestamp: new Date(nowMs).toISOString(),
   });
-}
-
-/**
- * `v1,<base64 HMAC-SHA256("id.timestamp.body")>` keyed with the bytes of a `whsec_` secret: the
- * Standard Webhooks signature, made by its maintained package (the one receivers verify with).
- */
-export function signWebhook(secret: string, id: string, timestampSeconds: number, body: string): string {
-  return new Webhook(secret).sign(id, new Date(timestampSeconds * 1000), body);
 }
 
 export function createWebhookSender(deps: WebhookSenderDeps) {
