@@ -134,7 +134,7 @@ interface Answer {
  * What is promised is that no request waits more than 2 s on a stalled Redis, so each answer is
  * timed from the request's arrival or from the last stop or resume of Redis while it was under
  * way, whichever came last. A request already some way into its work when Redis stops is answered
- * within 2 s of the stop (a stall is only seen once Redis has been silent for 0.3 s, so one begun
+ * within 2 s of the stop (a stall is only seen once Redis has been silent for 0.5 s, so one begun
  * late in a request's life cannot be answered 2 s after its arrival); one that waited through a
  * stall and is served once Redis is back, within 2 s of the resume, like any request served on this
  * loaded machine. Time-outs per command that add up still show: they run from the arrival, with no

@@ -81,10 +81,12 @@ export class RequestDeadlineError extends Error {
 
 /**
  * Redis counts as stalled once commands have been waiting this long with no reply to any of them.
- * Far above a healthy reply on a loaded machine (milliseconds to tens of them), far below the
- * 2 s within which a stalled Redis is answered.
+ * Far above a healthy reply on a loaded machine, and far below the 2 s within which a stalled
+ * Redis is answered. A reply usually takes milliseconds, but an overloaded 2-core machine has
+ * left Redis unscheduled for a quarter of a second inside one trivial script (its SLOWLOG: 245 ms
+ * for an HGET and an HSET): a bound near that turns load into 503s.
  */
-export const REDIS_STALL_MS = 300;
+export const REDIS_STALL_MS = 500;
 /** How often a deadline whose time is up looks again while Redis is still answering. */
 const RECHECK_MS = 100;
 
