@@ -1,5 +1,5 @@
 import { iso } from '../domain/common/clock.js';
-import { signWebhook } from '../domain/common/webhook-signature.js';
+import { signWebhook, webhookSecretOf } from '../domain/common/webhook-signature.js';
 import { checkRevision, DomainError, emptyPatch, fieldError, keptChanging, notFound } from '../domain/common/errors.js';
 import { expectCursorKind, type Page, type PageRequest } from '../domain/common/pagination.js';
 import { parseInput } from '../domain/common/validation.js';
@@ -220,7 +220,7 @@ export class EventEndpointService {
   }
 
   private newSecret(): string {
-    return `whsec_${this.d.crypto.randomBytes(32).toString('base64')}`;
+    return webhookSecretOf(this.d.crypto.randomBytes(32));
   }
 
   /** The write-time address policy, as connections apply it (the guard checks again at send). */

@@ -5,6 +5,7 @@ import { parseInput } from '../domain/common/validation.js';
 import { refuseLiteralHost, type OutboundAllow } from '../domain/connection/address-policy.js';
 import { maskAddress, SubscriberEmailSchema } from '../domain/subscriber/address.js';
 import { firstTokenVersion } from '../domain/subscriber/token-version.js';
+import { webhookSecretOf } from '../domain/common/webhook-signature.js';
 import type {
   LinkToken,
   Subscriber,
@@ -208,7 +209,7 @@ export class SubscriptionService {
         expires_at: iso(new Date(nowMs + CONFIRM_TTL_MS)),
       },
       // A fresh secret per challenge: the challenge hands it over, nothing was signed with the old one.
-      webhook_secret: kind === 'webhook' ? `whsec_${this.d.randomBytes(32).toString('base64')}` : null,
+      webhook_secret: kind === 'webhook' ? webhookSecretOf(this.d.randomBytes(32)) : null,
       rev: (cur?.rev ?? 0) + 1,
     };
   }

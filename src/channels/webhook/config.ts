@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { defineConnectionType, HEADER_VALUE, httpUrl, urlDestination } from '../common/config-fields.js';
+import { webhookSecretOf } from '../../domain/common/webhook-signature.js';
 
 /**
  * A signed HTTP webhook (Standard Webhooks). `url` is not secret; `secret` signs every request
@@ -76,6 +77,6 @@ export const webhook = defineConnectionType({
       Object.keys(c.headers ?? {}).map((name) => `headers.${name}`),
     ),
   ],
-  complete: (c, randomBytes) => ({ ...c, secret: c.secret ?? `whsec_${randomBytes(SECRET_BYTES).toString('base64')}` }),
+  complete: (c, randomBytes) => ({ ...c, secret: c.secret ?? webhookSecretOf(randomBytes(SECRET_BYTES)) }),
   signingSecretField: 'secret',
 });
