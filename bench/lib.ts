@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import { request, type Agent } from 'node:http';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
+import { createInterface } from 'node:readline';
 
 export const ROOT = join(import.meta.dirname, '..');
 
@@ -241,6 +242,20 @@ export function exitWithParent(): void {
   setInterval(() => {
     if (process.ppid !== parent) process.exit(0);
   }, 500).unref();
+}
+
+/**
+ * A fan-out helper's start, once it is ready: prints {"ready":true}, waits for the go on stdin (a
+ * line with the body size in bytes) and runs `go` with a webhook body of that size.
+ */
+export function onGo(go: (body: Buffer) => Promise<void>): void {
+  process.stdout.write(`${JSON.stringify({ ready: true })}\n`);
+  const rl = createInterface({ input: process.stdin });
+  rl.once('line', (line) => {
+    rl.close();
+    const size = Number(line) || 600;
+    void go(Buffer.from(JSON.stringify({ event: 'incident.executed', text: 'x'.repeat(Math.max(0, size - 40)) })));
+  });
 }
 
 /**

@@ -11,16 +11,15 @@
  * {"t0": epoch ms once the jobs were added (as Herald's 202), "ok": answers with 2xx}.
  */
 import { Agent } from 'node:http';
-import { createInterface } from 'node:readline';
 import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
-import { epochMs, exitWithParent, postWebhook } from './lib.js';
+import { epochMs, exitWithParent, onGo, postWebhook } from './lib.js';
 
 const [redisUrl = '', base = '', nArg = '200', cArg = '50'] = process.argv.slice(2);
 const n = Number(nArg);
 const concurrency = Number(cArg);
 const agent = new Agent({ keepAlive: true });
-let body = Buffer.alloc(0);
+let body: Buffer = Buffer.alloc(0);
 
 exitWithParent();
 setTimeout(() => process.exit(2), 120_000).unref();
@@ -44,20 +43,14 @@ const worker = new Worker<{ i: number }>(
   { connection, prefix, concurrency },
 );
 await worker.waitUntilReady();
-process.stdout.write(`${JSON.stringify({ ready: true })}\n`);
-const rl = createInterface({ input: process.stdin });
-rl.once('line', (line) => {
-  rl.close();
-  const size = Number(line) || 600;
-  body = Buffer.from(JSON.stringify({ event: 'incident.executed', text: 'x'.repeat(Math.max(0, size - 40)) }));
-  void (async () => {
-    const done = new Promise<void>((resolve) => (allDone = resolve));
-    await queue.addBulk(
-      Array.from({ length: n }, (_, i) => ({ name: 'deliver', data: { i }, opts: { jobId: `floor-${i}` } })),
-    );
-    const t0 = epochMs();
-    await done;
-    process.stdout.write(`${JSON.stringify({ t0, ok })}\n`);
-    process.exit(0);
-  })();
+onGo(async (b) => {
+  body = b;
+  const done = new Promise<void>((resolve) => (allDone = resolve));
+  await queue.addBulk(
+    Array.from({ length: n }, (_, i) => ({ name: 'deliver', data: { i }, opts: { jobId: `floor-${i}` } })),
+  );
+  const t0 = epochMs();
+  await done;
+  process.stdout.write(`${JSON.stringify({ t0, ok })}\n`);
+  process.exit(0);
 });

@@ -12,6 +12,8 @@
  *   bench/fanout-baseline.ts  a bare Node loop posting the same webhooks at the same concurrency;
  *   bench/queue-floor.ts      the same posts as BullMQ jobs, one each, at Herald's concurrency,
  *                             nothing else: a queue job per delivery (row 5c, no target);
+ *   bench/record-floor.ts     the same posts, each with a delivery record read and written by
+ *                             compare-and-set, one at a time or 25 at a time (rows 6d, 6e, no target);
  *   bench/sink.ts             the webhook receiver (and a fake Slack Web API), its own process;
  *   bench/load.ts             the load generator, its own process (never sharing an event loop
  *                             with the server under test or with this harness).
@@ -135,6 +137,10 @@ interface Samples {
   deliveriesPerSec: number[];
   /** The bare loop posting row 6's number of webhooks right after it, per second. */
   loopPostsPerSec: number[];
+  /** The bookkeeping floor (bench/record-floor.ts): the loop's posts with a record each, posts/s. */
+  floorEachPerSec: number[];
+  /** … with the records read and written 25 at a time. */
+  floorBatchPerSec: number[];
   /** Incident events delivered to one event endpoint by one worker, per second (row 6c). */
   eventsPerSec: number[];
   /** The same work run first, as the warm-up of the figure above (the delivery path still cold). */
@@ -179,6 +185,8 @@ const samples: Samples = {
   fanoutFloor: [],
   deliveriesPerSec: [],
   loopPostsPerSec: [],
+  floorEachPerSec: [],
+  floorBatchPerSec: [],
   eventsPerSec: [],
   coldDeliveriesPerSec: [],
   deliveryCpuMs: [],
@@ -490,6 +498,16 @@ async function loopPostsPerSec(bodyBytes: number): Promise<number> {
   const n = EXECUTES * FANOUT;
   const loop = await startFanoutBaseline(n);
   return n / (await timedFanout(loop, bodyBytes, n)).seconds;
+}
+
+/**
+ * Beside row 6's yardstick: the same posts, each kept in a record in Redis with the least a
+ * delivery sent once needs (bench/record-floor.ts), one at a time or 25 at a time.
+ */
+async function floorPostsPerSec(bodyBytes: number, mode: 'each' | 'batch'): Promise<number> {
+  const n = EXECUTES * FANOUT;
+  const floor = await startFanoutHelper(`bookkeeping floor (${mode})`, 'record-floor.ts', [redisUrl, sinkUrl, mode], n);
+  return n / (await timedFanout(floor, bodyBytes, n)).seconds;
 }
 
 /**
@@ -950,6 +968,8 @@ async function main(): Promise<void> {
             samples.deliveryCpuMs.push(((cpuSeconds(h.child.pid) - cpu0) * 1000) / (EXECUTES * FANOUT));
             samples.deliveryRedisCpuMs.push((((await redisCpuSeconds(a)) - redisCpu0) * 1000) / (EXECUTES * FANOUT));
             samples.loopPostsPerSec.push(await loopPostsPerSec(fanoutBodyBytes));
+            samples.floorEachPerSec.push(await floorPostsPerSec(fanoutBodyBytes, 'each'));
+            samples.floorBatchPerSec.push(await floorPostsPerSec(fanoutBodyBytes, 'batch'));
           });
         if (wanted('events'))
           await row(`${EVENTS} incident events to one event endpoint`, async () => {
@@ -1225,6 +1245,23 @@ function buildReport(): { figures: Figure[]; table: string } {
     target: '≥ 1,500/s',
     met: ev === null ? null : ev >= 1500,
   });
+  // Not targets: what keeping a record per delivery costs on this machine, whatever else is done.
+  for (const [label, samplesOf] of [
+    [
+      "6d. the bookkeeping floor: the loop's posts, each with a record read, marked sending and recorded by compare-and-set (baseline: the loop; ratio = floor/loop, lowest round)",
+      samples.floorEachPerSec,
+    ],
+    ['6e. … the same records read and written 25 at a time', samples.floorBatchPerSec],
+  ] as const)
+    add({
+      figure: label,
+      herald: m(samplesOf),
+      baseline: dl,
+      ratio: lowestRatio(samplesOf, samples.loopPostsPerSec),
+      unit: 'deliveries/s',
+      target: '—',
+      met: null,
+    });
   const bh = m(samples.bytesPerIncident);
   const braw = m(samples.rawIncidentBytes);
   add({
