@@ -1,10 +1,9 @@
-import type { Socket } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { connectRedis } from '../../src/store/redis-connect.js';
 import { REQUEST_COMMAND_STALL_MS } from '../../src/store/deadline.js';
 import type { RedisClient } from '../../src/store/redis-client.js';
 import { testRedisUrl } from '../support/redis.js';
-import { redisProxy } from '../support/redis-proxy.js';
+import { holdingRedisProxy } from '../support/redis-proxy.js';
 
 /**
  * Outside a request (a worker's delivery, Socket Mode, the work after an answer) a request
@@ -15,31 +14,18 @@ import { redisProxy } from '../support/redis-proxy.js';
 /** How late a failure may come on a slow, busy machine. */
 const SLACK_MS = 1_500;
 
-let holding = false;
-const held: { client: Socket; chunk: Buffer }[] = [];
-const release = (): void => {
-  holding = false;
-  for (const { client, chunk } of held.splice(0)) if (!client.destroyed) client.write(chunk);
-};
-
-let proxy: Awaited<ReturnType<typeof redisProxy>>;
+let proxy: Awaited<ReturnType<typeof holdingRedisProxy>>;
 let redis: RedisClient;
 
 beforeAll(async () => {
-  proxy = await redisProxy(new URL(testRedisUrl()), (client) => ({
-    data(chunk) {
-      if (holding) held.push({ client, chunk });
-      else client.write(chunk);
-    },
-  }));
+  proxy = await holdingRedisProxy(new URL(testRedisUrl()));
   redis = connectRedis({ kind: 'standalone', url: proxy.url }, { use: 'request', name: 'herald-test-outside' });
   expect(await redis.ping()).toBe('PONG');
 });
 
-afterEach(release);
+afterEach(() => proxy.release());
 
 afterAll(async () => {
-  release();
   redis?.disconnect();
   await proxy?.close();
 });
@@ -57,7 +43,7 @@ const until = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
 
 describe('a command outside a request on a silent Redis', () => {
   it('fails with RequestDeadlineError once Redis has been silent for its bound, not before', async () => {
-    holding = true;
+    proxy.hold();
     const { outcome, afterMs } = await timedPing();
     expect(outcome).toBe('RequestDeadlineError');
     expect(afterMs).toBeGreaterThanOrEqual(REQUEST_COMMAND_STALL_MS);
@@ -65,7 +51,7 @@ describe('a command outside a request on a silent Redis', () => {
   });
 
   it('gives each command its own bound: a later one fails later', async () => {
-    holding = true;
+    proxy.hold();
     const first = timedPing();
     // The second is sent well into the first's wait (the wait itself is not the test's timing).
     await until(REQUEST_COMMAND_STALL_MS / 2);
@@ -79,11 +65,11 @@ describe('a command outside a request on a silent Redis', () => {
   });
 
   it("gets its reply when Redis answers after a stall's silence but within its bound", async () => {
-    holding = true;
+    proxy.hold();
     const reply = timedPing();
     // Longer than REDIS_STALL_MS (Redis counts as stalled by then), well short of the bound.
     await until(REQUEST_COMMAND_STALL_MS - 500);
-    release();
+    proxy.release();
     const { outcome } = await reply;
     expect(outcome).toBe('answered PONG');
   });

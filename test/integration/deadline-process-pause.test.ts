@@ -1,10 +1,9 @@
-import type { Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDeadline, REDIS_STALL_MS, withDeadline } from '../../src/domain/common/unavailable.js';
 import { connectRedis } from '../../src/store/redis-connect.js';
 import type { RedisClient } from '../../src/store/redis-client.js';
 import { testRedisUrl } from '../support/redis.js';
-import { redisProxy } from '../support/redis-proxy.js';
+import { holdingRedisProxy } from '../support/redis-proxy.js';
 
 /**
  * A paused machine (a VM its host stops for a moment, a frozen container) stops Redis and Herald
@@ -17,28 +16,15 @@ import { redisProxy } from '../support/redis-proxy.js';
 const DEADLINE_MS = 400;
 const PAUSE_MS = 1_200;
 
-let holding = false;
-const held: { client: Socket; chunk: Buffer }[] = [];
-const release = (): void => {
-  holding = false;
-  for (const { client, chunk } of held.splice(0)) if (!client.destroyed) client.write(chunk);
-};
-
-let proxy: Awaited<ReturnType<typeof redisProxy>>;
+let proxy: Awaited<ReturnType<typeof holdingRedisProxy>>;
 let redis: RedisClient;
 
 beforeAll(async () => {
-  proxy = await redisProxy(new URL(testRedisUrl()), (client) => ({
-    data(chunk) {
-      if (holding) held.push({ client, chunk });
-      else client.write(chunk);
-    },
-  }));
+  proxy = await holdingRedisProxy(new URL(testRedisUrl()));
   redis = connectRedis({ kind: 'standalone', url: proxy.url }, { use: 'request', name: 'herald-test-pause' });
 });
 
 afterAll(async () => {
-  release();
   redis?.disconnect();
   await proxy?.close();
 });
@@ -50,7 +36,7 @@ const freeze = (ms: number): void => {
 
 /** A command sent under a fresh request deadline, with Redis' replies held from now on. */
 function commandUnderDeadline(): { outcome: Promise<string>; end: () => void } {
-  holding = true;
+  proxy.hold();
   const d = openDeadline(DEADLINE_MS);
   const reply = withDeadline(d, () => redis.ping());
   const outcome = reply.then(
@@ -66,7 +52,7 @@ describe('a request deadline across a pause of the whole machine', () => {
     const { outcome, end } = commandUnderDeadline();
     freeze(PAUSE_MS);
     // The process is running again; Redis, in this story, a moment later.
-    setTimeout(release, 50);
+    setTimeout(() => proxy.release(), 50);
     try {
       expect(await outcome).toBe('answered PONG');
     } finally {
@@ -85,7 +71,7 @@ describe('a request deadline across a pause of the whole machine', () => {
       expect(Date.now() - woke).toBeGreaterThanOrEqual(REDIS_STALL_MS - 100);
     } finally {
       end();
-      release();
+      proxy.release();
     }
   });
 });

@@ -45,3 +45,36 @@ export async function redisProxy(
     },
   };
 }
+
+/**
+ * A proxy in front of the test Redis whose replies can be held back: after `hold()` every reply
+ * waits, in order, until `release()` (or `close()`) lets them go; as if Redis had stopped
+ * answering.
+ */
+export async function holdingRedisProxy(
+  target: URL,
+): Promise<{ url: string; hold(): void; release(): void; close(): Promise<void> }> {
+  let holding = false;
+  const held: { client: Socket; chunk: Buffer }[] = [];
+  const release = (): void => {
+    holding = false;
+    for (const { client, chunk } of held.splice(0)) if (!client.destroyed) client.write(chunk);
+  };
+  const proxy = await redisProxy(target, (client) => ({
+    data(chunk) {
+      if (holding) held.push({ client, chunk });
+      else client.write(chunk);
+    },
+  }));
+  return {
+    url: proxy.url,
+    hold: () => {
+      holding = true;
+    },
+    release,
+    close: async () => {
+      release();
+      await proxy.close();
+    },
+  };
+}
