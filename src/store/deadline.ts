@@ -117,6 +117,7 @@ function countBytesAsProgress(client: RedisClient): void {
 }
 
 type AnyFn = (this: unknown, ...args: unknown[]) => unknown;
+const nothing = (): void => undefined;
 
 const isThenable = (v: unknown): v is Promise<unknown> =>
   typeof v === 'object' && v !== null && typeof (v as { then?: unknown }).then === 'function';
@@ -169,7 +170,7 @@ export const REQUEST_COMMAND_STALL_MS = 1200;
 
 /** `p`, or RequestDeadlineError once Redis has sent nothing for REQUEST_COMMAND_STALL_MS. */
 function stallBounded<T>(p: Promise<T>): Promise<T> {
-  let cancel: () => void = () => undefined;
+  let cancel = nothing;
   const stalled = new Promise<never>((_, reject) => {
     cancel = whenStalledAfter(REQUEST_COMMAND_STALL_MS, () => reject(new RequestDeadlineError()));
   });
@@ -192,8 +193,12 @@ function bound(original: AnyFn, silenceBound: boolean): AnyFn {
     const result = original.apply(this, args);
     if (!isThenable(result)) return result;
     d.hold();
-    const settled = (): void => d.release();
-    tracked(result).then(settled, settled);
+    // Unnamed callbacks: a named closure costs each command a redefinition of its name in the
+    // bundle (StallWatch in domain/common/unavailable.ts).
+    tracked(result).then(
+      () => d.release(),
+      () => d.release(),
+    );
     return handled(Promise.race([result, d.expired]));
   };
 }

@@ -17,6 +17,15 @@ interface PipelineInternals {
 
 const noop = (): void => undefined;
 
+/** Lets a settled pipeline's commands, replies and promise go (see releaseSettledPipelines). */
+function release(internals: PipelineInternals): void {
+  internals._queue = [];
+  internals._result = [];
+  internals.promise = null;
+  internals.resolve = noop;
+  internals.reject = noop;
+}
+
 /**
  * Makes every pipeline `client.pipeline()` creates let go of its commands, replies and promise
  * once it has settled. Auto-pipelining (request connections) creates one such pipeline per batch
@@ -62,18 +71,12 @@ export function releaseSettledPipelines(client: RedisClient): void {
     if (internals.isCluster) return pipeline;
     pipeline.exec = (...args: Parameters<ChainableCommander['exec']>) => {
       const settled = exec(...args);
-      const release = (): void => {
-        internals._queue = [];
-        internals._result = [];
-        internals.promise = null;
-        internals.resolve = noop;
-        internals.reject = noop;
-      };
       // A branch of its own: the caller still gets the result or the failure. The failure side
       // keeps everything (see above) and only marks this branch's rejection as handled, so an
       // ignored failed exec raises no unhandled-rejection warning; Herald awaits every exec,
-      // which the lint's no-floating-promises rule holds it to.
-      settled.then(release, noop);
+      // which the lint's no-floating-promises rule holds it to. (Unnamed, as every callback on
+      // a path each command takes: StallWatch in domain/common/unavailable.ts says why.)
+      settled.then(() => release(internals), noop);
       return settled;
     };
     return pipeline;

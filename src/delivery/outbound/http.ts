@@ -85,10 +85,9 @@ interface Client {
 
 function request(c: Client, r: OutboundRequest): Promise<OutboundResponse> {
   const started = c.now();
-  const elapsed = () => Math.round(c.now() - started);
   const destination = destinationOf(c, r.url);
   if (destination instanceof OutboundError) return Promise.reject(destination);
-  return send(c, planOf(c, r, destination), elapsed);
+  return send(c, planOf(c, r, destination), () => Math.round(c.now() - started));
 }
 
 interface Destination {
@@ -147,60 +146,49 @@ function planOf(c: Client, r: OutboundRequest, { url, guarded }: Destination): P
 
 /**
  * One request in flight. Whichever comes first — the answer, a failure, a time-out — settles it;
- * everything after is ignored, and settling clears the timers.
+ * everything after is ignored, and settling clears the timers. A class, and its callbacks
+ * unnamed: every delivery makes one, and the bundle redefines the name of each named closure as
+ * it is created (StallWatch in domain/common/unavailable.ts).
  */
-interface Exchange {
-  req: http.ClientRequest;
-  host: string;
-  progress: { connected: boolean; sent: boolean };
-  timers: NodeJS.Timeout[];
-  elapsed: () => number;
-  settled: () => boolean;
-  finish: (fn: () => void) => void;
-  fail: (err: OutboundError) => void;
+class Exchange {
+  readonly progress = { connected: false, sent: false };
+  readonly timers: NodeJS.Timeout[] = [];
+  private done = false;
+  constructor(
+    readonly req: http.ClientRequest,
+    readonly host: string,
+    readonly elapsed: () => number,
+    private readonly reject: (err: OutboundError) => void,
+  ) {}
+
+  settled(): boolean {
+    return this.done;
+  }
+
+  finish(fn: () => void): void {
+    if (this.done) return;
+    this.done = true;
+    for (const t of this.timers) clearTimeout(t);
+    fn();
+  }
+
+  fail(err: OutboundError): void {
+    err.latencyMs ??= this.elapsed();
+    this.finish(() => this.reject(err));
+    this.req.destroy();
+  }
 }
 
 function send(c: Client, p: Plan, elapsed: () => number): Promise<OutboundResponse> {
   return new Promise<OutboundResponse>((resolve, reject) => {
     const req = (p.isHttps ? https : http).request(p.options);
-    const x = exchangeOf(req, p.host, elapsed, reject);
+    const x = new Exchange(req, p.host, elapsed, reject);
     x.timers.push(...timeouts(x, p));
     watchProgress(x);
     req.on('error', (e) => failNetwork(x, e));
     req.on('response', (res) => readAnswer(x, res, c.maxBytes, resolve));
     req.end(p.body);
   });
-}
-
-function exchangeOf(
-  req: http.ClientRequest,
-  host: string,
-  elapsed: () => number,
-  reject: (err: OutboundError) => void,
-): Exchange {
-  let settled = false;
-  const timers: NodeJS.Timeout[] = [];
-  const finish = (fn: () => void) => {
-    if (settled) return;
-    settled = true;
-    for (const t of timers) clearTimeout(t);
-    fn();
-  };
-  const fail = (err: OutboundError) => {
-    err.latencyMs ??= elapsed();
-    finish(() => reject(err));
-    req.destroy();
-  };
-  return {
-    req,
-    host,
-    progress: { connected: false, sent: false },
-    timers,
-    elapsed,
-    settled: () => settled,
-    finish,
-    fail,
-  };
 }
 
 /** The connect budget, then the total one. */
@@ -284,14 +272,13 @@ function readBoundedBody(
 ): void {
   const chunks: Buffer[] = [];
   let size = 0;
-  const done = (truncated: boolean) => x.finish(() => answer(Buffer.concat(chunks).toString('utf8'), truncated));
   res.on('data', (c: Buffer) => {
     if (x.settled()) return;
     const room = maxBytes - size;
     if (c.length > room) {
       chunks.push(c.subarray(0, room));
       size = maxBytes;
-      done(true);
+      x.finish(() => answer(Buffer.concat(chunks).toString('utf8'), true));
       res.destroy(); // stop reading: the rest is not worth the memory
       x.req.destroy();
       return;
@@ -299,7 +286,7 @@ function readBoundedBody(
     chunks.push(c);
     size += c.length;
   });
-  res.on('end', () => done(false));
+  res.on('end', () => x.finish(() => answer(Buffer.concat(chunks).toString('utf8'), false)));
 }
 
 export type { OutboundHttp, OutboundRequest, OutboundResponse } from '../../contracts/channel.js';

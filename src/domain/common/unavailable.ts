@@ -116,46 +116,62 @@ export function redisStalled(): boolean {
  * Returns a function that cancels.
  */
 export function whenStalledAfter(ms: number, then: () => void): () => void {
-  let timer: NodeJS.Timeout | undefined;
-  let immediate: NodeJS.Immediate | undefined;
+  const watch = new StallWatch(then);
   // A request waiting on something else has no command outstanding, and a ping sent only at `ms`
   // could show a stall no earlier than REDIS_STALL_MS later: send it ahead, so that by `ms` it
   // has been waiting that long if Redis is not answering.
-  let early: NodeJS.Timeout | undefined =
-    ms > REDIS_STALL_MS
-      ? setTimeout(() => {
-          early = undefined;
-          probeRedis();
-        }, ms - REDIS_STALL_MS)
-      : undefined;
-  const look = (): void => {
-    timer = undefined;
-    if (!redisStalled()) {
-      // A request waiting on something else (BullMQ's connection, the CPU) has no command of its
-      // own outstanding: a ping shows within REDIS_STALL_MS whether Redis is answering.
-      probeRedis();
-      timer = setTimeout(look, RECHECK_MS);
-      return;
-    }
-    immediate = setImmediate(() => {
-      immediate = undefined;
-      if (redisStalled()) then();
-      else timer = setTimeout(look, RECHECK_MS);
-    });
-  };
-  timer = setTimeout(look, Math.max(0, ms));
-  return () => {
-    clearTimeout(timer);
-    clearTimeout(early);
-    if (immediate !== undefined) clearImmediate(immediate);
-  };
+  if (ms > REDIS_STALL_MS) watch.early = setTimeout(probeAhead, ms - REDIS_STALL_MS, watch);
+  watch.timer = setTimeout(look, Math.max(0, ms), watch);
+  return () => watch.cancel();
+}
+
+/*
+ * One wait of whenStalledAfter, with its timers' callbacks at module level. Every request opens
+ * two such waits and every command outside a request one: the bundle (scripts/bundle.mjs) keeps
+ * function names with esbuild's `keepNames`, which redefines the `name` of each named closure as
+ * it is created, about a microsecond apiece, so hot paths create no named closures.
+ */
+class StallWatch {
+  timer: NodeJS.Timeout | undefined;
+  immediate: NodeJS.Immediate | undefined;
+  early: NodeJS.Timeout | undefined;
+  constructor(readonly onStall: () => void) {}
+  cancel(): void {
+    clearTimeout(this.timer);
+    clearTimeout(this.early);
+    if (this.immediate !== undefined) clearImmediate(this.immediate);
+  }
+}
+
+function probeAhead(watch: StallWatch): void {
+  watch.early = undefined;
+  probeRedis();
+}
+
+function look(watch: StallWatch): void {
+  watch.timer = undefined;
+  if (!redisStalled()) {
+    // A request waiting on something else (BullMQ's connection, the CPU) has no command of its
+    // own outstanding: a ping shows within REDIS_STALL_MS whether Redis is answering.
+    probeRedis();
+    watch.timer = setTimeout(look, RECHECK_MS, watch);
+    return;
+  }
+  watch.immediate = setImmediate(confirm, watch);
+}
+
+function confirm(watch: StallWatch): void {
+  watch.immediate = undefined;
+  if (redisStalled()) watch.onStall();
+  else watch.timer = setTimeout(look, RECHECK_MS, watch);
 }
 
 const storage = new AsyncLocalStorage<Deadline>();
+const nothing = (): void => undefined;
 
 /** A deadline `ms` from now (passing only while Redis is stalled); `end()` it when answered. */
 export function openDeadline(ms: number): Deadline {
-  let cancel: () => void = () => undefined;
+  let cancel = nothing;
   let pending = 0;
   const d = {
     passed: false,

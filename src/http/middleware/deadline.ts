@@ -1,7 +1,7 @@
 import { ServerResponse } from 'node:http';
-import type { ErrorRequestHandler, RequestHandler, Response } from 'express';
+import type { ErrorRequestHandler, Request, RequestHandler, Response } from 'express';
 import { serviceUnavailable, UNAVAILABLE_RETRY_AFTER_S } from '../../domain/common/errors.js';
-import { openDeadline, whenStalledAfter, withDeadline } from '../../domain/common/unavailable.js';
+import { openDeadline, whenStalledAfter, withDeadline, type Deadline } from '../../domain/common/unavailable.js';
 import { requestIdOf } from '../context.js';
 import { toProblem } from './problem.js';
 
@@ -23,7 +23,8 @@ export const REQUEST_REDIS_BUDGET_MS = 900;
 export const REQUEST_ANSWER_BOUND_MS = 1200;
 
 const ANSWERED = Symbol('answeredByDeadline');
-type DeadlineLocals = { [ANSWERED]?: boolean };
+const OPEN = Symbol('openDeadline');
+type DeadlineLocals = { [ANSWERED]?: boolean; [OPEN]?: OpenDeadline };
 
 /**
  * Opens the request's deadline, which every Redis call under it observes. When `answer` says so
@@ -35,32 +36,47 @@ type DeadlineLocals = { [ANSWERED]?: boolean };
 export function requestDeadline(answer: (path: string) => boolean): RequestHandler {
   return (req, res, next) => {
     const deadline = openDeadline(REQUEST_REDIS_BUDGET_MS);
-    let cancelBound: () => void = () => undefined;
-    if (answer(req.path)) {
-      cancelBound = whenStalledAfter(REQUEST_ANSWER_BOUND_MS, () => {
-        if (res.headersSent || res.writableEnded) return;
-        (res.locals as DeadlineLocals)[ANSWERED] = true;
-        const err = serviceUnavailable();
-        const body = JSON.stringify(toProblem(err, requestIdOf(req, res)));
-        // Node's own methods, not Express' send: a route's wrappers of res.send (the idempotency
-        // store's capture) would first wait on the very Redis that is not answering.
-        ServerResponse.prototype.writeHead.call(res, 503, {
-          'Content-Type': 'application/problem+json',
-          'Content-Length': Buffer.byteLength(body),
-          'Retry-After': String(err.meta.retryAfter ?? UNAVAILABLE_RETRY_AFTER_S),
-        });
-        ServerResponse.prototype.end.call(res, body, 'utf8');
-        freeze(res);
-      });
-    }
-    const done = () => {
-      deadline.end();
-      cancelBound();
-    };
-    res.once('finish', done);
-    res.once('close', done);
+    const open: OpenDeadline = { deadline, cancelBound: undefined };
+    if (answer(req.path))
+      open.cancelBound = whenStalledAfter(REQUEST_ANSWER_BOUND_MS, () => answerUnavailable(req, res));
+    (res.locals as DeadlineLocals)[OPEN] = open;
+    // Listeners at module level, which find their request through `this`: no closure per request
+    // (see StallWatch in domain/common/unavailable.ts for why that matters here).
+    res.once('finish', closeDeadline);
+    res.once('close', closeDeadline);
     withDeadline(deadline, next);
   };
+}
+
+/** The deadline a request opened, and the bound's cancel when it has one. */
+interface OpenDeadline {
+  deadline: Deadline;
+  cancelBound: (() => void) | undefined;
+}
+
+/** The request is answered (or its connection closed): its deadline and bound stop. */
+function closeDeadline(this: Response): void {
+  const open = (this.locals as DeadlineLocals)[OPEN];
+  if (open === undefined) return;
+  open.deadline.end();
+  open.cancelBound?.();
+}
+
+/** At the bound, with Redis stalled: 503 problem+json, unless the request was answered already. */
+function answerUnavailable(req: Request, res: Response): void {
+  if (res.headersSent || res.writableEnded) return;
+  (res.locals as DeadlineLocals)[ANSWERED] = true;
+  const err = serviceUnavailable();
+  const body = JSON.stringify(toProblem(err, requestIdOf(req, res)));
+  // Node's own methods, not Express' send: a route's wrappers of res.send (the idempotency
+  // store's capture) would first wait on the very Redis that is not answering.
+  ServerResponse.prototype.writeHead.call(res, 503, {
+    'Content-Type': 'application/problem+json',
+    'Content-Length': Buffer.byteLength(body),
+    'Retry-After': String(err.meta.retryAfter ?? UNAVAILABLE_RETRY_AFTER_S),
+  });
+  ServerResponse.prototype.end.call(res, body, 'utf8');
+  freeze(res);
 }
 
 /**
