@@ -78,18 +78,25 @@ function msOf(at: string): number | null {
   return Number.isFinite(ms) && new Date(ms).toISOString() === at ? ms : null;
 }
 
+/**
+ * A time stored as milliseconds after the creation (`created`, the ms of `createdAt`), when both
+ * are in canonical ISO form; else as it is.
+ */
+function afterCreated(at: string | null | undefined, createdAt: string, created: number | null): unknown {
+  if (at === null || at === undefined) return null;
+  if (created === null) return at;
+  // An incident's first update time is its creation time: no need to parse it again.
+  if (at === createdAt) return 0;
+  const ms = msOf(at);
+  return ms === null ? at : ms - created;
+}
+
 /** The fields with a place in the array form (id: the key); the rest goes to its last position. */
 const PLACED = new Set<string>(ORDER);
 
 /** The string stored for `incident`. */
 export function encodeIncident(incident: Incident): string {
   const created = msOf(incident.created_at);
-  const after = (at: string | null | undefined): unknown => {
-    if (at === null || at === undefined) return null;
-    if (created === null) return at;
-    const ms = msOf(at);
-    return ms === null ? at : ms - created;
-  };
   const by = incident.created_by;
   const rest: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(incident)) {
@@ -108,11 +115,11 @@ export function encodeIncident(incident: Incident): string {
     incident.components ?? [],
     incident.resolution_summary,
     created ?? incident.created_at,
-    after(incident.updated_at),
-    after(incident.resolved_at),
-    after(incident.closed_at),
-    after(incident.last_executed_at),
-    after(incident.next_update_due_at),
+    afterCreated(incident.updated_at, incident.created_at, created),
+    afterCreated(incident.resolved_at, incident.created_at, created),
+    afterCreated(incident.closed_at, incident.created_at, created),
+    afterCreated(incident.last_executed_at, incident.created_at, created),
+    afterCreated(incident.next_update_due_at, incident.created_at, created),
     incident.execution_count,
     isPlainActor(by) ? [by.type, by.id, by.name] : by,
     incident.rev,

@@ -132,25 +132,31 @@ interface TextFinding {
 }
 
 /**
+ * A value on textFindings' walk. Each node points at its parent: the path is built only for a
+ * string in error, so a body nested 20,000 levels deep costs linear time, not a copy of the path
+ * per level.
+ */
+interface TextNode {
+  value: unknown;
+  key: string | null;
+  parent: TextNode | null;
+  kind: TextKind;
+}
+
+/** The path of `n`, from the body's root. */
+function pathOf(n: TextNode): string[] {
+  const parts: string[] = [];
+  for (let at: TextNode | null = n; at !== null && at.key !== null; at = at.parent) parts.push(at.key);
+  return parts.reverse();
+}
+
+/**
  * Every string of `value` — object keys included — that breaks the text policy (text-policy.ts),
  * each with its path. Iterative, so a deeply nested body cannot exhaust the stack.
  */
 function textFindings(value: unknown): TextFinding[] {
-  // Each node points at its parent: the path is built only for a string in error, so a body
-  // nested 20,000 levels deep costs linear time, not a copy of the path per level.
-  interface Node {
-    value: unknown;
-    key: string | null;
-    parent: Node | null;
-    kind: TextKind;
-  }
-  const pathOf = (n: Node): string[] => {
-    const parts: string[] = [];
-    for (let at: Node | null = n; at !== null && at.key !== null; at = at.parent) parts.push(at.key);
-    return parts.reverse();
-  };
   const found: TextFinding[] = [];
-  const stack: Node[] = [{ value, key: null, parent: null, kind: 'one_line' }];
+  const stack: TextNode[] = [{ value, key: null, parent: null, kind: 'one_line' }];
   while (stack.length > 0 && found.length < MAX_HYGIENE_ERRORS) {
     const node = stack.pop()!;
     const v = node.value;
