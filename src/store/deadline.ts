@@ -1,5 +1,6 @@
 import {
   currentDeadline,
+  nothing,
   RequestDeadlineError,
   setRedisStallProbe,
   whenStalledAfter,
@@ -117,7 +118,6 @@ function countBytesAsProgress(client: RedisClient): void {
 }
 
 type AnyFn = (this: unknown, ...args: unknown[]) => unknown;
-const nothing = (): void => undefined;
 
 const isThenable = (v: unknown): v is Promise<unknown> =>
   typeof v === 'object' && v !== null && typeof (v as { then?: unknown }).then === 'function';

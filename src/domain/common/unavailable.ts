@@ -167,7 +167,8 @@ function confirm(watch: StallWatch): void {
 }
 
 const storage = new AsyncLocalStorage<Deadline>();
-const nothing = (): void => undefined;
+/** Does nothing: a wait's cancel before it has one (one shared function, not a closure per call). */
+export const nothing = (): void => undefined;
 
 /** A deadline `ms` from now (passing only while Redis is stalled); `end()` it when answered. */
 export function openDeadline(ms: number): Deadline {
