@@ -356,7 +356,11 @@ function redisRepos(parts: RedisParts, executions: ServicePorts['repos']['execut
   };
 }
 
-/** /v1: every resource's routes and the OpenAPI document, straight on the app (see mountRoutes). */
+/**
+ * /v1: every resource's routes and the OpenAPI document, straight on the app (see mountRoutes).
+ * Express tries them in this order, one path test per route a request passes: incidents and their
+ * executions first, what responders and integrations read and write most, the rest after.
+ */
 function v1Routes(
   edge: EdgeDeps,
   services: Services,
@@ -364,19 +368,19 @@ function v1Routes(
   subscribers: SubscriberParts,
 ): (app: Router) => void {
   return (app) => {
-    eventEndpointRoutes({ ...edge, events, nowMs: Date.now }, app, '/v1');
     incidentRoutes({ ...edge, incidents: services.incidents }, app, '/v1');
-    templateRoutes({ ...edge, templates: services.templates }, app, '/v1');
-    connectionRoutes({ ...edge, connections: services.connections }, app, '/v1');
-    audienceRoutes({ ...edge, audiences: services.audiences }, app, '/v1');
-    componentRoutes({ ...edge, components: services.components }, app, '/v1');
-    maintenanceRoutes({ ...edge, maintenances: services.maintenances }, app, '/v1');
     executionRoutes(
       { ...edge, executions: services.executions, approvals: services.approvals, subscribers: subscribers.admin },
       app,
       '/v1',
     );
+    templateRoutes({ ...edge, templates: services.templates }, app, '/v1');
+    connectionRoutes({ ...edge, connections: services.connections }, app, '/v1');
+    audienceRoutes({ ...edge, audiences: services.audiences }, app, '/v1');
+    componentRoutes({ ...edge, components: services.components }, app, '/v1');
+    maintenanceRoutes({ ...edge, maintenances: services.maintenances }, app, '/v1');
     subscriberRoutes({ ...edge, subscribers: subscribers.admin }, app, '/v1');
+    eventEndpointRoutes({ ...edge, events, nowMs: Date.now }, app, '/v1');
     openApiRoutes(edge, app, '/v1');
   };
 }

@@ -23,6 +23,15 @@ afterEach(() => {
 
 const timers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
 
+/**
+ * Node counts a timer from the event loop's clock, read when the loop last woke, not from the
+ * moment setTimeout is called: a timer set late in a busy turn of the loop fires up to that turn's
+ * length early by performance.now(). Each timed test starts on a fresh turn (after setImmediate),
+ * and allows this much.
+ */
+const LOOP_CLOCK_MS = 5;
+const freshTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
 /** Resolves once a wait opened now (with Redis stalled) has been called back: later waits have been looked at. */
 async function laterWaitCalled(): Promise<void> {
   let done = false;
@@ -35,11 +44,12 @@ async function laterWaitCalled(): Promise<void> {
 describe('whenStalledAfter', () => {
   it('calls back once its time has passed with Redis stalled, not before, and only once', async () => {
     silence = REDIS_STALL_MS;
+    await freshTurn();
     const started = performance.now();
     const calls: number[] = [];
     whenStalledAfter(200, () => calls.push(performance.now() - started));
     await waitFor(() => calls.length > 0, { what: 'the stall call', timeoutMs: 5_000 });
-    expect(calls[0]).toBeGreaterThanOrEqual(200);
+    expect(calls[0]).toBeGreaterThanOrEqual(200 - LOOP_CLOCK_MS);
     // Later, still once.
     await laterWaitCalled();
     expect(calls).toHaveLength(1);
@@ -81,5 +91,25 @@ describe('whenStalledAfter', () => {
     for (const cancel of cancels) cancel();
     // No timer is left behind to keep a process (the CLI, a test) alive.
     await waitFor(() => timers() <= before, { what: 'no timer left', timeoutMs: 5_000 });
+  });
+
+  it('keeps one timer per wait, and a long wait still calls back at its time, not before', async () => {
+    const before = timers();
+    // Every request opens two long waits: each holds one timer (the ping's, then the look's).
+    const cancels = Array.from({ length: 10 }, () => whenStalledAfter(REDIS_STALL_MS + 300, () => undefined));
+    expect(timers() - before).toBe(10);
+    for (const cancel of cancels) cancel();
+    expect(timers()).toBe(before);
+
+    silence = REDIS_STALL_MS;
+    await freshTurn();
+    const started = performance.now();
+    let calledAfter = -1;
+    whenStalledAfter(REDIS_STALL_MS + 100, () => {
+      calledAfter = performance.now() - started;
+    });
+    await waitFor(() => calledAfter >= 0, { what: "the long wait's call", timeoutMs: 10_000 });
+    expect(pings).toBe(1);
+    expect(calledAfter).toBeGreaterThanOrEqual(REDIS_STALL_MS + 100 - LOOP_CLOCK_MS);
   });
 });

@@ -119,9 +119,13 @@ export function whenStalledAfter(ms: number, then: () => void): () => void {
   const watch = new StallWatch(then);
   // A request waiting on something else has no command outstanding, and a ping sent only at `ms`
   // could show a stall no earlier than REDIS_STALL_MS later: send it ahead, so that by `ms` it
-  // has been waiting that long if Redis is not answering.
-  if (ms > REDIS_STALL_MS) watch.early = setTimeout(probeAhead, ms - REDIS_STALL_MS, watch);
-  watch.timer = setTimeout(look, Math.max(0, ms), watch);
+  // has been waiting that long if Redis is not answering. One timer at a time: the look at `ms`
+  // is set when the ping goes out. Nearly every wait is cancelled within milliseconds, before
+  // either, and each timer set and cleared is a cost on every request.
+  if (ms > REDIS_STALL_MS) {
+    watch.lookAt = performance.now() + ms;
+    watch.timer = setTimeout(probeAhead, ms - REDIS_STALL_MS, watch);
+  } else watch.timer = setTimeout(look, Math.max(0, ms), watch);
   return () => watch.cancel();
 }
 
@@ -132,20 +136,22 @@ export function whenStalledAfter(ms: number, then: () => void): () => void {
  * it is created, about a microsecond apiece, so hot paths create no named closures.
  */
 class StallWatch {
+  /** The one timer the wait has: the early ping's, then the look's. */
   timer: NodeJS.Timeout | undefined;
   immediate: NodeJS.Immediate | undefined;
-  early: NodeJS.Timeout | undefined;
+  /** When the first look is due (performance.now() ms), while the early ping's timer is the one set. */
+  lookAt = 0;
   constructor(readonly onStall: () => void) {}
   cancel(): void {
     clearTimeout(this.timer);
-    clearTimeout(this.early);
     if (this.immediate !== undefined) clearImmediate(this.immediate);
   }
 }
 
 function probeAhead(watch: StallWatch): void {
-  watch.early = undefined;
   probeRedis();
+  // A late ping (a busy machine runs timers late) does not push the look back.
+  watch.timer = setTimeout(look, Math.max(0, Math.ceil(watch.lookAt - performance.now())), watch);
 }
 
 function look(watch: StallWatch): void {

@@ -41,9 +41,10 @@ export function requestDeadline(answer: (path: string) => boolean): RequestHandl
       open.cancelBound = whenStalledAfter(REQUEST_ANSWER_BOUND_MS, () => answerUnavailable(req, res));
     (res.locals as DeadlineLocals)[OPEN] = open;
     // Listeners at module level, which find their request through `this`: no closure per request
-    // (see StallWatch in domain/common/unavailable.ts for why that matters here).
-    res.once('finish', closeDeadline);
-    res.once('close', closeDeadline);
+    // (see StallWatch in domain/common/unavailable.ts for why that matters here). `on`, not
+    // `once`, which wraps each listener in a closure of its own; closing twice does nothing more.
+    res.on('finish', closeDeadline);
+    res.on('close', closeDeadline);
     withDeadline(deadline, next);
   };
 }
