@@ -106,6 +106,16 @@ async function everyone(): Promise<Subscriber[]> {
 }
 
 describe('subscriber admin API', () => {
+  it('answers a wrong method on /export and /import with their own 405, not as a subscriber id', async () => {
+    // /v1/subscribers/:id would also match these paths; the literal routes answer first.
+    const del = await api('DELETE', '/v1/subscribers/export', { token: null });
+    expect(del.status).toBe(405);
+    expect(del.headers.get('allow')).toBe('GET, HEAD');
+    const get = await api('GET', '/v1/subscribers/import', { token: null });
+    expect(get.status).toBe(405);
+    expect(get.headers.get('allow')).toBe('POST');
+  });
+
   it('enforces scopes: a read key lists and reads, but cannot erase or import', async () => {
     const s = await seed('scoped@example.com');
     const read = await h.tokenWith(['subscribers:read']);
