@@ -80,7 +80,8 @@ export interface RateDecision {
 }
 
 export interface RateLimiter {
-  consume(policy: 'default' | 'execute', subject: string): Promise<RateDecision>;
+  /** A decision at once when the process can give one without Redis (src/store/rate-limit.ts). */
+  consume(policy: 'default' | 'execute', subject: string): RateDecision | Promise<RateDecision>;
 }
 
 export interface AnnouncementReceiptLine {

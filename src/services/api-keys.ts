@@ -115,17 +115,31 @@ export class ApiKeyService {
    * created by another process works at once.
    */
   async authenticate(token: string | null): Promise<ApiKey> {
+    return this.authenticateNow(token) ?? this.authenticateLookingUp(token!);
+  }
+
+  /**
+   * authenticate() without a promise while this process's cache can answer (nearly every request
+   * of a key in use): the key, or the refusal thrown; undefined when Redis must be asked
+   * (authenticate() then).
+   */
+  authenticateNow(token: string | null): ApiKey | undefined {
     if (token === null) throw unauthenticated('missing');
     const hash = this.d.crypto.sha256Hex(token);
-    const now = this.d.clock.now();
     const cached = this.cache.get(hash);
+    if (cached === undefined) return undefined;
+    const now = this.d.clock.now();
+    if (cached.until <= now.getTime()) return undefined;
     // Only a lookup caches a key, and only a well-formed token is looked up: a token found here
     // needs no shape check (its checksum costs a CRC and BigInt arithmetic on every request).
-    if (cached !== undefined && cached.until > now.getTime()) {
-      if (keyState(cached.key, now) === 'active') return cached.key;
-      this.cache.delete(hash);
-      throw unauthenticated('invalid');
-    }
+    if (keyState(cached.key, now) === 'active') return cached.key;
+    this.cache.delete(hash);
+    throw unauthenticated('invalid');
+  }
+
+  private async authenticateLookingUp(token: string): Promise<ApiKey> {
+    const hash = this.d.crypto.sha256Hex(token);
+    const now = this.d.clock.now();
     if (!isWellFormedToken(token)) throw unauthenticated('invalid');
     this.cache.delete(hash);
     const key = await this.lookups.run(hash, () => this.lookUp(hash, now));

@@ -48,6 +48,26 @@ describe('RedisRateLimiter', () => {
     expect(decisions[299]!.remaining).toBe(6000 - 300);
   });
 
+  it('decides at once, without a promise, while the process holds a lease for the key', async () => {
+    const limiter = new RedisRateLimiter(db.redis, db.keys, { default: 6000, execute: 60 });
+    const key = subject();
+    // No lease yet: Redis is asked.
+    const first = limiter.consume('default', key);
+    expect(first).toBeInstanceOf(Promise);
+    expect((await first).allowed).toBe(true);
+    // Leases grow while the key is busy; once one holds points, decisions come synchronously.
+    let immediate = 0;
+    for (let i = 0; i < 50; i++) {
+      const d = limiter.consume('default', key);
+      if (d instanceof Promise) await d;
+      else {
+        immediate++;
+        expect(d.allowed).toBe(true);
+      }
+    }
+    expect(immediate).toBeGreaterThan(40);
+  });
+
   it('two instances never grant more than the limit together, and the last points go out one by one', async () => {
     const limit = 500;
     const a = new RedisRateLimiter(db.redis, db.keys, { default: limit, execute: 60 });
@@ -73,7 +93,7 @@ describe('RedisRateLimiter', () => {
     const limiter = new RedisRateLimiter(db.redis, db.keys, { default: limit, execute: 60 });
     const key = subject();
     for (let round = 0; round < 10; round++) {
-      const burst = await Promise.all(Array.from({ length: 50 }, () => limiter.consume('default', key)));
+      const burst = await Promise.all(Array.from({ length: 50 }, async () => limiter.consume('default', key)));
       expect(burst.every((d) => d.allowed)).toBe(true);
     }
     // 500 requests: Redis has counted at most one lease (100 points) more than was used.
@@ -85,7 +105,7 @@ describe('RedisRateLimiter', () => {
   it('a spent budget is refused in the process until the window ends, without asking Redis each time', async () => {
     const limiter = new RedisRateLimiter(db.redis, db.keys, { default: 100, execute: 60 });
     const key = subject();
-    const all = await Promise.all(Array.from({ length: 150 }, () => limiter.consume('default', key)));
+    const all = await Promise.all(Array.from({ length: 150 }, async () => limiter.consume('default', key)));
     expect(all.filter((d) => d.allowed)).toHaveLength(100);
     expect(all.filter((d) => !d.allowed).every((d) => d.resetSeconds > 0)).toBe(true);
     expect(await counted('default', key)).toBe(100);
@@ -113,7 +133,7 @@ describe('RedisRateLimiter', () => {
     await limiter.consume('default', key);
     fail = true;
     const started = Date.now();
-    const outcomes = await Promise.allSettled(Array.from({ length: 20 }, () => limiter.consume('default', key)));
+    const outcomes = await Promise.allSettled(Array.from({ length: 20 }, async () => limiter.consume('default', key)));
     // A few may still be served from the lease taken before; every other fails within one time-out, not twenty.
     expect(outcomes.filter((o) => o.status === 'rejected').length).toBeGreaterThan(0);
     expect(Date.now() - started).toBeLessThan(2 * 200 + 300);

@@ -178,6 +178,27 @@ describe('ApiKeyService.authenticate: the per-process cache', () => {
   });
 });
 
+describe('ApiKeyService.authenticateNow: the cache without a promise', () => {
+  it('answers a cached key at once, refuses at once, and leaves a lookup to authenticate()', async () => {
+    const w = world();
+    const { key, token } = await w.services.apiKeys.create({ name: 'ci', scopes: ['*'] }, slackActor);
+    const keys = w.services.apiKeys;
+    // Not looked up yet: Redis must be asked.
+    expect(keys.authenticateNow(token)).toBeUndefined();
+    await keys.authenticate(token);
+    expect(keys.authenticateNow(token)).toMatchObject({ id: key.id });
+    expect(() => keys.authenticateNow(null)).toThrow(expect.objectContaining({ code: 'unauthenticated' }));
+    // Once the cache entry is old, a fresh lookup again.
+    w.clock.advance(AUTH_CACHE_MS);
+    expect(keys.authenticateNow(token)).toBeUndefined();
+    // Revoked by this process: refused at once.
+    await keys.authenticate(token);
+    await keys.revoke(key.id, slackActor);
+    expect(keys.authenticateNow(token)).toBeUndefined();
+    expect((await refusal(keys.authenticate(token))).code).toBe('unauthenticated');
+  });
+});
+
 describe('ApiKeyService.authenticate: one lookup per token at a time', () => {
   it('requests that miss the cache together share one lookup (one read, one last-use write)', async () => {
     const w = world();

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomFillSync } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { Request, RequestHandler, Response } from 'express';
 import type { Logger } from 'pino';
@@ -74,10 +74,19 @@ export function edge(parent: Logger, registry: Registry): RequestHandler {
   };
 }
 
-/** `req_` + the 32 hex digits of a random UUID (its dashes dropped). */
+/** Random bytes for request ids, 256 ids' worth at a time: one call into the CSPRNG per 256 requests. */
+const idBytes = Buffer.alloc(16 * 256);
+let idAt = idBytes.length;
+
+/** `req_` + 32 hex digits, 128 random bits. */
 function freshRequestId(): string {
-  const u = randomUUID();
-  return `req_${u.slice(0, 8)}${u.slice(9, 13)}${u.slice(14, 18)}${u.slice(19, 23)}${u.slice(24)}`;
+  if (idAt === idBytes.length) {
+    randomFillSync(idBytes);
+    idAt = 0;
+  }
+  const id = `req_${idBytes.toString('hex', idAt, idAt + 16)}`;
+  idAt += 16;
+  return id;
 }
 
 /**

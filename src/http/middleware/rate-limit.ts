@@ -21,20 +21,47 @@ function policyItem(name: RatePolicy, limit: number): string {
  * Counts a request of `subject` against its per-key limits, with draft-ietf-httpapi-ratelimit-headers-10
  * headers on every authenticated response. Execute routes consume their own policy on top of the
  * default one (in that order), and report both. Throws `rate_limited` when any of them is spent.
+ * Returns nothing when every decision came at once (the limiter's lease), so the request goes on
+ * without waiting a turn of the event loop; a promise otherwise.
  */
-export async function countRequest(
+export function countRequest(
   limiter: RateLimiter,
   policies: readonly RatePolicy[],
   subject: string,
   res: Response,
+): void | Promise<void> {
+  const decisions: RateDecision[] = [];
+  for (let i = 0; i < policies.length; i++) {
+    const d = limiter.consume(policies[i]!, subject);
+    if (d instanceof Promise) return countLater(limiter, policies, subject, res, decisions, d);
+    decisions.push(d);
+  }
+  answerDecisions(policies, decisions, res);
+}
+
+/** The rest of countRequest once a decision has to wait for Redis. */
+async function countLater(
+  limiter: RateLimiter,
+  policies: readonly RatePolicy[],
+  subject: string,
+  res: Response,
+  decisions: RateDecision[],
+  pending: Promise<RateDecision>,
 ): Promise<void> {
+  decisions.push(await pending);
+  for (let i = decisions.length; i < policies.length; i++) decisions.push(await limiter.consume(policies[i]!, subject));
+  answerDecisions(policies, decisions, res);
+}
+
+/** The RateLimit headers of every policy's decision; `rate_limited` for the first one spent. */
+function answerDecisions(policies: readonly RatePolicy[], decisions: readonly RateDecision[], res: Response): void {
   let policy = '';
   let remaining = '';
   let denied: RatePolicy | null = null;
   let deniedDecision: RateDecision | null = null;
   for (let i = 0; i < policies.length; i++) {
     const name = policies[i]!;
-    const d = await limiter.consume(name, subject);
+    const d = decisions[i]!;
     if (i > 0) {
       policy += ', ';
       remaining += ', ';
