@@ -289,6 +289,12 @@ export function cpuSeconds(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
+/** CPU seconds (user + system) of a process' main thread: for Node, the event loop's. */
+export function mainThreadCpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
 /** Runs `fn` over 0..n-1 with `concurrency` at once. */
 export async function pool(n: number, concurrency: number, fn: (i: number) => Promise<void>): Promise<void> {
   let next = 0;

@@ -50,6 +50,7 @@ import {
   waitFor,
   type Child,
   cpuSeconds,
+  mainThreadCpuSeconds,
   pool,
   createBenchKey,
 } from './lib.js';
@@ -73,6 +74,8 @@ const ONLY = argValue('--only')?.split(',') ?? null;
  */
 const CGROUP_MB = argValue('--cgroup-mb') === undefined ? null : Number(argValue('--cgroup-mb'));
 let cgroup: MemoryCgroup | null = null;
+/** The private Redis' process, whose CPU per request rows 1c–3c report. */
+let redisPid = 0;
 const PROFILE_DIR = argValue('--profile');
 if (PROFILE_DIR !== undefined) mkdirSync(PROFILE_DIR, { recursive: true });
 function argValue(flag: string): string | undefined {
@@ -123,6 +126,8 @@ interface Samples {
    * warm-up and the measured run: what a request costs, much steadier than req/s on a shared machine.
    */
   apiCpuUs: Record<ApiRow, Record<Side, number[]>>;
+  apiMainCpuUs: Record<ApiRow, Record<Side, number[]>>;
+  apiRedisCpuUs: Record<ApiRow, Record<Side, number[]>>;
   slack: LoadResult[];
   /** The public status page (row 11): summary.json and the HTML page against the same bytes served as files. */
   status: Record<'summary' | 'page', Record<Side, LoadResult[]>>;
@@ -169,13 +174,18 @@ interface Samples {
   cliMs: number[];
   nodeMs: number[];
 }
-const samples: Samples = {
-  api: { read: { herald: [], baseline: [] }, write: { herald: [], baseline: [] }, list: { herald: [], baseline: [] } },
-  apiCpuUs: {
+function sidesPerApiRow(): Record<ApiRow, Record<Side, number[]>> {
+  return {
     read: { herald: [], baseline: [] },
     write: { herald: [], baseline: [] },
     list: { herald: [], baseline: [] },
-  },
+  };
+}
+const samples: Samples = {
+  api: { read: { herald: [], baseline: [] }, write: { herald: [], baseline: [] }, list: { herald: [], baseline: [] } },
+  apiCpuUs: sidesPerApiRow(),
+  apiMainCpuUs: sidesPerApiRow(),
+  apiRedisCpuUs: sidesPerApiRow(),
   slack: [],
   status: { summary: { herald: [], baseline: [] }, page: { herald: [], baseline: [] } },
   statusVisibleMs: [],
@@ -844,6 +854,7 @@ async function main(): Promise<void> {
   try {
     const privateRedis = await startPrivateRedis(dir, baseEnv);
     const redisPort = privateRedis.port;
+    redisPid = privateRedis.child.pid;
     redisUrl = privateRedis.url;
     const a = privateRedis.admin;
     admin = a;
@@ -852,8 +863,12 @@ async function main(): Promise<void> {
 
     const sink = startTsChild('sink', 'sink.ts', [], baseEnv);
     sinkUrl = `http://127.0.0.1:${(await sink.json<{ listening: number }>('listening', 20_000)).listening}`;
+    // With --profile the bare app is profiled too (DIR/baseline), for a side-by-side comparison.
+    const baselineProfile =
+      PROFILE_DIR === undefined ? {} : { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${join(PROFILE_DIR, 'baseline')}` };
     const baseline = startTsChild('baseline-app', 'baseline-app.ts', [], {
       ...baseEnv,
+      ...baselineProfile,
       REDIS_URL: redisUrl,
       BASELINE_PREFIX: 'baseline',
     });
@@ -915,9 +930,14 @@ async function main(): Promise<void> {
             for (const side of order) {
               const pid = side === 'herald' ? h.child.pid : s.baselinePid;
               const cpu0 = cpuSeconds(pid);
+              const main0 = mainThreadCpuSeconds(pid);
+              const redis0 = cpuSeconds(redisPid);
               const load = await runLoad(`${r} ${side}`, apiSpec(r, side, s, h));
+              const perRequestUs = (seconds: number) => (seconds * 1e6) / (load.total + load.warmupTotal);
               samples.api[r][side].push(load);
-              samples.apiCpuUs[r][side].push(((cpuSeconds(pid) - cpu0) * 1e6) / (load.total + load.warmupTotal));
+              samples.apiCpuUs[r][side].push(perRequestUs(cpuSeconds(pid) - cpu0));
+              samples.apiMainCpuUs[r][side].push(perRequestUs(mainThreadCpuSeconds(pid) - main0));
+              samples.apiRedisCpuUs[r][side].push(perRequestUs(cpuSeconds(redisPid) - redis0));
             }
           });
         }
@@ -1115,18 +1135,26 @@ function buildReport(): { figures: Figure[]; table: string } {
       target: '≤ 1.5× baseline',
       met: pr === null ? null : pr <= 1.5,
     });
-    // Not a target: the CPU a request cost each process (ratio = Herald / baseline).
-    const hc = m(samples.apiCpuUs[key].herald);
-    const bc = m(samples.apiCpuUs[key].baseline);
-    add({
-      figure: `${label.replace('.', 'a.')}, CPU per request`,
-      herald: hc,
-      baseline: bc,
-      ratio: div(hc, bc),
-      unit: 'µs',
-      target: '—',
-      met: null,
-    });
+    // Not targets: the CPU a request cost each process, its main thread (the event loop, which
+    // bounds the req/s), and Redis (ratio = Herald / baseline).
+    const cpuRows = [
+      ['a', 'CPU per request', samples.apiCpuUs],
+      ['b', 'main-thread CPU per request', samples.apiMainCpuUs],
+      ['c', "Redis' CPU per request", samples.apiRedisCpuUs],
+    ] as const;
+    for (const [suffix, what, series] of cpuRows) {
+      const hc = m(series[key].herald);
+      const bc = m(series[key].baseline);
+      add({
+        figure: `${label.replace('.', `${suffix}.`)}, ${what}`,
+        herald: hc,
+        baseline: bc,
+        ratio: div(hc, bc),
+        unit: 'µs',
+        target: '—',
+        met: null,
+      });
+    }
   }
   const sr = m(samples.slack.map((x) => x.rps));
   add({
