@@ -284,14 +284,13 @@ export function postWebhook(base: string, i: number, body: Buffer, agent?: Agent
 }
 
 /** user + system CPU seconds of a process so far (/proc/<pid>/stat, in clock ticks of 1/100 s). */
-export function cpuSeconds(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
-  return (Number(fields[11]) + Number(fields[12])) / 100;
-}
+export const cpuSeconds = (pid: number): number => statCpuSeconds(`/proc/${pid}/stat`);
 
-/** CPU seconds (user + system) of a process' main thread: for Node, the event loop's. */
-export function mainThreadCpuSeconds(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+/** The same for a process' main thread alone: for Node, the event loop's. */
+export const mainThreadCpuSeconds = (pid: number): number => statCpuSeconds(`/proc/${pid}/task/${pid}/stat`);
+
+function statCpuSeconds(path: string): number {
+  const fields = readFileSync(path, 'utf8').split(') ')[1]?.split(' ') ?? [];
   return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 

@@ -174,7 +174,7 @@ interface Samples {
   cliMs: number[];
   nodeMs: number[];
 }
-function sidesPerApiRow(): Record<ApiRow, Record<Side, number[]>> {
+function sidesPerApiRow<T>(): Record<ApiRow, Record<Side, T[]>> {
   return {
     read: { herald: [], baseline: [] },
     write: { herald: [], baseline: [] },
@@ -182,7 +182,7 @@ function sidesPerApiRow(): Record<ApiRow, Record<Side, number[]>> {
   };
 }
 const samples: Samples = {
-  api: { read: { herald: [], baseline: [] }, write: { herald: [], baseline: [] }, list: { herald: [], baseline: [] } },
+  api: sidesPerApiRow(),
   apiCpuUs: sidesPerApiRow(),
   apiMainCpuUs: sidesPerApiRow(),
   apiRedisCpuUs: sidesPerApiRow(),

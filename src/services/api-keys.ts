@@ -115,7 +115,9 @@ export class ApiKeyService {
    * created by another process works at once.
    */
   async authenticate(token: string | null): Promise<ApiKey> {
-    return this.authenticateNow(token) ?? this.authenticateLookingUp(token!);
+    if (token === null) throw unauthenticated('missing');
+    const hash = this.d.crypto.sha256Hex(token);
+    return this.fromCache(hash) ?? this.lookUpToken(token, hash);
   }
 
   /**
@@ -125,7 +127,11 @@ export class ApiKeyService {
    */
   authenticateNow(token: string | null): ApiKey | undefined {
     if (token === null) throw unauthenticated('missing');
-    const hash = this.d.crypto.sha256Hex(token);
+    return this.fromCache(this.d.crypto.sha256Hex(token));
+  }
+
+  /** The cached key of a token hash, the refusal of one no longer active, or undefined (ask Redis). */
+  private fromCache(hash: string): ApiKey | undefined {
     const cached = this.cache.get(hash);
     if (cached === undefined) return undefined;
     const now = this.d.clock.now();
@@ -137,8 +143,7 @@ export class ApiKeyService {
     throw unauthenticated('invalid');
   }
 
-  private async authenticateLookingUp(token: string): Promise<ApiKey> {
-    const hash = this.d.crypto.sha256Hex(token);
+  private async lookUpToken(token: string, hash: string): Promise<ApiKey> {
     const now = this.d.clock.now();
     if (!isWellFormedToken(token)) throw unauthenticated('invalid');
     this.cache.delete(hash);
