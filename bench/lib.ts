@@ -223,9 +223,16 @@ export function startTsChild(
   file: string,
   args: string[],
   env: NodeJS.ProcessEnv = process.env,
-  opts: { stdin?: boolean } = {},
+  opts: { stdin?: boolean; nodeArgs?: string[] } = {},
 ): Child {
-  return startChild(name, process.execPath, ['--import', 'tsx', join(ROOT, 'bench', file), ...args], env, opts);
+  const { nodeArgs = [], ...rest } = opts;
+  return startChild(
+    name,
+    process.execPath,
+    [...nodeArgs, '--import', 'tsx', join(ROOT, 'bench', file), ...args],
+    env,
+    rest,
+  );
 }
 
 /** Kills every child still running (SIGTERM, then SIGKILL after `timeoutMs`). */

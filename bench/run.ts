@@ -63,8 +63,9 @@ const QUICK = process.argv.includes('--quick');
 /**
  * `--only=read,deliveries,...` runs only the named rows (read, write, list, status, memory,
  * fanout, deliveries, events, slack, cli, subscribers): for profiling one thing. `--profile=DIR` starts every Herald with
- * `--cpu-prof --cpu-prof-dir=DIR` (docs/performance.md, "Profiling"). Both are for the people
- * looking for where the time goes; a run with either is not a benchmark result.
+ * `--cpu-prof --cpu-prof-dir=DIR`, `--monitor` adds Redis' MONITOR log (docs/performance.md,
+ * "Finding where the time goes"). They are for the people looking for where the time goes; a run
+ * with any of them is not a benchmark result.
  */
 const ONLY = argValue('--only')?.split(',') ?? null;
 /**
@@ -77,6 +78,7 @@ let cgroup: MemoryCgroup | null = null;
 /** The private Redis' process, whose CPU per request rows 1c–3c report. */
 let redisPid = 0;
 const PROFILE_DIR = argValue('--profile');
+const MONITOR = PROFILE_DIR !== undefined && process.argv.includes('--monitor');
 if (PROFILE_DIR !== undefined) mkdirSync(PROFILE_DIR, { recursive: true });
 function argValue(flag: string): string | undefined {
   const a = process.argv.find((x) => x.startsWith(`${flag}=`));
@@ -689,8 +691,11 @@ function cliRow(): void {
   samples.nodeMs.push(median(bare));
 }
 
-/** Runs `fn`, recording (not rethrowing) a failure: one broken row must not hide the others. */
-/** With --profile: every command the row sent, as Redis' MONITOR saw it (`[0 lua]` = inside a script). */
+/**
+ * With --monitor: every command the row sent, as Redis' MONITOR saw it (`[0 lua]` = inside a
+ * script). Its own flag, because MONITOR slows Redis (a commit script costs several times as
+ * much) and with it the rates and the CPU profiles taken beside it.
+ */
 function startMonitor(name: string): ReturnType<typeof spawn> {
   const out = openSync(join(PROFILE_DIR ?? '.', `monitor-${name.replace(/[^a-z0-9]+/gi, '-')}.txt`), 'w');
   return spawn('redis-cli', ['-u', redisUrl, 'monitor'], { stdio: ['ignore', out, 'ignore'] });
@@ -790,11 +795,12 @@ async function statusRow(h: Herald, token: string, round: number, order: Side[])
   }
 }
 
+/** Runs `fn`, recording (not rethrowing) a failure: one broken row must not hide the others. */
 async function row(name: string, fn: () => Promise<void> | void): Promise<void> {
   const t0 = performance.now();
   try {
     await profileRedis?.config('RESETSTAT');
-    const monitor = profileRedis !== null && PROFILE_DIR !== undefined ? startMonitor(name) : null;
+    const monitor = profileRedis !== null && MONITOR ? startMonitor(name) : null;
     try {
       await fn();
     } finally {
@@ -864,14 +870,16 @@ async function main(): Promise<void> {
     const sink = startTsChild('sink', 'sink.ts', [], baseEnv);
     sinkUrl = `http://127.0.0.1:${(await sink.json<{ listening: number }>('listening', 20_000)).listening}`;
     // With --profile the bare app is profiled too (DIR/baseline), for a side-by-side comparison.
+    // As node arguments: Node 20 refuses --cpu-prof in NODE_OPTIONS.
     const baselineProfile =
-      PROFILE_DIR === undefined ? {} : { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${join(PROFILE_DIR, 'baseline')}` };
-    const baseline = startTsChild('baseline-app', 'baseline-app.ts', [], {
-      ...baseEnv,
-      ...baselineProfile,
-      REDIS_URL: redisUrl,
-      BASELINE_PREFIX: 'baseline',
-    });
+      PROFILE_DIR === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${join(PROFILE_DIR, 'baseline')}`];
+    const baseline = startTsChild(
+      'baseline-app',
+      'baseline-app.ts',
+      [],
+      { ...baseEnv, REDIS_URL: redisUrl, BASELINE_PREFIX: 'baseline' },
+      { nodeArgs: baselineProfile },
+    );
     const baselineUrl = `http://127.0.0.1:${(await baseline.json<{ listening: number }>('listening', 20_000)).listening}`;
 
     const token = createBenchKey(heraldEnv(), 'bench');
