@@ -22,7 +22,8 @@ import { ROOT } from './lib.js';
 import { startPrivateRedis } from './private-redis.js';
 import { commandCosts, commandsTable, fanoutCurve, fanoutTable, workerScaling, workersTable } from './scale-fanout.js';
 import { DEFAULT_SIZES as INCIDENT_SIZES, incidentCurve, incidentCurveTable } from './scale-incidents.js';
-import { subscriberRows, type SubscriberFigure } from './subscribers.js';
+import type { Figure } from './report.js';
+import { subscriberRows } from './subscribers.js';
 
 const PARTS = ['incidents', 'fanout', 'commands', 'workers', 'subscribers'] as const;
 type Part = (typeof PARTS)[number];
@@ -45,9 +46,9 @@ async function privateRedis(dir: string, env: NodeJS.ProcessEnv): Promise<{ url:
   return { url: r.url, stop: async () => void (await r.child.stop('SIGTERM', 10_000)) };
 }
 
-async function subscriberCurve(sizes: number[], log: (msg: string) => void): Promise<SubscriberFigure[][]> {
+async function subscriberCurve(sizes: number[], log: (msg: string) => void): Promise<Figure[][]> {
   const baseEnv: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, NODE_ENV: 'production' };
-  const out: SubscriberFigure[][] = [];
+  const out: Figure[][] = [];
   for (const count of sizes) {
     const dir = mkdtempSync(join(os.tmpdir(), 'herald-scale-subs-'));
     const redis = await privateRedis(dir, baseEnv);
@@ -77,7 +78,7 @@ async function subscriberCurve(sizes: number[], log: (msg: string) => void): Pro
 }
 
 /** The subscriber rows at every size, one column per size, with the growth of the largest over the smallest. */
-function subscriberTable(sizes: number[], runs: SubscriberFigure[][]): string {
+function subscriberTable(sizes: number[], runs: Figure[][]): string {
   const lines = [
     `| figure | ${sizes.map((n) => n.toLocaleString('en-US')).join(' | ')} | growth | target |`,
     `|---|${sizes.map(() => '---:').join('|')}|---:|---|`,

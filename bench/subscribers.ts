@@ -29,6 +29,7 @@ import os from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Redis } from 'ioredis';
+import type { Figure } from './report.js';
 import {
   epochMs,
   exitWithParent,
@@ -48,15 +49,6 @@ import { createMemoryCgroup, type MemoryCgroup } from './cgroup.js';
 import { startPrivateRedis } from './private-redis.js';
 
 /** A row as bench/run.ts's table prints it (its `Figure`). */
-export interface SubscriberFigure {
-  figure: string;
-  herald: number | null;
-  baseline: number | null;
-  ratio: number | null;
-  unit: string;
-  target: string;
-  met: boolean | null;
-}
 
 const TARGET = { mailsPerSec: 2000, rssGrowthMB: 50, bytesPerSubscriber: 300 } as const;
 /** The import's bound per request (docs/subscribers.md). */
@@ -386,7 +378,7 @@ async function measureNotice(s: NotifySetup, worker: Child): Promise<Omit<Notify
   return { wallSec, cpuMsPerMail, redisCpuMsPerMail, growthMB, peakReset };
 }
 
-export async function subscriberRows(o: SubscriberRowOptions): Promise<SubscriberFigure[]> {
+export async function subscriberRows(o: SubscriberRowOptions): Promise<Figure[]> {
   const n = o.count ?? (o.quick ? 20_000 : 100_000);
   const pool = o.pool ?? 4;
   const problems: string[] = [];
