@@ -22,15 +22,14 @@ import { join, resolve } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import {
   createBenchKey,
-  fetchWithin,
   freePort,
   mainThreadCpuSeconds,
   median,
   onExit,
   startChild,
   startTsChild,
-  waitFor,
   type Child,
+  untilReady,
 } from './lib.js';
 import type { LoadResult, LoadSpec } from './load.js';
 import { startPrivateRedis } from './private-redis.js';
@@ -74,16 +73,7 @@ async function startHerald(build: string): Promise<{ child: Child; base: string 
     ...env,
     PORT: String(port),
   });
-  await waitFor(
-    `herald (${build}) /readyz 200`,
-    async () => {
-      if (child.exit) throw new Error(`herald exited: ${child.stderrTail()}`);
-      const r = await fetchWithin(`${base}/readyz`, { timeoutMs: 1000 }).catch(() => null);
-      await r?.body?.cancel();
-      return r?.status === 200;
-    },
-    { timeoutMs: 30_000, intervalMs: 5 },
-  );
+  await untilReady(`herald (${build})`, child, base, { intervalMs: 5 });
   return { child, base };
 }
 

@@ -235,6 +235,28 @@ export function startTsChild(
   );
 }
 
+/**
+ * Waits until a Herald (`child`, serving `base`) answers 200 from /readyz, polling every
+ * `intervalMs`; fails at once, with the end of its stderr, should it exit first.
+ */
+export async function untilReady(
+  name: string,
+  child: Child,
+  base: string,
+  { timeoutMs = 30_000, intervalMs = 10 }: { timeoutMs?: number; intervalMs?: number } = {},
+): Promise<void> {
+  await waitFor(
+    `${name} /readyz 200`,
+    async () => {
+      if (child.exit) throw new Error(`${name} exited ${JSON.stringify(child.exit)}: ${child.stderrTail()}`);
+      const r = await fetchWithin(`${base}/readyz`, { timeoutMs: 1000 }).catch(() => null);
+      await r?.body?.cancel();
+      return r?.status === 200;
+    },
+    { timeoutMs, intervalMs },
+  );
+}
+
 /** Kills every child still running (SIGTERM, then SIGKILL after `timeoutMs`). */
 export async function stopAll(timeoutMs = 10_000): Promise<void> {
   await Promise.all([...live].map((c) => c.stop('SIGTERM', timeoutMs)));

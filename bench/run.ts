@@ -53,6 +53,7 @@ import {
   mainThreadCpuSeconds,
   pool,
   createBenchKey,
+  untilReady,
 } from './lib.js';
 import type { LoadResult, LoadSpec } from './load.js';
 import { createMemoryCgroup, type MemoryCgroup } from './cgroup.js';
@@ -175,16 +176,7 @@ async function startHerald(name: string, extra: NodeJS.ProcessEnv = {}): Promise
   const argv = [...nodeArgs, join(ROOT, 'dist', 'main.js')];
   const run = cgroup === null ? { command: process.execPath, args: argv } : cgroup.wrap(process.execPath, argv);
   const child = startChild(name, run.command, run.args, heraldEnv({ PORT: String(port), ...settings, ...extra }));
-  await waitFor(
-    `${name} /readyz 200`,
-    async () => {
-      if (child.exit) throw new Error(`${name} exited ${JSON.stringify(child.exit)}: ${child.stderrTail()}`);
-      const r = await fetchWithin(`${base}/readyz`, { timeoutMs: 1000 }).catch(() => null);
-      await r?.body?.cancel();
-      return r?.status === 200;
-    },
-    { timeoutMs: 30_000, intervalMs: 5 },
-  );
+  await untilReady(name, child, base, { intervalMs: 5 });
   return { child, base, readyMs: performance.now() - t0 };
 }
 

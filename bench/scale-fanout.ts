@@ -62,6 +62,7 @@ import {
   cpuSeconds,
   pool,
   createBenchKey,
+  untilReady,
 } from './lib.js';
 import { startPrivateRedis } from './private-redis.js';
 
@@ -517,16 +518,7 @@ async function startHerald(s: Stack, name: string, role: 'all' | 'api'): Promise
   );
   s.children.push(child);
   const base = `http://127.0.0.1:${port}`;
-  await waitFor(
-    `${name} /readyz 200`,
-    async () => {
-      if (child.exit) throw new Error(`${name} exited ${JSON.stringify(child.exit)}: ${child.stderrTail()}`);
-      const r = await fetchWithin(`${base}/readyz`, { timeoutMs: 1000 }).catch(() => null);
-      await r?.body?.cancel();
-      return r?.status === 200;
-    },
-    { timeoutMs: 30_000, intervalMs: 10 },
-  );
+  await untilReady(name, child, base);
   return { child, base };
 }
 

@@ -68,10 +68,10 @@ import {
   startChild,
   startTsChild,
   stopAll,
-  waitFor,
   type Child,
   cpuSeconds,
   createBenchKey,
+  untilReady,
 } from './lib.js';
 import type { LoadResult, LoadSpec } from './load.js';
 import { startPrivateRedis } from './private-redis.js';
@@ -405,16 +405,7 @@ async function startHerald(e: Env, name: string): Promise<Herald> {
     heraldEnv(e, { PORT: String(port) }),
   );
   try {
-    await waitFor(
-      `${name} /readyz 200`,
-      async () => {
-        if (child.exit) throw new Error(`${name} exited ${JSON.stringify(child.exit)}: ${child.stderrTail()}`);
-        const r = await fetchWithin(`${base}/readyz`, { timeoutMs: 1000 }).catch(() => null);
-        await r?.body?.cancel();
-        return r?.status === 200;
-      },
-      { timeoutMs: 60_000, intervalMs: 5 },
-    );
+    await untilReady(name, child, base, { timeoutMs: 60_000, intervalMs: 5 });
   } catch (e) {
     await child.stop('SIGKILL', 5000);
     throw e;

@@ -12,7 +12,18 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { epochMs, fetchWithin, freePort, onExit, ROOT, startChild, startTsChild, stopAll, waitFor } from './lib.js';
+import {
+  epochMs,
+  fetchWithin,
+  freePort,
+  onExit,
+  ROOT,
+  startChild,
+  startTsChild,
+  stopAll,
+  waitFor,
+  untilReady,
+} from './lib.js';
 
 const nIncidents = Number(process.argv[2] ?? 2000);
 const nDeliveries = Number(process.argv[3] ?? 2000);
@@ -91,14 +102,7 @@ async function main(): Promise<void> {
     const token = (JSON.parse(created.stdout.toString()) as { token: string }).token;
     const herald = startChild('herald', process.execPath, [join(ROOT, 'dist', 'main.js')], env);
     const base = `http://127.0.0.1:${httpPort}`;
-    await waitFor(
-      'herald /readyz',
-      async () => {
-        if (herald.exit) throw new Error(`herald exited: ${herald.stderrTail()}`);
-        return (await fetchWithin(`${base}/readyz`, { timeoutMs: 1000 })).status === 200;
-      },
-      { timeoutMs: 30_000, intervalMs: 10 },
-    );
+    await untilReady('herald', herald, base);
     const api = async (method: string, path: string, body?: unknown) => {
       const r = await fetchWithin(base + path, {
         method,

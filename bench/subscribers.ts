@@ -44,6 +44,7 @@ import {
   type Child,
   cpuSeconds,
   createBenchKey,
+  untilReady,
 } from './lib.js';
 import { createMemoryCgroup, type MemoryCgroup } from './cgroup.js';
 import { startPrivateRedis } from './private-redis.js';
@@ -423,16 +424,7 @@ export async function subscriberRows(o: SubscriberRowOptions): Promise<Figure[]>
     });
     children.push(apiChild);
     const api: Api = { base: `http://127.0.0.1:${port}`, token };
-    await waitFor(
-      'the API /readyz',
-      async () => {
-        if (apiChild.exit) throw new Error(`the API exited: ${apiChild.stderrTail()}`);
-        const r = await fetchWithin(`${api.base}/readyz`, { timeoutMs: 1000 }).catch(() => null);
-        await r?.body?.cancel();
-        return r?.status === 200;
-      },
-      { timeoutMs: 30_000, intervalMs: 20 },
-    );
+    await untilReady('the API', apiChild, api.base, { intervalMs: 20 });
 
     // --- Redis bytes per subscriber.
     await admin.connect();

@@ -12,7 +12,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { fetchWithin, freePort, median, ROOT, startChild, startTsChild, stopAll, waitFor, type Child } from './lib.js';
+import { freePort, median, ROOT, startChild, startTsChild, stopAll, waitFor, type Child, untilReady } from './lib.js';
 import type { LoadResult, LoadSpec } from './load.js';
 
 const QUICK = process.argv.includes('--quick');
@@ -81,16 +81,7 @@ async function main(): Promise<void> {
           env({ PORT: String(port), HERALD_REDIS_WAIT_REPLICAS: side === 'on' ? '1' : '0' }),
         );
         try {
-          await waitFor(
-            `herald (WAIT ${side}) /readyz 200`,
-            async () => {
-              if (herald.exit) throw new Error(`herald exited: ${herald.stderrTail()}`);
-              const r = await fetchWithin(`${base}/readyz`, { timeoutMs: 1000 }).catch(() => null);
-              await r?.body?.cancel();
-              return r?.status === 200;
-            },
-            { timeoutMs: 30_000, intervalMs: 20 },
-          );
+          await untilReady(`herald (WAIT ${side})`, herald, base, { intervalMs: 20 });
           const spec: LoadSpec = {
             id: ++id,
             url: `${base}/v1/incidents`,
