@@ -32,7 +32,7 @@ const io = [
 ];
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', 'data/**', 'coverage/**', 'manifest/**', 'dist/**'] },
+  { ignores: ['node_modules/**', 'data/**', 'coverage/**', 'manifest/**', 'dist/**', '.ab/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {

@@ -8,6 +8,7 @@ import { Change } from './commit.js';
 import { bumpStatusVersion } from './status-version.js';
 import { loadJson, pageFiltered } from './index-page.js';
 import type { Keys } from './keys.js';
+import { decodedEach, turnBatched } from './turn-batch.js';
 
 /**
  * Connections as JSON strings at `con:<id>`, indexed by `cons` (score-0 sorted set, newest first
@@ -20,10 +21,17 @@ export class RedisConnectionRepo implements ConnectionRepo {
     private readonly keys: Keys,
   ) {}
 
-  async get(id: string): Promise<ConnectionRecord | null> {
-    const [one] = await this.getMany([id]);
-    return one ?? null;
+  /** One connection; the reads of one turn go as one MGET (turn-batch.ts: the worker reads one per delivery). */
+  get(id: string): Promise<ConnectionRecord | null> {
+    return this.readOne(id);
   }
+
+  private readonly readOne = turnBatched(async (ids: readonly string[]) =>
+    decodedEach(
+      await this.redis.mget(ids.map((id) => this.keys.connection(id))),
+      (raw) => JSON.parse(raw) as ConnectionRecord,
+    ),
+  );
 
   getMany(ids: string[]): Promise<(ConnectionRecord | null)[]> {
     return loadJson<ConnectionRecord>(

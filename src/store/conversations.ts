@@ -5,6 +5,7 @@ import type { ConversationRepo, ThreadRoot, ThreadState } from '../ports/index.j
 import type { Change } from './commit.js';
 import type { Keys } from './keys.js';
 import { luaScript, runScript } from './scripts.js';
+import { decodedEach, turnBatched } from './turn-batch.js';
 
 /**
  * The conversation of an incident with each connection (docs/explanation/living-updates.md), in two hashes
@@ -48,12 +49,24 @@ export class RedisConversationRepo implements ConversationRepo {
     return out;
   }
 
-  async root(incidentId: string, connectionId: string): Promise<ThreadRoot | null> {
-    const raw = await this.redis.hget(this.keys.incidentThreadRoots(incidentId), connectionId);
-    if (raw === null) return null;
-    const parsed = JSON.parse(raw) as { ref: MessageRef; delivery_id: string };
-    return { ref: parsed.ref, deliveryId: parsed.delivery_id };
+  /** The conversation's first message; the reads of one turn go as one HMGET per incident (turn-batch.ts). */
+  root(incidentId: string, connectionId: string): Promise<ThreadRoot | null> {
+    return this.rootOne({ incidentId, connectionId });
   }
+
+  private readonly rootOne = turnBatched(async (asks: readonly { incidentId: string; connectionId: string }[]) => {
+    const byIncident = new Map<string, number[]>();
+    asks.forEach((a, i) => byIncident.set(a.incidentId, [...(byIncident.get(a.incidentId) ?? []), i]));
+    const roots: (ThreadRoot | null | Error)[] = [];
+    await Promise.all(
+      [...byIncident].map(async ([incidentId, at]) => {
+        const fields = at.map((i) => asks[i]!.connectionId);
+        const raw = await this.redis.hmget(this.keys.incidentThreadRoots(incidentId), ...fields);
+        decodedEach(raw, parseRoot).forEach((root, j) => (roots[at[j]!] = root));
+      }),
+    );
+    return roots;
+  });
 
   async startIfNone(incidentId: string, connectionId: string, root: ThreadRoot): Promise<void> {
     await this.redis.hsetnx(
@@ -71,6 +84,11 @@ export class RedisConversationRepo implements ConversationRepo {
       [connectionId, deliveryId],
     );
   }
+}
+
+function parseRoot(raw: string): ThreadRoot {
+  const parsed = JSON.parse(raw) as { ref: MessageRef; delivery_id: string };
+  return { ref: parsed.ref, deliveryId: parsed.delivery_id };
 }
 
 function parseThread(raw: string | null): ThreadState {

@@ -187,6 +187,17 @@ export async function awaitReplicas(client: RedisClient, key: string): Promise<v
 }
 
 /**
+ * awaitReplicas for a batch of writes (turn-batch.ts): null once they last, else the error, which
+ * answers each write the batch made (it may not outlive a failover).
+ */
+export function replicaWaitError(client: RedisClient, key: string): Promise<Error | null> {
+  return awaitReplicas(client, key).then(
+    () => null,
+    (err: unknown) => (err instanceof Error ? err : new Error('waiting for replicas failed')),
+  );
+}
+
+/**
  * A command without keys (WAIT, INFO) on the connection that wrote `key`. One server: the
  * client's own connection. A Cluster routes a command without keys to any node, so it rides in a
  * pipeline behind a command on `key`, which goes to (and over the one connection to) the node

@@ -11,20 +11,25 @@ import type { ExecutionRepo, ThreadState } from '../ports/index.js';
 import { advanceThreads } from './conversations.js';
 import { mirrorReminder } from './reminders.js';
 import { Change } from './commit.js';
-import { awaitReplicas, durableWriter } from './durability.js';
+import { durableWriter, replicaWaitError } from './durability.js';
 import { loadJson, pageIndexes } from './index-page.js';
 import type { Keys } from './keys.js';
-import { luaScript, runScript } from './scripts.js';
+import { luaScript, runScript, SCRIPT_FAILURE, scriptFailure } from './scripts.js';
 import { appendTimeline } from './timeline.js';
+import { decodedEach, turnBatched } from './turn-batch.js';
 
 /**
  * delivery_update — updateDelivery's compare-and-set, the delivery engine's hottest write (two or
- * more per delivery). The general commit script (commit.ts) would take the records inside a JSON
- * array of checks and writes — each record escaped again, and decoded again by cjson in Redis — so
- * this one takes them as plain arguments and runs the same steps. The record as read is compared
- * by its SHA-1, computed here and by Redis over the stored text: the whole delivery (its rendered
- * content, its attempts) would otherwise cross the wire a second time with every write.
+ * more per delivery), for every delivery written in one turn of the event loop (turn-batch.ts):
+ * one command where the worker's concurrent sends would take one each. The items run one after
+ * the other inside the script, exactly as that many scripts would. The general commit script
+ * (commit.ts) would take the records inside a JSON array of checks and writes — each record
+ * escaped again, and decoded again by cjson in Redis — so this one takes them as plain arguments
+ * and runs the same steps. The record as read is compared by its SHA-1, computed here and by
+ * Redis over the stored text: the whole delivery (its rendered content, its attempts) would
+ * otherwise cross the wire a second time with every write.
  *
+ * Each item has six keys and its own run of arguments, led by their count:
  * KEYS[1] the delivery, KEYS[2] its connection's active set, KEYS[3] the outbox, KEYS[4] the
  *         incident's timeline, KEYS[5] the event outbox stream (store/timeline.ts), KEYS[6] the
  *         execution's tally (executionTally: deliveries still open and finished per status)
@@ -33,42 +38,62 @@ import { appendTimeline } from './timeline.js';
  * ARGV[6] the incident id, ARGV[7] '+<status>' when the delivery becomes final, '-<status>' when
  * it leaves a final status (a redeliver), else '', ARGV[8] the execution id, ARGV[9] now (ISO),
  * ARGV[10..] timeline events to append (each also goes on the event stream, with the delivery)
+ * (numbered as the item sees them: its keys and arguments start at 1).
  * The last open delivery becoming final emits `execution.completed` with the counts, in this same
  * step, so it is emitted exactly once per completion. Executions from before the tally have none
  * and emit none.
- * Returns 0 when written, 1 when the stored record is not the one read (nothing written).
+ * Returns, per item, 0 when written, 1 when the stored record is not the one read (nothing written),
+ * or the error that stopped it (SCRIPT_FAILURE): an item's error ends only that item.
  */
 const DELIVERY_UPDATE_LUA = luaScript(
   'delivery_update',
   `
-local stored = redis.call('GET', KEYS[1])
-if not stored or redis.sha1hex(stored) ~= ARGV[1] then return 1 end
-redis.call('SET', KEYS[1], ARGV[2])
-if ARGV[4] == '1' then redis.call('SREM', KEYS[2], ARGV[3]) else redis.call('SADD', KEYS[2], ARGV[3]) end
-if ARGV[5] ~= '' then redis.call('ZADD', KEYS[3], ARGV[5], ARGV[3]) end
-if #ARGV > 9 then redis.call('RPUSH', KEYS[4], unpack(ARGV, 10)) end
-for i = 10, #ARGV do
-  local e = cjson.decode(ARGV[i])
-  redis.call('XADD', KEYS[5], '*', 'id', e.id, 't', e.type, 'i', ARGV[6], 'e', ARGV[i], 'r', ARGV[2])
-end
-if ARGV[7] ~= '' and redis.call('EXISTS', KEYS[6]) == 1 then
-  local d = (string.sub(ARGV[7], 1, 1) == '+') and 1 or -1
-  redis.call('HINCRBY', KEYS[6], string.sub(ARGV[7], 2), d)
-  if redis.call('HINCRBY', KEYS[6], 'open', -d) == 0 and d == 1 then
-    local n = redis.call('HINCRBY', KEYS[6], 'completions', 1)
-    local c = redis.call('HMGET', KEYS[6], 'delivered', 'failed', 'cancelled')
-    local id = 'evt_' .. string.sub(ARGV[8], 5) .. '.completed'
-    if n > 1 then id = id .. '.' .. n end
-    local ev = cjson.encode({id = id, type = 'execution.completed', at = ARGV[9],
-      actor = {type = 'system', id = 'herald', name = 'Herald'},
-      data = {execution_id = ARGV[8], delivered = tonumber(c[1] or '0') or 0,
-        failed = tonumber(c[2] or '0') or 0, cancelled = tonumber(c[3] or '0') or 0}})
-    redis.call('XADD', KEYS[5], '*', 'id', id, 't', 'execution.completed', 'i', ARGV[6], 'e', ev)
+${SCRIPT_FAILURE}
+local function update(K, A, n)
+  local stored = redis.call('GET', K[1])
+  if not stored or redis.sha1hex(stored) ~= A[1] then return 1 end
+  redis.call('SET', K[1], A[2])
+  if A[4] == '1' then redis.call('SREM', K[2], A[3]) else redis.call('SADD', K[2], A[3]) end
+  if A[5] ~= '' then redis.call('ZADD', K[3], A[5], A[3]) end
+  if n > 9 then redis.call('RPUSH', K[4], unpack(A, 10, n)) end
+  for i = 10, n do
+    local e = cjson.decode(A[i])
+    redis.call('XADD', K[5], '*', 'id', e.id, 't', e.type, 'i', A[6], 'e', A[i], 'r', A[2])
   end
+  if A[7] ~= '' and redis.call('EXISTS', K[6]) == 1 then
+    local d = (string.sub(A[7], 1, 1) == '+') and 1 or -1
+    redis.call('HINCRBY', K[6], string.sub(A[7], 2), d)
+    if redis.call('HINCRBY', K[6], 'open', -d) == 0 and d == 1 then
+      local c = redis.call('HINCRBY', K[6], 'completions', 1)
+      local t = redis.call('HMGET', K[6], 'delivered', 'failed', 'cancelled')
+      local id = 'evt_' .. string.sub(A[8], 5) .. '.completed'
+      if c > 1 then id = id .. '.' .. c end
+      local ev = cjson.encode({id = id, type = 'execution.completed', at = A[9],
+        actor = {type = 'system', id = 'herald', name = 'Herald'},
+        data = {execution_id = A[8], delivered = tonumber(t[1] or '0') or 0,
+          failed = tonumber(t[2] or '0') or 0, cancelled = tonumber(t[3] or '0') or 0}})
+      redis.call('XADD', K[5], '*', 'id', id, 't', 'execution.completed', 'i', A[6], 'e', ev)
+    end
+  end
+  return 0
 end
-return 0
+local out, p = {}, 1
+for i = 1, #KEYS / 6 do
+  local n = tonumber(ARGV[p])
+  local ok, r = pcall(update, {unpack(KEYS, i * 6 - 5, i * 6)}, {unpack(ARGV, p + 1, p + n)}, n)
+  out[i] = ok and r or failure(r)
+  p = p + n + 1
+end
+return out
 `,
 );
+
+/** One write of updateDelivery, waiting for its turn's batch. */
+interface DeliveryWrite {
+  prev: Delivery;
+  next: Delivery;
+  opts: { outbox?: boolean; events?: IncidentEvent[] };
+}
 
 /**
  * How long the outbox sweep leaves an execute's deliveries to their dispatch jobs (markDispatched).
@@ -151,6 +176,14 @@ export class RedisExecutionRepo implements ExecutionRepo {
     private readonly bulk: Redis = redis,
   ) {}
 
+  /** getDelivery's reads of one turn, as one MGET (turn-batch.ts). */
+  private readonly readOne = turnBatched(async (ids: readonly string[]) =>
+    decodedEach(await this.redis.mget(ids.map((id) => this.keys.delivery(id))), decodeDelivery),
+  );
+
+  /** updateDelivery's writes of one turn, as one script (DELIVERY_UPDATE_LUA). */
+  private readonly writeOne = turnBatched((writes: readonly DeliveryWrite[]) => this.writeDeliveries(writes));
+
   async create(
     execution: Execution,
     deliveries: Delivery[],
@@ -227,48 +260,71 @@ export class RedisExecutionRepo implements ExecutionRepo {
     if (ids.length === 0) return [];
     // Arrays, not spread arguments, wherever the count follows an execute's size (scripts.ts).
     const raw = await this.redis.mget(ids.map((id) => this.keys.delivery(id)));
-    return raw.map((r) => (r === null ? null : rememberText(JSON.parse(r) as Delivery, r)));
+    return raw.map((r) => (r === null ? null : decodeDelivery(r)));
   }
 
-  async getDelivery(id: string): Promise<Delivery | null> {
-    const [d] = await this.getDeliveries([id]);
-    return d ?? null;
+  getDelivery(id: string): Promise<Delivery | null> {
+    return this.readOne(id);
   }
 
-  async updateDelivery(
+  updateDelivery(
     prev: Delivery,
     next: Delivery,
     opts: { outbox?: boolean; events?: IncidentEvent[] } = {},
   ): Promise<boolean> {
+    return this.writeOne({ prev, next, opts });
+  }
+
+  /** The writes of one turn, in one script; per write, whether it was written, or the error. */
+  private async writeDeliveries(writes: readonly DeliveryWrite[]): Promise<(boolean | Error)[]> {
     const k = this.keys;
-    const keys = [
-      k.delivery(prev.id),
-      k.connectionActiveDeliveries(next.connection_id),
-      k.deliveryOutbox(),
-      k.incidentEvents(next.incident_id),
-      k.eventStream(),
-      k.executionTally(next.execution_id),
-    ];
-    const nextText = JSON.stringify(next);
-    const [was, is] = [isTerminal(prev.status), isTerminal(next.status)];
-    const args = [
-      storedTextSha1(prev),
-      nextText,
-      next.id,
-      is ? '1' : '0',
-      opts.outbox ? String(this.nowMs()) : '',
-      next.incident_id,
-      !was && is ? `+${next.status}` : was && !is ? `-${prev.status}` : '',
-      next.execution_id,
-      new Date(this.nowMs()).toISOString(),
-    ];
-    // The timeline's `delivery.failed` is written with the failure itself: never one without the other.
-    for (const e of opts.events ?? []) args.push(JSON.stringify(e));
-    const written = (await runScript(durableWriter(this.redis), DELIVERY_UPDATE_LUA, keys, args)) === 0;
+    const keys: string[] = [];
+    const args: string[] = [];
+    const texts: string[] = [];
+    const at = new Date(this.nowMs()).toISOString();
+    for (const { prev, next, opts } of writes) {
+      keys.push(
+        k.delivery(prev.id),
+        k.connectionActiveDeliveries(next.connection_id),
+        k.deliveryOutbox(),
+        k.incidentEvents(next.incident_id),
+        k.eventStream(),
+        k.executionTally(next.execution_id),
+      );
+      const nextText = JSON.stringify(next);
+      texts.push(nextText);
+      const [was, is] = [isTerminal(prev.status), isTerminal(next.status)];
+      // The timeline's `delivery.failed` is written with the failure itself: never one without the other.
+      const events = (opts.events ?? []).map((e) => JSON.stringify(e));
+      args.push(
+        String(9 + events.length),
+        storedTextSha1(prev),
+        nextText,
+        next.id,
+        is ? '1' : '0',
+        opts.outbox ? String(this.nowMs()) : '',
+        next.incident_id,
+        !was && is ? `+${next.status}` : was && !is ? `-${prev.status}` : '',
+        next.execution_id,
+        at,
+        ...events,
+      );
+    }
+    const answers = (await runScript(durableWriter(this.redis), DELIVERY_UPDATE_LUA, keys, args)) as (
+      number | string
+    )[];
+    const written = answers.map((a) => (typeof a === 'string' ? scriptFailure(a) : a === 0));
+    const first = written.indexOf(true);
+    if (first < 0) return written;
     // A delivery's state must outlive a failover: a lost "sending" would resend it unflagged.
-    if (written) await awaitReplicas(this.redis, keys[0]!);
-    if (written) rememberText(next, nextText);
-    return written;
+    // Should that wait fail, each write made is answered with its error (it may not have lasted).
+    const lasted = await replicaWaitError(this.redis, keys[first * 6]!);
+    return written.map((w, i) => {
+      if (w !== true) return w;
+      if (lasted) return lasted;
+      rememberText(writes[i]!.next, texts[i]!);
+      return true;
+    });
   }
 
   activeForConnection(connectionId: string): Promise<string[]> {
@@ -305,6 +361,9 @@ export class RedisExecutionRepo implements ExecutionRepo {
     if (ids.length > 0) await this.redis.zrem(this.keys.deliveryOutbox(), ids);
   }
 }
+
+/** A stored delivery, tied to its text (the compare-and-set of its next write expects it). */
+const decodeDelivery = (raw: string): Delivery => rememberText(JSON.parse(raw) as Delivery, raw);
 
 /**
  * Delivery records serialised between two turns of the event loop while an execute's change is

@@ -3,9 +3,10 @@ import type { PaceStep, PacingRule } from '../domain/execution/delivery-policy.j
 import type { Delivery } from '../domain/execution/execution.js';
 import type { Pacer } from '../ports/index.js';
 import type { Keys } from './keys.js';
-import { awaitReplicas, durableWriter } from './durability.js';
-import { luaScript, runScript } from './scripts.js';
+import { durableWriter, replicaWaitError } from './durability.js';
+import { luaScript, runScript, SCRIPT_FAILURE, scriptFailure } from './scripts.js';
 import { rememberText, storedTextSha1 } from './stored-text.js';
+import { turnBatched } from './turn-batch.js';
 
 /**
  * pace — a token bucket as GCRA (one timestamp per key: the "theoretical arrival time" of the
@@ -38,13 +39,16 @@ local function pace(key, now, interval, tolerance, reserve)
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local interval = tonumber(ARGV[1])
-local tolerance = (tonumber(ARGV[2]) - 1) * interval
+local function rule(a)
+  local interval = tonumber(ARGV[a])
+  return interval, (tonumber(ARGV[a + 1]) - 1) * interval
+end
 `;
 
 const PACE_LUA = luaScript(
   'pace',
   `${GCRA_STEP}
+local interval, tolerance = rule(1)
 return pace(KEYS[1], now, interval, tolerance, ARGV[3] == '1')
 `,
 );
@@ -56,13 +60,14 @@ return pace(KEYS[1], now, interval, tolerance, ARGV[3] == '1')
  * rule), run as one step. A Lua function, so the delivery engine's last step before a send
  * (delivery_start, below) runs the very same code with its record's check and write.
  *
- * ARGV[1] emission interval, ms; ARGV[2] burst; ARGV[3] 1 = reserve first, 0 = it holds a slot
- * pace_send(schedule key, send bucket key) returns step, ms: step 0 = send now, 1 = its reserved
- * slot is ms away, 2 = no send token for ms.
+ * pace_send(schedule key, send bucket key, a) reads its rule from ARGV[a] (emission interval, ms),
+ * ARGV[a + 1] (burst) and ARGV[a + 2] (1 = reserve first, 0 = it holds a slot), and returns step,
+ * ms: step 0 = send now, 1 = its reserved slot is ms away, 2 = no send token for ms.
  */
 const PACE_SEND_FUNCTION = `${GCRA_STEP}
-local function pace_send(schedule, bucket)
-  if ARGV[3] == '1' then
+local function pace_send(schedule, bucket, a)
+  local interval, tolerance = rule(a)
+  if ARGV[a + 2] == '1' then
     local wait = pace(schedule, now, interval, tolerance, true)
     if wait > 0 then return 1, wait end
   end
@@ -72,11 +77,14 @@ local function pace_send(schedule, bucket)
 end
 `;
 
-/** pace_send as a script: KEYS[1] the schedule's key, KEYS[2] the send bucket's key; returns {step, ms}. */
+/**
+ * pace_send as a script: KEYS[1] the schedule's key, KEYS[2] the send bucket's key, ARGV[1..3]
+ * the rule; returns {step, ms}.
+ */
 const PACE_SEND_LUA = luaScript(
   'pace_send',
   `${PACE_SEND_FUNCTION}
-local step, wait = pace_send(KEYS[1], KEYS[2])
+local step, wait = pace_send(KEYS[1], KEYS[2], 1)
 return {step, wait}
 `,
 );
@@ -86,28 +94,53 @@ return {step, wait}
  * pace_send, and only when it may send now, the compare-and-set of the delivery's record to its
  * `sending` one (the same steps as delivery_update in executions.ts). The record is checked
  * first, so a delivery that lost a race takes neither a slot nor a token; one that must wait is
- * not written (the engine records its reserved slot itself).
+ * not written (the engine records its reserved slot itself). It takes every delivery that starts
+ * in one turn of the event loop (turn-batch.ts), and runs them one after the other, exactly as
+ * that many scripts would.
  *
+ * Per delivery, four keys and six arguments:
  * KEYS[1] the schedule, KEYS[2] the send bucket, KEYS[3] the delivery, KEYS[4] its connection's
  *         active set
- * ARGV[1..3] pace_send's, ARGV[4] SHA-1 (hex) of the record as read, ARGV[5] the `sending`
+ * ARGV[1..3] pace_send's rule, ARGV[4] SHA-1 (hex) of the record as read, ARGV[5] the `sending`
  * record, ARGV[6] the delivery id
- * Returns {step, ms}: pace_send's answer (0 = written: send now), or {3, 0} when the stored record
- * is not the one read (nothing taken, nothing written).
+ * (numbered as the delivery sees them).
+ * Returns, per delivery, step and ms: pace_send's answer (0 = written: send now), or 3, 0 when the
+ * stored record is not the one read (nothing taken, nothing written), or 4 and the error that
+ * stopped that delivery alone (SCRIPT_FAILURE).
  */
 const DELIVERY_START_LUA = luaScript(
   'delivery_start',
   `
-local stored = redis.call('GET', KEYS[3])
-if not stored or redis.sha1hex(stored) ~= ARGV[4] then return {3, 0} end
 ${PACE_SEND_FUNCTION}
-local step, wait = pace_send(KEYS[1], KEYS[2])
-if step ~= 0 then return {step, wait} end
-redis.call('SET', KEYS[3], ARGV[5])
-redis.call('SADD', KEYS[4], ARGV[6])
-return {0, 0}
+${SCRIPT_FAILURE}
+local function start(k, a)
+  local stored = redis.call('GET', KEYS[k + 3])
+  if not stored or redis.sha1hex(stored) ~= ARGV[a + 4] then return 3, 0 end
+  local step, wait = pace_send(KEYS[k + 1], KEYS[k + 2], a + 1)
+  if step == 0 then
+    redis.call('SET', KEYS[k + 3], ARGV[a + 5])
+    redis.call('SADD', KEYS[k + 4], ARGV[a + 6])
+  end
+  return step, wait
+end
+local out = {}
+for i = 0, #KEYS / 4 - 1 do
+  local ok, step, wait = pcall(start, i * 4, i * 6)
+  if not ok then step, wait = 4, failure(step) end
+  out[#out + 1] = step
+  out[#out + 1] = wait
+end
+return out
 `,
 );
+
+/** One delivery's start (RedisPacer.paceAndStart), waiting for its turn's batch. */
+interface Start {
+  prev: Delivery;
+  sending: Delivery;
+  rule: PacingRule;
+  reserveFirst: boolean;
+}
 
 export class RedisPacer implements Pacer {
   constructor(
@@ -140,35 +173,50 @@ export class RedisPacer implements Pacer {
 
   /**
    * paceSend, and when the delivery may go now, its `sending` record written over `prev` by
-   * compare-and-set, in one script (delivery_start). Null when the stored record is not `prev`.
+   * compare-and-set (delivery_start; the starts of one turn go as one script). Null when the
+   * stored record is not `prev`.
    */
-  async paceAndStart(
-    prev: Delivery,
-    sending: Delivery,
-    rule: PacingRule,
-    reserveFirst: boolean,
-  ): Promise<PaceStep | null> {
+  paceAndStart(prev: Delivery, sending: Delivery, rule: PacingRule, reserveFirst: boolean): Promise<PaceStep | null> {
+    return this.startOne({ prev, sending, rule, reserveFirst });
+  }
+
+  private readonly startOne = turnBatched((starts: readonly Start[]) => this.start(starts));
+
+  private async start(starts: readonly Start[]): Promise<(PaceStep | null | Error)[]> {
     const k = this.keys;
-    const connectionId = sending.connection_id;
-    const keys = [
-      k.pacingSchedule(connectionId),
-      k.pacing(connectionId),
-      k.delivery(prev.id),
-      k.connectionActiveDeliveries(connectionId),
-    ];
-    const text = JSON.stringify(sending);
-    const answer = (await runScript(durableWriter(this.redis), DELIVERY_START_LUA, keys, [
-      ...paceSendArgs(rule, reserveFirst),
-      storedTextSha1(prev),
-      text,
-      sending.id,
-    ])) as [number, number];
-    if (answer[0] === 3) return null;
+    const keys: string[] = [];
+    const args: string[] = [];
+    const texts: string[] = [];
+    for (const { prev, sending, rule, reserveFirst } of starts) {
+      const connectionId = sending.connection_id;
+      keys.push(
+        k.pacingSchedule(connectionId),
+        k.pacing(connectionId),
+        k.delivery(prev.id),
+        k.connectionActiveDeliveries(connectionId),
+      );
+      const text = JSON.stringify(sending);
+      texts.push(text);
+      args.push(...paceSendArgs(rule, reserveFirst), storedTextSha1(prev), text, sending.id);
+    }
+    const answer = (await runScript(durableWriter(this.redis), DELIVERY_START_LUA, keys, args)) as (number | string)[];
+    const steps = starts.map((_, i): PaceStep | null | Error => {
+      const [step, wait] = [answer[i * 2], answer[i * 2 + 1]];
+      if (step === 4) return scriptFailure(String(wait));
+      return step === 3 ? null : paceStepOf([Number(step), Number(wait)]);
+    });
+    const first = steps.findIndex((s) => !(s instanceof Error) && s?.step === 'send');
+    if (first < 0) return steps;
     // "sending" must outlive a failover before the send: lost, the retry would not be flagged.
-    if (answer[0] === 0) await awaitReplicas(this.redis, keys[2]!);
-    // Written: the next compare-and-set of this delivery expects exactly this text.
-    if (answer[0] === 0) rememberText(sending, text);
-    return paceStepOf(answer);
+    // Should that wait fail, each start written is answered with its error (it must not send).
+    const lasted = await replicaWaitError(this.redis, keys[first * 4 + 2]!);
+    return steps.map((step, i) => {
+      if (step instanceof Error || step?.step !== 'send') return step;
+      if (lasted) return lasted;
+      // Written: the next compare-and-set of this delivery expects exactly this text.
+      rememberText(starts[i]!.sending, texts[i]!);
+      return step;
+    });
   }
 
   private async run(key: string, rule: PacingRule, reserve: boolean): Promise<number> {

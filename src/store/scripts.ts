@@ -46,3 +46,21 @@ export async function runScript(
     return redis.eval(script.lua, keys.length, argv);
   }
 }
+
+/**
+ * A Lua function for scripts that run several independent items (a batch of deliveries): the
+ * error that stopped one item (`pcall`'s, a table `{err = …}` when it came from redis.call), as
+ * the text that item answers with; scriptFailure turns it back into an Error. The items before it
+ * stay written and those after it still run, exactly as separate scripts would have.
+ */
+export const SCRIPT_FAILURE = `
+local function failure(e)
+  if type(e) == 'table' then e = e.err or e.message end
+  return 'ERR ' .. tostring(e)
+end
+`;
+
+/** The Error of an item a batch script answered with SCRIPT_FAILURE's text. */
+export function scriptFailure(text: string): Error {
+  return new Error(`Redis refused a delivery's write: ${text.replace(/^ERR /, '')}`);
+}

@@ -6,7 +6,7 @@ import { newDelivery, type Delivery } from '../../src/domain/execution/execution
 import { RedisExecutionRepo } from '../../src/store/executions.js';
 import { createKeys } from '../../src/store/keys.js';
 import { RedisPacer } from '../../src/store/pacing.js';
-import { connectTestRedis, dropPrefix, uniquePrefix } from '../support/redis.js';
+import { connectTestRedis, dropPrefix, notingCalls, uniquePrefix } from '../support/redis.js';
 
 let redis: Redis;
 const prefix = uniquePrefix('pace');
@@ -148,6 +148,52 @@ describe('RedisPacer (GCRA token bucket with reservations)', () => {
       expect(token?.step).toBe('take');
       expect(await stored(read)).toEqual(read);
       expect(await redis.sismember(keys.connectionActiveDeliveries(read.connection_id), read.id)).toBe(0);
+    });
+
+    it('starts the deliveries of one turn in one script, each paced by its own connection and rule', async () => {
+      const { client: counting, calls: scripts } = notingCalls(redis, ['evalsha', 'eval']);
+      const batched = new RedisPacer(counting, keys);
+      const slow = { perSecond: 0.1, burst: 1 };
+      const fast = { perSecond: 100, burst: 10 };
+      const slowOne = await queued();
+      const slowTwo = await queued(slowOne.read.connection_id);
+      const fastOne = await queued();
+      const stale = await queued(fastOne.read.connection_id);
+      await redis.set(keys.delivery(stale.read.id), JSON.stringify({ ...stale.read, rev: stale.read.rev + 1 }));
+      const steps = await Promise.all([
+        batched.paceAndStart(slowOne.read, slowOne.sending, slow, true),
+        batched.paceAndStart(slowTwo.read, slowTwo.sending, slow, true),
+        batched.paceAndStart(stale.read, stale.sending, fast, true),
+        batched.paceAndStart(fastOne.read, fastOne.sending, fast, true),
+      ]);
+      expect(scripts).toHaveLength(1);
+      // The slow connection's second delivery waits for its slot, 10 s out; the fast one's
+      // burst lets its delivery go at once although the stale one asked first and took nothing.
+      expect(steps[0]).toEqual({ step: 'send' });
+      expect(steps[1]?.step).toBe('reserved');
+      expect(steps[1] !== null && steps[1].step !== 'send' ? steps[1].waitMs : 0).toBeGreaterThan(9000);
+      expect(steps[2]).toBeNull();
+      expect(steps[3]).toEqual({ step: 'send' });
+      expect(await stored(slowOne.read)).toEqual(slowOne.sending);
+      expect(await stored(slowTwo.read)).toEqual(slowTwo.read);
+      expect(await stored(fastOne.read)).toEqual(fastOne.sending);
+      // What was written is what each next compare-and-set expects.
+      const repo = new RedisExecutionRepo(redis, keys);
+      const delivered = (d: Delivery): Delivery => ({ ...d, status: 'delivered', rev: d.rev + 1 });
+      expect(await repo.updateDelivery(fastOne.sending, delivered(fastOne.sending))).toBe(true);
+    });
+
+    it('a start Redis refuses (a key of the wrong type) fails alone; the others in its script go', async () => {
+      const rule = { perSecond: 100, burst: 10 };
+      const [one, poisoned, three] = [await queued(), await queued(), await queued()];
+      await redis.set(keys.connectionActiveDeliveries(poisoned.read.connection_id), 'not a set');
+      const steps = await Promise.allSettled(
+        [one, poisoned, three].map(({ read, sending }) => pacer.paceAndStart(read, sending, rule, true)),
+      );
+      expect(steps[0]).toEqual({ status: 'fulfilled', value: { step: 'send' } });
+      expect(steps[1]!.status === 'rejected' && String(steps[1]!.reason)).toMatch(/WRONGTYPE/);
+      expect(steps[2]).toEqual({ status: 'fulfilled', value: { step: 'send' } });
+      expect(await stored(three.read)).toEqual(three.sending);
     });
 
     it('a delivery changed since it was read (a cancel won) takes no slot or token and is not written', async () => {

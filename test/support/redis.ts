@@ -127,3 +127,24 @@ export function useTestRedis(
     keys: createKeys(prefix),
   };
 }
+
+/**
+ * `redis` as a store sees it, noting the arguments of every call of the named commands (scripts
+ * are passed as one array, scripts.ts, so each call's arguments are flattened): what a test of
+ * how many round trips a store makes, or what it sends, reads back.
+ */
+export function notingCalls<R extends Redis>(redis: R, commands: readonly string[]): { client: R; calls: unknown[][] } {
+  const calls: unknown[][] = [];
+  const client = new Proxy(redis, {
+    get(target, prop, receiver) {
+      const value: unknown = Reflect.get(target, prop, receiver);
+      if (typeof value !== 'function') return value;
+      const fn = value as (...a: unknown[]) => unknown;
+      return (...args: unknown[]) => {
+        if (typeof prop === 'string' && commands.includes(prop)) calls.push(args.flat());
+        return fn.apply(target, args);
+      };
+    },
+  });
+  return { client, calls };
+}

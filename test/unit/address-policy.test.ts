@@ -102,6 +102,15 @@ describe('OutboundAllow', () => {
     expect(allow.allows('192.168.7.8')).toBe(false);
   });
 
+  it('answers the same for a host asked again, however many other hosts were asked in between', () => {
+    const asked = ['10.1.0.9', '10.2.0.9', 'localhost', 'evil.sink.test'];
+    const first = asked.map((h) => allow.allows(h));
+    expect(first).toEqual([true, false, true, false]);
+    // More hosts than the answers it keeps: the early ones are judged afresh, the same way.
+    for (let i = 0; i < 3000; i++) expect(allow.allows(`10.${1 + (i % 2)}.${i >> 8}.${i & 255}`)).toBe(i % 2 === 0);
+    expect(asked.map((h) => allow.allows(h))).toEqual(first);
+  });
+
   it('allows listed host names exactly, case-insensitively, and *. suffixes', () => {
     expect(allow.allows('localhost')).toBe(true);
     expect(allow.allows('LOCALHOST.')).toBe(true);

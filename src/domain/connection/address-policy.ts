@@ -109,6 +109,9 @@ export function describeAddress(ip: string): string {
   return `${canonicalAddress(ip) ?? ip} is ${words[range] ?? 'a reserved address'}`;
 }
 
+/** How many hosts OutboundAllow.allows keeps its answer for. */
+const ALLOWS_KEPT = 1024;
+
 /** True when `host` is `localhost` or a name under `.localhost`, which always mean loopback. */
 export function isLoopbackName(host: string): boolean {
   return LOOPBACK_NAMES.test(normalizeHost(host));
@@ -140,6 +143,9 @@ export class OutboundAllow {
     private readonly names: Set<string>,
     private readonly suffixes: string[],
   ) {}
+
+  /** allows()' answers so far, by host as asked (at most ALLOWS_KEPT). */
+  private readonly answers = new Map<string, boolean>();
 
   /** An allow list that allows nothing (the default). */
   static readonly none = new OutboundAllow([], new Set(), []);
@@ -202,9 +208,20 @@ export class OutboundAllow {
     return this.names.has(h) || this.suffixes.some((s) => h.endsWith(s));
   }
 
-  /** `allowsAddress` for a literal, `allowsHost` for a name: the one question most callers ask. */
+  /**
+   * `allowsAddress` for a literal, `allowsHost` for a name: the one question most callers ask,
+   * once per plain-http send. The answer depends only on the host and this (fixed) list, so it
+   * is kept: parsing the literal each time was about 1 % of a webhook delivery's CPU.
+   */
   allows(hostOrIp: string): boolean {
-    return isIpLiteral(hostOrIp) ? this.allowsAddress(hostOrIp) : this.allowsHost(hostOrIp);
+    let answer = this.answers.get(hostOrIp);
+    if (answer === undefined) {
+      answer = isIpLiteral(hostOrIp) ? this.allowsAddress(hostOrIp) : this.allowsHost(hostOrIp);
+      // Bounded: hosts come from connections' URLs, which any number of API calls may add.
+      if (this.answers.size >= ALLOWS_KEPT) this.answers.clear();
+      this.answers.set(hostOrIp, answer);
+    }
+    return answer;
   }
 
   /** True when nothing is allowed (no holes). */
