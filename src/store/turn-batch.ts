@@ -3,7 +3,8 @@ import { currentDeadline } from '../domain/common/unavailable.js';
 
 /**
  * The most calls one batch carries. A batched script holds Redis for all its items at once, so
- * this bounds how long another client can wait behind one (about a millisecond at 64 deliveries).
+ * this bounds how long another client can wait behind one. The worker's default concurrency (50)
+ * fits in one batch.
  */
 export const TURN_BATCH_MAX = 64;
 
