@@ -55,8 +55,13 @@ export class RedisConversationRepo implements ConversationRepo {
   }
 
   private readonly rootOne = turnBatched(async (asks: readonly { incidentId: string; connectionId: string }[]) => {
+    // Which asks are of which incident: one HMGET each.
     const byIncident = new Map<string, number[]>();
-    asks.forEach((a, i) => byIncident.set(a.incidentId, [...(byIncident.get(a.incidentId) ?? []), i]));
+    asks.forEach((a, i) => {
+      const at = byIncident.get(a.incidentId);
+      if (at) at.push(i);
+      else byIncident.set(a.incidentId, [i]);
+    });
     const roots: (ThreadRoot | null | Error)[] = [];
     await Promise.all(
       [...byIncident].map(async ([incidentId, at]) => {
