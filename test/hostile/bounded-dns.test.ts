@@ -82,9 +82,10 @@ describe('the bounded resolver', () => {
   });
 
   it('one family answered: a dropped AAAA does not hold the answer until the deadline', async () => {
-    const r = await timed(resolverFor({ deadlineMs: 5_000 })('v6drop.ok.test'));
+    // c-ares alone would give up on the AAAA query only after 1 s + 2 s.
+    const r = await timed(resolverFor({ deadlineMs: 5_000, timeoutMs: 1_000 })('v6drop.ok.test'));
     expect(r.value).toEqual([{ address: '127.0.0.1', family: 4 }]);
-    expect(r.ms).toBeLessThan(1_500);
+    expect(r.ms).toBeLessThan(2_000);
   });
 
   it('localhost is loopback without asking DNS; /etc/hosts is not read for other names', async () => {
@@ -98,19 +99,20 @@ describe('the bounded resolver', () => {
   });
 
   it('40 names whose queries are dropped do not slow down 40 healthy ones', async () => {
-    const r = resolverFor({ deadlineMs: 3_000 });
+    const r = resolverFor({ deadlineMs: 3_000, timeoutMs: 1_000 });
     const started = performance.now();
     const bad = Array.from({ length: 40 }, (_, i) => timed(r(`drop-${i}.many.test`)));
     await new Promise((res) => setTimeout(res, 50)); // the bad ones are in flight first
     const good = await Promise.all(Array.from({ length: 40 }, (_, i) => timed(r(`h${i}.ok.test`))));
     const goodDone = performance.now() - started;
     for (const g of good) expect(g.value).toEqual([{ address: '127.0.0.1', family: 4 }]);
-    expect(goodDone).toBeLessThan(1_500);
     const badResults = await Promise.all(bad);
     for (const b of badResults) {
       expect((b.error as DnsError).reason).toBe('timeout');
       expect(b.ms).toBeLessThan(6_000);
     }
+    // Not held behind them: every healthy name answered before the first dropped one gave up.
+    expect(goodDone).toBeLessThan(Math.min(...badResults.map((b) => b.ms)));
   });
 });
 
@@ -305,7 +307,6 @@ describe('a running Herald under slow and silent DNS', () => {
     const good = await create('healthy', `http://hook.ok.test:${port}/hook`);
     const slow = await create('slow dns', `http://slow.ok.test:${port}/hook`);
 
-    const started = performance.now();
     const badTests = bad.map((id) =>
       timed(h.api('POST', `/v1/connections/${id}/test`, { body: { send_message: true } })),
     );
@@ -314,8 +315,11 @@ describe('a running Herald under slow and silent DNS', () => {
         h.api('POST', '/v1/incidents', { body: { title: `DNS storm ${i}`, severity: 'minor' } }),
       ),
     );
+    // When each execute was accepted: a healthy delivery's wait is measured from there.
     const executes = incidents.map((inc, i) =>
-      h.api('POST', `/v1/incidents/${inc.body.id}/execute`, { body: { connection_ids: [bad[i % bad.length], good] } }),
+      h
+        .api('POST', `/v1/incidents/${inc.body.id}/execute`, { body: { connection_ids: [bad[i % bad.length], good] } })
+        .then((r) => ({ r, acceptedAt: Date.now() })),
     );
     const goodTests = await Promise.all(
       Array.from({ length: 5 }, () =>
@@ -323,38 +327,41 @@ describe('a running Herald under slow and silent DNS', () => {
       ),
     );
     const slowTest = await timed(h.api('POST', `/v1/connections/${slow}/test`, { body: { send_message: true } }));
-    for (const x of await Promise.all(executes)) expect(x.status).toBe(202);
+    const accepted = await Promise.all(executes);
+    for (const x of accepted) expect(x.r.status).toBe(202);
 
-    // Healthy tests answer ok fast although 40 tests and 25 deliveries wait on silent DNS.
-    for (const g of goodTests) {
-      expect(g.value?.status).toBe(200);
-      expect(g.value?.body).toMatchObject({ ok: true, status: 'ok' });
-      expect(g.ms).toBeLessThan(3_000);
-    }
-    expect(slowTest.value?.body).toMatchObject({ ok: true, status: 'ok' });
-    expect(slowTest.ms).toBeLessThan(4_000);
-    // Every healthy delivery of the 25 executes arrives, well before the silent ones give up.
-    await waitFor(
-      () => receiver.requests.filter((r) => JSON.stringify(r.body).includes('incident.executed')).length >= 25,
-      {
-        timeoutMs: 5_000,
-        what: 'the 25 healthy deliveries',
-      },
-    );
-    const healthyDone = performance.now() - started;
-    expect(healthyDone).toBeLessThan(6_000);
-
-    // The silent ones answer unreachable, with the reason, inside the test deadline (10 s).
+    // The silent ones answer unreachable, with the reason, once c-ares gives up on them.
     const badDone = await Promise.all(badTests);
-    console.log(
-      `bounded DNS: healthy tests ≤ ${Math.round(Math.max(...goodTests.map((g) => g.ms)))} ms, slow-DNS test ${Math.round(slowTest.ms)} ms, ` +
-        `25 healthy deliveries by ${Math.round(healthyDone)} ms; 40 silent tests ${Math.round(Math.min(...badDone.map((b) => b.ms)))}–${Math.round(Math.max(...badDone.map((b) => b.ms)))} ms`,
-    );
     for (const b of badDone) {
       expect(b.value?.status).toBe(200);
       expect(b.value?.body).toMatchObject({ ok: false, status: 'unreachable' });
       expect(b.value?.body.detail).toMatch(/did not resolve/);
-      expect(b.ms).toBeLessThan(12_000);
     }
+    // The bound is how long a silent name holds its lookup, measured in this run, not a guess at
+    // the machine's speed: anything held behind a silent name waits at least that long.
+    const silentHolds = Math.min(...badDone.map((b) => b.ms));
+    for (const g of goodTests) {
+      expect(g.value?.status).toBe(200);
+      expect(g.value?.body).toMatchObject({ ok: true, status: 'ok' });
+    }
+    const longestHealthyTest = Math.max(...goodTests.map((g) => g.ms));
+    expect(longestHealthyTest).toBeLessThan(silentHolds);
+    expect(slowTest.value?.body).toMatchObject({ ok: true, status: 'ok' });
+    expect(slowTest.ms).toBeLessThan(silentHolds);
+    // Every healthy delivery of the 25 executes arrives, each sooner after its execute was
+    // accepted than the silent delivery beside it can give up.
+    const healthy = () => receiver.requests.filter((r) => (r.body as { type?: string }).type === 'incident.executed');
+    await waitFor(() => healthy().length >= 25, { timeoutMs: 30_000, what: 'the 25 healthy deliveries' });
+    const waits = accepted.map(({ r, acceptedAt }) => {
+      const arrived = healthy().find((d) => (d.body as { execution_id?: string }).execution_id === r.body.id);
+      expect(arrived, `the healthy delivery of ${String(r.body.id)}`).toBeDefined();
+      return (arrived?.receivedAt ?? Infinity) - acceptedAt;
+    });
+    const longestWait = Math.max(...waits);
+    console.log(
+      `bounded DNS: healthy tests ≤ ${Math.round(longestHealthyTest)} ms, slow-DNS test ${Math.round(slowTest.ms)} ms, ` +
+        `healthy deliveries ≤ ${longestWait} ms after their execute; 40 silent tests ${Math.round(silentHolds)}–${Math.round(Math.max(...badDone.map((b) => b.ms)))} ms`,
+    );
+    expect(longestWait).toBeLessThan(silentHolds);
   }, 60_000);
 });
