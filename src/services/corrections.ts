@@ -15,7 +15,7 @@ import { incidentView } from '../domain/template/render.js';
 import type { Template } from '../domain/template/template.js';
 import type { Clock, ConversationRepo, ExecutionRepo, IdGenerator, IncidentRepo } from '../ports/index.js';
 import { planCorrections } from './correction-plan.js';
-import type { ExecuteConnection } from './execution-plan.js';
+import { mapYielding, type ExecuteConnection } from './execution-plan.js';
 import { queueCommitted, type QueueCommittedDeps } from './execution-queue.js';
 import {
   conversationPlaces,
@@ -128,7 +128,7 @@ export class CorrectionService {
         const threads = await this.d.conversations.threads(incident.id, [
           ...new Set(planned.filter((p) => heldKey(p.original) === null).map((p) => p.connection.id)),
         ]);
-        const deliveries = this.newDeliveries(kind, id, incidentId, planned, conversationPlaces(threads), heldKey);
+        const deliveries = await this.newDeliveries(kind, id, incidentId, planned, threads, heldKey);
         const clockNow = this.d.clock.now();
         const now = iso(clockNow);
         const audiences = correctionAudiences(target, deliveries, heldBy);
@@ -178,10 +178,11 @@ export class CorrectionService {
     executionId: string,
     incidentId: string,
     planned: Awaited<ReturnType<CorrectionService['planCorrection']>>,
-    place: ReturnType<typeof conversationPlaces>,
+    threads: Parameters<typeof conversationPlaces>[0],
     heldKey: (original: Delivery) => string | null,
-  ): Delivery[] {
-    return planned.map((p) => {
+  ): Promise<Delivery[]> {
+    const place = conversationPlaces(threads);
+    return mapYielding(planned, (p) => {
       const dId = this.d.ids.next('delivery');
       // A held one takes its place in the conversation when approved.
       const held = heldKey(p.original) !== null;

@@ -37,6 +37,7 @@ import {
   mergeDeclaredVariables,
   pairsFor,
   planned,
+  mapYielding,
   renderYielding,
   targetConnections,
   type ExecuteConnection,
@@ -215,7 +216,7 @@ export class ExecutionService {
           ...new Set(plan.items.filter((p) => !p.audience?.approval.required).map((p) => p.connection.id)),
         ]);
         const publicStatus = body.public_status ?? publicStatusOf(incident.status);
-        const deliveries = newDeliveries(
+        const deliveries = await newDeliveries(
           this.d.ids,
           executionId,
           incident.id,
@@ -495,8 +496,8 @@ function newDeliveries(
   items: PlannedItem[],
   place: ReturnType<typeof conversationPlaces>,
   publicStatus: PublicStatus,
-): Delivery[] {
-  return items.map((p) => {
+): Promise<Delivery[]> {
+  return mapYielding(items, (p) => {
     const id = ids.next('delivery');
     const held = p.audience?.approval.required ?? false;
     return newDelivery({

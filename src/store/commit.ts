@@ -14,14 +14,17 @@ import { luaScript, runScript } from './scripts.js';
  * runs the checks and the writes as one step, so check-then-write can never interleave.
  *
  * KEYS    every key the change checks or writes (all under the one hash tag, see keys.ts)
- * ARGV[1] JSON array of checks, each {k = key index (1-based), op, v?, f?}:
+ * ARGV[1] JSON array of checks, each {k = key index (1-based), op, v?, f?, r?}:
  *           op "eq"      GET key == v          ("absent" when v is missing: the key must not exist)
  *           op "exists"  EXISTS key == 1
  *           op "empty"   SCARD key == 0
  *           op "hget"    HGET key f == v       (v missing: the field must not exist)
- * ARGV[2] JSON array of writes, each {c = command, k = key index, n = how many arguments}, run in
- *         order; commands: SET DEL ZADD ZREM SADD SREM HSET HDEL RPUSH HINCRBY PEXPIRE
- *         XADD XTRIM (the event outbox stream, store/timeline.ts)
+ *         r (exists only): the check holds for each of the r keys from index k on
+ * ARGV[2] JSON array of writes, each {c = command, k = key index, n = how many arguments, r?}, run
+ *         in order; commands: SET DEL ZADD ZREM SADD SREM HSET HDEL RPUSH HINCRBY PEXPIRE PERSIST
+ *         XADD XTRIM (the event outbox stream, store/timeline.ts). With r, the command runs once on
+ *         each of the r keys from index k on, each time with the next n arguments: an execute's
+ *         thousands of per-delivery writes are then a few entries to decode, not one each
  * ARGV[3…] the writes' arguments, in order, n of them per write. Plain arguments, not inside the
  *         JSON: an execute's change carries every delivery's record (megabytes for a large
  *         fan-out), and JSON-encoding them again (every quote escaped) and decoding them in the
@@ -34,8 +37,7 @@ const COMMIT_LUA = luaScript(
   `
 local checks = cjson.decode(ARGV[1])
 local writes = cjson.decode(ARGV[2])
-for i, c in ipairs(checks) do
-  local key = KEYS[c.k]
+local function holds(c, key)
   local ok
   if c.op == 'eq' then
     local cur = redis.call('GET', key)
@@ -48,31 +50,57 @@ for i, c in ipairs(checks) do
     local cur = redis.call('HGET', key, c.f)
     if c.v == nil then ok = (cur == false) else ok = (cur == c.v) end
   else
-    return redis.error_reply('commit: unknown check ' .. tostring(c.op))
+    error('commit: unknown check ' .. tostring(c.op))
   end
-  if not ok then return i end
+  return ok
 end
-local allowed = {SET=1, DEL=1, ZADD=1, ZREM=1, SADD=1, SREM=1, HSET=1, HDEL=1, RPUSH=1, HINCRBY=1, PEXPIRE=1, XADD=1, XTRIM=1}
+for i, c in ipairs(checks) do
+  if c.r and c.op ~= 'exists' then return redis.error_reply('commit: a repeated check must be exists') end
+  for j = 0, (c.r or 1) - 1 do
+    if not holds(c, KEYS[c.k + j]) then return i end
+  end
+end
+local allowed = {SET=1, DEL=1, ZADD=1, ZREM=1, SADD=1, SREM=1, HSET=1, HDEL=1, RPUSH=1, HINCRBY=1, PEXPIRE=1,
+  PERSIST=1, XADD=1, XTRIM=1}
 for _, w in ipairs(writes) do
   if not allowed[w.c] then return redis.error_reply('commit: command not allowed ' .. tostring(w.c)) end
 end
 local at = 3
 for _, w in ipairs(writes) do
-  redis.call(w.c, KEYS[w.k], unpack(ARGV, at, at + w.n - 1))
-  at = at + w.n
+  for j = 0, (w.r or 1) - 1 do
+    redis.call(w.c, KEYS[w.k + j], unpack(ARGV, at, at + w.n - 1))
+    at = at + w.n
+  end
 end
 return 0
 `,
 );
 
-type Check = { k: number; op: 'eq' | 'exists' | 'empty' | 'hget'; v?: string; f?: string };
-type Write = { c: string; k: number; a: (string | number)[] };
+type Check = { k: number; op: 'eq' | 'exists' | 'empty' | 'hget'; v?: string; f?: string; r?: number };
+/** A write; with `r`, repeated over r consecutive keys, `a` holding their n arguments each, in order. */
+type Write = { c: WriteCommand; k: number; n: number; r?: number; a: (string | number)[] };
+type WriteCommand =
+  | 'SET'
+  | 'DEL'
+  | 'ZADD'
+  | 'ZREM'
+  | 'SADD'
+  | 'SREM'
+  | 'HSET'
+  | 'HDEL'
+  | 'RPUSH'
+  | 'HINCRBY'
+  | 'PEXPIRE'
+  | 'PERSIST'
+  | 'XADD'
+  | 'XTRIM';
 
 /** Builds one atomic change: record checks and writes, then `commit()`. */
 export class Change {
   private readonly keys: string[] = [];
   /** Key → its 1-based index: an execute's change names hundreds of keys (indexOf was quadratic). */
   private readonly index = new Map<string, number>();
+  private readonly blocks = new Map<readonly string[], number>();
   private readonly checks: Check[] = [];
   private readonly writes: Write[] = [];
 
@@ -95,6 +123,11 @@ export class Change {
     this.checks.push({ k: this.idx(key), op: 'exists' });
     return this;
   }
+  /** Every one of `keys` must exist: one check for all of them. */
+  expectEachExists(keys: readonly string[]): this {
+    if (keys.length > 0) this.checks.push({ k: this.block(keys), op: 'exists', r: keys.length });
+    return this;
+  }
   expectEmptySet(key: string): this {
     this.checks.push({ k: this.idx(key), op: 'empty' });
     return this;
@@ -108,26 +141,43 @@ export class Change {
     return this;
   }
 
-  write(
-    command:
-      | 'SET'
-      | 'DEL'
-      | 'ZADD'
-      | 'ZREM'
-      | 'SADD'
-      | 'SREM'
-      | 'HSET'
-      | 'HDEL'
-      | 'RPUSH'
-      | 'HINCRBY'
-      | 'PEXPIRE'
-      | 'XADD'
-      | 'XTRIM',
-    key: string,
-    ...args: (string | number)[]
-  ): this {
-    this.writes.push({ c: command, k: this.idx(key), a: args });
+  write(command: WriteCommand, key: string, ...args: (string | number)[]): this {
+    this.writes.push({ c: command, k: this.idx(key), n: args.length, a: args });
     return this;
+  }
+
+  /**
+   * The same command on each of `keys`, the i-th with the arguments `argsOf(i)` (the same count
+   * for every key): one entry for the script to decode where one write each would take thousands.
+   */
+  writeEach(command: WriteCommand, keys: readonly string[], argsOf: (i: number) => (string | number)[]): this {
+    if (keys.length === 0) return this;
+    const a: (string | number)[] = [];
+    let n = -1;
+    for (let i = 0; i < keys.length; i++) {
+      const args = argsOf(i);
+      if (n >= 0 && args.length !== n) throw new Error('writeEach: every key takes the same number of arguments');
+      n = args.length;
+      for (const x of args) a.push(x);
+    }
+    this.writes.push({ c: command, k: this.block(keys), n, r: keys.length, a });
+    return this;
+  }
+
+  /**
+   * Appends `keys` as one run of consecutive indexes (repeats kept: a run is addressed by
+   * position). The same array passed again (a check and a write over the same keys) is the same run.
+   */
+  private block(keys: readonly string[]): number {
+    const known = this.blocks.get(keys);
+    if (known !== undefined) return known;
+    const first = this.keys.length + 1;
+    this.blocks.set(keys, first);
+    for (const key of keys) {
+      this.keys.push(key);
+      if (!this.index.has(key)) this.index.set(key, this.keys.length);
+    }
+    return first;
   }
 
   /**
@@ -146,13 +196,15 @@ export class Change {
     if (scope && response) {
       const k = this.idx(scope.key);
       this.checks.unshift({ k, op: 'eq', v: scope.claimValue });
-      this.writes.push({ c: 'SET', k, a: [scope.record(response), 'EX', scope.ttlSeconds] });
+      this.writes.push({ c: 'SET', k, n: 3, a: [scope.record(response), 'EX', scope.ttlSeconds] });
       claimCheck = 1;
     }
     if (this.keys.length === 0) return true;
     const args: (string | number)[] = [
       JSON.stringify(this.checks),
-      JSON.stringify(this.writes.map((w) => ({ c: w.c, k: w.k, n: w.a.length }))),
+      JSON.stringify(
+        this.writes.map((w) => (w.r === undefined ? { c: w.c, k: w.k, n: w.n } : { c: w.c, k: w.k, n: w.n, r: w.r })),
+      ),
     ];
     for (const w of this.writes) for (const a of w.a) args.push(a);
     // A change a request acknowledges goes on the durable writer, whose WAIT follows it.

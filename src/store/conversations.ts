@@ -119,9 +119,15 @@ export function advanceThreads(
     if (!seen || (d.sequence ?? 0) > (seen.sequence ?? 0)) last.set(d.connection_id, d);
   }
   const key = keys.incidentThreads(incidentId);
+  let fields: string[] = [];
   for (const [connectionId, d] of last) {
-    change
-      .expectHashField(key, connectionId, read.get(connectionId)?.raw ?? null)
-      .write('HSET', key, connectionId, `${d.sequence ?? 1}|${d.id}`);
+    change.expectHashField(key, connectionId, read.get(connectionId)?.raw ?? null);
+    fields.push(connectionId, `${d.sequence ?? 1}|${d.id}`);
+    // A field-value pair per connection; one HSET per thousand (Lua's unpack limit is 8,000).
+    if (fields.length === 2000) {
+      change.write('HSET', key, ...fields);
+      fields = [];
+    }
   }
+  if (fields.length > 0) change.write('HSET', key, ...fields);
 }

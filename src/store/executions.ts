@@ -207,17 +207,24 @@ export class RedisExecutionRepo implements ExecutionRepo {
     // one (none is made so) is still swept, after the sweep's period.
     const created = Date.parse(execution.created_at);
     const now = String(Number.isFinite(created) ? created : this.nowMs());
-    for (let i = 0; i < deliveries.length; i++) {
-      const d = deliveries[i]!;
-      change
-        .write('SET', k.delivery(d.id), JSON.stringify(d))
-        .write('SADD', k.connectionActiveDeliveries(d.connection_id), d.id);
-      // One held for its audience's approval enters the outbox only when approved (store/approvals.ts).
-      if (!isHeld(d.status)) change.write('ZADD', k.deliveryOutbox(), now, d.id);
-      // Writing out a large fan-out's records takes a while: let requests (a Slack ack has 3 s)
-      // run in between. The change is only built here; its checks run atomically at commit.
-      if ((i + 1) % SERIALISE_BETWEEN_YIELDS === 0) await new Promise<void>((resolve) => setImmediate(resolve));
-    }
+    const records = await serialised(deliveries);
+    const recordKeys = deliveries.map((d) => k.delivery(d.id));
+    // A large fan-out's records go to Redis ahead of the commit, expiring unless it keeps them,
+    // so that the one atomic step which every other client waits for stays short.
+    const ahead = deliveries.length >= WRITE_AHEAD_FROM;
+    if (ahead) {
+      await writeAhead(client, recordKeys, records);
+      change.expectEachExists(recordKeys).writeEach('PERSIST', recordKeys, () => []);
+    } else change.writeEach('SET', recordKeys, (i) => [records[i]!]);
+    change.writeEach(
+      'SADD',
+      deliveries.map((d) => k.connectionActiveDeliveries(d.connection_id)),
+      (i) => [deliveries[i]!.id],
+    );
+    // One held for its audience's approval enters the outbox only when approved (store/approvals.ts).
+    const queued = deliveries.filter((d) => !isHeld(d.status));
+    for (let i = 0; i < queued.length; i += MEMBERS_PER_WRITE)
+      change.write('ZADD', k.deliveryOutbox(), ...queued.slice(i, i + MEMBERS_PER_WRITE).flatMap((d) => [now, d.id]));
     // What execution.completed counts (see DELIVERY_UPDATE_LUA): the deliveries not yet final.
     const tally: Record<string, number> = { open: 0, delivered: 0, failed: 0, cancelled: 0 };
     for (const d of deliveries) tally[isTerminal(d.status) ? d.status : 'open']! += 1;
@@ -239,6 +246,9 @@ export class RedisExecutionRepo implements ExecutionRepo {
     mirrorReminder(change, k, incidentPrev, incidentNext);
     const committed = await change.commit({ kind: 'execution', execution, deliveries, approvals: approvals ?? null });
     if (committed) rememberText(incidentNext, nextText);
+    // Lost to a concurrent change: the records written ahead are nobody's. (After an error the
+    // commit may still have run, so they are left to expire or to stay, as the commit decided.)
+    else if (ahead) await discard(client, recordKeys);
     return committed;
   }
 
@@ -371,3 +381,47 @@ const decodeDelivery = (raw: string): Delivery => rememberText(JSON.parse(raw) a
  * with 1,000 records of 10 kB, acks while it was planned went from up to 1.1 s to 69 ms).
  */
 const SERIALISE_BETWEEN_YIELDS = 100;
+
+async function serialised(deliveries: readonly Delivery[]): Promise<string[]> {
+  const out: string[] = [];
+  for (let i = 0; i < deliveries.length; i++) {
+    out.push(JSON.stringify(deliveries[i]));
+    if ((i + 1) % SERIALISE_BETWEEN_YIELDS === 0) await new Promise<void>((resolve) => setImmediate(resolve));
+  }
+  return out;
+}
+
+/**
+ * From this many deliveries an execute writes their records ahead of its commit. Redis runs a
+ * script to the end before it serves anyone else, and an execute to 10,000 connections carried
+ * 10,000 records of a kilobyte or more in its commit: every other client waited for all of them
+ * to be written. Written ahead, as plain commands between which Redis serves others, the commit
+ * only checks that they are there and keeps them. Below this, one step costs less than the
+ * round trips the writes ahead would add to the execute's answer.
+ */
+const WRITE_AHEAD_FROM = 500;
+/** Records per write-ahead round trip. */
+const WRITE_AHEAD_BATCH = 500;
+/**
+ * How long a record written ahead lives unless the commit keeps it: long enough for any commit
+ * (the bulk connection gives up on one after BULK_COMMAND_TIMEOUT_MS), so short that a crash
+ * between the two leaves nothing behind for long.
+ */
+const WRITE_AHEAD_TTL_MS = 15 * 60_000;
+/** Members or fields per ZADD or HSET in a commit: one call each, within Lua's unpack limit (8,000). */
+const MEMBERS_PER_WRITE = 1000;
+
+async function writeAhead(client: Redis, keys: readonly string[], records: readonly string[]): Promise<void> {
+  for (let i = 0; i < keys.length; i += WRITE_AHEAD_BATCH) {
+    const batch: Promise<unknown>[] = [];
+    for (let j = i; j < Math.min(i + WRITE_AHEAD_BATCH, keys.length); j++)
+      batch.push(client.set(keys[j]!, records[j]!, 'PX', WRITE_AHEAD_TTL_MS));
+    await Promise.all(batch);
+  }
+}
+
+/** Removes records written ahead for a commit that lost; they expire anyway if this fails. */
+async function discard(client: Redis, keys: readonly string[]): Promise<void> {
+  for (let i = 0; i < keys.length; i += WRITE_AHEAD_BATCH)
+    await client.unlink(keys.slice(i, i + WRITE_AHEAD_BATCH)).catch(() => 0);
+}

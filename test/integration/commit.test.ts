@@ -50,4 +50,37 @@ describe('Change (atomic compare-and-set)', () => {
     );
     expect(results.filter(Boolean)).toHaveLength(1);
   });
+
+  it('checks and writes a run of keys as one entry each, repeated keys included', async () => {
+    const keys = [k('r1'), k('r2'), k('r3')];
+    await redis.set(k('r1'), 'a', 'PX', 60_000);
+    await redis.set(k('r2'), 'b', 'PX', 60_000);
+    // One of the run is missing: the check fails and nothing is written, not even to the others.
+    const missing = new Change(redis)
+      .expectEachExists(keys)
+      .writeEach('PERSIST', keys, () => [])
+      .write('SET', k('after'), '1');
+    expect(await missing.commit()).toBe(false);
+    expect(await redis.pttl(k('r1'))).toBeGreaterThan(0);
+    expect(await redis.exists(k('after'))).toBe(0);
+
+    await redis.set(k('r3'), 'c', 'PX', 60_000);
+    const sets = [k('rs1'), k('rs2'), k('rs1')];
+    expect(
+      await new Change(redis)
+        .expect(k('guard'), null)
+        .expectEachExists(keys)
+        .writeEach('PERSIST', keys, () => [])
+        .writeEach('SADD', sets, (i) => [`m${i}`])
+        .write('SET', k('after'), '1')
+        .commit(),
+    ).toBe(true);
+    expect(await Promise.all(keys.map((key) => redis.pttl(key)))).toEqual([-1, -1, -1]);
+    expect((await redis.smembers(k('rs1'))).sort()).toEqual(['m0', 'm2']);
+    expect(await redis.smembers(k('rs2'))).toEqual(['m1']);
+    expect(await redis.get(k('after'))).toBe('1');
+    expect(() => new Change(redis).writeEach('SADD', sets, (i) => (i === 0 ? ['x'] : ['x', 'y']))).toThrow(
+      /same number of arguments/,
+    );
+  });
 });

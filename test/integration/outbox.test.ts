@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createIdGenerator, type IdGenerator } from '../../src/domain/common/ids.js';
-import { newDelivery, type Execution } from '../../src/domain/execution/execution.js';
+import { newDelivery } from '../../src/domain/execution/execution.js';
 import { newIncident } from '../../src/domain/incident/incident.js';
 import type { DispatchBatch, QueuedJob } from '../../src/ports/index.js';
 import { DeliveryService } from '../../src/services/deliveries.js';
@@ -11,6 +11,7 @@ import { DISPATCH_LEASE_MS, RedisExecutionRepo } from '../../src/store/execution
 import { RedisIncidentRepo } from '../../src/store/incidents.js';
 import { createKeys } from '../../src/store/keys.js';
 import { sendPacerOver } from '../service/fakes.js';
+import { anExecution } from '../support/factories.js';
 import { connectTestRedis, dropPrefix, uniquePrefix } from '../support/redis.js';
 
 /**
@@ -106,14 +107,7 @@ async function withStoredIncident(k = keys) {
 describe('the enqueue outbox', () => {
   it('re-queues deliveries committed but never queued, once they are older than the sweep age', async () => {
     const { ids, repo, incident } = await withStoredIncident();
-    const execution: Execution = {
-      id: ids.next('execution'),
-      incident_id: incident.id,
-      variables: {},
-      created_at: new Date(now).toISOString(),
-      template_versions: {},
-      delivery_ids: [],
-    };
+    const execution = anExecution(ids.next('execution'), incident.id, new Date(now).toISOString());
     const deliveries = [1, 2, 3].map(() =>
       newDelivery({
         id: ids.next('delivery'),

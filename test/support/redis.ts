@@ -133,7 +133,10 @@ export function useTestRedis(
  * are passed as one array, scripts.ts, so each call's arguments are flattened): what a test of
  * how many round trips a store makes, or what it sends, reads back.
  */
-export function notingCalls<R extends Redis>(redis: R, commands: readonly string[]): { client: R; calls: unknown[][] } {
+export function notingCalls<R extends object>(
+  redis: R,
+  commands: readonly string[],
+): { client: R; calls: unknown[][] } {
   const calls: unknown[][] = [];
   const client = new Proxy(redis, {
     get(target, prop, receiver) {
