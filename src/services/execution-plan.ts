@@ -130,12 +130,12 @@ export function mergeDeclared(templates: Template[]): TemplateVariable[] {
 
 type RenderContext = Parameters<typeof renderMessage>[1];
 
-/** How long rendering may hold the event loop before letting other work (requests, acks) run. */
-const RENDER_SLICE_MS = 10;
+/** How long making an execute may hold the event loop before letting other work (requests, acks) run. */
+const SLICE_MS = 10;
 
 /**
- * `items.map(fn)`, letting other work run every ~10 ms, as renderYielding does: making an execute's
- * deliveries (an id, a record and a conversation place each) held the event loop for about 100 ms
+ * `items.map(fn)`, letting other work run every ~10 ms: rendering an execute (renderYielding) and
+ * making its deliveries (an id, a record and a conversation place each) held the event loop for about 100 ms
  * at 10,000 connections on a slow machine, and every other request of the process with it.
  */
 export async function mapYielding<T, R>(items: readonly T[], fn: (item: T) => R): Promise<R[]> {
@@ -143,7 +143,7 @@ export async function mapYielding<T, R>(items: readonly T[], fn: (item: T) => R)
   let sliceStart = performance.now();
   for (const item of items) {
     out.push(fn(item));
-    if (performance.now() - sliceStart >= RENDER_SLICE_MS) {
+    if (performance.now() - sliceStart >= SLICE_MS) {
       await new Promise<void>((resolve) => setImmediate(resolve));
       sliceStart = performance.now();
     }
@@ -160,14 +160,12 @@ export async function renderYielding(
   pairs: Pair[],
   ctx: RenderContext,
 ): Promise<(Pair & { content: RenderedContent })[]> {
-  const out: (Pair & { content: RenderedContent })[] = [];
   // One execute renders the same (template, channel, format) for many connections: 200 webhooks
   // are one rendering, not 200. A format is the same when its escaping is the same function (a
   // format built from its connection's config, like Telegram's parse mode, is a new closure each
   // time and simply renders again); the context is the execute's own, so it is part of no key.
   const rendered = new Map<string, Map<MessageFormat['escape'], RenderedContent>>();
-  let sliceStart = performance.now();
-  for (const p of pairs) {
+  return mapYielding(pairs, (p) => {
     const format = formatOf(p.connection);
     const key = `${p.template?.id ?? ''}@${p.template?.version ?? ''}|${p.connection.type}|${format.html ? 'html' : 'text'}`;
     let byEscape = rendered.get(key);
@@ -178,13 +176,8 @@ export async function renderYielding(
       content = renderMessage(source, ctx, format);
       byEscape.set(format.escape, content);
     }
-    out.push({ ...p, content });
-    if (performance.now() - sliceStart >= RENDER_SLICE_MS) {
-      await new Promise<void>((resolve) => setImmediate(resolve));
-      sliceStart = performance.now();
-    }
-  }
-  return out;
+    return { ...p, content };
+  });
 }
 
 export function planned(p: Pair & { content: RenderedContent }): PlannedDelivery {

@@ -95,6 +95,9 @@ type WriteCommand =
   | 'XADD'
   | 'XTRIM';
 
+/** Arguments of one call inside the script, well within Lua's unpack limit. */
+const ARGS_PER_CALL = 2000;
+
 /** Builds one atomic change: record checks and writes, then `commit()`. */
 export class Change {
   private readonly keys: string[] = [];
@@ -143,6 +146,16 @@ export class Change {
 
   write(command: WriteCommand, key: string, ...args: (string | number)[]): this {
     this.writes.push({ c: command, k: this.idx(key), n: args.length, a: args });
+    return this;
+  }
+
+  /**
+   * One command on `key` with many items (`perItem` arguments each: a ZADD's score and member, an
+   * HSET's field and value), as few calls as Lua's unpack limit (8,000 values) comfortably allows.
+   */
+  writeItems(command: 'ZADD' | 'HSET', key: string, items: readonly (string | number)[], perItem: number): this {
+    const step = Math.floor(ARGS_PER_CALL / perItem) * perItem;
+    for (let i = 0; i < items.length; i += step) this.write(command, key, ...items.slice(i, i + step));
     return this;
   }
 

@@ -119,15 +119,10 @@ export function advanceThreads(
     if (!seen || (d.sequence ?? 0) > (seen.sequence ?? 0)) last.set(d.connection_id, d);
   }
   const key = keys.incidentThreads(incidentId);
-  let fields: string[] = [];
+  const fields: string[] = [];
   for (const [connectionId, d] of last) {
     change.expectHashField(key, connectionId, read.get(connectionId)?.raw ?? null);
     fields.push(connectionId, `${d.sequence ?? 1}|${d.id}`);
-    // A field-value pair per connection; one HSET per thousand (Lua's unpack limit is 8,000).
-    if (fields.length === 2000) {
-      change.write('HSET', key, ...fields);
-      fields = [];
-    }
   }
-  if (fields.length > 0) change.write('HSET', key, ...fields);
+  change.writeItems('HSET', key, fields, 2);
 }

@@ -223,8 +223,12 @@ export class RedisExecutionRepo implements ExecutionRepo {
     );
     // One held for its audience's approval enters the outbox only when approved (store/approvals.ts).
     const queued = deliveries.filter((d) => !isHeld(d.status));
-    for (let i = 0; i < queued.length; i += MEMBERS_PER_WRITE)
-      change.write('ZADD', k.deliveryOutbox(), ...queued.slice(i, i + MEMBERS_PER_WRITE).flatMap((d) => [now, d.id]));
+    change.writeItems(
+      'ZADD',
+      k.deliveryOutbox(),
+      queued.flatMap((d) => [now, d.id]),
+      2,
+    );
     // What execution.completed counts (see DELIVERY_UPDATE_LUA): the deliveries not yet final.
     const tally: Record<string, number> = { open: 0, delivered: 0, failed: 0, cancelled: 0 };
     for (const d of deliveries) tally[isTerminal(d.status) ? d.status : 'open']! += 1;
@@ -408,8 +412,6 @@ const WRITE_AHEAD_BATCH = 500;
  * between the two leaves nothing behind for long.
  */
 const WRITE_AHEAD_TTL_MS = 15 * 60_000;
-/** Members or fields per ZADD or HSET in a commit: one call each, within Lua's unpack limit (8,000). */
-const MEMBERS_PER_WRITE = 1000;
 
 async function writeAhead(client: Redis, keys: readonly string[], records: readonly string[]): Promise<void> {
   for (let i = 0; i < keys.length; i += WRITE_AHEAD_BATCH) {
