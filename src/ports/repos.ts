@@ -224,7 +224,8 @@ export interface ExecutionRepo {
    * (the outbox that makes "202 = durably queued" survive a crash between commit and enqueue).
    *
    * `threads` is each targeted connection's conversation as read (ConversationRepo.threads): the
-   * commit fails when one moved meanwhile, and moves each on to its last new delivery.
+   * commit fails when the incident's conversations moved meanwhile, and moves each on to its last
+   * new delivery.
    */
   create(
     execution: Execution,
@@ -232,7 +233,7 @@ export interface ExecutionRepo {
     incidentPrev: Incident,
     incidentNext: Incident,
     events: IncidentEvent[],
-    threads?: Map<string, ThreadState>,
+    threads?: Threads,
     /** Its approvals when some audience is held: stored, indexed and scheduled in the same step. */
     approvals?: ExecutionApprovals | null,
   ): Promise<boolean>;
@@ -283,7 +284,7 @@ export interface ApprovalCommit {
   /** Held deliveries as read (compared) and as they become: queued (released) or cancelled. */
   deliveries: { prev: Delivery; next: Delivery }[];
   /** The released deliveries' conversations as read (compared, then moved on to them). */
-  threads: Map<string, ThreadState>;
+  threads: Threads;
   /** The outbox score (the dispatch jobs' claim) of released deliveries. */
   claim?: number;
   events: IncidentEvent[];
@@ -325,6 +326,12 @@ export interface ThreadState {
   raw: string | null;
 }
 
+/**
+ * An incident's conversations as one commit read them: each asked connection's, and the revision
+ * of all of them (every commit that moves one moves it), which is what the commit checks.
+ */
+export type Threads = Map<string, ThreadState> & { readonly revision: string | null };
+
 /** The conversation's first delivered message. */
 export interface ThreadRoot {
   ref: MessageRef;
@@ -333,7 +340,7 @@ export interface ThreadRoot {
 
 export interface ConversationRepo {
   /** Each connection's conversation with the incident so far. */
-  threads(incidentId: string, connectionIds: string[]): Promise<Map<string, ThreadState>>;
+  threads(incidentId: string, connectionIds: string[]): Promise<Threads>;
   /** The message later ones reply under (or edit, in `edit` mode); null before one was delivered. */
   root(incidentId: string, connectionId: string): Promise<ThreadRoot | null>;
   /** Records the first delivered message of the conversation; the first recorded stays. */

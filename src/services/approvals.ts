@@ -28,6 +28,7 @@ import type {
   IdGenerator,
   IncidentRepo,
   ThreadState,
+  Threads,
 } from '../ports/index.js';
 import { queueCommitted } from './execution-queue.js';
 import {
@@ -310,7 +311,7 @@ export class ApprovalService {
           changes.push({ prev: held, next: mustTransition(transition.cancel(held, reason, nowDate)) });
         }
       }
-    let threads = new Map<string, ThreadState>();
+    let threads: Threads = Object.assign(new Map<string, ThreadState>(), { revision: null });
     if (releasing.length > 0) {
       threads = await this.d.conversations.threads(execution.incident_id, [
         ...new Set(releasing.map((x) => x.connection_id)),

@@ -1,7 +1,7 @@
 import type { RedisClient as Redis } from './redis-connect.js';
 import type { Delivery } from '../domain/execution/execution.js';
 import type { MessageRef } from '../domain/execution/conversation.js';
-import type { ConversationRepo, ThreadRoot, ThreadState } from '../ports/index.js';
+import type { ConversationRepo, ThreadRoot, Threads, ThreadState } from '../ports/index.js';
 import type { Change } from './commit.js';
 import type { Keys } from './keys.js';
 import { luaScript, runScript } from './scripts.js';
@@ -12,8 +12,11 @@ import { decodedEach, turnBatched } from './turn-batch.js';
  * keyed by connection id, each with one writer:
  *
  * - `inc:<id>:threads` — `<sequence>|<last delivery id>`, written by the commit of an execute,
- *   correction or retraction, which checks the value it read (so two commits never hand out the
- *   same sequence number);
+ *   correction, retraction or approval. Each such commit also counts up the hash's `revision`
+ *   field and checks the revision it read, so two commits never hand out the same sequence number:
+ *   one check, where a check per connection made a fan-out to 10,000 connections decode and run
+ *   10,000 of them while Redis served no one else. Concurrent commits to one incident's
+ *   conversations then go one after the other (the loser reads again), even to other connections;
  * - `inc:<id>:roots` — the first delivered message, `{ref, delivery_id}`, written by the worker
  *   when a message that starts the conversation is delivered (HSETNX: the first one stays), and
  *   removed when that message is retracted, so the next update starts a new conversation.
@@ -41,12 +44,17 @@ export class RedisConversationRepo implements ConversationRepo {
     private readonly keys: Keys,
   ) {}
 
-  async threads(incidentId: string, connectionIds: string[]): Promise<Map<string, ThreadState>> {
+  async threads(incidentId: string, connectionIds: string[]): Promise<Threads> {
     const out = new Map<string, ThreadState>();
-    if (connectionIds.length === 0) return out;
-    const raw = await this.redis.hmget(this.keys.incidentThreads(incidentId), ...connectionIds);
+    if (connectionIds.length === 0) return Object.assign(out, { revision: null });
+    // One HMGET: the revision and the conversations as of one moment.
+    const [revision, ...raw] = await this.redis.hmget(
+      this.keys.incidentThreads(incidentId),
+      REVISION,
+      ...connectionIds,
+    );
     connectionIds.forEach((id, i) => out.set(id, parseThread(raw[i] ?? null)));
-    return out;
+    return Object.assign(out, { revision: revision ?? null });
   }
 
   /** The conversation's first message; the reads of one turn go as one HMGET per incident (turn-batch.ts). */
@@ -102,15 +110,18 @@ function parseThread(raw: string | null): ThreadState {
   return { sequence: Number(raw.slice(0, bar)) || 0, lastDeliveryId: raw.slice(bar + 1) || null, raw };
 }
 
+/** The threads hash's revision field (connection ids start with `con_`, so none is named so). */
+const REVISION = 'revision';
+
 /**
- * Adds to an execute's (or correction's) commit: each connection's conversation must still be as
- * read, and moves on to its last new delivery.
+ * Adds to an execute's (or correction's, or approval's) commit: the incident's conversations must
+ * still be at the revision read, and each moves on to its last new delivery.
  */
 export function advanceThreads(
   change: Change,
   keys: Keys,
   incidentId: string,
-  read: Map<string, ThreadState>,
+  read: Threads,
   deliveries: Delivery[],
 ): void {
   const last = new Map<string, Delivery>();
@@ -118,11 +129,12 @@ export function advanceThreads(
     const seen = last.get(d.connection_id);
     if (!seen || (d.sequence ?? 0) > (seen.sequence ?? 0)) last.set(d.connection_id, d);
   }
+  if (last.size === 0) return;
   const key = keys.incidentThreads(incidentId);
   const fields: string[] = [];
-  for (const [connectionId, d] of last) {
-    change.expectHashField(key, connectionId, read.get(connectionId)?.raw ?? null);
-    fields.push(connectionId, `${d.sequence ?? 1}|${d.id}`);
-  }
-  change.writeItems('HSET', key, fields, 2);
+  for (const [connectionId, d] of last) fields.push(connectionId, `${d.sequence ?? 1}|${d.id}`);
+  change
+    .expectHashField(key, REVISION, read.revision)
+    .write('HINCRBY', key, REVISION, 1)
+    .writeItems('HSET', key, fields, 2);
 }

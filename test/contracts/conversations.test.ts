@@ -20,6 +20,7 @@ function contract(make: () => ConversationRepo) {
     const threads = await repo.threads(inc, [a, b]);
     expect([...threads.keys()]).toEqual([a, b]);
     expect(threads.get(a)).toEqual({ sequence: 0, lastDeliveryId: null, raw: null });
+    expect(threads.revision).toBeNull();
     expect((await repo.threads(inc, [])).size).toBe(0);
     expect(await repo.root(inc, a)).toBeNull();
   });

@@ -110,10 +110,10 @@ function contract(make: () => Store) {
     const first = anExecute(incident, [con]);
     expect(await s.repo.create(first.execution, first.deliveries, incident, first.next, first.events, read)).toBe(true);
     incident = first.next;
-    expect((await s.conversations.threads(incident.id, [con])).get(con)).toMatchObject({
-      sequence: 1,
-      lastDeliveryId: first.deliveries[0]!.id,
-    });
+    const moved = await s.conversations.threads(incident.id, [con]);
+    expect(moved.get(con)).toMatchObject({ sequence: 1, lastDeliveryId: first.deliveries[0]!.id });
+    expect(moved.revision).not.toBeNull();
+    expect(moved.revision).not.toBe(read.revision);
     // A second execute planned from the conversation as it was before the first.
     const late = anExecute(incident, [con]);
     expect(await s.repo.create(late.execution, late.deliveries, incident, late.next, late.events, read)).toBe(false);

@@ -105,7 +105,15 @@ async function world() {
   };
   const stored = (await incidents.get(incident.id))!;
   expect(
-    await executions.create(execution, held, stored, { ...stored, rev: stored.rev + 1 }, [], new Map(), record),
+    await executions.create(
+      execution,
+      held,
+      stored,
+      { ...stored, rev: stored.rev + 1 },
+      [],
+      Object.assign(new Map(), { revision: null }),
+      record,
+    ),
   ).toBe(true);
   const dispatched: DispatchBatch[] = [];
   const notices: ApprovalNotice[] = [];

@@ -83,4 +83,16 @@ describe('Change (atomic compare-and-set)', () => {
       /same number of arguments/,
     );
   });
+
+  it('checks a run longer than one EXISTS takes: a key missing in a later slice fails it, repeats count', async () => {
+    const keys = Array.from({ length: 2500 }, (_, i) => k(`long${i}`));
+    await Promise.all(keys.map((key) => redis.set(key, '1')));
+    const missingLate = [...keys.slice(0, 2100), k('long-missing'), ...keys.slice(2100)];
+    expect(await new Change(redis).expectEachExists(missingLate).write('SET', k('late'), '1').commit()).toBe(false);
+    expect(await redis.exists(k('late'))).toBe(0);
+    // The same key twice, in two slices: it exists, so both count.
+    const repeated = [...keys, keys[0]!];
+    expect(await new Change(redis).expectEachExists(repeated).write('SET', k('late'), '1').commit()).toBe(true);
+    expect(await redis.get(k('late'))).toBe('1');
+  });
 });

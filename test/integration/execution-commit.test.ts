@@ -2,8 +2,9 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { newDelivery } from '../../src/domain/execution/execution.js';
 import { createIdGenerator } from '../../src/domain/common/ids.js';
 import { newIncident } from '../../src/domain/incident/incident.js';
-import { RedisExecutionRepo } from '../../src/store/executions.js';
+import { DISPATCH_LEASE_MS, DISPATCHED_PER_SCRIPT, RedisExecutionRepo } from '../../src/store/executions.js';
 import { RedisIncidentRepo } from '../../src/store/incidents.js';
+import { RedisConversationRepo } from '../../src/store/conversations.js';
 import { createKeys } from '../../src/store/keys.js';
 import { BULK_COMMAND_TIMEOUT_MS, createRedis, whenReady } from '../../src/store/redis.js';
 import { anExecution } from '../support/factories.js';
@@ -132,5 +133,56 @@ describe('the execute commit', () => {
       expect(calls.filter((c) => isScript(c) && carriesRecord(c))).toHaveLength(1);
       expect(await admin.exists(f.deliveries.map((d) => keys.delivery(d.id)))).toBe(20);
     });
+  });
+
+  it('checks the incident’s conversations once, not once per connection, and moves their revision on', async () => {
+    await whenReady(bulk, 30_000);
+    const f = await fanOut(1200, 'b', { manyConnections: true });
+    const conversations = new RedisConversationRepo(bulk, keys);
+    const read = await conversations.threads(
+      f.incident.id,
+      f.deliveries.map((d) => d.connection_id),
+    );
+    expect(read.revision).toBeNull();
+    const { client, calls } = notingCalls(bulk, ['evalsha', 'eval']);
+    const repo = new RedisExecutionRepo(bulk, keys, () => now, client);
+    expect(await repo.create(f.execution, f.deliveries, f.incident, f.next, [], read)).toBe(true);
+    const commit = calls.find((c) => c.length > 1000)!;
+    const checks = JSON.parse(String(commit[2 + Number(commit[1])])) as { op: string }[];
+    expect(checks.filter((c) => c.op === 'hget')).toHaveLength(1);
+    const after = await conversations.threads(f.incident.id, [f.deliveries[5]!.connection_id]);
+    expect(after.revision).toBe('1');
+    expect(after.get(f.deliveries[5]!.connection_id)).toMatchObject({
+      sequence: 1,
+      lastDeliveryId: f.deliveries[5]!.id,
+    });
+  });
+
+  it('marks a large execute’s outbox entries dispatched a slice per script, so no one script holds Redis long', async () => {
+    await whenReady(bulk, 30_000);
+    const count = 2 * DISPATCHED_PER_SCRIPT + 500;
+    const f = await fanOut(count, 'b');
+    expect(
+      await new RedisExecutionRepo(bulk, keys, () => now, bulk).create(
+        f.execution,
+        f.deliveries,
+        f.incident,
+        f.next,
+        [],
+      ),
+    ).toBe(true);
+    const ids = f.deliveries.map((d) => d.id);
+    // The script loaded first: on a Redis that lacks it, the first slice would go as EVALSHA, then EVAL.
+    await new RedisExecutionRepo(bulk, keys, () => now, bulk).markDispatched(['dlv_none'], now);
+    const { client, calls } = notingCalls(bulk, ['evalsha', 'eval']);
+    await new RedisExecutionRepo(client, keys, () => now, bulk).markDispatched(ids, now);
+    // Each call: the claim, the dispatched score, then its slice of ids.
+    expect(calls.map((c) => c.filter((a) => typeof a === 'string' && a.startsWith('dlv_')).length)).toEqual([
+      DISPATCHED_PER_SCRIPT,
+      DISPATCHED_PER_SCRIPT,
+      500,
+    ]);
+    const scores = await admin.zmscore(keys.deliveryOutbox(), ids);
+    expect(new Set(scores)).toEqual(new Set([String(now + DISPATCH_LEASE_MS + 0.5)]));
   });
 });

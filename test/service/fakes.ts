@@ -57,6 +57,7 @@ import type {
   TemplateWriteOutcome,
   ThreadRoot,
   ThreadState,
+  Threads,
   TokenCrypto,
 } from '../../src/ports/index.js';
 import type { PaceStep, PacingRule } from '../../src/domain/execution/delivery-policy.js';
@@ -408,9 +409,9 @@ export class InMemoryExecutionRepo implements ExecutionRepo {
     incidentPrev: Incident,
     incidentNext: Incident,
     events: IncidentEvent[],
-    threads?: Map<string, ThreadState>,
+    threads?: Threads,
   ): Promise<boolean> {
-    // As the Redis store: every conversation must still be as read, or nothing is written.
+    // As the Redis store: the incident's conversations must still be as read, or nothing is written.
     if (threads && this.conversations && !this.conversations.stillAsRead(incidentPrev.id, threads)) return false;
     if (!(await this.incidents.update(incidentPrev, incidentNext, events))) return false;
     this.conversations?.advance(deliveries);
@@ -731,25 +732,34 @@ export const silentLog = { warn: () => undefined };
 /** The incidents' conversations in memory (ConversationRepo), with the Redis store's rules. */
 export class InMemoryConversationRepo implements ConversationRepo {
   readonly threadStates = new Map<string, string>();
+  /** Per incident, the revision of its conversations (absent before the first commit moved one). */
+  readonly revisions = new Map<string, number>();
   readonly roots = new Map<string, ThreadRoot>();
 
-  threads(incidentId: string, connectionIds: string[]): Promise<Map<string, ThreadState>> {
+  threads(incidentId: string, connectionIds: string[]): Promise<Threads> {
     const out = new Map<string, ThreadState>();
     for (const c of connectionIds) {
       const raw = this.threadStates.get(`${incidentId}/${c}`) ?? null;
       const [seq, last] = raw === null ? ['0', ''] : raw.split('|');
       out.set(c, { sequence: Number(seq), lastDeliveryId: last || null, raw });
     }
-    return Promise.resolve(out);
+    const revision = connectionIds.length === 0 ? null : this.revisionOf(incidentId);
+    return Promise.resolve(Object.assign(out, { revision }));
   }
-  /** Whether each conversation is still as `read` (the execute commit's check). */
-  stillAsRead(incidentId: string, read: Map<string, ThreadState>): boolean {
-    return [...read].every(([c, t]) => (this.threadStates.get(`${incidentId}/${c}`) ?? null) === t.raw);
+  private revisionOf(incidentId: string): string | null {
+    const n = this.revisions.get(incidentId);
+    return n === undefined ? null : String(n);
+  }
+  /** Whether the incident's conversations are still at the revision `read` (the execute commit's check). */
+  stillAsRead(incidentId: string, read: Threads): boolean {
+    return read.size === 0 || this.revisionOf(incidentId) === read.revision;
   }
   /** What the execute commit writes (the in-memory execution repo calls it). */
   advance(deliveries: Delivery[]): void {
-    for (const d of deliveries)
+    for (const d of deliveries) {
       this.threadStates.set(`${d.incident_id}/${d.connection_id}`, `${d.sequence ?? 1}|${d.id}`);
+      this.revisions.set(d.incident_id, (this.revisions.get(d.incident_id) ?? 0) + 1);
+    }
   }
   root(incidentId: string, connectionId: string): Promise<ThreadRoot | null> {
     return Promise.resolve(this.roots.get(`${incidentId}/${connectionId}`) ?? null);
