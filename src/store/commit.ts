@@ -213,7 +213,7 @@ export class Change {
     if (scope && response) {
       const k = this.idx(scope.key);
       this.checks.unshift({ k, op: 'eq', v: scope.claimValue });
-      this.writes.push({ c: 'SET', k, n: 3, a: [scope.record(response), 'EX', scope.ttlSeconds] });
+      this.writes.push({ c: 'SET', k, n: 3, a: [await scope.record(response), 'EX', scope.ttlSeconds] });
       claimCheck = 1;
     }
     if (this.keys.length === 0) return true;

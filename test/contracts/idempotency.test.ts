@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { IdempotencyStore, StoredResponse } from '../../src/ports/index.js';
-import { IDEMPOTENCY_LEASE_MS, RedisIdempotencyStore } from '../../src/store/idempotency.js';
+import { COMPRESS_FROM, IDEMPOTENCY_LEASE_MS, RedisIdempotencyStore } from '../../src/store/idempotency.js';
 import { LIMITS } from '../../src/domain/common/limits.js';
 import { FakeClock, FakeSecretBox, InMemoryIdempotencyStore } from '../service/fakes.js';
 import { contractRedis, type Make } from './support.js';
@@ -46,6 +46,21 @@ const answer = (n: number): StoredResponse => ({
   body: JSON.stringify({ id: `inc_${n}` }),
   headers: { 'content-type': 'application/json', location: `/v1/incidents/inc_${n}` },
 });
+
+/** An execute's answer to 2,000 connections, every receipt listed (with a multi-byte character). */
+const longAnswer: StoredResponse = {
+  status: 202,
+  body: JSON.stringify({
+    id: 'exe_1',
+    note: 'Ünïcode — kept',
+    deliveries: Array.from({ length: 2000 }, (_, i) => ({
+      id: `dlv_${i}`,
+      connection_id: `con_${i}`,
+      status: 'queued',
+    })),
+  }),
+  headers: { 'content-type': 'application/json; charset=utf-8', location: '/v1/incidents/inc_1/executions/exe_1' },
+};
 
 function contract(make: Make<Harness>) {
   it('claims a new key once: the next request with the same body finds it in flight', async () => {
@@ -120,6 +135,14 @@ function contract(make: Make<Harness>) {
     expect((await h.store.begin('key_a', 'k5', 'fp-2')).state).toBe('new');
   });
 
+  it('replays a long answer byte for byte', async () => {
+    const { store } = make();
+    const begun = await store.begin('key_a', 'k7', 'fp-1');
+    if (begun.state !== 'new') throw new Error(`expected new, got ${begun.state}`);
+    await store.complete(begun.claim, longAnswer);
+    expect(await store.begin('key_a', 'k7', 'fp-1')).toEqual({ state: 'done', response: longAnswer });
+  });
+
   it('runs work within a request and hands back its result', async () => {
     const { store } = make();
     const begun = await store.begin('key_a', 'k6', 'fp-1');
@@ -133,3 +156,25 @@ describe.each<[string, Make<Harness>]>([
   ['in-memory', fakeHarness],
   ['redis', redisHarness],
 ])('IdempotencyStore contract: %s', (_name, make) => contract(make));
+
+describe('IdempotencyStore in Redis', () => {
+  it('stores a long answer compressed, a short one as it is', async () => {
+    const keys = db.keys();
+    const redis = db.redis();
+    const store = new RedisIdempotencyStore(redis, keys, new FakeSecretBox());
+    const stored = async (key: string, response: StoredResponse) => {
+      const begun = await store.begin('key_a', key, 'fp-1');
+      if (begun.state !== 'new') throw new Error(`expected new, got ${begun.state}`);
+      await store.complete(begun.claim, response);
+      const [k] = await redis.keys(keys.idempotency('key_a', '*'));
+      const rec = JSON.parse((await redis.get(k!))!) as { r: string; z?: string };
+      await redis.del(k!);
+      return rec;
+    };
+    expect(longAnswer.body.length).toBeGreaterThan(COMPRESS_FROM);
+    const packed = await stored('long', longAnswer);
+    expect(packed.z).toBe('gzip');
+    expect(packed.r.length).toBeLessThan(longAnswer.body.length / 5);
+    expect((await stored('short', answer(1))).z).toBeUndefined();
+  });
+});
