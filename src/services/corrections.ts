@@ -15,7 +15,8 @@ import { incidentView } from '../domain/template/render.js';
 import type { Template } from '../domain/template/template.js';
 import type { Clock, ConversationRepo, ExecutionRepo, IdGenerator, IncidentRepo } from '../ports/index.js';
 import { planCorrections } from './correction-plan.js';
-import { mapYielding, type ExecuteConnection } from './execution-plan.js';
+import { mapYielding } from '../domain/common/map-yielding.js';
+import type { ExecuteConnection } from './execution-plan.js';
 import { queueCommitted, type QueueCommittedDeps } from './execution-queue.js';
 import {
   conversationPlaces,

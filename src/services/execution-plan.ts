@@ -11,6 +11,7 @@ import {
 } from '../domain/template/render.js';
 import { sourceForChannel, type Template } from '../domain/template/template.js';
 import type { TemplateVariable } from '../domain/template/variables.js';
+import { mapYielding } from '../domain/common/map-yielding.js';
 
 /**
  * What an execute will send, before anything is stored: which connections it targets, every
@@ -129,27 +130,6 @@ export function mergeDeclared(templates: Template[]): TemplateVariable[] {
 }
 
 type RenderContext = Parameters<typeof renderMessage>[1];
-
-/** How long making an execute may hold the event loop before letting other work (requests, acks) run. */
-const SLICE_MS = 10;
-
-/**
- * `items.map(fn)`, letting other work run every ~10 ms: rendering an execute (renderYielding) and
- * making its deliveries (an id, a record and a conversation place each) held the event loop for about 100 ms
- * at 10,000 connections on a slow machine, and every other request of the process with it.
- */
-export async function mapYielding<T, R>(items: readonly T[], fn: (item: T) => R): Promise<R[]> {
-  const out: R[] = [];
-  let sliceStart = performance.now();
-  for (const item of items) {
-    out.push(fn(item));
-    if (performance.now() - sliceStart >= SLICE_MS) {
-      await new Promise<void>((resolve) => setImmediate(resolve));
-      sliceStart = performance.now();
-    }
-  }
-  return out;
-}
 
 /**
  * Renders every pair, yielding to the event loop every ~10 ms: a fan-out of thousands of long

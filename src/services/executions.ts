@@ -37,7 +37,6 @@ import {
   mergeDeclaredVariables,
   pairsFor,
   planned,
-  mapYielding,
   renderYielding,
   targetConnections,
   type ExecuteConnection,
@@ -65,6 +64,7 @@ import type { StoredExecutionAudience } from '../domain/execution/execution.js';
 import type { AudienceRepo } from '../ports/index.js';
 import type { ApprovalService } from './approvals.js';
 import { planAudiences, resolveAudienceKeys, type AudiencePart } from './audience-plan.js';
+import { mapYielding } from '../domain/common/map-yielding.js';
 
 export { DISPATCH_CHUNK } from './execution-queue.js';
 export { mergeDeclaredVariables, type ExecuteConnection, type ExecutionWithDeliveries, type PlannedDelivery };

@@ -17,6 +17,7 @@ import type { Keys } from './keys.js';
 import { luaScript, runScript, SCRIPT_FAILURE, scriptFailure } from './scripts.js';
 import { appendTimeline } from './timeline.js';
 import { decodedEach, turnBatched } from './turn-batch.js';
+import { mapYielding } from '../domain/common/map-yielding.js';
 
 /**
  * delivery_update — updateDelivery's compare-and-set, the delivery engine's hottest write (two or
@@ -210,7 +211,7 @@ export class RedisExecutionRepo implements ExecutionRepo {
     // one (none is made so) is still swept, after the sweep's period.
     const created = Date.parse(execution.created_at);
     const now = String(Number.isFinite(created) ? created : this.nowMs());
-    const records = await serialised(deliveries);
+    const records = await mapYielding(deliveries, (d) => JSON.stringify(d));
     const recordKeys = deliveries.map((d) => k.delivery(d.id));
     // A large fan-out's records go to Redis ahead of the commit, expiring unless it keeps them,
     // so that the one atomic step which every other client waits for stays short.
@@ -384,22 +385,6 @@ export class RedisExecutionRepo implements ExecutionRepo {
 
 /** A stored delivery, tied to its text (the compare-and-set of its next write expects it). */
 const decodeDelivery = (raw: string): Delivery => rememberText(JSON.parse(raw) as Delivery, raw);
-
-/**
- * Delivery records serialised between two turns of the event loop while an execute's change is
- * built, so a large fan-out's records are not all serialised in one stretch (docs/performance.md:
- * with 1,000 records of 10 kB, acks while it was planned went from up to 1.1 s to 69 ms).
- */
-const SERIALISE_BETWEEN_YIELDS = 100;
-
-async function serialised(deliveries: readonly Delivery[]): Promise<string[]> {
-  const out: string[] = [];
-  for (let i = 0; i < deliveries.length; i++) {
-    out.push(JSON.stringify(deliveries[i]));
-    if ((i + 1) % SERIALISE_BETWEEN_YIELDS === 0) await new Promise<void>((resolve) => setImmediate(resolve));
-  }
-  return out;
-}
 
 /**
  * From this many deliveries an execute writes their records ahead of its commit. Redis runs a

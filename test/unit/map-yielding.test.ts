@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { mapYielding } from '../../src/services/execution-plan.js';
+import { mapYielding } from '../../src/domain/common/map-yielding.js';
 
 /** Holds the CPU for `ms` (a delivery's making, drawn out). */
 const spin = (ms: number) => {
