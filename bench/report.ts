@@ -356,6 +356,17 @@ export function buildReport(samples: Samples, s: ReportSettings): { figures: Fig
       target: '—',
       met: null,
     });
+  // Herald set against the floor of 6d in each round: how much of the loop-plus-a-record rate its
+  // deliveries keep, doing everything else besides (the worst round, as row 6 reports its own).
+  add({
+    figure: '6f. … Herald against the floor one at a time (baseline: 6d; ratio = Herald/floor, lowest round)',
+    herald: d,
+    baseline: m(samples.floorEachPerSec),
+    ratio: lowestRatio(samples.deliveriesPerSec, samples.floorEachPerSec),
+    unit: 'deliveries/s',
+    target: '—',
+    met: null,
+  });
   const bh = m(samples.bytesPerIncident);
   const braw = m(samples.rawIncidentBytes);
   add({

@@ -13,7 +13,8 @@
  *   bench/queue-floor.ts      the same posts as BullMQ jobs, one each, at Herald's concurrency,
  *                             nothing else: a queue job per delivery (row 5c, no target);
  *   bench/record-floor.ts     the same posts, each with a delivery record read and written by
- *                             compare-and-set, one at a time or 25 at a time (rows 6d, 6e, no target);
+ *                             compare-and-set, one at a time or 25 at a time (rows 6d, 6e, no target;
+ *                             6f sets row 6 against 6d);
  *   bench/sink.ts             the webhook receiver (and a fake Slack Web API), its own process;
  *   bench/load.ts             the load generator, its own process (never sharing an event loop
  *                             with the server under test or with this harness).
